@@ -1,0 +1,150 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "fileio.h"
+#include "macro.h"
+
+int loop_write(int fd, const void *buf, size_t len) {
+        const char *p = buf;
+
+        while (len > 0) {
+                ssize_t n = write(fd, p, len);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return negative_errno();
+                }
+                if (n == 0)
+                        return -EIO;
+                p += n;
+                len -= (size_t) n;
+        }
+        return 0;
+}
+
+ssize_t loop_read(int fd, void *buf, size_t len) {
+        char *p = buf;
+        size_t done = 0;
+
+        while (done < len) {
+                ssize_t n = read(fd, p + done, len - done);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return negative_errno();
+                }
+                if (n == 0)
+                        break;
+                done += (size_t) n;
+        }
+        return (ssize_t) done;
+}
+
+static int fsync_parent_dir(const char *path) {
+        _cleanup_free_ char *copy = strdup(path);
+        if (!copy)
+                return -ENOMEM;
+        _cleanup_close_ int dfd = open(dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dfd < 0)
+                return negative_errno();
+        if (fsync(dfd) < 0)
+                return negative_errno();
+        return 0;
+}
+
+int write_file_atomic(const char *path, const void *data, size_t len, mode_t mode) {
+        _cleanup_free_ char *tmp = NULL;
+        int r;
+
+        if (asprintf(&tmp, "%s.tmp.%d", path, (int) getpid()) < 0)
+                return -ENOMEM;
+
+        _cleanup_close_ int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
+        if (fd < 0)
+                return negative_errno();
+        r = loop_write(fd, data, len);
+        if (r >= 0 && fchmod(fd, mode) < 0)
+                r = negative_errno();
+        if (r >= 0 && fsync(fd) < 0)
+                r = negative_errno();
+        if (r >= 0 && rename(tmp, path) < 0)
+                r = negative_errno();
+        if (r < 0) {
+                (void) unlink(tmp);
+                return r;
+        }
+        return fsync_parent_dir(path);
+}
+
+int read_file_capped(const char *path, size_t max, char **ret, size_t *ret_len) {
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        struct stat st;
+
+        if (fd < 0)
+                return negative_errno();
+        if (fstat(fd, &st) < 0)
+                return negative_errno();
+        if (!S_ISREG(st.st_mode))
+                return -EBADFD;
+        if ((uint64_t) st.st_size > max)
+                return -EFBIG;
+
+        /* Read one byte past the cap: a file that grew since fstat is caught too. */
+        _cleanup_free_ char *buf = malloc(max + 2);
+        if (!buf)
+                return -ENOMEM;
+        ssize_t n = loop_read(fd, buf, max + 1);
+        if (n < 0)
+                return (int) n;
+        if ((size_t) n > max)
+                return -EFBIG;
+        buf[n] = '\0';
+        *ret = TAKE_PTR(buf);
+        if (ret_len)
+                *ret_len = (size_t) n;
+        return 0;
+}
+
+int fd_set_nonblock(int fd, int on) {
+        int flags = fcntl(fd, F_GETFL);
+        if (flags < 0)
+                return negative_errno();
+        int nflags = on ? flags | O_NONBLOCK : flags & ~O_NONBLOCK;
+        if (nflags != flags && fcntl(fd, F_SETFL, nflags) < 0)
+                return negative_errno();
+        return 0;
+}
+
+int fd_set_cloexec(int fd, int on) {
+        int flags = fcntl(fd, F_GETFD);
+        if (flags < 0)
+                return negative_errno();
+        int nflags = on ? flags | FD_CLOEXEC : flags & ~FD_CLOEXEC;
+        if (nflags != flags && fcntl(fd, F_SETFD, nflags) < 0)
+                return negative_errno();
+        return 0;
+}
+
+static int64_t now_ms(clockid_t clock) {
+        struct timespec ts;
+        if (clock_gettime(clock, &ts) < 0)
+                return 0;
+        return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int64_t now_monotonic_ms(void) {
+        return now_ms(CLOCK_MONOTONIC);
+}
+
+int64_t now_boottime_ms(void) {
+        return now_ms(CLOCK_BOOTTIME);
+}
+
+int64_t now_realtime_ms(void) {
+        return now_ms(CLOCK_REALTIME);
+}

@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* write() all of it, retrying on EINTR and short writes (blocking fds). */
+int loop_write(int fd, const void *buf, size_t len);
+/* read() until len bytes or EOF; returns bytes read or -errno. */
+ssize_t loop_read(int fd, void *buf, size_t len);
+
+/*
+ * Write a whole file atomically: temp file beside it (O_CLOEXEC, mode), write, fsync,
+ * rename over path, fsync the directory. On failure nothing at path changes and the
+ * temp file is removed.
+ */
+int write_file_atomic(const char *path, const void *data, size_t len, mode_t mode);
+
+/* Read a whole regular file of at most max bytes (-EFBIG beyond). NUL-terminated. */
+int read_file_capped(const char *path, size_t max, char **ret, size_t *ret_len);
+
+int fd_set_nonblock(int fd, int on);
+int fd_set_cloexec(int fd, int on);
+
+/* Milliseconds on CLOCK_MONOTONIC / CLOCK_BOOTTIME / CLOCK_REALTIME. */
+int64_t now_monotonic_ms(void);
+int64_t now_boottime_ms(void);
+int64_t now_realtime_ms(void);

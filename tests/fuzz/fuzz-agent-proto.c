@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Frames the input like the agent does, parses every frame, and checks that every
+ * message that parses formats, parses again to the same thing and formats identically. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent-proto.h"
+#include "jsonframe.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static void check_message(const char *frame, size_t len) {
+        _cleanup_agent_msg_ AgentMsg *m = NULL, *again = NULL;
+        _cleanup_free_ char *s1 = NULL, *s2 = NULL;
+        AgentParseError err;
+        size_t n1, n2;
+
+        if (agent_msg_parse(frame, len, &m, &err) < 0) {
+                if (!err.code || strnlen(err.message, sizeof(err.message)) == sizeof(err.message))
+                        abort();
+                /* Whatever was refused can still be answered. */
+                _cleanup_free_ char *reply = NULL;
+                if (agent_format_error(err.id, err.code, err.message, AGENT_MAX_FRAME_DEFAULT, &reply, &n1) < 0)
+                        abort();
+                return;
+        }
+        if (agent_msg_format(m, 4 * AGENT_MAX_FRAME_DEFAULT, &s1, &n1) < 0)
+                abort();
+        if (agent_msg_parse(s1, n1 - 1, &again, NULL) < 0)
+                abort();
+        if (again->type != m->type || again->id != m->id)
+                abort();
+        if (agent_msg_format(again, 4 * AGENT_MAX_FRAME_DEFAULT, &s2, &n2) < 0)
+                abort();
+        if (n1 != n2 || memcmp(s1, s2, n1) != 0)
+                abort();
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+        _cleanup_(frame_reader_freep) FrameReader *r = frame_reader_new(64 * 1024);
+        const char *frame;
+        size_t len;
+
+        if (!r)
+                return 0;
+        while (size > 0) {
+                size_t n = frame_reader_feed(r, data, size);
+                data += n;
+                size -= n;
+                int k;
+                while ((k = frame_reader_next(r, &frame, &len)) != 0)
+                        if (k > 0)
+                                check_message(frame, len);
+        }
+        return 0;
+}

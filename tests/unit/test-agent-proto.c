@@ -1,0 +1,190 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "agent-proto.h"
+
+static AgentMsg *parse_ok(const char *s) {
+        AgentMsg *m = NULL;
+        AgentParseError err;
+        int r = agent_msg_parse(s, strlen(s), &m, &err);
+        if (r < 0)
+                fail_msg("parse of '%s' failed: %d %s: %s", s, r, err.code, err.message);
+        return m;
+}
+
+static void parse_fails(const char *s, int expect_r, int64_t expect_id, const char *expect_code,
+                        const char *expect_in_message) {
+        AgentMsg *m = NULL;
+        AgentParseError err;
+        int r = agent_msg_parse(s, strlen(s), &m, &err);
+        assert_int_equal(r, expect_r);
+        assert_null(m);
+        assert_int_equal(err.id, expect_id);
+        assert_string_equal(err.code, expect_code);
+        if (expect_in_message && !strstr(err.message, expect_in_message))
+                fail_msg("message '%s' does not mention '%s'", err.message, expect_in_message);
+}
+
+static void test_exec_request(void **state) {
+        _cleanup_agent_msg_ AgentMsg *m = parse_ok(
+                "{\"type\":\"exec\",\"id\":7,\"argv\":[\"/bin/sh\",\"-c\",\"cat\"],\"env\":[\"A=1\"],"
+                "\"cwd\":\"/tmp\",\"stdin\":\"aGk=\",\"stdin_eof\":false,\"timeout_ms\":1000,"
+                "\"max_output\":4096,\"uid\":65534,\"gid\":65534,\"unknown\":{\"x\":1}}");
+        assert_int_equal(m->type, AGENT_MSG_EXEC);
+        assert_int_equal(m->id, 7);
+        assert_string_equal(m->exec.argv[2], "cat");
+        assert_null(m->exec.argv[3]);
+        assert_string_equal(m->exec.env[0], "A=1");
+        assert_string_equal(m->exec.cwd, "/tmp");
+        assert_int_equal(m->exec.stdin_len, 2);
+        assert_memory_equal(m->exec.stdin_data, "hi", 2);
+        assert_false(m->exec.stdin_eof);
+        assert_int_equal(m->exec.timeout_ms, 1000);
+        assert_int_equal(m->exec.max_output, 4096);
+        assert_int_equal(m->exec.uid, 65534);
+}
+
+static void test_exec_defaults(void **state) {
+        _cleanup_agent_msg_ AgentMsg *m = parse_ok("{\"type\":\"exec\",\"id\":1,\"argv\":[\"true\"]}");
+        assert_true(m->exec.stdin_eof);
+        assert_null(m->exec.env);
+        assert_null(m->exec.cwd);
+        assert_null(m->exec.stdin_data);
+        assert_int_equal(m->exec.timeout_ms, 0);
+}
+
+static void test_errors_name_the_field_and_keep_the_id(void **state) {
+        parse_fails("not json", -EBADMSG, 0, AGENT_ERR_MALFORMED, NULL);
+        parse_fails("{\"type\":\"exec\",\"id\":3}", -EINVAL, 3, AGENT_ERR_INVALID, "'argv'");
+        parse_fails("{\"type\":\"exec\",\"id\":3,\"argv\":\"ls\"}", -EINVAL, 3, AGENT_ERR_INVALID, "'argv'");
+        parse_fails("{\"type\":\"exec\",\"id\":3,\"argv\":[]}", -EINVAL, 3, AGENT_ERR_INVALID, "'argv'");
+        parse_fails("{\"type\":\"exec\",\"id\":3,\"argv\":[\"a\"],\"env\":[\"NOEQ\"]}", -EINVAL, 3,
+                    AGENT_ERR_INVALID, "'env'");
+        parse_fails("{\"type\":\"exec\",\"id\":3,\"argv\":[\"a\"],\"cwd\":\"rel\"}", -EINVAL, 3,
+                    AGENT_ERR_INVALID, "'cwd'");
+        parse_fails("{\"type\":\"exec\",\"id\":3,\"argv\":[\"a\"],\"timeout_ms\":-1}", -EINVAL, 3,
+                    AGENT_ERR_INVALID, "'timeout_ms'");
+        parse_fails("{\"type\":\"exec\",\"id\":3,\"argv\":[\"a\"],\"stdin\":\"!!!!\"}", -EINVAL, 3,
+                    AGENT_ERR_INVALID, "'stdin'");
+        parse_fails("{\"type\":\"frobnicate\",\"id\":9}", -EOPNOTSUPP, 9, AGENT_ERR_UNKNOWN_TYPE, NULL);
+        parse_fails("{\"type\":\"ping\"}", -EINVAL, 0, AGENT_ERR_INVALID, "'id'");
+        parse_fails("{\"type\":\"ping\",\"id\":0}", -EINVAL, 0, AGENT_ERR_INVALID, "'id'");
+        parse_fails("{\"type\":\"ping\",\"id\":\"1\"}", -EINVAL, 0, AGENT_ERR_INVALID, "'id'");
+        parse_fails("{\"type\":\"ping\",\"id\":9007199254740993}", -EINVAL, 0, AGENT_ERR_INVALID, "'id'");
+        parse_fails("{\"type\":5,\"id\":4}", -EINVAL, 4, AGENT_ERR_INVALID, "'type'");
+        parse_fails("{\"id\":4}", -EINVAL, 4, AGENT_ERR_INVALID, "'type'");
+        parse_fails("{\"type\":\"hello\",\"id\":1,\"version\":1.5}", -EINVAL, 1, AGENT_ERR_INVALID, "'version'");
+        parse_fails("{\"type\":\"configure\",\"id\":2,\"hostname\":\"a b\"}", -EINVAL, 2, AGENT_ERR_INVALID, "'hostname'");
+        parse_fails("{\"type\":\"configure\",\"id\":2,\"machine_id\":\"XYZ\"}", -EINVAL, 2, AGENT_ERR_INVALID,
+                    "'machine_id'");
+        parse_fails("{\"type\":\"file_get\",\"id\":2,\"path\":\"etc/passwd\"}", -EINVAL, 2, AGENT_ERR_INVALID, "'path'");
+        parse_fails("{\"type\":\"file_get\",\"id\":2,\"path\":\"/x\",\"length\":999999999}", -EINVAL, 2,
+                    AGENT_ERR_INVALID, "'length'");
+        parse_fails("{\"type\":\"shutdown\",\"id\":2,\"action\":\"explode\"}", -EINVAL, 2, AGENT_ERR_INVALID,
+                    "'action'");
+        parse_fails("{\"type\":\"exit\",\"id\":2,\"code\":-1,\"signal\":0}", -EINVAL, 2, AGENT_ERR_INVALID, "'signal'");
+        parse_fails("{\"type\":\"output\",\"id\":2,\"stream\":\"stdfoo\",\"data\":\"\"}", -EINVAL, 2,
+                    AGENT_ERR_INVALID, "'stream'");
+}
+
+static void test_error_may_have_id_zero(void **state) {
+        _cleanup_agent_msg_ AgentMsg *m = parse_ok("{\"type\":\"error\",\"id\":0,\"code\":\"too_large\"}");
+        assert_int_equal(m->id, 0);
+        assert_string_equal(m->error.code, "too_large");
+}
+
+static AgentMsg *roundtrip(const AgentMsg *m) {
+        _cleanup_free_ char *s = NULL;
+        size_t n;
+        AgentMsg *back = NULL;
+
+        assert_int_equal(agent_msg_format(m, AGENT_MAX_FRAME_DEFAULT, &s, &n), 0);
+        assert_int_equal(s[n - 1], '\n');
+        assert_null(memchr(s, '\n', n - 1));
+        assert_int_equal(agent_msg_parse(s, n - 1, &back, NULL), 0);
+        assert_int_equal(back->type, m->type);
+        assert_int_equal(back->id, m->id);
+        return back;
+}
+
+static void test_roundtrips(void **state) {
+        char *argv[] = { (char *) "/bin/echo", (char *) "h\xc3\xa9llo\n\"", NULL };
+        AgentMsg exec = { .type = AGENT_MSG_EXEC, .id = 5, .exec = { .argv = argv, .stdin_eof = true, .timeout_ms = 10 } };
+        _cleanup_agent_msg_ AgentMsg *e = roundtrip(&exec);
+        assert_string_equal(e->exec.argv[1], argv[1]);
+        assert_int_equal(e->exec.timeout_ms, 10);
+
+        uint8_t bin[300];
+        for (size_t i = 0; i < sizeof(bin); i++)
+                bin[i] = (uint8_t) (i * 7);
+        AgentMsg out = { .type = AGENT_MSG_OUTPUT, .id = 5, .output = { .is_stderr = true, .data = bin, .len = sizeof(bin) } };
+        _cleanup_agent_msg_ AgentMsg *o = roundtrip(&out);
+        assert_true(o->output.is_stderr);
+        assert_int_equal(o->output.len, sizeof(bin));
+        assert_memory_equal(o->output.data, bin, sizeof(bin));
+
+        AgentMsg ex = { .type = AGENT_MSG_EXIT, .id = 5, .exit = { .code = -1, .signal = 9, .timed_out = true, .stdout_bytes = 5 << 20 } };
+        _cleanup_agent_msg_ AgentMsg *x = roundtrip(&ex);
+        assert_int_equal(x->exit.signal, 9);
+        assert_true(x->exit.timed_out);
+        assert_int_equal(x->exit.stdout_bytes, 5 << 20);
+
+        char *caps[] = { (char *) "exec", NULL };
+        AgentMsg hello = { .type = AGENT_MSG_HELLO, .id = 1, .hello = { .version = 1, .agent = (char *) "guest-init 0", .capabilities = caps, .max_frame = 1 << 20 } };
+        _cleanup_agent_msg_ AgentMsg *h = roundtrip(&hello);
+        assert_string_equal(h->hello.capabilities[0], "exec");
+        assert_int_equal(h->hello.max_frame, 1 << 20);
+
+        AgentAddress addr = { .ifname = (char *) "eth0", .address = (char *) "10.0.0.2/24" };
+        uint8_t ent[32] = { 1, 2, 3 };
+        AgentMsg conf = { .type = AGENT_MSG_CONFIGURE, .id = 2, .configure = { .hostname = (char *) "seat-1",
+                .machine_id = (char *) "0123456789abcdef0123456789abcdef", .entropy = ent, .entropy_len = 32,
+                .addresses = &addr, .n_addresses = 1 } };
+        _cleanup_agent_msg_ AgentMsg *c = roundtrip(&conf);
+        assert_string_equal(c->configure.addresses[0].address, "10.0.0.2/24");
+        assert_null(c->configure.addresses[0].gateway);
+        assert_int_equal(c->configure.entropy_len, 32);
+}
+
+static void test_format_refuses_what_parse_refuses(void **state) {
+        char *none = NULL;
+        size_t n;
+        AgentMsg noargv = { .type = AGENT_MSG_EXEC, .id = 1 };
+        assert_int_equal(agent_msg_format(&noargv, AGENT_MAX_FRAME_DEFAULT, &none, &n), -EINVAL);
+        AgentMsg id0 = { .type = AGENT_MSG_PING, .id = 0 };
+        assert_int_equal(agent_msg_format(&id0, AGENT_MAX_FRAME_DEFAULT, &none, &n), -EINVAL);
+
+        static uint8_t big[AGENT_CHUNK_MAX];
+        AgentMsg out = { .type = AGENT_MSG_OUTPUT, .id = 1, .output = { .data = big, .len = sizeof(big) } };
+        assert_int_equal(agent_msg_format(&out, 1000, &none, &n), -E2BIG);
+        _cleanup_free_ char *ok = NULL;
+        assert_int_equal(agent_msg_format(&out, AGENT_MAX_FRAME_DEFAULT, &ok, &n), 0);
+        assert_null(none);
+}
+
+static void test_reply_helpers(void **state) {
+        _cleanup_free_ char *e = NULL, *o = NULL;
+        size_t n;
+        assert_int_equal(agent_format_error(0, AGENT_ERR_TOO_LARGE, "frame over 1048576 bytes", 4096, &e, &n), 0);
+        assert_string_equal(e, "{\"type\":\"error\",\"id\":0,\"code\":\"too_large\",\"message\":\"frame over 1048576 bytes\"}\n");
+        assert_int_equal(agent_format_ok(3, 12, 4096, &o, &n), 0);
+        assert_string_equal(o, "{\"type\":\"ok\",\"id\":3,\"size\":12}\n");
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_exec_request),
+                cmocka_unit_test(test_exec_defaults),
+                cmocka_unit_test(test_errors_name_the_field_and_keep_the_id),
+                cmocka_unit_test(test_error_may_have_id_zero),
+                cmocka_unit_test(test_roundtrips),
+                cmocka_unit_test(test_format_refuses_what_parse_refuses),
+                cmocka_unit_test(test_reply_helpers),
+        };
+        return cmocka_run_group_tests_name("agent-proto", tests, NULL, NULL);
+}

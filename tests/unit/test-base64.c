@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "base64.h"
+#include "macro.h"
+
+static void check_roundtrip(const char *plain, const char *encoded) {
+        _cleanup_free_ char *e = NULL;
+        _cleanup_free_ void *d = NULL;
+        size_t n, m;
+
+        assert_int_equal(base64_encode(plain, strlen(plain), &e, &n), 0);
+        assert_string_equal(e, encoded);
+        assert_int_equal(n, strlen(encoded));
+        assert_int_equal(base64_decode(encoded, strlen(encoded), 1024, &d, &m), 0);
+        assert_int_equal(m, strlen(plain));
+        assert_memory_equal(d, plain, m);
+}
+
+static void test_rfc4648_vectors(void **state) {
+        check_roundtrip("", "");
+        check_roundtrip("f", "Zg==");
+        check_roundtrip("fo", "Zm8=");
+        check_roundtrip("foo", "Zm9v");
+        check_roundtrip("foob", "Zm9vYg==");
+        check_roundtrip("fooba", "Zm9vYmE=");
+        check_roundtrip("foobar", "Zm9vYmFy");
+}
+
+static void test_rejects_bad_input(void **state) {
+        void *d = NULL;
+        size_t n;
+        const char *bad[] = { "Zg=", "Zg", "Z===", "Zh==", "Zm9=", "Zm 9v", "Zm9v\n", "Zm-v", "=Zm9", "Zg==Zg==" };
+
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++)
+                assert_int_equal(base64_decode(bad[i], strlen(bad[i]), 1024, &d, &n), -EINVAL);
+        assert_null(d);
+}
+
+static void test_cap(void **state) {
+        _cleanup_free_ void *d = NULL;
+        void *none = NULL;
+        size_t n;
+
+        assert_int_equal(base64_decode("Zm9vYmFy", 8, 5, &none, &n), -E2BIG);
+        assert_null(none);
+        assert_int_equal(base64_decode("Zm9vYmFy", 8, 6, &d, &n), 0);
+        assert_int_equal(n, 6);
+}
+
+static void test_binary(void **state) {
+        uint8_t buf[256];
+        _cleanup_free_ char *e = NULL;
+        _cleanup_free_ void *d = NULL;
+        size_t n, m;
+
+        for (size_t i = 0; i < sizeof(buf); i++)
+                buf[i] = (uint8_t) i;
+        for (size_t len = 0; len <= sizeof(buf); len += 37) {
+                assert_int_equal(base64_encode(buf, len, &e, &n), 0);
+                assert_int_equal(n, base64_encoded_len(len));
+                assert_int_equal(base64_decode(e, n, len, &d, &m), 0);
+                assert_int_equal(m, len);
+                assert_memory_equal(d, buf, len);
+                freep(&e);
+                freep(&d);
+        }
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_rfc4648_vectors),
+                cmocka_unit_test(test_rejects_bad_input),
+                cmocka_unit_test(test_cap),
+                cmocka_unit_test(test_binary),
+        };
+        return cmocka_run_group_tests_name("base64", tests, NULL, NULL);
+}

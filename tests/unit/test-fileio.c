@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <cmocka.h>
+
+#include "fileio.h"
+#include "macro.h"
+
+static char dir[] = "/tmp/seatd-test-fileio-XXXXXX";
+
+static int setup(void **state) {
+        return mkdtemp(dir) ? 0 : -1;
+}
+
+static int teardown(void **state) {
+        char cmd[128];
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+        return system(cmd) == 0 ? 0 : -1;
+}
+
+static void test_atomic_write_and_read(void **state) {
+        _cleanup_free_ char *path = NULL, *data = NULL;
+        struct stat st;
+        size_t n;
+
+        assert_true(asprintf(&path, "%s/a", dir) > 0);
+        assert_int_equal(write_file_atomic(path, "hello", 5, 0600), 0);
+        assert_int_equal(stat(path, &st), 0);
+        assert_int_equal(st.st_mode & 07777, 0600);
+        assert_int_equal(read_file_capped(path, 100, &data, &n), 0);
+        assert_int_equal(n, 5);
+        assert_string_equal(data, "hello");
+        freep(&data);
+
+        /* Replacing keeps the file whole, and leaves no temp file behind. */
+        assert_int_equal(write_file_atomic(path, "bye", 3, 0644), 0);
+        assert_int_equal(read_file_capped(path, 100, &data, &n), 0);
+        assert_string_equal(data, "bye");
+        char cmd[256];
+        snprintf(cmd, sizeof(cmd), "test $(ls -A '%s' | wc -l) -eq 1", dir);
+        assert_int_equal(system(cmd), 0);
+}
+
+static void test_read_cap(void **state) {
+        _cleanup_free_ char *path = NULL;
+        char *data = NULL;
+        size_t n;
+
+        assert_true(asprintf(&path, "%s/big", dir) > 0);
+        assert_int_equal(write_file_atomic(path, "0123456789", 10, 0644), 0);
+        assert_int_equal(read_file_capped(path, 9, &data, &n), -EFBIG);
+        assert_null(data);
+        assert_int_equal(read_file_capped("/proc/self", 9, &data, &n), -EBADFD);
+        assert_int_equal(read_file_capped("/nonexistent/x", 9, &data, &n), -ENOENT);
+}
+
+static void test_atomic_write_failure_leaves_nothing(void **state) {
+        assert_true(write_file_atomic("/nonexistent-dir/x", "a", 1, 0644) < 0);
+}
+
+static void test_clocks(void **state) {
+        int64_t a = now_monotonic_ms(), b = now_monotonic_ms();
+        assert_true(a > 0 && b >= a);
+        assert_true(now_boottime_ms() > 0);
+        assert_true(now_realtime_ms() > 1600000000000LL);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_atomic_write_and_read),
+                cmocka_unit_test(test_read_cap),
+                cmocka_unit_test(test_atomic_write_failure_leaves_nothing),
+                cmocka_unit_test(test_clocks),
+        };
+        return cmocka_run_group_tests_name("fileio", tests, setup, teardown);
+}
