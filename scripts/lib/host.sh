@@ -1,0 +1,73 @@
+# Shared by scripts/test, scripts/demo and scripts/bench: make this Debian 12 machine
+# ready, idempotently. Installs only what dpkg says is missing; starts virtlogd and
+# libvirtd only when they are not running (nothing starts them here, CI included).
+
+SEATD_PACKAGES=(
+  meson ninja-build pkg-config gcc clang libclang-rt-14-dev
+  libjson-c-dev libcmocka-dev libvirt-dev libsodium-dev
+  qemu-system-x86 qemu-utils libvirt-daemon-system libvirt-clients
+  linux-image-amd64 busybox-static e2fsprogs cpio xz-utils kmod file
+  nftables python3
+)
+
+say() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
+die() { printf 'error: %s\n' "$*" >&2; exit 1; }
+
+host_install_packages() {
+  local missing=() p
+  for p in "${SEATD_PACKAGES[@]}"; do
+    dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+  done
+  ((${#missing[@]} == 0)) && return 0
+  [[ $(id -u) == 0 ]] || die "missing packages (${missing[*]}); run as root or install them: apt-get install ${missing[*]}"
+  say "installing ${missing[*]}"
+  DEBIAN_FRONTEND=noninteractive apt-get update -q >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+host_start_libvirt() {
+  if virsh -c qemu:///system version >/dev/null 2>&1; then
+    return 0
+  fi
+  say "starting virtlogd and libvirtd"
+  mkdir -p /var/log/libvirt /var/run/libvirt
+  pgrep -x virtlogd >/dev/null || virtlogd -d
+  pgrep -x libvirtd >/dev/null || libvirtd -d
+  local i
+  for i in $(seq 1 100); do
+    virsh -c qemu:///system version >/dev/null 2>&1 && return 0
+    sleep 0.1
+  done
+  die "libvirtd did not answer on qemu:///system (see /var/log/libvirt)"
+}
+
+# The guard from ENVIRONMENT.md: even a broken egress filter cannot send a test packet
+# off this machine. Loaded before any test that may send packets, and left loaded.
+host_load_guard() {
+  command -v nft >/dev/null || die "nft is missing (apt-get install nftables)"
+  nft list table inet seat_guard >/dev/null 2>&1 && return 0
+  local uplink
+  uplink=$(ip -o route show default 2>/dev/null | awk '{print $5; exit}')
+  uplink=${uplink:-eth0}
+  nft -f - <<NFT
+table inet seat_guard {
+  chain guard_forward {
+    type filter hook forward priority -300; policy accept;
+    oifname "$uplink" drop
+  }
+  chain guard_output {
+    type filter hook output priority -300; policy accept;
+    oifname "$uplink" ip daddr { 10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16, 169.254.0.0/16, 198.51.100.0/24, 203.0.113.0/24 } drop
+  }
+}
+NFT
+}
+
+# Configure (once) and build a meson tree. $1 = build dir, rest = meson options.
+build_tree() {
+  local dir=$1; shift
+  if [[ ! -f $dir/build.ninja ]]; then
+    meson setup "$dir" "$@" >/dev/null || die "meson setup $dir failed"
+  fi
+  ninja -C "$dir" >/dev/null || { ninja -C "$dir"; die "build in $dir failed"; }
+}

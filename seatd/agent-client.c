@@ -1,0 +1,430 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <poll.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+
+#include "agent-client.h"
+#include "fileio.h"
+#include "jsonframe.h"
+#include "log.h"
+
+struct AgentClient {
+        int fd;
+        FrameReader *reader;
+        size_t max_frame;
+        int64_t next_id;
+        bool eof;
+};
+
+int agent_client_new_fd(int fd, size_t max_frame, AgentClient **ret) {
+        if (fd < 0 || max_frame < AGENT_MAX_FRAME_MIN)
+                return -EINVAL;
+        AgentClient *c = calloc(1, sizeof(*c));
+        if (!c)
+                return -ENOMEM;
+        c->reader = frame_reader_new(max_frame);
+        if (!c->reader) {
+                free(c);
+                return -ENOMEM;
+        }
+        int r = fd_set_nonblock(fd, 1);
+        if (r >= 0)
+                r = fd_set_cloexec(fd, 1);
+        if (r < 0) {
+                frame_reader_free(c->reader);
+                free(c);
+                return r;
+        }
+        c->fd = fd;
+        c->max_frame = max_frame;
+        c->next_id = 1;
+        *ret = c;
+        return 0;
+}
+
+AgentClient *agent_client_free(AgentClient *c) {
+        if (!c)
+                return NULL;
+        safe_close(c->fd);
+        frame_reader_free(c->reader);
+        free(c);
+        return NULL;
+}
+
+int agent_client_fd(const AgentClient *c) {
+        return c->fd;
+}
+
+int64_t agent_client_next_id(AgentClient *c) {
+        return c->next_id++;
+}
+
+static int remaining_ms(int64_t deadline) {
+        int64_t left = deadline - now_monotonic_ms();
+        return left <= 0 ? 0 : (int) MIN(left, (int64_t) INT32_MAX);
+}
+
+static int64_t deadline_in(int timeout_ms) {
+        return now_monotonic_ms() + (timeout_ms < 0 ? 0 : timeout_ms);
+}
+
+int agent_client_connect_unix(const char *path, int timeout_ms, AgentClient **ret, SeatError **ret_error) {
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        int64_t deadline = deadline_in(timeout_ms);
+        int r;
+
+        if (strlen(path) >= sizeof(sa.sun_path))
+                return seat_error_set(ret_error, ENAMETOOLONG, "agent socket path '%s' is too long", path);
+        strcpy(sa.sun_path, path);
+
+        for (;;) {
+                _cleanup_close_ int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+                if (fd < 0)
+                        return seat_error_set(ret_error, errno, "create socket: %m");
+                if (connect(fd, (struct sockaddr *) &sa, sizeof(sa)) >= 0) {
+                        r = agent_client_new_fd(fd, AGENT_MAX_FRAME_DEFAULT, ret);
+                        if (r < 0)
+                                return seat_error_set(ret_error, -r, "set up agent client: %s", strerror(-r));
+                        TAKE_FD(fd);
+                        return 0;
+                }
+                r = errno;
+                if ((r != ENOENT && r != ECONNREFUSED) || remaining_ms(deadline) == 0)
+                        return seat_error_set(ret_error, r, "connect to agent socket '%s': %s", path, strerror(r));
+                (void) nanosleep(&(struct timespec) { .tv_nsec = 50 * 1000 * 1000 }, NULL);
+        }
+}
+
+static int wait_fd(int fd, short events, int64_t deadline) {
+        struct pollfd p = { .fd = fd, .events = events };
+        for (;;) {
+                int n = poll(&p, 1, remaining_ms(deadline));
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return negative_errno();
+                }
+                if (n == 0)
+                        return -ETIMEDOUT;
+                return 0;
+        }
+}
+
+int agent_client_send_raw(AgentClient *c, const void *buf, size_t len, int timeout_ms) {
+        int64_t deadline = deadline_in(timeout_ms);
+        const char *p = buf;
+
+        while (len > 0) {
+                ssize_t n = send(c->fd, p, len, MSG_NOSIGNAL);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        if (errno != EAGAIN)
+                                return negative_errno();
+                        int r = wait_fd(c->fd, POLLOUT, deadline);
+                        if (r < 0)
+                                return r;
+                        continue;
+                }
+                p += n;
+                len -= (size_t) n;
+        }
+        return 0;
+}
+
+int agent_client_send(AgentClient *c, const AgentMsg *m, int timeout_ms) {
+        _cleanup_free_ char *line = NULL;
+        size_t len;
+        int r = agent_msg_format(m, c->max_frame, &line, &len);
+        if (r < 0)
+                return r;
+        return agent_client_send_raw(c, line, len, timeout_ms);
+}
+
+int agent_client_recv(AgentClient *c, int timeout_ms, AgentMsg **ret) {
+        int64_t deadline = deadline_in(timeout_ms);
+
+        for (;;) {
+                const char *frame;
+                size_t len;
+                int r = frame_reader_next(c->reader, &frame, &len);
+                if (r == -E2BIG) {
+                        log_debug("agent sent a frame over %zu bytes", c->max_frame);
+                        return -EPROTO;
+                }
+                if (r > 0) {
+                        AgentParseError err;
+                        r = agent_msg_parse(frame, len, ret, &err);
+                        if (r < 0) {
+                                log_debug("agent sent a bad frame: %s", err.message);
+                                return -EPROTO;
+                        }
+                        if (agent_msg_type_is_request((*ret)->type) && (*ret)->type != AGENT_MSG_HELLO) {
+                                *ret = agent_msg_free(*ret);
+                                return -EPROTO; /* an agent sends replies only */
+                        }
+                        return 0;
+                }
+                if (c->eof)
+                        return -ECONNRESET;
+
+                ssize_t n = frame_reader_fill(c->reader, c->fd);
+                if (n == 0) {
+                        c->eof = true;
+                        continue;
+                }
+                if (n == -EAGAIN) {
+                        r = wait_fd(c->fd, POLLIN, deadline);
+                        if (r < 0)
+                                return r;
+                        continue;
+                }
+                if (n < 0)
+                        return (int) n;
+        }
+}
+
+static int error_reply(const AgentMsg *m, SeatError **ret_error) {
+        _cleanup_free_ char *msg = log_escape(m->error.message ? m->error.message : "", m->error.message ? strlen(m->error.message) : 0, 512);
+        _cleanup_free_ char *code = log_escape(m->error.code, strlen(m->error.code), 64);
+        return seat_error_set(ret_error, EREMOTEIO, "agent refused request %lld: %s: %s", (long long) m->id,
+                              code ? code : "?", msg ? msg : "?");
+}
+
+/* The next message for id; anything for another id is a protocol violation here. */
+static int recv_for(AgentClient *c, int64_t id, int64_t deadline, AgentMsg **ret, SeatError **ret_error) {
+        _cleanup_agent_msg_ AgentMsg *m = NULL;
+        int r = agent_client_recv(c, remaining_ms(deadline), &m);
+        if (r == -ETIMEDOUT)
+                return seat_error_set(ret_error, ETIMEDOUT, "agent did not answer request %lld in time", (long long) id);
+        if (r == -EPROTO)
+                return seat_error_set(ret_error, EPROTO, "agent broke the protocol (bad or oversized frame)");
+        if (r < 0)
+                return seat_error_set(ret_error, -r, "read from agent: %s", strerror(-r));
+        if (m->id != id)
+                return seat_error_set(ret_error, EPROTO, "agent answered id %lld while request %lld was pending",
+                                      (long long) m->id, (long long) id);
+        *ret = TAKE_PTR(m);
+        return 0;
+}
+
+int agent_client_call(AgentClient *c, AgentMsg *req, int timeout_ms, AgentMsg **ret_reply, SeatError **ret_error) {
+        int64_t deadline = deadline_in(timeout_ms);
+        _cleanup_agent_msg_ AgentMsg *m = NULL;
+
+        if (req->type == AGENT_MSG_EXEC)
+                return seat_error_set(ret_error, EINVAL, "use agent_client_exec() for exec");
+        req->id = agent_client_next_id(c);
+        int r = agent_client_send(c, req, remaining_ms(deadline));
+        if (r < 0)
+                return seat_error_set(ret_error, -r, "send %s to agent: %s", agent_msg_type_to_string(req->type), strerror(-r));
+        r = recv_for(c, req->id, deadline, &m, ret_error);
+        if (r < 0)
+                return r;
+        if (m->type == AGENT_MSG_ERROR)
+                return error_reply(m, ret_error);
+        if (ret_reply)
+                *ret_reply = TAKE_PTR(m);
+        return 0;
+}
+
+/* After a reconnect the channel may still deliver frames the agent wrote to the previous
+ * connection: before hello's reply, frames for other ids are dropped (a bounded number). */
+static int recv_hello_reply(AgentClient *c, int64_t id, int64_t deadline, AgentMsg **ret, SeatError **ret_error) {
+        for (unsigned stale = 0; stale < 4096; stale++) {
+                _cleanup_agent_msg_ AgentMsg *m = NULL;
+                int r = agent_client_recv(c, remaining_ms(deadline), &m);
+                if (r == -ETIMEDOUT)
+                        return seat_error_set(ret_error, ETIMEDOUT, "agent did not answer hello in time");
+                if (r == -EPROTO)
+                        continue; /* the tail of a frame cut by the reconnect */
+                if (r < 0)
+                        return seat_error_set(ret_error, -r, "read from agent: %s", strerror(-r));
+                if (m->id == id) {
+                        *ret = TAKE_PTR(m);
+                        return 0;
+                }
+        }
+        return seat_error_set(ret_error, EPROTO, "agent sent too many frames before answering hello");
+}
+
+int agent_client_hello(AgentClient *c, int timeout_ms, AgentMsg **ret_hello, SeatError **ret_error) {
+        int64_t deadline = deadline_in(timeout_ms);
+        _cleanup_agent_msg_ AgentMsg *reply = NULL;
+        AgentMsg req = { .type = AGENT_MSG_HELLO, .id = agent_client_next_id(c),
+                         .hello = { .version = AGENT_PROTO_VERSION } };
+
+        int r = agent_client_send(c, &req, remaining_ms(deadline));
+        if (r < 0)
+                return seat_error_set(ret_error, -r, "send hello to agent: %s", strerror(-r));
+        r = recv_hello_reply(c, req.id, deadline, &reply, ret_error);
+        if (r < 0)
+                return r;
+        if (reply->type == AGENT_MSG_ERROR)
+                return error_reply(reply, ret_error);
+        if (reply->type != AGENT_MSG_HELLO || !reply->hello.agent)
+                return seat_error_set(ret_error, EPROTO, "agent answered hello with '%s'", agent_msg_type_to_string(reply->type));
+        if (reply->hello.version != AGENT_PROTO_VERSION)
+                return seat_error_set(ret_error, EPROTONOSUPPORT, "agent speaks protocol version %lld, seatd speaks %d",
+                                      (long long) reply->hello.version, AGENT_PROTO_VERSION);
+        if (ret_hello)
+                *ret_hello = TAKE_PTR(reply);
+        return 0;
+}
+
+int agent_client_ping(AgentClient *c, int timeout_ms, SeatError **ret_error) {
+        _cleanup_agent_msg_ AgentMsg *reply = NULL;
+        AgentMsg req = { .type = AGENT_MSG_PING };
+        int r = agent_client_call(c, &req, timeout_ms, &reply, ret_error);
+        if (r < 0)
+                return r;
+        if (reply->type != AGENT_MSG_PONG)
+                return seat_error_set(ret_error, EPROTO, "agent answered ping with '%s'", agent_msg_type_to_string(reply->type));
+        return 0;
+}
+
+void agent_exec_result_done(AgentExecResult *r) {
+        free(r->error);
+        *r = (AgentExecResult) {};
+}
+
+static int exec_fill_result(const AgentMsg *m, AgentExecResult *res) {
+        res->code = m->exit.code;
+        res->signal = m->exit.signal;
+        res->duration_ms = m->exit.duration_ms;
+        res->timed_out = m->exit.timed_out;
+        res->truncated = m->exit.truncated;
+        res->stdout_bytes = m->exit.stdout_bytes;
+        res->stderr_bytes = m->exit.stderr_bytes;
+        if (m->exit.error) {
+                res->error = log_escape(m->exit.error, strlen(m->exit.error), 512);
+                if (!res->error)
+                        return -ENOMEM;
+        }
+        return 0;
+}
+
+int agent_client_exec(AgentClient *c, AgentMsg *req, AgentOutputFn on_output, void *userdata,
+                      int timeout_ms, AgentExecResult *ret, SeatError **ret_error) {
+        int64_t deadline = deadline_in(timeout_ms);
+        AgentExecResult res = {};
+        bool started = false;
+        int r;
+
+        if (req->type != AGENT_MSG_EXEC)
+                return seat_error_set(ret_error, EINVAL, "not an exec request");
+        req->id = agent_client_next_id(c);
+        r = agent_client_send(c, req, remaining_ms(deadline));
+        if (r < 0)
+                return seat_error_set(ret_error, -r, "send exec to agent: %s", strerror(-r));
+
+        for (;;) {
+                _cleanup_agent_msg_ AgentMsg *m = NULL;
+                r = recv_for(c, req->id, deadline, &m, ret_error);
+                if (r < 0)
+                        break;
+                if (m->type == AGENT_MSG_ERROR) {
+                        r = error_reply(m, ret_error);
+                        break;
+                }
+                if (m->type == AGENT_MSG_STARTED && !started) {
+                        started = true;
+                        res.pid = m->started.pid;
+                        continue;
+                }
+                if (m->type == AGENT_MSG_OUTPUT && started) {
+                        if (on_output) {
+                                r = on_output(m->output.is_stderr, m->output.data, m->output.len, userdata);
+                                if (r < 0) {
+                                        r = seat_error_set(ret_error, -r, "output handler failed: %s", strerror(-r));
+                                        break;
+                                }
+                        }
+                        continue;
+                }
+                if (m->type == AGENT_MSG_EXIT && started) {
+                        r = exec_fill_result(m, &res);
+                        if (r < 0) {
+                                r = seat_error_set(ret_error, ENOMEM, "out of memory");
+                                break;
+                        }
+                        *ret = res;
+                        return 0;
+                }
+                r = seat_error_set(ret_error, EPROTO, "agent sent '%s' out of order for exec %lld",
+                                   agent_msg_type_to_string(m->type), (long long) req->id);
+                break;
+        }
+        agent_exec_result_done(&res);
+        return r;
+}
+
+int agent_client_file_put(AgentClient *c, const char *path, const void *data, size_t len, mode_t mode,
+                          int timeout_ms, SeatError **ret_error) {
+        int64_t deadline = deadline_in(timeout_ms);
+        size_t off = 0;
+
+        do {
+                size_t n = MIN(len - off, (size_t) AGENT_CHUNK_MAX);
+                _cleanup_agent_msg_ AgentMsg *reply = NULL;
+                AgentMsg req = {
+                        .type = AGENT_MSG_FILE_PUT,
+                        .file_put = { .path = (char *) path, .offset = (int64_t) off,
+                                      .data = (uint8_t *) data + off, .len = n, .mode = mode,
+                                      .final = off + n == len },
+                };
+                int r = agent_client_call(c, &req, remaining_ms(deadline), &reply, ret_error);
+                if (r < 0) {
+                        (void) seat_error_wrap(ret_error, "put '%s' at offset %zu", path, off);
+                        return r;
+                }
+                if (reply->type != AGENT_MSG_OK || reply->ok.size != (int64_t) (off + n))
+                        return seat_error_set(ret_error, EPROTO, "agent acknowledged put of '%s' wrongly", path);
+                off += n;
+        } while (off < len);
+        return 0;
+}
+
+int agent_client_file_get(AgentClient *c, const char *path, size_t max, int timeout_ms, void **ret,
+                          size_t *ret_len, SeatError **ret_error) {
+        int64_t deadline = deadline_in(timeout_ms);
+        _cleanup_free_ uint8_t *buf = NULL;
+        size_t len = 0;
+
+        for (;;) {
+                _cleanup_agent_msg_ AgentMsg *reply = NULL;
+                AgentMsg req = {
+                        .type = AGENT_MSG_FILE_GET,
+                        .file_get = { .path = (char *) path, .offset = (int64_t) len, .length = AGENT_CHUNK_MAX },
+                };
+                int r = agent_client_call(c, &req, remaining_ms(deadline), &reply, ret_error);
+                if (r < 0) {
+                        (void) seat_error_wrap(ret_error, "get '%s' at offset %zu", path, len);
+                        return r;
+                }
+                if (reply->type != AGENT_MSG_DATA)
+                        return seat_error_set(ret_error, EPROTO, "agent answered file_get with '%s'",
+                                              agent_msg_type_to_string(reply->type));
+                if (len + reply->data.len > max)
+                        return seat_error_set(ret_error, EFBIG, "'%s' in the guest is larger than %zu bytes", path, max);
+                if (reply->data.len > 0) {
+                        uint8_t *n = realloc(buf, len + reply->data.len + 1);
+                        if (!n)
+                                return seat_error_set(ret_error, ENOMEM, "out of memory");
+                        buf = n;
+                        memcpy(buf + len, reply->data.data, reply->data.len);
+                        len += reply->data.len;
+                }
+                if (reply->data.eof)
+                        break;
+                if (reply->data.len == 0)
+                        return seat_error_set(ret_error, EPROTO, "agent sent an empty chunk of '%s' before its end", path);
+        }
+        if (!buf && !(buf = malloc(1)))
+                return seat_error_set(ret_error, ENOMEM, "out of memory");
+        *ret = TAKE_PTR(buf);
+        *ret_len = len;
+        return 0;
+}

@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/*
+ * seatd's side of the agent protocol (docs/protocol-agent.md): a blocking client with a
+ * timeout on every wait. The agent is hostile: every frame goes through the bounded codec,
+ * replies must carry an id the client is waiting for, and whatever it accumulates is
+ * capped by the caller. A protocol violation returns -EPROTO: the caller faults the seat.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "agent-proto.h"
+#include "error.h"
+
+typedef struct AgentClient AgentClient;
+
+/* Connect to a unix socket (libvirt's end of the virtio channel, or guest-init --unix),
+ * retrying until timeout_ms passes (the socket appears when QEMU starts). */
+int agent_client_connect_unix(const char *path, int timeout_ms, AgentClient **ret, SeatError **ret_error);
+/* Take over an connected fd (non-blocking is set). */
+int agent_client_new_fd(int fd, size_t max_frame, AgentClient **ret);
+AgentClient *agent_client_free(AgentClient *c);
+DEFINE_TRIVIAL_CLEANUP_FUNC(AgentClient *, agent_client_free)
+#define _cleanup_agent_client_ _cleanup_(agent_client_freep)
+
+int agent_client_fd(const AgentClient *c);
+int64_t agent_client_next_id(AgentClient *c);
+
+/* Send one message / raw bytes (tests send malformed frames), waiting at most timeout_ms
+ * for the channel to take them. */
+int agent_client_send(AgentClient *c, const AgentMsg *m, int timeout_ms);
+int agent_client_send_raw(AgentClient *c, const void *buf, size_t len, int timeout_ms);
+/* The next message from the agent, whatever its id. -ETIMEDOUT, -ECONNRESET at EOF,
+ * -EPROTO for a frame that does not parse (or is over the cap). */
+int agent_client_recv(AgentClient *c, int timeout_ms, AgentMsg **ret);
+
+/* hello: sends version 1, expects a hello reply of version 1. */
+int agent_client_hello(AgentClient *c, int timeout_ms, AgentMsg **ret_hello, SeatError **ret_error);
+/* One request, one reply (not for exec). An `error` reply becomes -EREMOTEIO with the
+ * agent's code and message (escaped) in ret_error; the reply itself is returned otherwise. */
+int agent_client_call(AgentClient *c, AgentMsg *req, int timeout_ms, AgentMsg **ret_reply, SeatError **ret_error);
+int agent_client_ping(AgentClient *c, int timeout_ms, SeatError **ret_error);
+
+typedef struct AgentExecResult {
+        int64_t pid;
+        int64_t code;   /* -1 when killed by a signal */
+        int64_t signal;
+        int64_t duration_ms;
+        bool timed_out;
+        bool truncated;
+        int64_t stdout_bytes, stderr_bytes;
+        char *error;    /* could not start: the agent's reason, escaped */
+} AgentExecResult;
+void agent_exec_result_done(AgentExecResult *r);
+
+/* Called for each output chunk as it arrives; a negative return aborts the wait. */
+typedef int (*AgentOutputFn)(bool is_stderr, const uint8_t *data, size_t len, void *userdata);
+
+/* Run req (an AGENT_MSG_EXEC; its id is assigned here) and stream its output to
+ * on_output until `exit`. timeout_ms bounds the whole wait on the host side and should be
+ * above the exec's own timeout_ms. */
+int agent_client_exec(AgentClient *c, AgentMsg *req, AgentOutputFn on_output, void *userdata,
+                      int timeout_ms, AgentExecResult *ret, SeatError **ret_error);
+
+/* Whole-file transfer in AGENT_CHUNK_MAX chunks. get refuses files over max bytes. */
+int agent_client_file_put(AgentClient *c, const char *path, const void *data, size_t len, mode_t mode,
+                          int timeout_ms, SeatError **ret_error);
+int agent_client_file_get(AgentClient *c, const char *path, size_t max, int timeout_ms, void **ret,
+                          size_t *ret_len, SeatError **ret_error);

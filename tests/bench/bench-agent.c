@@ -1,0 +1,181 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * tests/bench/agent: exec round trip of `true`, ping, and output streaming throughput over
+ * the real virtio-serial channel of a booted test guest, beside the same client talking to
+ * the same agent code over a host unix socket (guest-init-host --unix). Medians of
+ * repeated runs; prints numbers and asserts nothing about time.
+ *
+ * Peer: qemu-guest-agent's guest-exec of `true` plus status polling takes about 9 ms over
+ * its socket here, and 1 MiB of output 170-230 ms (output only comes back after exit).
+ */
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#include "agent-client.h"
+#include "fileio.h"
+#include "testvm.h"
+
+#define WAIT_MS 120000
+
+static int64_t now_us(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (int64_t) ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+static int cmp_i64(const void *a, const void *b) {
+        int64_t x = *(const int64_t *) a, y = *(const int64_t *) b;
+        return x < y ? -1 : x > y;
+}
+
+static int64_t percentile(int64_t *v, size_t n, int pct) {
+        qsort(v, n, sizeof(*v), cmp_i64);
+        return v[(n - 1) * (size_t) pct / 100];
+}
+
+static int count_bytes(bool is_stderr, const uint8_t *data, size_t len, void *userdata) {
+        *(size_t *) userdata += len;
+        return 0;
+}
+
+static void die(const char *what, SeatError *err) {
+        fprintf(stderr, "bench-agent: %s: %s\n", what, err ? err->message : "failed");
+        exit(1);
+}
+
+static int64_t exec_us(AgentClient *c, char **argv, size_t *ret_bytes) {
+        _cleanup_error_ SeatError *err = NULL;
+        AgentExecResult res = {};
+        size_t bytes = 0;
+        AgentMsg req = { .type = AGENT_MSG_EXEC, .exec = { .argv = argv, .stdin_eof = true, .max_output = (int64_t) 1 << 30 } };
+
+        int64_t t = now_us();
+        if (agent_client_exec(c, &req, count_bytes, &bytes, WAIT_MS, &res, &err) < 0)
+                die("exec", err);
+        t = now_us() - t;
+        if (res.code != 0)
+                die("exec exited non-zero", NULL);
+        agent_exec_result_done(&res);
+        if (ret_bytes)
+                *ret_bytes = bytes;
+        return t;
+}
+
+typedef struct Figures {
+        int64_t rtt_p50_us, rtt_p90_us, ping_p50_us, one_mib_ms;
+        double stream_mib_s;
+} Figures;
+
+#define RTT_RUNS 60
+#define STREAM_RUNS 5
+#define STREAM_MIB 8
+
+static void measure(const char *label, AgentClient *c, const char *true_path, const char *sh_path, Figures *f) {
+        _cleanup_error_ SeatError *err = NULL;
+        int64_t v[RTT_RUNS];
+        char *true_argv[] = { (char *) true_path, NULL };
+        char stream_cmd[64], one_cmd[64];
+        snprintf(stream_cmd, sizeof(stream_cmd), "head -c %d /dev/zero", STREAM_MIB << 20);
+        snprintf(one_cmd, sizeof(one_cmd), "head -c %d /dev/zero", 1 << 20);
+        char *stream_argv[] = { (char *) sh_path, (char *) "-c", stream_cmd, NULL };
+        char *one_argv[] = { (char *) sh_path, (char *) "-c", one_cmd, NULL };
+
+        for (int i = 0; i < 5; i++) /* warm up */
+                (void) exec_us(c, true_argv, NULL);
+        for (int i = 0; i < RTT_RUNS; i++)
+                v[i] = exec_us(c, true_argv, NULL);
+        f->rtt_p50_us = percentile(v, RTT_RUNS, 50);
+        f->rtt_p90_us = percentile(v, RTT_RUNS, 90);
+
+        for (int i = 0; i < RTT_RUNS; i++) {
+                int64_t t = now_us();
+                if (agent_client_ping(c, WAIT_MS, &err) < 0)
+                        die("ping", err);
+                v[i] = now_us() - t;
+        }
+        f->ping_p50_us = percentile(v, RTT_RUNS, 50);
+
+        for (int i = 0; i < STREAM_RUNS; i++) {
+                size_t bytes = 0;
+                v[i] = exec_us(c, one_argv, &bytes);
+                if (bytes != 1 << 20)
+                        die("1 MiB output came back short", NULL);
+        }
+        f->one_mib_ms = percentile(v, STREAM_RUNS, 50) / 1000;
+
+        for (int i = 0; i < STREAM_RUNS; i++) {
+                size_t bytes = 0;
+                v[i] = exec_us(c, stream_argv, &bytes);
+                if (bytes != (size_t) STREAM_MIB << 20)
+                        die("stream came back short", NULL);
+        }
+        f->stream_mib_s = STREAM_MIB / (percentile(v, STREAM_RUNS, 50) / 1e6);
+
+        printf("%-8s exec true: p50 %6" PRId64 " us  p90 %6" PRId64 " us | ping p50 %6" PRId64
+               " us | 1 MiB output: %4" PRId64 " ms | %d MiB stream: %7.1f MiB/s\n",
+               label, f->rtt_p50_us, f->rtt_p90_us, f->ping_p50_us, f->one_mib_ms, STREAM_MIB, f->stream_mib_s);
+}
+
+static pid_t spawn_unix_agent(const char *exe, const char *path) {
+        pid_t pid = fork();
+        if (pid == 0) {
+                execl(exe, exe, "--unix", path, "--log-level", "warning", (char *) NULL);
+                _exit(127);
+        }
+        return pid;
+}
+
+int main(int argc, char *argv[]) {
+        _cleanup_error_ SeatError *err = NULL;
+        const char *image = getenv("SEATD_TEST_IMAGE_DIR");
+        const char *host_agent = getenv("SEATD_GUEST_INIT_HOST");
+        Figures vmf = {}, unixf = {};
+
+        if (!image || !host_agent) {
+                fprintf(stderr, "bench-agent: set SEATD_TEST_IMAGE_DIR and SEATD_GUEST_INIT_HOST (scripts/bench does)\n");
+                return 2;
+        }
+
+        /* The same client against the same agent code on a host unix socket. */
+        char sock[] = "/tmp/seatd-bench-XXXXXX";
+        if (!mkdtemp(sock))
+                die("mkdtemp", NULL);
+        char path[64];
+        snprintf(path, sizeof(path), "%s/agent.sock", sock);
+        pid_t pid = spawn_unix_agent(host_agent, path);
+        {
+                _cleanup_agent_client_ AgentClient *c = NULL;
+                if (agent_client_connect_unix(path, 10000, &c, &err) < 0 || agent_client_hello(c, WAIT_MS, NULL, &err) < 0)
+                        die("host agent", err);
+                measure("unix", c, "/bin/true", "/bin/sh", &unixf);
+        }
+        kill(pid, SIGTERM);
+        waitpid(pid, NULL, 0);
+        unlink(path);
+        rmdir(sock);
+
+        /* The real thing: a booted guest under libvirt, over virtio-serial. */
+        _cleanup_(testvm_freep) TestVm *vm = NULL;
+        char name[64];
+        snprintf(name, sizeof(name), "seatd-bench-agent-%d", (int) getpid());
+        if (testvm_boot(NULL, image, name, &vm, &err) < 0)
+                die("boot", err);
+        _cleanup_agent_client_ AgentClient *c = NULL;
+        if (agent_client_connect_unix(vm->agent_socket, WAIT_MS, &c, &err) < 0 ||
+            agent_client_hello(c, WAIT_MS, NULL, &err) < 0)
+                die("guest agent", err);
+        measure("virtio", c, "/bin/true", "/bin/sh", &vmf);
+
+        printf("peer qemu-guest-agent (measured on these machines): exec true + status polling ~9000 us, "
+               "1 MiB output 170-230 ms\n");
+        printf("ratios: virtio/unix rtt %.2f; virtio rtt vs qemu-ga 9000 us %.2f; 1 MiB vs qemu-ga 170 ms %.2f\n",
+               (double) vmf.rtt_p50_us / (double) unixf.rtt_p50_us, vmf.rtt_p50_us / 9000.0, vmf.one_mib_ms / 170.0);
+        printf("agent: rtt_p50_us=%" PRId64 " stream_mib_s=%.1f unix_rtt_p50_us=%" PRId64 " one_mib_ms=%" PRId64
+               " ping_p50_us=%" PRId64 " unix_stream_mib_s=%.1f\n",
+               vmf.rtt_p50_us, vmf.stream_mib_s, unixf.rtt_p50_us, vmf.one_mib_ms, vmf.ping_p50_us, unixf.stream_mib_s);
+        return 0;
+}
