@@ -146,6 +146,17 @@ check "file_get: missing file is not_found" has 7 error '"code":"not_found"'
 check "file_get: relative path is invalid" has 8 error '"code":"invalid"'
 check "file_put: beyond max_file is limit" has 9 error '"code":"limit"'
 
+# a FIFO must never block the (single-threaded) agent; procfs files report size 0
+mkfifo "$tmp/fifo"
+run "$HELLO" "{\"type\":\"file_get\",\"id\":2,\"path\":\"$tmp/fifo\",\"offset\":0,\"length\":10}" \
+	"{\"type\":\"file_put\",\"id\":3,\"path\":\"$tmp/fifo\",\"offset\":0,\"data\":\"$(b64 x)\"}" \
+	'{"type":"file_get","id":4,"path":"/proc/self/status","offset":0,"length":100000}' \
+	'{"type":"ping","id":5}'
+check "file_get on a FIFO: refused, no hang" has 2 error '"code":"invalid"'
+check "file_put on a FIFO: refused, no hang" has 3 error '"code"'
+check "file_get on procfs: data, eof" has 4 data '"eof":true'
+check "still serving after FIFOs" has 5 pong uptime_ms
+
 # ---- shutdown outside PID 1: reply, then exit
 run "$HELLO" '{"type":"exec","id":2,"argv":["sleep","30"]}' '{"type":"shutdown","id":3,"action":"poweroff"}' \
 	'{"type":"ping","id":4}'

@@ -1,0 +1,166 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include "client.h"
+#include "fileio.h"
+#include "jsonframe.h"
+#include "log.h"
+
+#define DEFAULT_SOCKET "/run/seatd/control.sock"
+
+struct CtlClient {
+        int fd;
+        FrameReader *reader;
+        int64_t next_id;
+        bool operator;
+};
+
+CtlClient *ctl_client_free(CtlClient *c) {
+        if (!c)
+                return NULL;
+        safe_close(c->fd);
+        frame_reader_free(c->reader);
+        free(c);
+        return NULL;
+}
+
+bool ctl_is_operator(const CtlClient *c) {
+        return c->operator;
+}
+
+static int read_msg(CtlClient *c, ControlMsg **ret, SeatError **ret_error) {
+        for (;;) {
+                const char *frame;
+                size_t len;
+                int r = frame_reader_next(c->reader, &frame, &len);
+                if (r == -E2BIG)
+                        return seat_error_set(ret_error, EPROTO, "seatd sent a line over 1 MiB");
+                if (r > 0) {
+                        ControlParseError err;
+                        if (control_msg_parse(frame, len, ret, &err) < 0)
+                                return seat_error_set(ret_error, EPROTO, "seatd sent a bad line: %s", err.message);
+                        return 0;
+                }
+                ssize_t n = frame_reader_fill(c->reader, c->fd);
+                if (n == 0)
+                        return seat_error_set(ret_error, ECONNRESET, "seatd closed the connection");
+                if (n < 0 && n != -EINTR)
+                        return seat_error_set(ret_error, (int) -n, "read from seatd: %s", strerror((int) -n));
+        }
+}
+
+int ctl_call(CtlClient *c, const char *method, json_object *params, CtlEventFn on_event, void *userdata,
+             json_object **ret_result, const char **ret_code, SeatError **ret_error) {
+        _cleanup_free_ char *line = NULL;
+        size_t len;
+        int64_t id = c->next_id++;
+
+        int r = control_format_request(id, method, params, &line, &len);
+        if (r < 0)
+                return seat_error_set(ret_error, -r, "cannot send '%s': %s", method, strerror(-r));
+        r = loop_write(c->fd, line, len);
+        if (r < 0)
+                return seat_error_set(ret_error, -r, "write to seatd: %s", strerror(-r));
+
+        for (;;) {
+                _cleanup_control_msg_ ControlMsg *m = NULL;
+                r = read_msg(c, &m, ret_error);
+                if (r < 0)
+                        return r;
+                if (m->id != id)
+                        return seat_error_set(ret_error, EPROTO, "seatd answered request %lld, expected %lld",
+                                              (long long) m->id, (long long) id);
+                switch (m->kind) {
+                case CONTROL_RESULT:
+                        if (ret_result)
+                                *ret_result = TAKE_PTR(m->body);
+                        return 0;
+                case CONTROL_ERROR: {
+                        static char code[64];
+                        snprintf(code, sizeof(code), "%s", m->error_code);
+                        if (ret_code)
+                                *ret_code = code;
+                        _cleanup_free_ char *msg = log_escape(m->error_message, strlen(m->error_message), 2048);
+                        return seat_error_set(ret_error, EREMOTEIO, "%s", msg ? msg : m->error_code);
+                }
+                case CONTROL_EVENT:
+                        if (on_event && (r = on_event(m->type, m->body, userdata)) < 0)
+                                return seat_error_set(ret_error, -r, "handling '%s' failed", m->type);
+                        continue;
+                default:
+                        return seat_error_set(ret_error, EPROTO, "seatd sent a request");
+                }
+        }
+}
+
+int ctl_connect(const char *path, CtlClient **ret, SeatError **ret_error) {
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        _cleanup_(ctl_client_freep) CtlClient *c = calloc(1, sizeof(*c));
+
+        if (!c)
+                return -ENOMEM;
+        c->fd = -EBADF;
+        c->next_id = 1;
+        if (!path)
+                path = getenv("SEATD_SOCKET") ?: DEFAULT_SOCKET;
+        if (strlen(path) >= sizeof(sa.sun_path))
+                return seat_error_set(ret_error, ENAMETOOLONG, "socket path '%s' is too long", path);
+        strcpy(sa.sun_path, path);
+        c->reader = frame_reader_new(CONTROL_MAX_FRAME);
+        c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (!c->reader || c->fd < 0)
+                return seat_error_set(ret_error, ENOMEM, "cannot create a socket");
+        if (connect(c->fd, (struct sockaddr *) &sa, sizeof(sa)) < 0) {
+                int e = errno;
+                if (e == ENOENT || e == ECONNREFUSED)
+                        return seat_error_set(ret_error, e, "seatd is not running at '%s' (start it, or set SEATD_SOCKET or --socket)", path);
+                if (e == EACCES)
+                        return seat_error_set(ret_error, e, "no permission to talk to seatd at '%s' (run as root or as a member of seatd's admin group)", path);
+                return seat_error_set(ret_error, e, "connect to seatd at '%s': %s", path, strerror(e));
+        }
+
+        _cleanup_json_ json_object *params = json_object_new_object(), *result = NULL;
+        if (!params)
+                return -ENOMEM;
+        json_object_object_add(params, "version", json_object_new_int(CONTROL_PROTO_VERSION));
+        int r = ctl_call(c, "hello", params, NULL, NULL, &result, NULL, ret_error);
+        if (r < 0)
+                return r;
+        bool op = false;
+        (void) json_get_bool(result, "operator", false, &op);
+        c->operator = op;
+        *ret = TAKE_PTR(c);
+        return 0;
+}
+
+static bool bar_shown;
+
+int ctl_progress_bar(const char *type, json_object *body, void *userdata) {
+        const char *what = "";
+        int64_t done = 0, total = 0;
+
+        if (strcmp(type, "progress") || !isatty(STDERR_FILENO))
+                return 0;
+        (void) json_get_string(body, "what", false, 200, &what);
+        (void) json_get_int64(body, "done", false, 0, INT64_MAX - 1, &done);
+        (void) json_get_int64(body, "total", false, 0, INT64_MAX - 1, &total);
+        _cleanup_free_ char *safe = log_escape(what, strlen(what), 48);
+        int pct = total > 0 ? (int) (done * 100 / total) : 0;
+        char bar[31];
+        for (int i = 0; i < 30; i++)
+                bar[i] = i < pct * 30 / 100 ? '#' : '.';
+        bar[30] = '\0';
+        fprintf(stderr, "\r%-48s [%s] %3d%% %6.1f/%.1f MiB", safe ? safe : "", bar, pct, done / 1048576.0,
+                total / 1048576.0);
+        bar_shown = true;
+        return 0;
+}
+
+void ctl_progress_end(void) {
+        if (bar_shown)
+                fputc('\n', stderr);
+        bar_shown = false;
+}

@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <json-c/json.h>
+#include <stdbool.h>
+
+#include "control-proto.h"
+#include "error.h"
+
+typedef struct CtlClient CtlClient;
+
+/* Connect to seatd ($SEATD_SOCKET, or path) and say hello. */
+int ctl_connect(const char *path, CtlClient **ret, SeatError **ret_error);
+CtlClient *ctl_client_free(CtlClient *c);
+DEFINE_TRIVIAL_CLEANUP_FUNC(CtlClient *, ctl_client_free)
+bool ctl_is_operator(const CtlClient *c);
+
+/* Called for progress and other events of the request; < 0 aborts. */
+typedef int (*CtlEventFn)(const char *type, json_object *body, void *userdata);
+
+/* One request; params is not consumed. On an error reply returns -EREMOTEIO with the
+ * server's message in ret_error and its code in *ret_code (static string, may be NULL). */
+int ctl_call(CtlClient *c, const char *method, json_object *params, CtlEventFn on_event, void *userdata,
+             json_object **ret_result, const char **ret_code, SeatError **ret_error);
+
+/* A progress bar on stderr when it is a terminal (a CtlEventFn for "progress"). */
+int ctl_progress_bar(const char *type, json_object *body, void *userdata);
+void ctl_progress_end(void);

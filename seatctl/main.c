@@ -1,0 +1,103 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * seatctl: the command line of seatd. One verb group per file; only main() prints errors
+ * and picks the exit code.
+ */
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "config.h"
+#include "log.h"
+#include "seatctl.h"
+
+CtlOptions ctl_opts;
+
+static const struct {
+        const char *name;
+        CtlVerbFn fn;
+        const char *summary;
+} verbs[] = {
+        { "image", verb_image, "import, pull, list, verify and remove signed guest images" },
+};
+
+static void usage(FILE *f) {
+        fprintf(f,
+                "usage: seatctl [--socket PATH] [--json] COMMAND [ARGS...]\n"
+                "\n"
+                "Drives seatd, the seat manager: signed guest images, seats (disposable VMs),\n"
+                "their tools and evidence.\n"
+                "\n"
+                "Commands:\n");
+        for (size_t i = 0; i < ELEMENTSOF(verbs); i++)
+                fprintf(f, "  %-10s %s\n", verbs[i].name, verbs[i].summary);
+        fprintf(f,
+                "\n"
+                "Options:\n"
+                "  --socket PATH   seatd's control socket (default $SEATD_SOCKET or /run/seatd/control.sock)\n"
+                "  --json          machine-readable output on stdout (one JSON document)\n"
+                "  -q, --quiet     no progress output\n"
+                "  -h, --help      this text; 'seatctl COMMAND --help' for a command\n"
+                "  --version       print the version\n"
+                "\n"
+                "Exit status: 0 on success, 1 when the operation failed, 2 on bad usage.\n");
+}
+
+void ctl_print_json(json_object *o) {
+        puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
+}
+
+int main(int argc, char *argv[]) {
+        static const struct option options[] = {
+                { "socket", required_argument, NULL, 's' },
+                { "json", no_argument, NULL, 'j' },
+                { "quiet", no_argument, NULL, 'q' },
+                { "help", no_argument, NULL, 'h' },
+                { "version", no_argument, NULL, 'V' },
+                {},
+        };
+        _cleanup_error_ SeatError *err = NULL;
+        int c;
+
+        log_set_ident("seatctl");
+        signal(SIGPIPE, SIG_IGN);
+        /* '+': stop at the first non-option, the verb. */
+        while ((c = getopt_long(argc, argv, "+qh", options, NULL)) >= 0)
+                switch (c) {
+                case 's':
+                        ctl_opts.socket = optarg;
+                        break;
+                case 'j':
+                        ctl_opts.json = true;
+                        break;
+                case 'q':
+                        ctl_opts.quiet = true;
+                        break;
+                case 'h':
+                        usage(stdout);
+                        return 0;
+                case 'V':
+                        printf("seatctl " SEATD_VERSION "\n");
+                        return 0;
+                default:
+                        usage(stderr);
+                        return 2;
+                }
+        if (optind >= argc) {
+                usage(stderr);
+                return 2;
+        }
+        for (size_t i = 0; i < ELEMENTSOF(verbs); i++)
+                if (!strcmp(argv[optind], verbs[i].name)) {
+                        int argc2 = argc - optind;
+                        char **argv2 = argv + optind;
+                        optind = 0; /* reset getopt for the verb */
+                        int status = verbs[i].fn(argc2, argv2, &err);
+                        if (status != 0 && err)
+                                fprintf(stderr, "seatctl: %s\n", err->message);
+                        return status;
+                }
+        fprintf(stderr, "seatctl: unknown command '%s' (see 'seatctl --help')\n", argv[optind]);
+        return 2;
+}

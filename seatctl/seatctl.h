@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <stdbool.h>
+
+#include "client.h"
+#include "error.h"
+
+/* Global options, set by main() before a verb runs. */
+typedef struct CtlOptions {
+        const char *socket;
+        bool json;
+        bool quiet;
+} CtlOptions;
+
+extern CtlOptions ctl_opts;
+
+/* A verb returns the process exit code (0 ok, 1 failed, 2 usage) and prints nothing on
+ * failure: main() prints ret_error. */
+typedef int (*CtlVerbFn)(int argc, char *argv[], SeatError **ret_error);
+
+int verb_image(int argc, char *argv[], SeatError **ret_error);
+
+/* Prints a JSON value (pretty) to stdout. */
+void ctl_print_json(json_object *o);

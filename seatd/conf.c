@@ -1,0 +1,182 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <stdio.h>
+#include <string.h>
+
+#include "conf.h"
+#include "fileio.h"
+
+#define LINE_MAX_BYTES 4096
+
+static int set_string(char **field, const char *value) {
+        char *s = strdup(value);
+        if (!s)
+                return -ENOMEM;
+        free(*field);
+        *field = s;
+        return 0;
+}
+
+static int parse_bool(const char *v, bool *ret) {
+        if (!strcmp(v, "true") || !strcmp(v, "yes") || !strcmp(v, "1"))
+                *ret = true;
+        else if (!strcmp(v, "false") || !strcmp(v, "no") || !strcmp(v, "0"))
+                *ret = false;
+        else
+                return -EINVAL;
+        return 0;
+}
+
+static int parse_path(char **field, const char *v) {
+        if (v[0] != '/')
+                return -EINVAL;
+        return set_string(field, v);
+}
+
+static int apply(SeatConfig *c, const char *key, const char *v) {
+        if (!strcmp(key, "state_dir"))
+                return parse_path(&c->state_dir, v);
+        if (!strcmp(key, "socket_path"))
+                return parse_path(&c->socket_path, v);
+        if (!strcmp(key, "trusted_keys_dir"))
+                return parse_path(&c->trusted_keys_dir, v);
+        if (!strcmp(key, "ca_file"))
+                return parse_path(&c->ca_file, v);
+        if (!strcmp(key, "admin_group"))
+                return *v ? set_string(&c->admin_group, v) : -EINVAL;
+        if (!strcmp(key, "libvirt_uri"))
+                return *v ? set_string(&c->libvirt_uri, v) : -EINVAL;
+        if (!strcmp(key, "allow_plain_http"))
+                return parse_bool(v, &c->allow_plain_http);
+        if (!strcmp(key, "allow_tcg"))
+                return parse_bool(v, &c->allow_tcg);
+        if (!strcmp(key, "accel")) {
+                if (!strcmp(v, "auto"))
+                        c->accel = SEAT_ACCEL_AUTO;
+                else if (!strcmp(v, "kvm"))
+                        c->accel = SEAT_ACCEL_KVM;
+                else if (!strcmp(v, "tcg"))
+                        c->accel = SEAT_ACCEL_TCG;
+                else
+                        return -EINVAL;
+                return 0;
+        }
+        if (!strcmp(key, "max_image_bytes")) {
+                char *end = NULL;
+                errno = 0;
+                unsigned long long n = strtoull(v, &end, 10);
+                if (errno || !end || *end || n == 0 || v[0] == '-')
+                        return -EINVAL;
+                c->max_image_bytes = n;
+                return 0;
+        }
+        return -ENOKEY;
+}
+
+static char *strip(char *s) {
+        while (*s == ' ' || *s == '\t')
+                s++;
+        size_t n = strlen(s);
+        while (n > 0 && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\r'))
+                s[--n] = '\0';
+        return s;
+}
+
+static int set_defaults(SeatConfig *c) {
+        if ((!c->state_dir && set_string(&c->state_dir, "/var/lib/seatd") < 0) ||
+            (!c->socket_path && set_string(&c->socket_path, "/run/seatd/control.sock") < 0) ||
+            (!c->admin_group && set_string(&c->admin_group, "seatd") < 0) ||
+            (!c->libvirt_uri && set_string(&c->libvirt_uri, "qemu:///system") < 0))
+                return -ENOMEM;
+        if (!c->trusted_keys_dir && asprintf(&c->trusted_keys_dir, "%s/trust/keys", c->state_dir) < 0)
+                return -ENOMEM;
+        if (!c->max_image_bytes)
+                c->max_image_bytes = 64ULL << 30;
+        return 0;
+}
+
+static int parse_line(SeatConfig *c, char *line, const char *origin, unsigned lineno, SeatError **ret_error) {
+        char *s = strip(line);
+        if (!*s || *s == '#')
+                return 0;
+        char *eq = strchr(s, '=');
+        if (!eq)
+                return seat_error_set(ret_error, EINVAL, "%s:%u: expected 'key = value'", origin, lineno);
+        *eq = '\0';
+        char *key = strip(s), *value = strip(eq + 1);
+        size_t vlen = strlen(value);
+        if (vlen >= 2 && value[0] == '"' && value[vlen - 1] == '"') {
+                value[vlen - 1] = '\0';
+                value++;
+        }
+        for (const unsigned char *p = (const unsigned char *) value; *p; p++)
+                if (*p < 0x20 || *p == 0x7f)
+                        return seat_error_set(ret_error, EINVAL, "%s:%u: control character in the value of '%s'",
+                                              origin, lineno, key);
+        int r = apply(c, key, value);
+        if (r == -ENOKEY)
+                return seat_error_set(ret_error, EINVAL, "%s:%u: unknown setting '%s' (see docs/seatd.conf.md)",
+                                      origin, lineno, key);
+        if (r == -EINVAL)
+                return seat_error_set(ret_error, EINVAL, "%s:%u: invalid value '%s' for '%s'", origin, lineno, value, key);
+        return r;
+}
+
+int seat_config_parse(const char *text, size_t len, const char *origin, SeatConfig **ret, SeatError **ret_error) {
+        _cleanup_(seat_config_freep) SeatConfig *c = calloc(1, sizeof(*c));
+        unsigned lineno = 0;
+        int r;
+
+        if (!c)
+                return -ENOMEM;
+        if (len > SEATD_CONFIG_MAX_BYTES)
+                return seat_error_set(ret_error, EFBIG, "%s: larger than %u bytes", origin, SEATD_CONFIG_MAX_BYTES);
+        if (memchr(text, '\0', len))
+                return seat_error_set(ret_error, EINVAL, "%s: contains a NUL byte", origin);
+
+        for (size_t off = 0; off < len;) {
+                const char *nl = memchr(text + off, '\n', len - off);
+                size_t n = nl ? (size_t) (nl - (text + off)) : len - off;
+                char line[LINE_MAX_BYTES];
+                lineno++;
+                if (n >= sizeof(line))
+                        return seat_error_set(ret_error, EINVAL, "%s:%u: line longer than %d bytes", origin, lineno,
+                                              LINE_MAX_BYTES - 1);
+                memcpy(line, text + off, n);
+                line[n] = '\0';
+                r = parse_line(c, line, origin, lineno, ret_error);
+                if (r < 0)
+                        return r;
+                off += n + 1;
+        }
+        r = set_defaults(c);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(c);
+        return 0;
+}
+
+int seat_config_load(const char *path, SeatConfig **ret, SeatError **ret_error) {
+        _cleanup_free_ char *text = NULL;
+        size_t len = 0;
+        int r = read_file_capped(path, SEATD_CONFIG_MAX_BYTES, &text, &len);
+        if (r < 0)
+                return seat_error_set(ret_error, -r, "read config '%s': %s", path, strerror(-r));
+        return seat_config_parse(text, len, path, ret, ret_error);
+}
+
+SeatConfig *seat_config_free(SeatConfig *c) {
+        if (!c)
+                return NULL;
+        free(c->state_dir);
+        free(c->socket_path);
+        free(c->trusted_keys_dir);
+        free(c->admin_group);
+        free(c->libvirt_uri);
+        free(c->ca_file);
+        free(c);
+        return NULL;
+}
+
+const char *seat_accel_to_string(SeatAccel a) {
+        return a == SEAT_ACCEL_KVM ? "kvm" : a == SEAT_ACCEL_TCG ? "tcg" : "auto";
+}

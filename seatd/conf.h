@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "error.h"
+
+/* seatd.conf: "key = value" lines, '#' comments, values optionally in double quotes.
+ * Every path seatd touches comes from here, so tests run a private seatd beside any
+ * other. An unknown key is an error (a typo must not silently weaken a setting). */
+typedef enum SeatAccel {
+        SEAT_ACCEL_AUTO,
+        SEAT_ACCEL_KVM,
+        SEAT_ACCEL_TCG,
+} SeatAccel;
+
+typedef struct SeatConfig {
+        char *state_dir;        /* /var/lib/seatd: images/, seats/, evidence/, trust/ */
+        char *socket_path;      /* /run/seatd/control.sock */
+        char *trusted_keys_dir; /* default: <state_dir>/trust/keys */
+        char *admin_group;      /* members are operators; default "seatd" */
+        char *libvirt_uri;      /* default qemu:///system */
+        bool allow_plain_http;  /* image pulls over http:// (local mirrors only) */
+        char *ca_file;          /* extra CA bundle for HTTPS pulls; NULL: system store */
+        SeatAccel accel;
+        bool allow_tcg;
+        unsigned long long max_image_bytes; /* cap on one disk image, default 64 GiB */
+} SeatConfig;
+
+#define SEATD_CONFIG_MAX_BYTES (64u * 1024u)
+#define SEATD_CONFIG_DEFAULT "/etc/seatd/seatd.conf"
+
+int seat_config_parse(const char *text, size_t len, const char *origin, SeatConfig **ret, SeatError **ret_error);
+int seat_config_load(const char *path, SeatConfig **ret, SeatError **ret_error);
+SeatConfig *seat_config_free(SeatConfig *c);
+DEFINE_TRIVIAL_CLEANUP_FUNC(SeatConfig *, seat_config_free)
+const char *seat_accel_to_string(SeatAccel a);

@@ -1,0 +1,9 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include "error.h"
+#include "server.h"
+
+/* Registers every method module's methods (image.*, later seat methods) on the server. */
+int seatd_methods_init(Server *s, SeatError **ret_error);
+void seatd_methods_done(void);

@@ -1,0 +1,662 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "config.h"
+#include <grp.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+
+#include "conf.h"
+#include "control-proto.h"
+#include "fileio.h"
+#include "jsonframe.h"
+#include "log.h"
+#include "server.h"
+
+#define CONN_MAX 256
+#define CONN_INFLIGHT_MAX 16
+#define OUT_SOFT_CAP (4u << 20)  /* above it, progress events are dropped */
+#define OUT_HARD_CAP (64u << 20) /* above it, the client is too slow: disconnect */
+#define METHODS_MAX 64
+#define USERDATA_MAX 8
+
+typedef struct MailItem {
+        Request *req;
+        char *line;
+        size_t len;
+        bool final;
+        struct MailItem *next;
+} MailItem;
+
+struct Conn {
+        Server *server;
+        int fd;
+        EventSource *src;
+        FrameReader *reader;
+        char *out;
+        size_t out_len, out_cap;
+        struct ucred cred;
+        bool operator;
+        bool hello;
+        bool closed;        /* fd gone; memory kept while requests hold references */
+        atomic_bool gone;   /* read by jobs: nobody waits for their replies any more */
+        bool close_after_flush;
+        unsigned refs;
+        unsigned inflight;
+        Conn *prev, *next;
+};
+
+struct Server {
+        SeatConfig *config;
+        EventLoop *loop;
+        int listen_fd;
+        EventSource *listen_src;
+        Conn *conns;
+        unsigned n_conns;
+        Method methods[METHODS_MAX];
+        size_t n_methods;
+        struct { const char *key; void *data; } userdata[USERDATA_MAX];
+
+        int wake_fd; /* eventfd: jobs post to the mailbox */
+        EventSource *wake_src;
+        pthread_mutex_t lock;
+        pthread_cond_t jobs_done;
+        MailItem *mail_head, **mail_tail;
+        unsigned jobs;
+        bool shutting_down;
+};
+
+static int hello_method(Request *req);
+
+static const Method builtin_methods[] = {
+        { "hello", hello_method, false },
+};
+
+/* ---- connections ---- */
+
+static void conn_unref(Conn *c) {
+        if (!c || --c->refs > 0)
+                return;
+        frame_reader_free(c->reader);
+        free(c->out);
+        free(c);
+}
+
+static void conn_close(Conn *c) {
+        if (c->closed)
+                return;
+        c->closed = true;
+        atomic_store(&c->gone, true);
+        c->src = event_source_free(c->src);
+        c->fd = safe_close(c->fd);
+        Server *s = c->server;
+        if (c->prev)
+                c->prev->next = c->next;
+        else
+                s->conns = c->next;
+        if (c->next)
+                c->next->prev = c->prev;
+        s->n_conns--;
+        log_debug("client pid %d uid %u disconnected", (int) c->cred.pid, (unsigned) c->cred.uid);
+        conn_unref(c);
+}
+
+static int conn_update_events(Conn *c) {
+        if (c->closed)
+                return 0;
+        uint32_t ev = (c->close_after_flush ? 0 : EPOLLIN) | (c->out_len > 0 ? EPOLLOUT : 0);
+        return event_source_set_events(c->src, ev);
+}
+
+static int conn_flush(Conn *c) {
+        while (c->out_len > 0) {
+                ssize_t n = send(c->fd, c->out, c->out_len, MSG_NOSIGNAL | MSG_DONTWAIT);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        if (errno == EAGAIN)
+                                break;
+                        return negative_errno();
+                }
+                memmove(c->out, c->out + n, c->out_len - (size_t) n);
+                c->out_len -= (size_t) n;
+        }
+        if (c->out_len == 0 && c->close_after_flush)
+                return -ECONNRESET;
+        return conn_update_events(c);
+}
+
+/* Queue a line for the client. Progress may be dropped when the client reads slowly. */
+static int conn_queue(Conn *c, const char *line, size_t len, bool droppable) {
+        if (c->closed)
+                return 0;
+        if (droppable && c->out_len > OUT_SOFT_CAP)
+                return 0;
+        if (c->out_len + len > OUT_HARD_CAP) {
+                log_warning("client pid %d does not read its replies: disconnecting", (int) c->cred.pid);
+                conn_close(c);
+                return 0;
+        }
+        if (c->out_len + len > c->out_cap) {
+                size_t cap = MAX(c->out_cap * 2, c->out_len + len);
+                char *n = realloc(c->out, cap);
+                if (!n)
+                        return -ENOMEM;
+                c->out = n;
+                c->out_cap = cap;
+        }
+        memcpy(c->out + c->out_len, line, len);
+        c->out_len += len;
+        int r = conn_flush(c);
+        if (r < 0)
+                conn_close(c);
+        return 0;
+}
+
+static void conn_send_error(Conn *c, int64_t id, const char *code, const char *message) {
+        _cleanup_free_ char *line = NULL;
+        size_t len;
+        if (control_format_error(id, code, message, &line, &len) >= 0)
+                (void) conn_queue(c, line, len, false);
+}
+
+static bool peer_in_group(int fd, gid_t gid, gid_t primary) {
+        gid_t groups[256];
+        socklen_t len = sizeof(groups);
+
+        if (primary == gid)
+                return true;
+        if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len) < 0)
+                return false;
+        for (size_t i = 0; i < len / sizeof(gid_t); i++)
+                if (groups[i] == gid)
+                        return true;
+        return false;
+}
+
+static bool peer_is_operator(Server *s, int fd, const struct ucred *cred) {
+        if (cred->uid == 0)
+                return true;
+        struct group *g = getgrnam(s->config->admin_group);
+        return g && peer_in_group(fd, g->gr_gid, cred->gid);
+}
+
+/* ---- requests ---- */
+
+static Request *request_free(Request *req) {
+        if (!req)
+                return NULL;
+        if (req->job_free)
+                req->job_free(req->job_data);
+        json_object_put(req->params);
+        free(req->method);
+        if (req->conn) {
+                req->conn->inflight--;
+                conn_unref(req->conn);
+        }
+        free(req);
+        return NULL;
+}
+
+static void request_send_final(Request *req, const char *line, size_t len) {
+        req->answered = true;
+        (void) conn_queue(req->conn, line, len, false);
+}
+
+int request_reply_result(Request *req, json_object *result) {
+        _cleanup_json_ json_object *owned = result;
+        _cleanup_free_ char *line = NULL;
+        size_t len;
+        int r = control_format_result(req->id, owned, &line, &len);
+        if (r == -E2BIG)
+                return request_reply_error(req, CONTROL_ERR_INTERNAL, "the result is larger than a frame");
+        if (r < 0)
+                return r;
+        request_send_final(req, line, len);
+        request_free(req);
+        return 0;
+}
+
+int request_reply_error(Request *req, const char *code, const char *fmt, ...) {
+        _cleanup_free_ char *message = NULL, *line = NULL;
+        size_t len;
+        va_list ap;
+        va_start(ap, fmt);
+        int r = vasprintf(&message, fmt, ap);
+        va_end(ap);
+        if (r < 0)
+                return -ENOMEM;
+        r = control_format_error(req->id, code, message, &line, &len);
+        if (r < 0)
+                return r;
+        request_send_final(req, line, len);
+        request_free(req);
+        return 0;
+}
+
+const char *seat_error_to_code(const SeatError *err) {
+        switch (err ? err->code : EIO) {
+        case ENOENT:
+                return CONTROL_ERR_NOT_FOUND;
+        case EEXIST:
+                return CONTROL_ERR_EXISTS;
+        case EACCES:
+        case EPERM:
+                return CONTROL_ERR_DENIED;
+        case EINVAL:
+                return CONTROL_ERR_INVALID;
+        case EBUSY:
+                return CONTROL_ERR_STATE;
+        case EBADMSG:
+        case EKEYREJECTED:
+        case EKEYEXPIRED:
+        case ESTALE:
+                return CONTROL_ERR_VERIFICATION;
+        default:
+                return CONTROL_ERR_IO;
+        }
+}
+
+int request_reply_seat_error(Request *req, const SeatError *err) {
+        return request_reply_error(req, seat_error_to_code(err), "%s", err ? err->message : "operation failed");
+}
+
+static int hello_method(Request *req) {
+        int64_t version = 0;
+        if (json_get_int64(req->params, "version", true, 0, 1000000, &version) < 0)
+                return request_reply_error(req, CONTROL_ERR_INVALID, "hello needs an integer 'version'");
+        if (version != CONTROL_PROTO_VERSION)
+                return request_reply_error(req, CONTROL_ERR_VERSION,
+                                           "protocol version %lld is not supported; seatd speaks version %d",
+                                           (long long) version, CONTROL_PROTO_VERSION);
+        req->conn->hello = true;
+        json_object *o = json_object_new_object();
+        if (!o)
+                return -ENOMEM;
+        json_object_object_add(o, "version", json_object_new_int(CONTROL_PROTO_VERSION));
+        json_object_object_add(o, "server", json_object_new_string("seatd " SEATD_VERSION));
+        json_object_object_add(o, "operator", json_object_new_boolean(req->operator));
+        return request_reply_result(req, o);
+}
+
+static const Method *find_method(Server *s, const char *name) {
+        for (size_t i = 0; i < s->n_methods; i++)
+                if (!strcmp(s->methods[i].name, name))
+                        return &s->methods[i];
+        return NULL;
+}
+
+static void dispatch(Conn *c, ControlMsg *m) {
+        Server *s = c->server;
+
+        if (m->kind != CONTROL_REQUEST)
+                return conn_send_error(c, m->id, CONTROL_ERR_INVALID, "clients send requests (with 'method') only");
+        const Method *method = find_method(s, m->method);
+        if (!method) {
+                _cleanup_free_ char *name = log_escape(m->method, strlen(m->method), 64);
+                char msg[160];
+                snprintf(msg, sizeof(msg), "unknown method '%s'", name ? name : "?");
+                return conn_send_error(c, m->id, CONTROL_ERR_UNKNOWN_METHOD, msg);
+        }
+        if (!c->hello && strcmp(method->name, "hello"))
+                return conn_send_error(c, m->id, CONTROL_ERR_STATE, "send 'hello' first");
+        if (method->operator_only && !c->operator)
+                return conn_send_error(c, m->id, CONTROL_ERR_DENIED,
+                                       "only root and members of the admin group may do this");
+        if (c->inflight >= CONN_INFLIGHT_MAX)
+                return conn_send_error(c, m->id, CONTROL_ERR_STATE, "too many requests in flight on this connection");
+        if (s->shutting_down)
+                return conn_send_error(c, m->id, CONTROL_ERR_STATE, "seatd is shutting down");
+
+        Request *req = calloc(1, sizeof(*req));
+        if (!req)
+                return conn_send_error(c, m->id, CONTROL_ERR_INTERNAL, "out of memory");
+        req->server = s;
+        req->conn = c;
+        c->refs++;
+        c->inflight++;
+        req->id = m->id;
+        req->method = TAKE_PTR(m->method);
+        req->params = TAKE_PTR(m->body);
+        req->uid = c->cred.uid;
+        req->operator = c->operator;
+        log_debug("request %lld '%s' from uid %u", (long long) req->id, req->method, (unsigned) req->uid);
+        int r = method->fn(req);
+        if (r < 0 && !req->answered) {
+                log_error_errno(r, "method '%s' failed: %m", method->name);
+                (void) request_reply_error(req, CONTROL_ERR_INTERNAL, "method '%s' failed: %s", method->name, strerror(-r));
+        }
+}
+
+static int conn_read(Conn *c) {
+        for (;;) {
+                const char *frame;
+                size_t len;
+                int r = frame_reader_next(c->reader, &frame, &len);
+                if (r == -E2BIG) {
+                        conn_send_error(c, 0, CONTROL_ERR_TOO_LARGE, "line longer than 1 MiB: closing the connection");
+                        c->close_after_flush = true;
+                        return conn_update_events(c);
+                }
+                if (r > 0) {
+                        _cleanup_control_msg_ ControlMsg *m = NULL;
+                        ControlParseError err;
+                        if (control_msg_parse(frame, len, &m, &err) < 0)
+                                conn_send_error(c, err.id, err.code, err.message);
+                        else
+                                dispatch(c, m);
+                        if (c->closed)
+                                return 0;
+                        continue;
+                }
+                ssize_t n = frame_reader_fill(c->reader, c->fd);
+                if (n == -EAGAIN)
+                        return 0;
+                if (n <= 0)
+                        return n == 0 ? -ECONNRESET : (int) n;
+        }
+}
+
+static int conn_io(EventSource *src, int fd, uint32_t revents, void *userdata) {
+        Conn *c = userdata;
+        int r = 0;
+
+        c->refs++;
+        if (revents & EPOLLIN)
+                r = conn_read(c);
+        if (r >= 0 && !c->closed && (revents & EPOLLOUT))
+                r = conn_flush(c);
+        if (r >= 0 && !c->closed && (revents & (EPOLLHUP | EPOLLERR)) && !(revents & EPOLLIN))
+                r = -ECONNRESET;
+        if (r < 0 && !c->closed) {
+                /* Requests in flight learn that nobody waits for them any more. */
+                conn_close(c);
+        }
+        conn_unref(c);
+        return 0;
+}
+
+static int server_accept(EventSource *src, int fd, uint32_t revents, void *userdata) {
+        Server *s = userdata;
+        _cleanup_close_ int cfd = accept4(fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+        if (cfd < 0)
+                return 0;
+        if (s->n_conns >= CONN_MAX) {
+                log_warning("refusing a client: %u connections already", s->n_conns);
+                return 0;
+        }
+        Conn *c = calloc(1, sizeof(*c));
+        if (!c)
+                return 0;
+        socklen_t len = sizeof(c->cred);
+        c->reader = frame_reader_new(CONTROL_MAX_FRAME);
+        if (!c->reader || getsockopt(cfd, SOL_SOCKET, SO_PEERCRED, &c->cred, &len) < 0 ||
+            event_add_io(s->loop, cfd, EPOLLIN, conn_io, c, &c->src) < 0) {
+                frame_reader_free(c->reader);
+                free(c);
+                return 0;
+        }
+        c->server = s;
+        c->fd = TAKE_FD(cfd);
+        c->refs = 1;
+        c->operator = peer_is_operator(s, c->fd, &c->cred);
+        c->next = s->conns;
+        if (s->conns)
+                s->conns->prev = c;
+        s->conns = c;
+        s->n_conns++;
+        log_debug("client pid %d uid %u connected (%s)", (int) c->cred.pid, (unsigned) c->cred.uid,
+                  c->operator ? "operator" : "not an operator");
+        return 0;
+}
+
+/* ---- jobs ---- */
+
+static void mail_post(Server *s, Request *req, char *line, size_t len, bool final) {
+        MailItem *m = calloc(1, sizeof(*m));
+        pthread_mutex_lock(&s->lock);
+        if (m) {
+                *m = (MailItem) { .req = req, .line = line, .len = len, .final = final };
+                *s->mail_tail = m;
+                s->mail_tail = &m->next;
+        } else
+                free(line); /* out of memory: a final reply is lost, the job still ends below */
+        if (final)
+                s->jobs--;
+        pthread_cond_broadcast(&s->jobs_done);
+        pthread_mutex_unlock(&s->lock);
+        uint64_t one = 1;
+        (void) !write(s->wake_fd, &one, sizeof(one));
+}
+
+static int mail_drain(EventSource *src, int fd, uint32_t revents, void *userdata) {
+        Server *s = userdata;
+        uint64_t n;
+        (void) !read(fd, &n, sizeof(n));
+
+        pthread_mutex_lock(&s->lock);
+        MailItem *m = s->mail_head;
+        s->mail_head = NULL;
+        s->mail_tail = &s->mail_head;
+        pthread_mutex_unlock(&s->lock);
+
+        while (m) {
+                MailItem *next = m->next;
+                if (m->line)
+                        (void) conn_queue(m->req->conn, m->line, m->len, !m->final);
+                if (m->final)
+                        request_free(m->req);
+                free(m->line);
+                free(m);
+                m = next;
+        }
+        return 0;
+}
+
+static void *job_thread(void *p) {
+        Request *req = p;
+        Server *s = req->server;
+        _cleanup_error_ SeatError *err = NULL;
+        json_object *result = NULL;
+        char *line = NULL;
+        size_t len = 0;
+
+        int r = req->job_fn(req, req->job_data, &result, &err);
+        if (r >= 0)
+                r = control_format_result(req->id, result, &line, &len);
+        else
+                r = control_format_error(req->id, seat_error_to_code(err),
+                                         err ? err->message : strerror(-r), &line, &len);
+        json_object_put(result);
+        if (r < 0)
+                (void) control_format_error(req->id, CONTROL_ERR_INTERNAL, "cannot format the reply", &line, &len);
+        mail_post(s, req, line, len, true);
+        return NULL;
+}
+
+int request_start_job(Request *req, JobFn fn, void *data, void (*free_data)(void *)) {
+        Server *s = req->server;
+        pthread_attr_t attr;
+        pthread_t t;
+
+        req->job_fn = fn;
+        req->job_data = data;
+        req->job_free = free_data;
+        req->answered = true; /* the job answers */
+        pthread_mutex_lock(&s->lock);
+        s->jobs++;
+        pthread_mutex_unlock(&s->lock);
+
+        pthread_attr_init(&attr);
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        int r = -pthread_create(&t, &attr, job_thread, req);
+        pthread_attr_destroy(&attr);
+        if (r < 0) {
+                pthread_mutex_lock(&s->lock);
+                s->jobs--;
+                pthread_mutex_unlock(&s->lock);
+                req->answered = false;
+                return request_reply_error(req, CONTROL_ERR_IO, "cannot start a worker: %s", strerror(-r));
+        }
+        return 0;
+}
+
+void job_progress(Request *req, const char *what, uint64_t done, uint64_t total) {
+        int64_t now = now_monotonic_ms();
+        if (done != total && now - req->progress_ms < 100)
+                return;
+        req->progress_ms = now;
+        char *line = NULL;
+        size_t len;
+        if (control_format_progress(req->id, what, done, total, &line, &len) < 0)
+                return;
+        mail_post(req->server, req, line, len, false);
+}
+
+bool job_cancelled(Request *req) {
+        return atomic_load(&req->cancelled) || atomic_load(&req->conn->gone);
+}
+
+/* ---- the server ---- */
+
+int server_new(SeatConfig *config, EventLoop *loop, Server **ret, SeatError **ret_error) {
+        _cleanup_(server_freep) Server *s = calloc(1, sizeof(*s));
+        if (!s)
+                return -ENOMEM;
+        s->config = config;
+        s->loop = loop;
+        s->listen_fd = -EBADF;
+        s->mail_tail = &s->mail_head;
+        pthread_mutex_init(&s->lock, NULL);
+        pthread_cond_init(&s->jobs_done, NULL);
+        s->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        if (s->wake_fd < 0)
+                return seat_error_set(ret_error, errno, "eventfd: %m");
+        int r = event_add_io(loop, s->wake_fd, EPOLLIN, mail_drain, s, &s->wake_src);
+        if (r < 0)
+                return seat_error_set(ret_error, -r, "event loop: %s", strerror(-r));
+        r = server_add_methods(s, builtin_methods, ELEMENTSOF(builtin_methods));
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(s);
+        return 0;
+}
+
+int server_add_methods(Server *s, const Method *methods, size_t n) {
+        if (s->n_methods + n > METHODS_MAX)
+                return -E2BIG;
+        memcpy(s->methods + s->n_methods, methods, n * sizeof(Method));
+        s->n_methods += n;
+        return 0;
+}
+
+SeatConfig *server_config(Server *s) {
+        return s->config;
+}
+
+void server_set_userdata(Server *s, const char *key, void *data) {
+        for (size_t i = 0; i < USERDATA_MAX; i++)
+                if (!s->userdata[i].key || !strcmp(s->userdata[i].key, key)) {
+                        s->userdata[i].key = key;
+                        s->userdata[i].data = data;
+                        return;
+                }
+}
+
+void *server_get_userdata(Server *s, const char *key) {
+        for (size_t i = 0; i < USERDATA_MAX && s->userdata[i].key; i++)
+                if (!strcmp(s->userdata[i].key, key))
+                        return s->userdata[i].data;
+        return NULL;
+}
+
+static int mkdir_parents(const char *path, mode_t mode) {
+        _cleanup_free_ char *p = strdup(path);
+        if (!p)
+                return -ENOMEM;
+        for (char *q = p + 1; *q; q++) {
+                if (*q != '/')
+                        continue;
+                *q = '\0';
+                if (mkdir(p, mode) < 0 && errno != EEXIST)
+                        return negative_errno();
+                *q = '/';
+        }
+        return 0;
+}
+
+int server_listen(Server *s, SeatError **ret_error) {
+        const char *path = s->config->socket_path;
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        struct stat st;
+
+        if (strlen(path) >= sizeof(sa.sun_path))
+                return seat_error_set(ret_error, ENAMETOOLONG, "socket_path '%s' is too long", path);
+        strcpy(sa.sun_path, path);
+        int r = mkdir_parents(path, 0755);
+        if (r < 0)
+                return seat_error_set(ret_error, -r, "create the directory of '%s': %s", path, strerror(-r));
+
+        _cleanup_close_ int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        if (fd < 0)
+                return seat_error_set(ret_error, errno, "socket: %m");
+        /* A socket left by a seatd that died: replace it, unless someone still listens. */
+        if (lstat(path, &st) >= 0) {
+                if (!S_ISSOCK(st.st_mode))
+                        return seat_error_set(ret_error, EEXIST, "'%s' exists and is not a socket: remove it", path);
+                _cleanup_close_ int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+                if (probe >= 0 && connect(probe, (struct sockaddr *) &sa, sizeof(sa)) >= 0)
+                        return seat_error_set(ret_error, EADDRINUSE, "another seatd is listening on '%s'", path);
+                (void) unlink(path);
+        }
+        mode_t old = umask(0117);
+        r = bind(fd, (struct sockaddr *) &sa, sizeof(sa));
+        umask(old);
+        if (r < 0)
+                return seat_error_set(ret_error, errno, "bind '%s': %m", path);
+        struct group *g = getgrnam(s->config->admin_group);
+        if (g && chown(path, 0, g->gr_gid) < 0)
+                log_warning("cannot give '%s' to group '%s': %m", path, s->config->admin_group);
+        if (listen(fd, 64) < 0)
+                return seat_error_set(ret_error, errno, "listen on '%s': %m", path);
+        r = event_add_io(s->loop, fd, EPOLLIN, server_accept, s, &s->listen_src);
+        if (r < 0)
+                return seat_error_set(ret_error, -r, "event loop: %s", strerror(-r));
+        s->listen_fd = TAKE_FD(fd);
+        return 0;
+}
+
+void server_shutdown(Server *s) {
+        s->shutting_down = true;
+        for (Conn *c = s->conns; c; c = c->next)
+                atomic_store(&c->gone, true); /* jobs see job_cancelled() */
+        pthread_mutex_lock(&s->lock);
+        while (s->jobs > 0)
+                pthread_cond_wait(&s->jobs_done, &s->lock);
+        pthread_mutex_unlock(&s->lock);
+        mail_drain(s->wake_src, s->wake_fd, EPOLLIN, s);
+}
+
+Server *server_free(Server *s) {
+        if (!s)
+                return NULL;
+        server_shutdown(s);
+        while (s->conns) {
+                conn_close(s->conns);
+        }
+        s->listen_src = event_source_free(s->listen_src);
+        if (s->listen_fd >= 0) {
+                (void) unlink(s->config->socket_path);
+                safe_close(s->listen_fd);
+        }
+        s->wake_src = event_source_free(s->wake_src);
+        safe_close(s->wake_fd);
+        pthread_mutex_destroy(&s->lock);
+        pthread_cond_destroy(&s->jobs_done);
+        free(s);
+        return NULL;
+}

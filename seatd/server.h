@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/*
+ * seatd's control socket (docs/protocol-control.md): connections, peer credentials, the
+ * method table, and jobs — long operations (import, pull) run on a worker thread and
+ * post progress and their final reply back to the loop, never blocking it.
+ */
+
+#include <json-c/json.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "conf.h"
+#include "error.h"
+#include "event.h"
+
+typedef struct Server Server;
+typedef struct Conn Conn;
+
+typedef struct Request Request;
+/* Runs on a worker thread. Return 0 with *ret_result set, or < 0 with ret_error set. */
+typedef int (*JobFn)(Request *req, void *data, json_object **ret_result, SeatError **ret_error);
+
+struct Request {
+        Server *server;
+        Conn *conn;
+        int64_t id;
+        char *method;
+        json_object *params;
+        uid_t uid;
+        bool operator;
+        atomic_bool cancelled; /* the client went away: a job should stop soon */
+        bool answered;
+        int64_t progress_ms;   /* private: last progress sent */
+        void *job_data;        /* private */
+        void (*job_free)(void *);
+        JobFn job_fn;          /* private */
+};
+
+/* A handler answers at once (request_reply_*) or hands the request to a job. */
+typedef int (*MethodFn)(Request *req);
+typedef struct Method {
+        const char *name;
+        MethodFn fn;
+        bool operator_only;
+} Method;
+
+
+int server_new(SeatConfig *config, EventLoop *loop, Server **ret, SeatError **ret_error);
+Server *server_free(Server *s);
+DEFINE_TRIVIAL_CLEANUP_FUNC(Server *, server_free)
+/* Listen on config->socket_path (mode 0660, group admin_group when it exists). */
+int server_listen(Server *s, SeatError **ret_error);
+int server_add_methods(Server *s, const Method *methods, size_t n);
+SeatConfig *server_config(Server *s);
+/* Opaque per-daemon state for the method modules (the image store, later seats). */
+void server_set_userdata(Server *s, const char *key, void *data);
+void *server_get_userdata(Server *s, const char *key);
+/* Stop accepting work; returns when every job has ended. */
+void server_shutdown(Server *s);
+
+/* Replies (loop thread). Each takes ownership of result. */
+int request_reply_result(Request *req, json_object *result);
+int request_reply_error(Request *req, const char *code, const char *fmt, ...) _printf_(3, 4);
+/* Maps err->code to a protocol code (ENOENT not_found, EEXIST exists, EACCES denied,
+ * EINVAL invalid, EBUSY state, EBADMSG/EKEYREJECTED/EKEYEXPIRED verification, else io). */
+int request_reply_seat_error(Request *req, const SeatError *err);
+const char *seat_error_to_code(const SeatError *err);
+
+/* Hand the request to a worker thread; data is freed with free_data after fn returns. */
+int request_start_job(Request *req, JobFn fn, void *data, void (*free_data)(void *));
+/* From a job: progress (rate-limited to about 10 a second, the last one always sent). */
+void job_progress(Request *req, const char *what, uint64_t done, uint64_t total);
+bool job_cancelled(Request *req);

@@ -1,0 +1,99 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "control-proto.h"
+#include "jsonframe.h"
+
+static ControlMsg *parse(const char *s) {
+        ControlMsg *m = NULL;
+        ControlParseError err;
+        if (control_msg_parse(s, strlen(s), &m, &err) < 0)
+                fail_msg("'%s': %s", s, err.message);
+        return m;
+}
+
+static void refused(const char *s, int64_t id, const char *code) {
+        ControlMsg *m = NULL;
+        ControlParseError err;
+        assert_true(control_msg_parse(s, strlen(s), &m, &err) < 0);
+        assert_null(m);
+        assert_int_equal(err.id, id);
+        assert_string_equal(err.code, code);
+}
+
+static void test_request(void **state) {
+        _cleanup_control_msg_ ControlMsg *m = parse("{\"id\":3,\"method\":\"image.import\",\"params\":{\"manifest\":\"/x\"}}");
+        const char *v = NULL;
+        assert_int_equal(m->kind, CONTROL_REQUEST);
+        assert_int_equal(m->id, 3);
+        assert_string_equal(m->method, "image.import");
+        assert_int_equal(json_get_string(m->body, "manifest", true, 100, &v), 0);
+        assert_string_equal(v, "/x");
+
+        _cleanup_control_msg_ ControlMsg *n = parse("{\"id\":4,\"method\":\"image.list\"}");
+        assert_non_null(n->body); /* params default to {} */
+}
+
+static void test_replies(void **state) {
+        _cleanup_control_msg_ ControlMsg *r = parse("{\"id\":3,\"type\":\"result\",\"result\":{\"a\":1}}");
+        assert_int_equal(r->kind, CONTROL_RESULT);
+        _cleanup_control_msg_ ControlMsg *e = parse("{\"id\":3,\"type\":\"error\",\"error\":{\"code\":\"denied\",\"message\":\"no\"}}");
+        assert_int_equal(e->kind, CONTROL_ERROR);
+        assert_string_equal(e->error_code, "denied");
+        assert_string_equal(e->error_message, "no");
+        _cleanup_control_msg_ ControlMsg *p = parse("{\"id\":3,\"type\":\"progress\",\"progress\":{\"done\":1,\"total\":2}}");
+        assert_int_equal(p->kind, CONTROL_EVENT);
+        assert_string_equal(p->type, "progress");
+        _cleanup_control_msg_ ControlMsg *z = parse("{\"id\":0,\"type\":\"error\",\"error\":{\"code\":\"malformed\"}}");
+        assert_int_equal(z->id, 0);
+}
+
+static void test_refusals(void **state) {
+        refused("nope", 0, CONTROL_ERR_MALFORMED);
+        refused("{\"method\":\"hello\"}", 0, CONTROL_ERR_INVALID);
+        refused("{\"id\":0,\"method\":\"hello\"}", 0, CONTROL_ERR_INVALID);
+        refused("{\"id\":5,\"method\":\"Hello World\"}", 5, CONTROL_ERR_INVALID);
+        refused("{\"id\":5,\"method\":\"hello\",\"params\":[1]}", 5, CONTROL_ERR_INVALID);
+        refused("{\"id\":5}", 5, CONTROL_ERR_INVALID);
+        refused("{\"id\":5,\"type\":\"error\",\"error\":\"x\"}", 5, CONTROL_ERR_INVALID);
+        refused("{\"id\":5,\"type\":\"result\",\"result\":7}", 5, CONTROL_ERR_INVALID);
+}
+
+static void test_format_roundtrip(void **state) {
+        _cleanup_free_ char *a = NULL, *b = NULL, *c = NULL, *d = NULL;
+        size_t n;
+        _cleanup_json_ json_object *params = json_object_new_object();
+        json_object_object_add(params, "name", json_object_new_string("debian\n\"x\""));
+
+        assert_int_equal(control_format_request(9, "image.verify", params, &a, &n), 0);
+        _cleanup_control_msg_ ControlMsg *m = parse(a);
+        const char *name = NULL;
+        assert_int_equal(json_get_string(m->body, "name", true, 100, &name), 0);
+        assert_string_equal(name, "debian\n\"x\"");
+
+        assert_int_equal(control_format_error(9, CONTROL_ERR_NOT_FOUND, "no image 'x'", &b, &n), 0);
+        assert_string_equal(b, "{\"id\":9,\"type\":\"error\",\"error\":{\"code\":\"not_found\",\"message\":\"no image 'x'\"}}\n");
+        assert_int_equal(control_format_progress(9, "copy", 5, 10, &c, &n), 0);
+        assert_string_equal(c, "{\"id\":9,\"type\":\"progress\",\"progress\":{\"what\":\"copy\",\"done\":5,\"total\":10}}\n");
+        assert_int_equal(control_format_result(9, NULL, &d, &n), 0);
+        assert_string_equal(d, "{\"id\":9,\"type\":\"result\",\"result\":{}}\n");
+
+        char *none = NULL;
+        assert_int_equal(control_format_request(0, "hello", NULL, &none, &n), -EINVAL);
+        assert_int_equal(control_format_event(1, "result", NULL, &none, &n), -EINVAL);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_request),
+                cmocka_unit_test(test_replies),
+                cmocka_unit_test(test_refusals),
+                cmocka_unit_test(test_format_roundtrip),
+        };
+        return cmocka_run_group_tests_name("control-proto", tests, NULL, NULL);
+}

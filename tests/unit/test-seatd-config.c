@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "conf.h"
+
+static SeatConfig *parse(const char *s) {
+        SeatConfig *c = NULL;
+        _cleanup_error_ SeatError *err = NULL;
+        if (seat_config_parse(s, strlen(s), "test.conf", &c, &err) < 0)
+                fail_msg("%s", err->message);
+        return c;
+}
+
+static void refused(const char *s, const char *in_message) {
+        SeatConfig *c = NULL;
+        _cleanup_error_ SeatError *err = NULL;
+        assert_true(seat_config_parse(s, strlen(s), "test.conf", &c, &err) < 0);
+        assert_null(c);
+        if (!strstr(err->message, in_message))
+                fail_msg("'%s' does not mention '%s'", err->message, in_message);
+}
+
+static void test_defaults(void **state) {
+        _cleanup_(seat_config_freep) SeatConfig *c = parse("");
+        assert_string_equal(c->state_dir, "/var/lib/seatd");
+        assert_string_equal(c->socket_path, "/run/seatd/control.sock");
+        assert_string_equal(c->trusted_keys_dir, "/var/lib/seatd/trust/keys");
+        assert_string_equal(c->libvirt_uri, "qemu:///system");
+        assert_int_equal(c->accel, SEAT_ACCEL_AUTO);
+        assert_false(c->allow_tcg);
+        assert_false(c->allow_plain_http);
+}
+
+static void test_values(void **state) {
+        _cleanup_(seat_config_freep) SeatConfig *c = parse(
+                "# a comment\n"
+                "  state_dir = /tmp/s  \n"
+                "socket_path=\"/tmp/s/c.sock\"\r\n"
+                "\n"
+                "accel = tcg\nallow_tcg = yes\nallow_plain_http = true\nmax_image_bytes = 1024\n"
+                "admin_group = wheel\nlibvirt_uri = test:///default");
+        assert_string_equal(c->state_dir, "/tmp/s");
+        assert_string_equal(c->socket_path, "/tmp/s/c.sock");
+        assert_string_equal(c->trusted_keys_dir, "/tmp/s/trust/keys");
+        assert_int_equal(c->accel, SEAT_ACCEL_TCG);
+        assert_true(c->allow_tcg);
+        assert_true(c->allow_plain_http);
+        assert_int_equal(c->max_image_bytes, 1024);
+        assert_string_equal(c->admin_group, "wheel");
+        assert_string_equal(c->libvirt_uri, "test:///default");
+}
+
+static void test_errors_name_the_line(void **state) {
+        refused("allow_tcg = maybe\n", "test.conf:1: invalid value 'maybe' for 'allow_tcg'");
+        refused("\nstate_dir = relative\n", "test.conf:2: invalid value");
+        refused("alow_tcg = true\n", "unknown setting 'alow_tcg'");
+        refused("just words\n", "expected 'key = value'");
+        refused("max_image_bytes = -1\n", "max_image_bytes");
+        refused("accel = xen\n", "accel");
+        refused("admin_group = a\x1b[31m\n", "control character");
+        char big[5000];
+        memset(big, 'a', sizeof(big) - 1);
+        big[sizeof(big) - 1] = '\0';
+        refused(big, "longer than");
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_defaults),
+                cmocka_unit_test(test_values),
+                cmocka_unit_test(test_errors_name_the_line),
+        };
+        return cmocka_run_group_tests_name("seatd-config", tests, NULL, NULL);
+}
