@@ -269,6 +269,9 @@ static int agent_handle_hello(Agent *a, const AgentMsg *m) {
         reply.hello.max_output = (int64_t) a->limits.max_output;
         reply.hello.max_file = (int64_t) a->limits.max_file;
 
+        /* Whoever started earlier execs is gone (or starts over): nothing may reach the new
+         * host under ids it never sent. */
+        exec_detach_all(a);
         a->hello_done = true;
         log_info("Host said hello (request %" PRId64 ")", m->id);
         return agent_send(a, &reply);

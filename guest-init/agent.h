@@ -118,6 +118,8 @@ void exec_dispatch_pollfds(Agent *a, const PollSet *s);
 int64_t exec_next_deadline(const Agent *a); /* monotonic ms, INT64_MAX when none */
 void exec_process_timers(Agent *a);
 void exec_kill_all(Agent *a);
+/* A new hello starts a new host session: earlier execs are killed and never reported. */
+void exec_detach_all(Agent *a);
 void exec_free_all(Agent *a);
 
 /* files.c */

@@ -39,6 +39,7 @@ struct Exec {
         bool truncated, timed_out;
 
         int64_t start_ms, deadline_ms, grace_deadline_ms; /* monotonic; deadline 0: none */
+        bool detached;      /* started before the current hello: killed, never reported */
         bool exited;
         int status;
         char *error; /* the tool could not be started */
@@ -68,9 +69,10 @@ typedef struct ExecChild {
         int stdin_fd, stdout_fd, stderr_fd, report_fd;
 } ExecChild;
 
+/* Execs of the current host session only: a new host may reuse an old host's ids. */
 static Exec *exec_find(Agent *a, int64_t id) {
         for (Exec *e = a->execs; e; e = e->next)
-                if (e->id == id)
+                if (e->id == id && !e->detached)
                         return e;
         return NULL;
 }
@@ -565,7 +567,7 @@ static void exec_read_stream(Agent *a, Exec *e, bool is_stderr) {
         send = (size_t) MIN((uint64_t) n, e->max_output - MIN(e->sent, e->max_output));
         if (send < (size_t) n)
                 e->truncated = true;
-        if (send == 0)
+        if (send == 0 || e->detached)
                 return;
         e->sent += send;
 
@@ -607,6 +609,11 @@ int64_t exec_next_deadline(const Agent *a) {
 static void exec_finish(Agent *a, Exec *e) {
         AgentMsg m = { .type = AGENT_MSG_EXIT, .id = e->id };
 
+        if (e->detached) {
+                log_info("Exec %" PRId64 " of an earlier host session ended", e->id);
+                return;
+        }
+
         if (WIFEXITED(e->status)) {
                 m.exit.code = WEXITSTATUS(e->status);
                 m.exit.signal = 0;
@@ -644,6 +651,17 @@ void exec_process_timers(Agent *a) {
                         exec_unlink(a, e);
                         exec_free(e);
                 }
+        }
+}
+
+void exec_detach_all(Agent *a) {
+        for (Exec *e = a->execs; e; e = e->next) {
+                if (e->detached)
+                        continue;
+                log_info("Exec %" PRId64 " belongs to an earlier host session: killing it", e->id);
+                e->detached = true;
+                if (!e->exited)
+                        (void) kill(-e->pid, SIGKILL);
         }
 }
 

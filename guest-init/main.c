@@ -16,6 +16,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <json-c/json.h>
+
 #include "agent.h"
 #include "config.h"
 #include "log.h"
@@ -253,6 +255,10 @@ int main(int argc, char *argv[]) {
         int r;
 
         log_set_ident("guest-init");
+        /* json-c seeds its string hash from the kernel RNG, which may block for a second
+         * early in boot before the crng is ready; a fixed hash needs no seed, and every
+         * frame is bounded anyway. */
+        (void) json_global_set_string_hash(JSON_C_STR_HASH_PERLLIKE);
 
         r = parse_args(argc, argv, pid1, &args);
         if (r <= 0)

@@ -2,8 +2,9 @@
 #include "methods.h"
 
 int seatd_methods_init(Server *s, SeatError **ret_error) {
-        return 0;
+        return image_methods_init(s, ret_error);
 }
 
 void seatd_methods_done(void) {
+        image_methods_done();
 }

@@ -7,3 +7,6 @@
 /* Registers every method module's methods (image.*, later seat methods) on the server. */
 int seatd_methods_init(Server *s, SeatError **ret_error);
 void seatd_methods_done(void);
+
+int image_methods_init(Server *s, SeatError **ret_error);
+void image_methods_done(void);

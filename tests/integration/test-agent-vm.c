@@ -397,17 +397,28 @@ static void test_bad_frames_get_errors_and_the_agent_keeps_serving(void **state)
 
 static void test_reconnect(void **state) {
         _cleanup_error_ SeatError *err = NULL;
+        _cleanup_(output_done) Output ps = {};
+        AgentExecResult res = {};
 
-        /* The host goes away and comes back (a seatd restart): the agent carries on. */
+        /* A tool still runs when the host goes away (a seatd restart) ... */
+        int64_t id = agent_client_next_id(fx.client);
+        AgentMsg req = { .type = AGENT_MSG_EXEC, .id = id,
+                         .exec = { .argv = ARGV("/bin/sleep", "1004"), .stdin_eof = true } };
+        send_msg(&req);
+        _cleanup_agent_msg_ AgentMsg *started = recv_msg();
+        assert_int_equal(started->type, AGENT_MSG_STARTED);
+
+        /* ... and a new host connects and says hello: a new session. The old session's
+         * exec is killed and nothing of it reaches the new host, even under reused ids. */
         fx.client = agent_client_free(fx.client);
         check(agent_client_connect_unix(fx.vm->agent_socket, WAIT_MS, &fx.client, &err), &err);
-        /* hello is per connection: before it, exec is refused. */
-        AgentMsg req = { .type = AGENT_MSG_EXEC, .exec = { .argv = ARGV("/bin/true"), .stdin_eof = true } };
-        AgentExecResult res = {};
-        assert_int_equal(agent_client_exec(fx.client, &req, NULL, NULL, WAIT_MS, &res, &err), -EREMOTEIO);
-        assert_non_null(strstr(err->message, "state"));
-        err = seat_error_free(err);
         check(agent_client_hello(fx.client, WAIT_MS, NULL, &err), &err);
+        check(agent_client_ping(fx.client, WAIT_MS, &err), &err);
+        run(ARGV("/bin/sh", "-c", "sleep 0.5; cat /proc/[0-9]*/cmdline 2>/dev/null | tr '\\0' ' ' | grep -o 'sleep 100[4]' || true"),
+            NULL, 0, 0, &ps, &res);
+        if (ps.len > 0)
+                fail_msg("the old session's exec survived the new hello: %s", ps.buf);
+        agent_exec_result_done(&res);
         check(agent_client_ping(fx.client, WAIT_MS, &err), &err);
 }
 

@@ -1,0 +1,160 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <getopt.h>
+#include <inttypes.h>
+#include <sodium.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "log.h"
+#include "minisign.h"
+#include "seat-sign.h"
+
+static void keygen_help(void) {
+        printf("NAME\n"
+               "    seat-sign keygen - create a minisign-compatible key pair\n"
+               "\n"
+               "SYNOPSIS\n"
+               "    seat-sign keygen -p PUBFILE -s SECFILE [-W] [-f] [--password-file FILE]\n"
+               "\n"
+               "DESCRIPTION\n"
+               "    Creates an Ed25519 key pair with a random 8-byte key id. The secret key is written\n"
+               "    to SECFILE (mode 0600, atomically), protected by a password: the key id, secret key\n"
+               "    and checksum are XORed with scrypt (crypto_pwhash_scryptsalsa208sha256, opslimit\n"
+               "    33554432, memlimit 1 GiB, as minisign does). The public key goes to PUBFILE.\n"
+               "    Both files are read by minisign(1) as well.\n"
+               "\n"
+               "OPTIONS\n"
+               "    -p, --public-key=PUBFILE   where to write the public key (required)\n"
+               "    -s, --secret-key=SECFILE   where to write the secret key (required)\n"
+               "    -W, --no-password          store the secret key unprotected (like minisign -W);\n"
+               "                               anyone who reads the file can sign\n"
+               "    -f, --force                overwrite existing key files\n"
+               "        --password-file=FILE   read the password from the first line of FILE\n"
+               "    -h, --help                 show this help\n"
+               "\n"
+               "PASSWORD\n"
+               "    Taken from --password-file, else from $" SEAT_SIGN_PASSWORD_ENV ", else asked twice on\n"
+               "    the terminal (/dev/tty, not echoed). An empty password is refused: use -W.\n"
+               "\n"
+               "EXIT STATUS\n"
+               "    0 the key pair was written; 1 it was not (a file exists, passwords differ, I/O\n"
+               "    error); 2 usage error.\n"
+               "\n"
+               "EXAMPLE\n"
+               "    seat-sign keygen -p images.pub -s ~/.seatd/images.key\n");
+}
+
+static int refuse_existing(const char *path, bool force, SeatError **ret_error) {
+        struct stat st;
+        if (force || lstat(path, &st) < 0)
+                return 0;
+        return seat_error_set(ret_error, EEXIST, "'%s' already exists: add -f to overwrite it", path);
+}
+
+int verb_keygen(int argc, char *argv[], SeatError **ret_error) {
+        enum { ARG_PASSWORD_FILE = 0x100 };
+        static const struct option options[] = {
+                { "public-key", required_argument, NULL, 'p' },
+                { "secret-key", required_argument, NULL, 's' },
+                { "no-password", no_argument, NULL, 'W' },
+                { "force", no_argument, NULL, 'f' },
+                { "password-file", required_argument, NULL, ARG_PASSWORD_FILE },
+                { "help", no_argument, NULL, 'h' },
+                {},
+        };
+        const char *pub_path = NULL, *sec_path = NULL, *password_file = NULL;
+        bool no_password = false, force = false;
+        int c, r;
+
+        optind = 0;
+        opterr = 0;
+        while ((c = getopt_long(argc, argv, "p:s:Wfh", options, NULL)) >= 0)
+                switch (c) {
+                case 'p':
+                        pub_path = optarg;
+                        break;
+                case 's':
+                        sec_path = optarg;
+                        break;
+                case 'W':
+                        no_password = true;
+                        break;
+                case 'f':
+                        force = true;
+                        break;
+                case ARG_PASSWORD_FILE:
+                        password_file = optarg;
+                        break;
+                case 'h':
+                        keygen_help();
+                        return 0;
+                default:
+                        return usage_error(ret_error, "keygen", "unknown option or missing argument '%s'",
+                                           argv[optind - 1]);
+                }
+        if (optind < argc)
+                return usage_error(ret_error, "keygen", "unexpected argument '%s'", argv[optind]);
+        if (!pub_path || !sec_path)
+                return usage_error(ret_error, "keygen", "both -p PUBFILE and -s SECFILE are required");
+        if (no_password && password_file)
+                return usage_error(ret_error, "keygen", "-W and --password-file exclude each other");
+        if (strcmp(pub_path, sec_path) == 0)
+                return usage_error(ret_error, "keygen", "the public and the secret key need two different files");
+
+        r = refuse_existing(pub_path, force, ret_error);
+        if (r >= 0)
+                r = refuse_existing(sec_path, force, ret_error);
+        if (r < 0)
+                return r;
+
+        char *password = NULL;
+        if (!no_password) {
+                _cleanup_free_ char *what = NULL;
+                if (asprintf(&what, "new secret key '%s'", sec_path) < 0)
+                        return seat_error_set(ret_error, ENOMEM, "out of memory");
+                PasswordSource src = { .file = password_file, .what = what };
+                r = password_get(&src, true, &password, ret_error);
+                if (r < 0)
+                        return r;
+                if (password[0] == '\0') {
+                        sodium_free(password);
+                        return seat_error_set(ret_error, EINVAL,
+                                              "an empty password protects nothing: give one, or use -W to "
+                                              "store the key unprotected on purpose");
+                }
+        } else
+                log_warning("the secret key '%s' is stored WITHOUT a password: whoever reads it can sign",
+                            sec_path);
+
+        _cleanup_(seat_secret_key_freep) SeatSecretKey *sk = NULL;
+        r = seat_secret_key_generate(&sk);
+        if (r < 0) {
+                sodium_free(password);
+                return seat_error_set(ret_error, -r, "cannot generate a key pair: %s", strerror(-r));
+        }
+        r = seat_secret_key_save(sk, sec_path, password, NULL, ret_error);
+        sodium_free(password);
+        if (r < 0)
+                return r;
+
+        SeatPublicKey pk;
+        seat_secret_key_public(sk, &pk);
+        r = seat_public_key_save(&pk, pub_path, ret_error);
+        if (r < 0) {
+                (void) unlink(sec_path); /* half a key pair is no use */
+                return r;
+        }
+
+        _cleanup_free_ char *b64 = NULL;
+        if (seat_public_key_to_base64(&pk, &b64) < 0)
+                return seat_error_set(ret_error, ENOMEM, "out of memory");
+        printf("The secret key was saved as %s - keep it secret.\n"
+               "The public key was saved as %s - that one can be public.\n"
+               "Key id: %016" PRIX64 "\n"
+               "\n"
+               "Files signed with this key pair can be verified with:\n"
+               "seat-sign verify -P %s -m FILE\n",
+               sec_path, pub_path, seat_key_id_value(pk.key_id), b64);
+        return 0;
+}

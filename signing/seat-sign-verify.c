@@ -1,0 +1,140 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "fileio.h"
+#include "minisign.h"
+#include "seat-sign.h"
+
+static void verify_help(void) {
+        printf("NAME\n"
+               "    seat-sign verify - verify a minisign signature and print its trusted comment\n"
+               "\n"
+               "SYNOPSIS\n"
+               "    seat-sign verify (-p PUBFILE | -P PUBKEY) -m FILE [-x SIGFILE] [-q | -Q] [-H]\n"
+               "\n"
+               "DESCRIPTION\n"
+               "    Checks, in this order: the signature file's format and sizes; its algorithm ('ED'\n"
+               "    prehashed, or legacy 'Ed' unless -H); that its key id is the trusted key's; the\n"
+               "    Ed25519 signature over FILE; the global signature over the signature and the\n"
+               "    trusted comment. Only then the trusted comment is printed, as minisign -V does:\n"
+               "\n"
+               "        Signature and comment signature verified\n"
+               "        Trusted comment: timestamp:1700000000\tfile:debian.qcow2\thashed\n"
+               "\n"
+               "    Control characters in the trusted comment are printed escaped (\\xNN).\n"
+               "\n"
+               "OPTIONS\n"
+               "    -p, --public-key=PUBFILE     trusted public key file (seat-sign or minisign)\n"
+               "    -P, --public-key-base64=KEY  trusted public key as its base64 line\n"
+               "    -m, --file=FILE              the signed file\n"
+               "    -x, --signature=SIGFILE      signature file (default FILE.minisig)\n"
+               "    -q, --quiet                  print nothing on success\n"
+               "    -Q, --pretty-quiet           print only the trusted comment on success\n"
+               "    -H, --require-prehashed      refuse legacy 'Ed' signatures\n"
+               "    -h, --help                   show this help\n"
+               "\n"
+               "EXIT STATUS\n"
+               "    0 the signature and the trusted comment verified; 1 they did not, or a file could\n"
+               "    not be read (the reason is printed, e.g. \"signature was made by key X but the\n"
+               "    trusted key is Y\", \"file does not match its signature\"); 2 usage error.\n"
+               "\n"
+               "EXAMPLE\n"
+               "    seat-sign verify -p images.pub -m debian.qcow2\n");
+}
+
+int verb_verify(int argc, char *argv[], SeatError **ret_error) {
+        static const struct option options[] = {
+                { "public-key", required_argument, NULL, 'p' },
+                { "public-key-base64", required_argument, NULL, 'P' },
+                { "file", required_argument, NULL, 'm' },
+                { "signature", required_argument, NULL, 'x' },
+                { "quiet", no_argument, NULL, 'q' },
+                { "pretty-quiet", no_argument, NULL, 'Q' },
+                { "require-prehashed", no_argument, NULL, 'H' },
+                { "help", no_argument, NULL, 'h' },
+                {},
+        };
+        const char *pub_path = NULL, *pub_b64 = NULL, *file = NULL, *sig_arg = NULL;
+        _cleanup_free_ char *sig_path = NULL, *sig_text = NULL, *tc = NULL, *tc_safe = NULL;
+        unsigned flags = 0;
+        int quiet = 0, c, r;
+        size_t sig_len;
+
+        optind = 0;
+        opterr = 0;
+        while ((c = getopt_long(argc, argv, "p:P:m:x:qQHh", options, NULL)) >= 0)
+                switch (c) {
+                case 'p':
+                        pub_path = optarg;
+                        break;
+                case 'P':
+                        pub_b64 = optarg;
+                        break;
+                case 'm':
+                        file = optarg;
+                        break;
+                case 'x':
+                        sig_arg = optarg;
+                        break;
+                case 'q':
+                        quiet = 1;
+                        break;
+                case 'Q':
+                        quiet = 2;
+                        break;
+                case 'H':
+                        flags |= SEAT_VERIFY_REQUIRE_PREHASHED;
+                        break;
+                case 'h':
+                        verify_help();
+                        return 0;
+                default:
+                        return usage_error(ret_error, "verify", "unknown option or missing argument '%s'",
+                                           argv[optind - 1]);
+                }
+        if (optind < argc)
+                return usage_error(ret_error, "verify", "unexpected argument '%s'", argv[optind]);
+        if (!file)
+                return usage_error(ret_error, "verify", "-m FILE is required");
+        if (!!pub_path == !!pub_b64)
+                return usage_error(ret_error, "verify", "exactly one of -p PUBFILE and -P PUBKEY is needed");
+
+        SeatPublicKey pk;
+        if (pub_path)
+                r = seat_public_key_load(pub_path, &pk, ret_error);
+        else {
+                r = seat_public_key_from_base64(pub_b64, strlen(pub_b64), &pk, ret_error);
+                if (r < 0)
+                        r = seat_error_wrap(ret_error, "-P '%s'", pub_b64);
+        }
+        if (r < 0)
+                return r;
+
+        if (sig_arg)
+                sig_path = strdup(sig_arg);
+        else if (asprintf(&sig_path, "%s.minisig", file) < 0)
+                sig_path = NULL;
+        if (!sig_path)
+                return seat_error_set(ret_error, ENOMEM, "out of memory");
+        r = read_file_capped(sig_path, SEAT_SIG_FILE_MAX, &sig_text, &sig_len);
+        if (r == -EFBIG)
+                return seat_error_set(ret_error, EFBIG, "signature file '%s' is larger than %u bytes: not a signature",
+                                      sig_path, SEAT_SIG_FILE_MAX);
+        if (r < 0)
+                return seat_error_set(ret_error, -r, "cannot read signature file '%s': %s", sig_path, strerror(-r));
+
+        r = seat_verify_file(&pk, file, sig_text, sig_len, flags, &tc, ret_error);
+        if (r < 0)
+                return seat_error_wrap(ret_error, "'%s' (signature '%s')", file, sig_path);
+
+        tc_safe = terminal_escape(tc);
+        if (!tc_safe)
+                return seat_error_set(ret_error, ENOMEM, "out of memory");
+        if (quiet == 0)
+                printf("Signature and comment signature verified\nTrusted comment: %s\n", tc_safe);
+        else if (quiet == 2)
+                printf("%s\n", tc_safe);
+        return 0;
+}
