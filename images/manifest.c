@@ -382,6 +382,8 @@ int image_manifest_to_json(const ImageManifest *m, json_object **ret) {
         json_object_object_add(o, "created", json_object_new_string(created));
         json_object_object_add(o, "expires", json_object_new_string(expires));
         json_object_object_add(o, "digest", hex_string(m->digest, SEAT_HASH_BYTES));
+        if (m->key_id[0])
+                json_object_object_add(o, "key_id", json_object_new_string(m->key_id));
         for (size_t i = 0; i < m->n_files; i++) {
                 const ImageFile *f = &m->files[i];
                 json_object *d = json_object_new_object();

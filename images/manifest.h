@@ -57,6 +57,7 @@ typedef struct ImageManifest {
         char **evidence_paths;    /* NULL-terminated, may be empty */
         char *egress_profile;     /* may be NULL */
         uint8_t digest[SEAT_HASH_BYTES]; /* BLAKE2b-512 of the manifest's bytes */
+        char key_id[17];          /* the trusted key that signed it, as minisign prints it; set by the store */
 } ImageManifest;
 
 int image_manifest_parse(const char *buf, size_t len, ImageManifest **ret, SeatError **ret_error);

@@ -77,7 +77,7 @@ static int key_file_filter(const struct dirent *d) {
 
 /* Tries every trusted key; a key id mismatch moves on to the next key. */
 static int verify_with_trusted_keys(ImageStore *s, const char *data, size_t len, const char *sig, size_t sig_len,
-                                    SeatError **ret_error) {
+                                    char ret_key_id[17], SeatError **ret_error) {
         struct dirent **list = NULL;
         int n = scandir(s->keys_dir, &list, key_file_filter, alphasort);
         if (n < 0)
@@ -94,6 +94,8 @@ static int verify_with_trusted_keys(ImageStore *s, const char *data, size_t len,
                                 last = seat_error_free(last);
                                 r = seat_verify_buffer(&pk, data, len, sig, sig_len, SEAT_VERIFY_REQUIRE_PREHASHED, NULL,
                                                        &last);
+                                if (r >= 0 && ret_key_id)
+                                        snprintf(ret_key_id, 17, "%016" PRIX64, seat_key_id_value(pk.key_id));
                         }
                 }
                 free(list[i]);
@@ -160,12 +162,14 @@ static int check_policy(ImageStore *s, const ImageManifest *m, SeatError **ret_e
 int image_store_check_manifest(ImageStore *s, const char *manifest, size_t len, const char *sig, size_t sig_len,
                                ImageManifest **ret, SeatError **ret_error) {
         _cleanup_(image_manifest_freep) ImageManifest *m = NULL;
-        int r = verify_with_trusted_keys(s, manifest, len, sig, sig_len, ret_error);
+        char key_id[17] = "";
+        int r = verify_with_trusted_keys(s, manifest, len, sig, sig_len, key_id, ret_error);
         if (r < 0)
                 return r;
         r = image_manifest_parse(manifest, len, &m, ret_error);
         if (r < 0)
                 return r;
+        memcpy(m->key_id, key_id, sizeof(key_id));
         for (size_t i = 0; i < m->n_files; i++)
                 if (m->files[i].size > s->max_file_bytes)
                         return seat_error_set(ret_error, EFBIG, "file '%s' of image '%s' is larger than max_image_bytes (%" PRIu64 ")",
@@ -415,10 +419,14 @@ int image_store_get(ImageStore *s, const char *name, ImageManifest **ret, SeatEr
                 return seat_error_set(ret_error, -r, "stored manifest of '%s' version %" PRId64 ": %s", name, version,
                                       strerror(-r));
         /* The store is ours, but a manifest is only ever used with its signature checked. */
-        r = verify_with_trusted_keys(s, manifest, len, sig, sig_len, ret_error);
+        char key_id[17] = "";
+        r = verify_with_trusted_keys(s, manifest, len, sig, sig_len, key_id, ret_error);
         if (r < 0)
                 return seat_error_wrap(ret_error, "stored image '%s'", name);
-        return image_manifest_parse(manifest, len, ret, ret_error);
+        r = image_manifest_parse(manifest, len, ret, ret_error);
+        if (r >= 0)
+                memcpy((*ret)->key_id, key_id, sizeof(key_id));
+        return r;
 }
 
 static int name_filter(const struct dirent *d) {

@@ -116,7 +116,7 @@ static void test_hello(void **state) {
         assert_true(exec_cap);
         assert_true(h->hello.boot_ms > 0);
         assert_true(h->hello.max_frame >= AGENT_MAX_FRAME_MIN);
-        print_message("guest-init ready %lld ms after kernel start; boot to hello took %lld ms on the host\n",
+        print_message("# guest-init ready %lld ms after kernel start; boot to hello took %lld ms on the host\n",
                       (long long) h->hello.boot_ms, (long long) (now_monotonic_ms() - fx.vm->started_ms));
 }
 

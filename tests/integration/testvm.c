@@ -103,10 +103,11 @@ static int run_qemu_img_create(const char *base, const char *base_format, const 
 static char *domain_xml(const TestVm *vm, const ImageInfo *img) {
         _cleanup_free_ char *name = xml_escape(vm->name), *kernel = xml_escape(img->kernel),
                             *initrd = xml_escape(img->initrd), *cmdline = xml_escape(img->cmdline),
-                            *disk = xml_escape(vm->overlay), *log = xml_escape(vm->console_log);
+                            *disk = xml_escape(vm->overlay), *log = xml_escape(vm->console_log),
+                            *base = xml_escape(img->disk);
         char *xml = NULL;
 
-        if (!name || !kernel || !initrd || !cmdline || !disk || !log)
+        if (!name || !kernel || !initrd || !cmdline || !disk || !log || !base)
                 return NULL;
         if (asprintf(&xml,
                      "<domain type='qemu'>\n"
@@ -131,6 +132,10 @@ static char *domain_xml(const TestVm *vm, const ImageInfo *img) {
                      "    <disk type='file' device='disk'>\n"
                      "      <driver name='qemu' type='qcow2'/>\n"
                      "      <source file='%s'/>\n"
+                     /* The verified base: read-only for QEMU, and never relabelled (chowned)
+                      * to QEMU's user, who could otherwise chmod it writable. */
+                     "      <backingStore type='file'><format type='%s'/>"
+                     "<source file='%s'><seclabel model='dac' relabel='no'/></source><backingStore/></backingStore>\n"
                      "      <target dev='vda' bus='virtio'/>\n"
                      "    </disk>\n"
                      "    <channel type='unix'>\n"
@@ -143,7 +148,7 @@ static char *domain_xml(const TestVm *vm, const ImageInfo *img) {
                      "  </devices>\n"
                      "</domain>\n",
                      name, (long long) img->memory_mib, (long long) img->vcpus, kernel, initrd, cmdline, disk,
-                     log) < 0)
+                     img->disk_format, base, log) < 0)
                 return NULL;
         return xml;
 }
