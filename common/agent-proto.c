@@ -769,3 +769,30 @@ int agent_format_ok(int64_t id, int64_t size, size_t max_frame, char **ret, size
         AgentMsg m = { .type = AGENT_MSG_OK, .id = id, .ok = { .size = size } };
         return agent_msg_format(&m, max_frame, ret, ret_len);
 }
+
+int agent_format_output(int64_t id, bool is_stderr, const uint8_t *data, size_t len, size_t max_frame,
+                        char **ret, size_t *ret_len) {
+        char head[96];
+
+        if (id < 1 || id > AGENT_ID_MAX || len > AGENT_CHUNK_MAX)
+                return -EINVAL;
+        int h = snprintf(head, sizeof(head), "{\"type\":\"output\",\"id\":%lld,\"stream\":\"%s\",\"data\":\"",
+                         (long long) id, is_stderr ? "stderr" : "stdout");
+        if (h < 0 || (size_t) h >= sizeof(head))
+                return -EINVAL;
+        size_t b64 = base64_encoded_len(len), total = (size_t) h + b64 + 2; /* '"}' */
+        if (total > max_frame)
+                return -E2BIG;
+        char *out = malloc(total + 2), *o = out;
+        if (!out)
+                return -ENOMEM;
+        memcpy(o, head, (size_t) h);
+        o += h;
+        base64_encode_to(data ? data : (const uint8_t *) "", len, o);
+        o += b64;
+        memcpy(o, "\"}\n", 4);
+        *ret = out;
+        if (ret_len)
+                *ret_len = total + 1;
+        return 0;
+}

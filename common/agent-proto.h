@@ -194,3 +194,7 @@ int agent_msg_format(const AgentMsg *m, size_t max_frame, char **ret, size_t *re
 int agent_format_error(int64_t id, const char *code, const char *message, size_t max_frame,
                        char **ret, size_t *ret_len);
 int agent_format_ok(int64_t id, int64_t size, size_t max_frame, char **ret, size_t *ret_len);
+/* The hot path of streaming: an `output` frame written straight into one buffer, byte for
+ * byte what agent_msg_format() writes for the same message, without a JSON tree. */
+int agent_format_output(int64_t id, bool is_stderr, const uint8_t *data, size_t len, size_t max_frame,
+                        char **ret, size_t *ret_len);

@@ -12,15 +12,8 @@ size_t base64_encoded_len(size_t n) {
         return (n / 3 + (n % 3 != 0)) * 4;
 }
 
-int base64_encode(const void *data, size_t len, char **ret, size_t *ret_len) {
+void base64_encode_to(const void *data, size_t len, char *o) {
         const uint8_t *p = data;
-
-        if (len > (SIZE_MAX / 4) * 3 - 3)
-                return -E2BIG;
-        size_t n = base64_encoded_len(len);
-        char *out = malloc(n + 1), *o = out;
-        if (!out)
-                return -ENOMEM;
 
         size_t i = 0;
         for (; i + 3 <= len; i += 3) {
@@ -37,7 +30,17 @@ int base64_encode(const void *data, size_t len, char **ret, size_t *ret_len) {
                 *o++ = i + 1 < len ? alphabet[v >> 6 & 63] : '=';
                 *o++ = '=';
         }
-        *o = '\0';
+}
+
+int base64_encode(const void *data, size_t len, char **ret, size_t *ret_len) {
+        if (len > (SIZE_MAX / 4) * 3 - 3)
+                return -E2BIG;
+        size_t n = base64_encoded_len(len);
+        char *out = malloc(n + 1);
+        if (!out)
+                return -ENOMEM;
+        base64_encode_to(data, len, out);
+        out[n] = '\0';
         *ret = out;
         if (ret_len)
                 *ret_len = n;

@@ -153,6 +153,18 @@ int agent_send(Agent *a, const AgentMsg *m) {
         return out_queue_push(a, TAKE_PTR(line), len);
 }
 
+int agent_send_output(Agent *a, int64_t id, bool is_stderr, const uint8_t *data, size_t len) {
+        _cleanup_free_ char *line = NULL;
+        size_t n;
+
+        if (!agent_can_send(a))
+                return 0;
+        int r = agent_format_output(id, is_stderr, data, len, a->limits.max_frame, &line, &n);
+        if (r < 0)
+                return log_error_errno(r, "Cannot format output of request %" PRId64 ": %m", id);
+        return out_queue_push(a, TAKE_PTR(line), n);
+}
+
 /* A new host (or none): forget everything about the previous connection. */
 static int agent_reset_connection(Agent *a) {
         FrameReader *r;

@@ -101,6 +101,8 @@ int agent_run(Agent *a);
 bool agent_backpressured(const Agent *a);
 /* Raw bytes that fit in one output/data chunk given max_frame (≤ AGENT_CHUNK_MAX). */
 size_t agent_chunk_max(const Agent *a);
+/* An output frame of an exec, formatted on the fast path. */
+int agent_send_output(Agent *a, int64_t id, bool is_stderr, const uint8_t *data, size_t len);
 /* Queue a message for the host; silently dropped while disconnected. */
 int agent_send(Agent *a, const AgentMsg *m);
 int agent_send_ok(Agent *a, int64_t id, int64_t size);

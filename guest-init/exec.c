@@ -121,14 +121,16 @@ static _Noreturn void exec_child_fail(int report_fd, ExecStep step, int error) {
         _exit(127);
 }
 
+/* Runs in a vfork() child: it shares the agent's memory until execve, so it makes system
+ * calls only, writes nothing but its own stack, and leaves by execve or _exit. */
 static _Noreturn void exec_child(const ExecChild *c) {
         struct sigaction sa = { .sa_handler = SIG_DFL };
         sigset_t none;
         int error = ENOENT;
 
-        /* Nothing of the agent's signal setup survives. */
-        for (int sig = 1; sig < NSIG; sig++)
-                (void) sigaction(sig, &sa, NULL);
+        /* Nothing of the agent's signal setup survives: it ignores SIGPIPE only (it takes
+         * every other signal through a signalfd, and the mask is reset below). */
+        (void) sigaction(SIGPIPE, &sa, NULL);
         sigemptyset(&none);
         (void) sigprocmask(SIG_SETMASK, &none, NULL);
 
@@ -159,6 +161,16 @@ static _Noreturn void exec_child(const ExecChild *c) {
                         error = errno;
         }
         exec_child_fail(c->report_fd, EXEC_STEP_EXECVE, error);
+}
+
+/* vfork: under TCG, copying the agent's page tables for fork() was most of an exec's cost.
+ * The agent is suspended until the child has exec'd or failed. Kept in a function of its
+ * own so that no caller's local can be clobbered by the shared stack. */
+static __attribute__((noinline)) pid_t exec_vfork(const ExecChild *c) {
+        pid_t pid = vfork();
+        if (pid == 0)
+                exec_child(c);
+        return pid < 0 ? -errno : pid;
 }
 
 /* ---- the parent ---- */
@@ -283,13 +295,11 @@ static int exec_spawn(Agent *a, const AgentMsg *m, Exec *e) {
         c.stderr_fd = err[1];
         c.report_fd = rep[1];
 
-        pid = fork();
+        pid = exec_vfork(&c);
         if (pid < 0) {
-                r = -errno;
+                r = pid;
                 goto fail;
         }
-        if (pid == 0)
-                exec_child(&c);
 
         in[0] = safe_close(in[0]);
         out[1] = safe_close(out[1]);
@@ -541,7 +551,6 @@ int exec_add_pollfds(Agent *a, PollSet *s) {
 static void exec_read_stream(Agent *a, Exec *e, bool is_stderr) {
         static uint8_t buf[AGENT_PIPE_READ_MAX];
         int *fd = is_stderr ? &e->stderr_fd : &e->stdout_fd;
-        AgentMsg out = { .type = AGENT_MSG_OUTPUT, .id = e->id };
         size_t want = MIN(sizeof(buf), agent_chunk_max(a)), send;
         ssize_t n;
 
@@ -571,10 +580,7 @@ static void exec_read_stream(Agent *a, Exec *e, bool is_stderr) {
                 return;
         e->sent += send;
 
-        out.output.is_stderr = is_stderr;
-        out.output.data = buf;
-        out.output.len = send;
-        (void) agent_send(a, &out);
+        (void) agent_send_output(a, e->id, is_stderr, buf, send);
 }
 
 void exec_dispatch_pollfds(Agent *a, const PollSet *s) {

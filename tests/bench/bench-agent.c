@@ -79,8 +79,8 @@ static void measure(const char *label, AgentClient *c, const char *true_path, co
         int64_t v[RTT_RUNS];
         char *true_argv[] = { (char *) true_path, NULL };
         char stream_cmd[64], one_cmd[64];
-        snprintf(stream_cmd, sizeof(stream_cmd), "head -c %d /dev/zero", STREAM_MIB << 20);
-        snprintf(one_cmd, sizeof(one_cmd), "head -c %d /dev/zero", 1 << 20);
+        snprintf(stream_cmd, sizeof(stream_cmd), "dd if=/dev/zero bs=65536 count=%d 2>/dev/null", STREAM_MIB * 16);
+        snprintf(one_cmd, sizeof(one_cmd), "dd if=/dev/zero bs=65536 count=16 2>/dev/null");
         char *stream_argv[] = { (char *) sh_path, (char *) "-c", stream_cmd, NULL };
         char *one_argv[] = { (char *) sh_path, (char *) "-c", one_cmd, NULL };
 

@@ -176,6 +176,29 @@ static void test_reply_helpers(void **state) {
         assert_string_equal(o, "{\"type\":\"ok\",\"id\":3,\"size\":12}\n");
 }
 
+static void test_fast_output_matches_generic(void **state) {
+        static uint8_t data[70000];
+        for (size_t i = 0; i < sizeof(data); i++)
+                data[i] = (uint8_t) (i * 131 + 7);
+        size_t lens[] = { 0, 1, 2, 3, 4, 1000, sizeof(data) };
+        for (size_t k = 0; k < ELEMENTSOF(lens); k++)
+                for (int err = 0; err < 2; err++) {
+                        _cleanup_free_ char *a = NULL, *b = NULL;
+                        size_t na, nb;
+                        AgentMsg m = { .type = AGENT_MSG_OUTPUT, .id = 9007199254740992LL - k,
+                                       .output = { .is_stderr = err, .data = data, .len = lens[k] } };
+                        assert_int_equal(agent_msg_format(&m, AGENT_MAX_FRAME_DEFAULT, &a, &na), 0);
+                        assert_int_equal(agent_format_output(m.id, err, data, lens[k], AGENT_MAX_FRAME_DEFAULT, &b, &nb), 0);
+                        assert_int_equal(na, nb);
+                        assert_memory_equal(a, b, na);
+                }
+        char *none = NULL;
+        size_t n;
+        assert_int_equal(agent_format_output(1, false, data, sizeof(data), 1000, &none, &n), -E2BIG);
+        assert_int_equal(agent_format_output(0, false, data, 1, 1000, &none, &n), -EINVAL);
+        assert_null(none);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_exec_request),
@@ -185,6 +208,7 @@ int main(void) {
                 cmocka_unit_test(test_roundtrips),
                 cmocka_unit_test(test_format_refuses_what_parse_refuses),
                 cmocka_unit_test(test_reply_helpers),
+                cmocka_unit_test(test_fast_output_matches_generic),
         };
         return cmocka_run_group_tests_name("agent-proto", tests, NULL, NULL);
 }
