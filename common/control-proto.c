@@ -106,6 +106,8 @@ int control_msg_parse(const char *frame, size_t len, ControlMsg **ret, ControlPa
         if (r < 0 || (method && !method_valid(method)))
                 return fail(err, id, -EINVAL, CONTROL_ERR_INVALID, "field 'method' must be a method name");
         if (method) {
+                if (id < 1) /* only an error may carry id 0, and a request is not one */
+                        return fail(err, 0, -EINVAL, CONTROL_ERR_INVALID, "field 'id' must be an integer in 1..2^53");
                 m->kind = CONTROL_REQUEST;
                 m->method = strdup(method);
                 if (!m->method)

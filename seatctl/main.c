@@ -19,12 +19,20 @@ static const struct {
         CtlVerbFn fn;
         const char *summary;
 } verbs[] = {
+        { "provision", verb_provision, "boot new seats from a verified image; prints ids and tokens" },
+        { "list", verb_list, "every seat, its state, image and participant" },
+        { "status", verb_status, "one seat's state" },
+        { "exec", verb_exec, "run a command in a seat, output streamed, its exit code returned" },
+        { "cp", verb_cp, "copy a file into or out of a seat" },
+        { "console", verb_console, "the seat's serial console log (read-only, --follow)" },
+        { "reset", verb_reset, "wipe a seat: a new machine from the verified image, new token" },
+        { "release", verb_release, "stop and remove a seat, its session set aside for evidence" },
         { "image", verb_image, "import, pull, list, verify and remove signed guest images" },
 };
 
 static void usage(FILE *f) {
         fprintf(f,
-                "usage: seatctl [--socket PATH] [--json] COMMAND [ARGS...]\n"
+                "usage: seatctl [--socket PATH] [--token-file FILE] [--json] COMMAND [ARGS...]\n"
                 "\n"
                 "Drives seatd, the seat manager: signed guest images, seats (disposable VMs),\n"
                 "their tools and evidence.\n"
@@ -36,6 +44,8 @@ static void usage(FILE *f) {
                 "\n"
                 "Options:\n"
                 "  --socket PATH   seatd's control socket (default $SEATD_SOCKET or /run/seatd/control.sock)\n"
+                "  --token-file F  a participant's seat token (default $SEATD_TOKEN); never on the\n"
+                "                  command line, where every user of the host could read it\n"
                 "  --json          machine-readable output on stdout (one JSON document)\n"
                 "  -q, --quiet     no progress output\n"
                 "  -h, --help      this text; 'seatctl COMMAND --help' for a command\n"
@@ -51,6 +61,7 @@ void ctl_print_json(json_object *o) {
 int main(int argc, char *argv[]) {
         static const struct option options[] = {
                 { "socket", required_argument, NULL, 's' },
+                { "token-file", required_argument, NULL, 't' },
                 { "json", no_argument, NULL, 'j' },
                 { "quiet", no_argument, NULL, 'q' },
                 { "help", no_argument, NULL, 'h' },
@@ -67,6 +78,9 @@ int main(int argc, char *argv[]) {
                 switch (c) {
                 case 's':
                         ctl_opts.socket = optarg;
+                        break;
+                case 't':
+                        ctl_opts.token_file = optarg;
                         break;
                 case 'j':
                         ctl_opts.json = true;

@@ -9,6 +9,7 @@
 /* Global options, set by main() before a verb runs. */
 typedef struct CtlOptions {
         const char *socket;
+        const char *token_file; /* a participant's token; else $SEATD_TOKEN */
         bool json;
         bool quiet;
 } CtlOptions;
@@ -20,6 +21,14 @@ extern CtlOptions ctl_opts;
 typedef int (*CtlVerbFn)(int argc, char *argv[], SeatError **ret_error);
 
 int verb_image(int argc, char *argv[], SeatError **ret_error);
+int verb_provision(int argc, char *argv[], SeatError **ret_error);
+int verb_list(int argc, char *argv[], SeatError **ret_error);
+int verb_status(int argc, char *argv[], SeatError **ret_error);
+int verb_exec(int argc, char *argv[], SeatError **ret_error);
+int verb_cp(int argc, char *argv[], SeatError **ret_error);
+int verb_console(int argc, char *argv[], SeatError **ret_error);
+int verb_reset(int argc, char *argv[], SeatError **ret_error);
+int verb_release(int argc, char *argv[], SeatError **ret_error);
 
 /* Prints a JSON value (pretty) to stdout. */
 void ctl_print_json(json_object *o);

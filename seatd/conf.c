@@ -26,6 +26,16 @@ static int parse_bool(const char *v, bool *ret) {
         return 0;
 }
 
+static int parse_long_range(const char *v, long min, long max, long *ret) {
+        char *end = NULL;
+        errno = 0;
+        long n = strtol(v, &end, 10);
+        if (errno || end == v || *end || n < min || n > max)
+                return -EINVAL;
+        *ret = n;
+        return 0;
+}
+
 static int parse_path(char **field, const char *v) {
         if (v[0] != '/')
                 return -EINVAL;
@@ -49,6 +59,8 @@ static int apply(SeatConfig *c, const char *key, const char *v) {
                 return parse_bool(v, &c->allow_plain_http);
         if (!strcmp(key, "allow_tcg"))
                 return parse_bool(v, &c->allow_tcg);
+        if (!strcmp(key, "inspect_images"))
+                return parse_bool(v, &c->inspect_images);
         if (!strcmp(key, "accel")) {
                 if (!strcmp(v, "auto"))
                         c->accel = SEAT_ACCEL_AUTO;
@@ -60,6 +72,12 @@ static int apply(SeatConfig *c, const char *key, const char *v) {
                         return -EINVAL;
                 return 0;
         }
+        if (!strcmp(key, "pull_low_speed_limit"))
+                return parse_long_range(v, 1, 1L << 30, &c->pull_low_speed_limit);
+        if (!strcmp(key, "pull_low_speed_time"))
+                return parse_long_range(v, 1, 3600, &c->pull_low_speed_time);
+        if (!strcmp(key, "pull_connect_timeout"))
+                return parse_long_range(v, 1, 600, &c->pull_connect_timeout);
         if (!strcmp(key, "max_image_bytes")) {
                 char *end = NULL;
                 errno = 0;
@@ -91,6 +109,12 @@ static int set_defaults(SeatConfig *c) {
                 return -ENOMEM;
         if (!c->max_image_bytes)
                 c->max_image_bytes = 64ULL << 30;
+        if (!c->pull_low_speed_limit)
+                c->pull_low_speed_limit = 1;
+        if (!c->pull_low_speed_time)
+                c->pull_low_speed_time = 30;
+        if (!c->pull_connect_timeout)
+                c->pull_connect_timeout = 30;
         return 0;
 }
 
@@ -128,6 +152,7 @@ int seat_config_parse(const char *text, size_t len, const char *origin, SeatConf
 
         if (!c)
                 return -ENOMEM;
+        c->inspect_images = true;
         if (len > SEATD_CONFIG_MAX_BYTES)
                 return seat_error_set(ret_error, EFBIG, "%s: larger than %u bytes", origin, SEATD_CONFIG_MAX_BYTES);
         if (memchr(text, '\0', len))

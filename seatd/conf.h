@@ -26,6 +26,13 @@ typedef struct SeatConfig {
         SeatAccel accel;
         bool allow_tcg;
         unsigned long long max_image_bytes; /* cap on one disk image, default 64 GiB */
+        bool inspect_images;    /* libguestfs inspection at import (default true) */
+        /* image.pull: a transfer slower than pull_low_speed_limit bytes/s for
+         * pull_low_speed_time seconds is a stall (defaults 1 and 30); connecting may take
+         * pull_connect_timeout seconds (default 30). */
+        long pull_low_speed_limit;
+        long pull_low_speed_time;
+        long pull_connect_timeout;
 } SeatConfig;
 
 #define SEATD_CONFIG_MAX_BYTES (64u * 1024u)

@@ -8,6 +8,7 @@
 #include "jsonframe.h"
 #include "log.h"
 #include "methods.h"
+#include "pull.h"
 #include "store.h"
 
 static ImageStore *store_of(Request *req) {
@@ -65,6 +66,76 @@ static int image_import_method(Request *req) {
                 return -ENOMEM;
         }
         return request_start_job(req, import_job, a, import_args_free);
+}
+
+typedef struct PullArgs {
+        char *url;
+        char *display; /* the URL without credentials or query, for the log */
+} PullArgs;
+
+static void pull_args_free(void *p) {
+        PullArgs *a = p;
+        if (!a)
+                return;
+        free(a->url);
+        free(a->display);
+        free(a);
+}
+
+static char *staging_dir(const SeatConfig *c) {
+        char *p = NULL;
+        return asprintf(&p, "%s/images/staging", c->state_dir) < 0 ? NULL : p;
+}
+
+static int pull_job(Request *req, void *data, json_object **ret_result, SeatError **ret_error) {
+        PullArgs *a = data;
+        const SeatConfig *c = server_config(req->server);
+        _cleanup_(image_manifest_freep) ImageManifest *m = NULL;
+        _cleanup_free_ char *staging = staging_dir(c);
+        StoreCallbacks cb = { .progress = job_progress_cb, .cancelled = job_cancelled_cb, .userdata = req };
+
+        if (!staging)
+                return -ENOMEM;
+        PullOptions opts = {
+                .allow_plain_http = c->allow_plain_http,
+                .ca_file = c->ca_file,
+                .staging_dir = staging,
+                .max_file_bytes = c->max_image_bytes,
+                .low_speed_limit = c->pull_low_speed_limit,
+                .low_speed_time = c->pull_low_speed_time,
+                .connect_timeout = c->pull_connect_timeout,
+        };
+        int r = image_pull(store_of(req), a->url, &opts, &cb, &m, ret_error);
+        if (r < 0) {
+                log_warning("image pull from '%s' failed: %s", a->display, *ret_error ? (*ret_error)->message : strerror(-r));
+                return r;
+        }
+        log_notice("pulled image '%s' version %lld from '%s'", m->name, (long long) m->version, a->display);
+        return image_record(m, ret_result);
+}
+
+static int image_pull_method(Request *req) {
+        const SeatConfig *c = server_config(req->server);
+        _cleanup_error_ SeatError *err = NULL;
+        const char *url = NULL;
+
+        if (json_get_string(req->params, "url", true, PULL_URL_MAX, &url) < 0)
+                return request_reply_error(req, CONTROL_ERR_INVALID, "image.pull needs 'url', the https:// URL of a manifest");
+        PullArgs *a = calloc(1, sizeof(*a));
+        if (!a || !(a->url = strdup(url))) {
+                pull_args_free(a);
+                return -ENOMEM;
+        }
+        /* Refused at once when the URL itself is wrong: no worker for that. */
+        int r = image_pull_check_url(url, c->allow_plain_http, &a->display, &err);
+        if (r < 0) {
+                pull_args_free(a);
+                if (r == -ENOMEM)
+                        return r;
+                log_warning("image pull refused: %s", err ? err->message : strerror(-r));
+                return request_reply_seat_error(req, err);
+        }
+        return request_start_job(req, pull_job, a, pull_args_free);
 }
 
 static int image_list_method(Request *req) {
@@ -165,6 +236,7 @@ static int image_remove_method(Request *req) {
 
 static const Method image_methods[] = {
         { "image.import", image_import_method, true },
+        { "image.pull", image_pull_method, true },
         { "image.list", image_list_method, true },
         { "image.verify", image_verify_method, true },
         { "image.remove", image_remove_method, true },
@@ -180,6 +252,19 @@ int image_methods_init(Server *s, SeatError **ret_error) {
         int r = image_store_open(images, trust, c->trusted_keys_dir, c->max_image_bytes, &the_store, ret_error);
         if (r < 0)
                 return r;
+        _cleanup_free_ char *guestfs_cache = NULL;
+        if (asprintf(&guestfs_cache, "%s/guestfs-cache", c->state_dir) < 0)
+                return -ENOMEM;
+        r = image_store_set_inspect(the_store, c->inspect_images, guestfs_cache, c->accel == SEAT_ACCEL_TCG);
+        if (r < 0)
+                return seat_error_set(ret_error, -r, "create the inspection cache '%s': %s", guestfs_cache, strerror(-r));
+        /* No pull runs yet: what an interrupted one left besides its .part files goes. */
+        _cleanup_free_ char *staging = staging_dir(c);
+        if (!staging)
+                return -ENOMEM;
+        r = image_pull_clean_staging(staging);
+        if (r < 0)
+                log_warning("clean the staging directory '%s': %s", staging, strerror(-r));
         server_set_userdata(s, "image-store", the_store);
         return server_add_methods(s, image_methods, ELEMENTSOF(image_methods));
 }

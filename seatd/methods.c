@@ -2,9 +2,13 @@
 #include "methods.h"
 
 int seatd_methods_init(Server *s, SeatError **ret_error) {
-        return image_methods_init(s, ret_error);
+        int r = image_methods_init(s, ret_error);
+        if (r < 0)
+                return r;
+        return seat_methods_init(s, ret_error);
 }
 
 void seatd_methods_done(void) {
+        seat_methods_done();
         image_methods_done();
 }

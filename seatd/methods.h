@@ -10,3 +10,6 @@ void seatd_methods_done(void);
 
 int image_methods_init(Server *s, SeatError **ret_error);
 void image_methods_done(void);
+
+int seat_methods_init(Server *s, SeatError **ret_error);
+void seat_methods_done(void);

@@ -29,6 +29,7 @@ typedef struct MailItem {
         char *line;
         size_t len;
         bool final;
+        bool droppable;
         struct MailItem *next;
 } MailItem;
 
@@ -416,11 +417,11 @@ static int server_accept(EventSource *src, int fd, uint32_t revents, void *userd
 
 /* ---- jobs ---- */
 
-static void mail_post(Server *s, Request *req, char *line, size_t len, bool final) {
+static void mail_post(Server *s, Request *req, char *line, size_t len, bool final, bool droppable) {
         MailItem *m = calloc(1, sizeof(*m));
         pthread_mutex_lock(&s->lock);
         if (m) {
-                *m = (MailItem) { .req = req, .line = line, .len = len, .final = final };
+                *m = (MailItem) { .req = req, .line = line, .len = len, .final = final, .droppable = droppable };
                 *s->mail_tail = m;
                 s->mail_tail = &m->next;
         } else
@@ -447,7 +448,7 @@ static int mail_drain(EventSource *src, int fd, uint32_t revents, void *userdata
         while (m) {
                 MailItem *next = m->next;
                 if (m->line)
-                        (void) conn_queue(m->req->conn, m->line, m->len, !m->final);
+                        (void) conn_queue(m->req->conn, m->line, m->len, m->droppable);
                 if (m->final)
                         request_free(m->req);
                 free(m->line);
@@ -474,7 +475,7 @@ static void *job_thread(void *p) {
         json_object_put(result);
         if (r < 0)
                 (void) control_format_error(req->id, CONTROL_ERR_INTERNAL, "cannot format the reply", &line, &len);
-        mail_post(s, req, line, len, true);
+        mail_post(s, req, line, len, true, false);
         return NULL;
 }
 
@@ -514,7 +515,15 @@ void job_progress(Request *req, const char *what, uint64_t done, uint64_t total)
         size_t len;
         if (control_format_progress(req->id, what, done, total, &line, &len) < 0)
                 return;
-        mail_post(req->server, req, line, len, false);
+        mail_post(req->server, req, line, len, false, true);
+}
+
+void job_event(Request *req, const char *type, json_object *body) {
+        char *line = NULL;
+        size_t len;
+        if (control_format_event(req->id, type, body, &line, &len) < 0)
+                return;
+        mail_post(req->server, req, line, len, false, false);
 }
 
 bool job_cancelled(Request *req) {

@@ -75,3 +75,5 @@ int request_start_job(Request *req, JobFn fn, void *data, void (*free_data)(void
 /* From a job: progress (rate-limited to about 10 a second, the last one always sent). */
 void job_progress(Request *req, const char *what, uint64_t done, uint64_t total);
 bool job_cancelled(Request *req);
+/* From a job: an event the client must not miss (exec output); body is not consumed. */
+void job_event(Request *req, const char *type, json_object *body);

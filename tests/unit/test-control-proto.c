@@ -60,6 +60,8 @@ static void test_refusals(void **state) {
         refused("{\"id\":5,\"method\":\"Hello World\"}", 5, CONTROL_ERR_INVALID);
         refused("{\"id\":5,\"method\":\"hello\",\"params\":[1]}", 5, CONTROL_ERR_INVALID);
         refused("{\"id\":5}", 5, CONTROL_ERR_INVALID);
+        /* Found by libFuzzer: "type":"error" let id 0 through, on what was a request. */
+        refused("{\"id\":0,\"type\":\"error\",\"method\":\"hello\"}", 0, CONTROL_ERR_INVALID);
         refused("{\"id\":5,\"type\":\"error\",\"error\":\"x\"}", 5, CONTROL_ERR_INVALID);
         refused("{\"id\":5,\"type\":\"result\",\"result\":7}", 5, CONTROL_ERR_INVALID);
 }

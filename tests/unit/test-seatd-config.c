@@ -34,6 +34,12 @@ static void test_defaults(void **state) {
         assert_int_equal(c->accel, SEAT_ACCEL_AUTO);
         assert_false(c->allow_tcg);
         assert_false(c->allow_plain_http);
+        assert_true(c->inspect_images);
+        assert_null(c->ca_file);
+        assert_int_equal(c->max_image_bytes, 64ULL << 30);
+        assert_int_equal(c->pull_low_speed_limit, 1);
+        assert_int_equal(c->pull_low_speed_time, 30);
+        assert_int_equal(c->pull_connect_timeout, 30);
 }
 
 static void test_values(void **state) {
@@ -43,7 +49,8 @@ static void test_values(void **state) {
                 "socket_path=\"/tmp/s/c.sock\"\r\n"
                 "\n"
                 "accel = tcg\nallow_tcg = yes\nallow_plain_http = true\nmax_image_bytes = 1024\n"
-                "admin_group = wheel\nlibvirt_uri = test:///default");
+                "admin_group = wheel\nlibvirt_uri = test:///default\n"
+                "ca_file = /tmp/ca.pem\npull_low_speed_limit = 1024\npull_low_speed_time = 3\npull_connect_timeout = 5\n");
         assert_string_equal(c->state_dir, "/tmp/s");
         assert_string_equal(c->socket_path, "/tmp/s/c.sock");
         assert_string_equal(c->trusted_keys_dir, "/tmp/s/trust/keys");
@@ -53,6 +60,12 @@ static void test_values(void **state) {
         assert_int_equal(c->max_image_bytes, 1024);
         assert_string_equal(c->admin_group, "wheel");
         assert_string_equal(c->libvirt_uri, "test:///default");
+        assert_string_equal(c->ca_file, "/tmp/ca.pem");
+        assert_int_equal(c->pull_low_speed_limit, 1024);
+        assert_int_equal(c->pull_low_speed_time, 3);
+        assert_int_equal(c->pull_connect_timeout, 5);
+        _cleanup_(seat_config_freep) SeatConfig *off = parse("inspect_images = false\n");
+        assert_false(off->inspect_images);
 }
 
 static void test_errors_name_the_line(void **state) {
@@ -62,6 +75,12 @@ static void test_errors_name_the_line(void **state) {
         refused("just words\n", "expected 'key = value'");
         refused("max_image_bytes = -1\n", "max_image_bytes");
         refused("accel = xen\n", "accel");
+        refused("inspect_images = sometimes\n", "invalid value 'sometimes' for 'inspect_images'");
+        refused("pull_low_speed_time = 0\n", "invalid value '0' for 'pull_low_speed_time'");
+        refused("pull_low_speed_time = 3s\n", "pull_low_speed_time");
+        refused("pull_low_speed_limit = -1\n", "pull_low_speed_limit");
+        refused("pull_connect_timeout = 601\n", "pull_connect_timeout");
+        refused("ca_file = relative.pem\n", "ca_file");
         refused("admin_group = a\x1b[31m\n", "control character");
         char big[5000];
         memset(big, 'a', sizeof(big) - 1);

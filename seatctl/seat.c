@@ -1,0 +1,487 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* seatctl provision, list, status, exec, cp, console, reset, release. */
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "base64.h"
+#include "fileio.h"
+#include "jsonframe.h"
+#include "log.h"
+#include "seatctl.h"
+
+#define CHUNK (512u * 1024u)
+#define STDIN_MAX (512u * 1024u)
+#define TOKEN_MAX 256
+
+/* A participant's token comes from a file or the environment, never from argv (argv is
+ * visible to every user of the host in /proc). */
+static int load_token(char **ret, SeatError **ret_error) {
+        const char *env = getenv("SEATD_TOKEN");
+        *ret = NULL;
+        if (ctl_opts.token_file) {
+                _cleanup_free_ char *t = NULL;
+                size_t n = 0;
+                int r = read_file_capped(ctl_opts.token_file, TOKEN_MAX, &t, &n);
+                if (r < 0)
+                        return seat_error_set(ret_error, -r, "read token file '%s': %s", ctl_opts.token_file, strerror(-r));
+                while (n > 0 && strchr("\r\n \t", t[n - 1]))
+                        t[--n] = '\0';
+                *ret = TAKE_PTR(t);
+        } else if (env && *env && !(*ret = strdup(env)))
+                return -ENOMEM;
+        return 0;
+}
+
+static int seat_call(const char *method, json_object *params, CtlEventFn on_event, void *userdata, json_object **ret,
+                     SeatError **ret_error) {
+        _cleanup_(ctl_client_freep) CtlClient *c = NULL;
+        _cleanup_free_ char *token = NULL;
+        int r = load_token(&token, ret_error);
+        if (r < 0)
+                return r;
+        if (token)
+                json_object_object_add(params, "token", json_object_new_string(token));
+        r = ctl_connect(ctl_opts.socket, &c, ret_error);
+        if (r < 0)
+                return r;
+        r = ctl_call(c, method, params, on_event, userdata, ret, NULL, ret_error);
+        ctl_progress_end();
+        return r;
+}
+
+static json_object *params_with_seat(const char *seat) {
+        json_object *p = json_object_new_object();
+        if (p)
+                json_object_object_add(p, "seat", json_object_new_string(seat));
+        return p;
+}
+
+static const char *str(json_object *o, const char *key) {
+        const char *s = "";
+        (void) json_get_string(o, key, false, 4096, &s);
+        return s;
+}
+
+static void print_cell(const char *s, int width) {
+        _cleanup_free_ char *e = log_escape(s, strlen(s), 64);
+        printf("%-*s", width, e ? e : "?");
+}
+
+static void print_seat_header(void) {
+        printf("%-10s %-12s %-16s %7s %4s  %-20s  %s\n", "SEAT", "STATE", "IMAGE", "VERSION", "GEN", "CREATED", "PARTICIPANT");
+}
+
+static void print_seat_row(json_object *s) {
+        int64_t version = 0, gen = 0;
+        (void) json_get_int64(s, "image_version", false, 0, INT64_MAX - 1, &version);
+        (void) json_get_int64(s, "generation", false, 0, INT64_MAX - 1, &gen);
+        print_cell(str(s, "id"), 10);
+        printf(" ");
+        print_cell(str(s, "state"), 12);
+        printf(" ");
+        print_cell(str(s, "image"), 16);
+        printf(" %7" PRId64 " %4" PRId64 "  ", version, gen);
+        print_cell(str(s, "created"), 20);
+        printf("  ");
+        print_cell(str(s, "participant"), 0);
+        printf("\n");
+        const char *fault = str(s, "fault");
+        if (*fault) {
+                _cleanup_free_ char *e = log_escape(fault, strlen(fault), 300);
+                printf("           fault: %s\n", e ? e : "?");
+        }
+}
+
+/* ---- provision ---- */
+
+static void provision_usage(FILE *f) {
+        fprintf(f,
+                "usage: seatctl provision --image NAME [--participant WHO] [--count N]\n"
+                "\n"
+                "Boots N new seats (default 1) from the verified image NAME, each in its own VM, and\n"
+                "prints each seat's id and its participant token. Hand the token to the participant\n"
+                "(in a file: seatctl --token-file FILE exec SEAT -- ...); it opens that one seat's\n"
+                "exec, cp, console and status, and nothing else. seatd keeps only its hash.\n");
+}
+
+int verb_provision(int argc, char *argv[], SeatError **ret_error) {
+        static const struct option options[] = {
+                { "image", required_argument, NULL, 'i' }, { "participant", required_argument, NULL, 'p' },
+                { "count", required_argument, NULL, 'n' }, { "help", no_argument, NULL, 'h' }, {},
+        };
+        const char *image = NULL, *participant = NULL;
+        long count = 1;
+        int c;
+        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0)
+                switch (c) {
+                case 'i': image = optarg; break;
+                case 'p': participant = optarg; break;
+                case 'n': count = atol(optarg); break;
+                case 'h': provision_usage(stdout); return 0;
+                default: provision_usage(stderr); return 2;
+                }
+        if (!image || count < 1 || optind < argc) {
+                provision_usage(stderr);
+                return 2;
+        }
+        _cleanup_json_ json_object *p = json_object_new_object(), *res = NULL;
+        json_object *seats = NULL;
+        json_object_object_add(p, "image", json_object_new_string(image));
+        if (participant)
+                json_object_object_add(p, "participant", json_object_new_string(participant));
+        json_object_object_add(p, "count", json_object_new_int64(count));
+        if (seat_call("seat.provision", p, ctl_opts.quiet ? NULL : ctl_progress_bar, NULL, &res, ret_error) < 0)
+                return 1;
+        if (ctl_opts.json) {
+                ctl_print_json(res);
+                return 0;
+        }
+        if (json_get_array(res, "seats", true, 1000, &seats) < 0)
+                return seat_error_set(ret_error, EPROTO, "seatd sent no seats"), 1;
+        printf("%-10s %-64s %s\n", "SEAT", "TOKEN", "PARTICIPANT");
+        for (size_t i = 0; i < json_object_array_length(seats); i++) {
+                json_object *s = json_object_array_get_idx(seats, i);
+                print_cell(str(s, "id"), 10);
+                printf(" %-64s ", str(s, "token"));
+                print_cell(str(s, "participant"), 0);
+                printf("\n");
+        }
+        return 0;
+}
+
+/* ---- list, status ---- */
+
+int verb_list(int argc, char *argv[], SeatError **ret_error) {
+        _cleanup_json_ json_object *p = json_object_new_object(), *res = NULL;
+        json_object *seats = NULL;
+        if (argc > 1) {
+                fprintf(argc > 1 && !strcmp(argv[1], "--help") ? stdout : stderr,
+                        "usage: seatctl list\n\nEvery seat seatd runs, with its state, image and participant.\n");
+                return !strcmp(argv[1], "--help") ? 0 : 2;
+        }
+        if (seat_call("seat.list", p, NULL, NULL, &res, ret_error) < 0)
+                return 1;
+        if (ctl_opts.json) {
+                ctl_print_json(res);
+                return 0;
+        }
+        if (json_get_array(res, "seats", true, 100000, &seats) < 0)
+                return seat_error_set(ret_error, EPROTO, "seatd sent no seat list"), 1;
+        if (json_object_array_length(seats) == 0) {
+                printf("no seats (make some with 'seatctl provision --image NAME')\n");
+                return 0;
+        }
+        print_seat_header();
+        for (size_t i = 0; i < json_object_array_length(seats); i++)
+                print_seat_row(json_object_array_get_idx(seats, i));
+        return 0;
+}
+
+static int one_seat_verb(const char *verb, const char *method, int argc, char *argv[], SeatError **ret_error) {
+        if (argc != 2 || !strcmp(argv[1], "--help")) {
+                fprintf(argc == 2 ? stdout : stderr, "usage: seatctl %s SEAT\n", verb);
+                return argc == 2 ? 0 : 2;
+        }
+        _cleanup_json_ json_object *p = params_with_seat(argv[1]), *res = NULL;
+        if (seat_call(method, p, ctl_opts.quiet ? NULL : ctl_progress_bar, NULL, &res, ret_error) < 0)
+                return 1;
+        if (ctl_opts.json) {
+                ctl_print_json(res);
+                return 0;
+        }
+        if (!strcmp(method, "seat.release")) {
+                printf("released %s (its session is set aside for evidence)\n", argv[1]);
+                return 0;
+        }
+        print_seat_header();
+        print_seat_row(res);
+        if (*str(res, "token"))
+                printf("new participant token: %s\n", str(res, "token"));
+        return 0;
+}
+
+int verb_status(int argc, char *argv[], SeatError **ret_error) {
+        return one_seat_verb("status", "seat.status", argc, argv, ret_error);
+}
+
+int verb_reset(int argc, char *argv[], SeatError **ret_error) {
+        return one_seat_verb("reset", "seat.reset", argc, argv, ret_error);
+}
+
+int verb_release(int argc, char *argv[], SeatError **ret_error) {
+        return one_seat_verb("release", "seat.release", argc, argv, ret_error);
+}
+
+/* ---- exec ---- */
+
+static void exec_usage(FILE *f) {
+        fprintf(f,
+                "usage: seatctl exec [--timeout SECONDS] [--cwd DIR] [--env NAME=VALUE]... SEAT -- COMMAND [ARG...]\n"
+                "\n"
+                "Runs COMMAND in the seat's guest; its stdout and stderr stream here as it produces\n"
+                "them. When stdin is not a terminal it is sent to the command (at most 512 KiB; use\n"
+                "'seatctl cp' for more). Exits with the command's exit code, 128+N when a signal N\n"
+                "ended it, 124 when the timeout killed it, 1 when seatd could not run it.\n"
+                "With --json, prints the result (exit code, signal, duration, byte counts) as JSON\n"
+                "after the output.\n");
+}
+
+static int exec_event(const char *type, json_object *body, void *userdata) {
+        const char *stream = NULL, *data = NULL;
+        _cleanup_free_ void *bytes = NULL;
+        size_t n = 0;
+        if (strcmp(type, "output"))
+                return 0;
+        if (json_get_string(body, "stream", true, 8, &stream) < 0 || json_get_string(body, "data", true, 1 << 20, &data) < 0 ||
+            base64_decode(data, strlen(data), 1 << 20, &bytes, &n) < 0)
+                return -EPROTO;
+        return loop_write(!strcmp(stream, "stderr") ? STDERR_FILENO : STDOUT_FILENO, bytes, n);
+}
+
+static int read_stdin(char **ret, size_t *ret_len, SeatError **ret_error) {
+        _cleanup_free_ char *buf = malloc(STDIN_MAX + 1);
+        if (!buf)
+                return -ENOMEM;
+        ssize_t n = loop_read(STDIN_FILENO, buf, STDIN_MAX + 1);
+        if (n < 0)
+                return seat_error_set(ret_error, (int) -n, "read stdin: %s", strerror((int) -n));
+        if ((size_t) n > STDIN_MAX)
+                return seat_error_set(ret_error, E2BIG, "stdin is larger than 512 KiB: copy it in with 'seatctl cp' instead");
+        *ret = TAKE_PTR(buf);
+        *ret_len = (size_t) n;
+        return 0;
+}
+
+int verb_exec(int argc, char *argv[], SeatError **ret_error) {
+        static const struct option options[] = {
+                { "timeout", required_argument, NULL, 't' }, { "cwd", required_argument, NULL, 'c' },
+                { "env", required_argument, NULL, 'e' },     { "help", no_argument, NULL, 'h' }, {},
+        };
+        _cleanup_json_ json_object *p = json_object_new_object(), *res = NULL, *env = json_object_new_array();
+        double timeout = 0;
+        int c;
+        while ((c = getopt_long(argc, argv, "+h", options, NULL)) >= 0)
+                switch (c) {
+                case 't': timeout = atof(optarg); break;
+                case 'c': json_object_object_add(p, "cwd", json_object_new_string(optarg)); break;
+                case 'e': json_object_array_add(env, json_object_new_string(optarg)); break;
+                case 'h': exec_usage(stdout); return 0;
+                default: exec_usage(stderr); return 2;
+                }
+        /* SEAT -- COMMAND... (getopt stops at "--" or the first non-option) */
+        if (optind < argc && !strcmp(argv[optind], "--"))
+                optind++;
+        if (optind + 1 >= argc) {
+                exec_usage(stderr);
+                return 2;
+        }
+        const char *seat = argv[optind++];
+        if (!strcmp(argv[optind], "--"))
+                optind++;
+        if (optind >= argc) {
+                exec_usage(stderr);
+                return 2;
+        }
+        json_object *av = json_object_new_array();
+        for (int i = optind; i < argc; i++)
+                json_object_array_add(av, json_object_new_string(argv[i]));
+        json_object_object_add(p, "seat", json_object_new_string(seat));
+        json_object_object_add(p, "argv", av);
+        if (json_object_array_length(env) > 0)
+                json_object_object_add(p, "env", json_object_get(env));
+        if (timeout > 0)
+                json_object_object_add(p, "timeout_ms", json_object_new_int64((int64_t) (timeout * 1000)));
+        if (!isatty(STDIN_FILENO)) {
+                _cleanup_free_ char *in = NULL, *b64 = NULL;
+                size_t n = 0;
+                if (read_stdin(&in, &n, ret_error) < 0 || base64_encode(in, n, &b64, NULL) < 0)
+                        return 1;
+                if (n > 0)
+                        json_object_object_add(p, "stdin", json_object_new_string(b64));
+        }
+        if (seat_call("seat.exec", p, exec_event, NULL, &res, ret_error) < 0)
+                return 1;
+        int64_t code = 0, sig = 0;
+        bool timed_out = false;
+        (void) json_get_int64(res, "code", false, -1, 255, &code);
+        (void) json_get_int64(res, "signal", false, 0, 64, &sig);
+        (void) json_get_bool(res, "timed_out", false, &timed_out);
+        if (ctl_opts.json)
+                ctl_print_json(res);
+        else if (*str(res, "error"))
+                fprintf(stderr, "seatctl: %s\n", str(res, "error"));
+        if (timed_out)
+                return 124;
+        return sig ? 128 + (int) sig : (int) code;
+}
+
+/* ---- cp ---- */
+
+static void cp_usage(FILE *f) {
+        fprintf(f,
+                "usage: seatctl cp LOCAL SEAT:/PATH     copy a file into a seat\n"
+                "       seatctl cp SEAT:/PATH LOCAL     copy a file out of a seat\n"
+                "\n"
+                "Files move in 512 KiB chunks through the seat's agent. Guest paths are absolute.\n");
+}
+
+static int cp_in(const char *local, const char *seat, const char *path, SeatError **ret_error) {
+        _cleanup_close_ int fd = open(local, O_RDONLY | O_CLOEXEC);
+        _cleanup_free_ uint8_t *buf = malloc(CHUNK);
+        struct stat st;
+        uint64_t off = 0;
+        if (fd < 0)
+                return seat_error_set(ret_error, errno, "open '%s': %m", local);
+        if (!buf || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+                return seat_error_set(ret_error, EINVAL, "'%s' is not a regular file", local);
+        do {
+                ssize_t n = loop_read(fd, buf, CHUNK);
+                if (n < 0)
+                        return seat_error_set(ret_error, (int) -n, "read '%s': %s", local, strerror((int) -n));
+                _cleanup_free_ char *b64 = NULL;
+                if (base64_encode(buf, (size_t) n, &b64, NULL) < 0)
+                        return -ENOMEM;
+                _cleanup_json_ json_object *p = params_with_seat(seat), *res = NULL;
+                json_object_object_add(p, "path", json_object_new_string(path));
+                json_object_object_add(p, "offset", json_object_new_int64((int64_t) off));
+                json_object_object_add(p, "data", json_object_new_string(b64));
+                json_object_object_add(p, "mode", json_object_new_int(st.st_mode & 0777));
+                json_object_object_add(p, "final", json_object_new_boolean(off + (uint64_t) n >= (uint64_t) st.st_size));
+                if (seat_call("seat.file_put", p, NULL, NULL, &res, ret_error) < 0)
+                        return -EIO;
+                off += (uint64_t) n;
+                if (n == 0)
+                        break;
+        } while (off < (uint64_t) st.st_size);
+        return 0;
+}
+
+static int cp_out(const char *seat, const char *path, const char *local, SeatError **ret_error) {
+        _cleanup_free_ char *tmp = NULL;
+        uint64_t off = 0;
+        if (asprintf(&tmp, "%s.seatctl-XXXXXX", local) < 0)
+                return -ENOMEM;
+        _cleanup_close_ int fd = mkostemp(tmp, O_CLOEXEC);
+        if (fd < 0)
+                return seat_error_set(ret_error, errno, "create '%s': %m", tmp);
+        for (;;) {
+                _cleanup_json_ json_object *p = params_with_seat(seat), *res = NULL;
+                _cleanup_free_ void *bytes = NULL;
+                const char *data = NULL;
+                bool eof = false;
+                size_t n = 0;
+                json_object_object_add(p, "path", json_object_new_string(path));
+                json_object_object_add(p, "offset", json_object_new_int64((int64_t) off));
+                if (seat_call("seat.file_get", p, NULL, NULL, &res, ret_error) < 0 ||
+                    json_get_string(res, "data", true, 1 << 20, &data) < 0 || json_get_bool(res, "eof", false, &eof) < 0 ||
+                    base64_decode(data, strlen(data), CHUNK, &bytes, &n) < 0 || loop_write(fd, bytes, n) < 0) {
+                        (void) unlink(tmp);
+                        if (!*ret_error)
+                                seat_error_set(ret_error, EPROTO, "copying '%s' out failed", path);
+                        return -EIO;
+                }
+                off += n;
+                if (eof)
+                        break;
+                if (n == 0) {
+                        (void) unlink(tmp);
+                        return seat_error_set(ret_error, EPROTO, "seat sent an empty chunk before the end of '%s'", path);
+                }
+        }
+        if (rename(tmp, local) < 0) {
+                (void) unlink(tmp);
+                return seat_error_set(ret_error, errno, "rename to '%s': %m", local);
+        }
+        return 0;
+}
+
+static bool split_remote(const char *arg, char *seat, size_t size, const char **path) {
+        const char *colon = strchr(arg, ':');
+        if (!colon || colon == arg || (size_t) (colon - arg) >= size || colon[1] != '/')
+                return false;
+        memcpy(seat, arg, (size_t) (colon - arg));
+        seat[colon - arg] = '\0';
+        *path = colon + 1;
+        return true;
+}
+
+int verb_cp(int argc, char *argv[], SeatError **ret_error) {
+        char seat[64];
+        const char *path = NULL;
+        if (argc == 2 && !strcmp(argv[1], "--help")) {
+                cp_usage(stdout);
+                return 0;
+        }
+        if (argc != 3) {
+                cp_usage(stderr);
+                return 2;
+        }
+        if (split_remote(argv[2], seat, sizeof(seat), &path))
+                return cp_in(argv[1], seat, path, ret_error) < 0 ? 1 : 0;
+        if (split_remote(argv[1], seat, sizeof(seat), &path))
+                return cp_out(seat, path, argv[2], ret_error) < 0 ? 1 : 0;
+        cp_usage(stderr);
+        return 2;
+}
+
+/* ---- console ---- */
+
+int verb_console(int argc, char *argv[], SeatError **ret_error) {
+        bool follow = false, raw = false;
+        const char *seat = NULL;
+        for (int i = 1; i < argc; i++) {
+                if (!strcmp(argv[i], "--follow") || !strcmp(argv[i], "-f"))
+                        follow = true;
+                else if (!strcmp(argv[i], "--raw"))
+                        raw = true;
+                else if (!strcmp(argv[i], "--help")) {
+                        printf("usage: seatctl console [--follow] [--raw] SEAT\n\n"
+                               "Prints the seat's serial console log (read-only). Control characters from the\n"
+                               "guest are escaped unless --raw. --follow keeps printing what is added.\n");
+                        return 0;
+                } else if (!seat)
+                        seat = argv[i];
+                else
+                        return fprintf(stderr, "usage: seatctl console [--follow] [--raw] SEAT\n"), 2;
+        }
+        if (!seat)
+                return fprintf(stderr, "usage: seatctl console [--follow] [--raw] SEAT\n"), 2;
+        int64_t off = 0;
+        for (;;) {
+                _cleanup_json_ json_object *p = params_with_seat(seat), *res = NULL;
+                _cleanup_free_ void *bytes = NULL;
+                const char *data = NULL;
+                size_t n = 0;
+                json_object_object_add(p, "offset", json_object_new_int64(off));
+                if (seat_call("seat.console", p, NULL, NULL, &res, ret_error) < 0)
+                        return 1;
+                if (json_get_string(res, "data", true, 1 << 20, &data) < 0 ||
+                    base64_decode(data, strlen(data), 1 << 20, &bytes, &n) < 0)
+                        return seat_error_set(ret_error, EPROTO, "seatd sent a bad console chunk"), 1;
+                if (raw)
+                        (void) loop_write(STDOUT_FILENO, bytes, n);
+                else {
+                        /* Keep lines; escape everything else a guest could use on a terminal. */
+                        const char *b = bytes;
+                        size_t start = 0;
+                        for (size_t i = 0; i <= n; i++)
+                                if (i == n || b[i] == '\n') {
+                                        _cleanup_free_ char *e = log_escape(b + start, i - start, (i - start) * 4 + 4);
+                                        printf("%s%s", e ? e : "", i < n ? "\n" : "");
+                                        start = i + 1;
+                                }
+                        fflush(stdout);
+                }
+                off += (int64_t) n;
+                if (n > 0)
+                        continue;
+                if (!follow)
+                        return 0;
+                (void) nanosleep(&(struct timespec) { .tv_nsec = 500 * 1000 * 1000 }, NULL);
+        }
+}

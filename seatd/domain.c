@@ -1,0 +1,281 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "domain.h"
+#include "fileio.h"
+#include "log.h"
+
+static void silence(void *userdata, virErrorPtr err) {
+}
+
+const char *domain_last_error(void) {
+        const char *m = virGetLastErrorMessage();
+        return m ? m : "unknown libvirt error";
+}
+
+int domain_open(const char *uri, virConnectPtr *ret, SeatError **ret_error) {
+        virSetErrorFunc(NULL, silence);
+        virConnectPtr c = virConnectOpen(uri);
+        if (!c)
+                return seat_error_set(ret_error, ECONNREFUSED, "connect to libvirt at '%s': %s (is libvirtd running?)", uri,
+                                      domain_last_error());
+        *ret = c;
+        return 0;
+}
+
+static char *xml_escape(const char *s) {
+        size_t n = 0;
+        for (const char *p = s; *p; p++)
+                n += strchr("<>&'\"", *p) ? 6 : 1;
+        char *out = malloc(n + 1), *o = out;
+        if (!out)
+                return NULL;
+        for (const char *p = s; *p; p++) {
+                const char *rep = *p == '<' ? "&lt;" : *p == '>' ? "&gt;" : *p == '&' ? "&amp;" :
+                                  *p == '\'' ? "&apos;" : *p == '"' ? "&quot;" : NULL;
+                if (rep) {
+                        strcpy(o, rep);
+                        o += strlen(rep);
+                } else
+                        *o++ = *p;
+        }
+        *o = '\0';
+        return out;
+}
+
+static char *record_xml(const SeatRecord *r) {
+        _cleanup_free_ char *participant = xml_escape(r->participant), *image = xml_escape(r->image);
+        char *x = NULL;
+        if (!participant || !image)
+                return NULL;
+        if (asprintf(&x,
+                     "<seat><id>%s</id><image>%s</image><image_version>%lld</image_version>"
+                     "<image_digest>%s</image_digest><participant>%s</participant><token_hash>%s</token_hash>"
+                     "<state>%s</state><generation>%lld</generation><created>%lld</created></seat>",
+                     r->id, image, (long long) r->image_version, r->image_digest, participant, r->token_hash,
+                     r->state, (long long) r->generation, (long long) r->created) < 0)
+                return NULL;
+        return x;
+}
+
+char *domain_xml(const DomainSpec *s) {
+        const ImageManifest *m = s->manifest;
+        const ImageFile *disk = NULL;
+        for (size_t i = 0; i < m->n_files && !disk; i++)
+                if (m->files[i].role == IMAGE_ROLE_DISK)
+                        disk = &m->files[i];
+        _cleanup_free_ char *name = xml_escape(s->name), *kernel = s->kernel ? xml_escape(s->kernel) : strdup(""),
+                            *initrd = s->initrd ? xml_escape(s->initrd) : strdup(""),
+                            *cmdline = m->cmdline ? xml_escape(m->cmdline) : strdup(""),
+                            *overlay = xml_escape(s->overlay), *base = xml_escape(s->base),
+                            *log = xml_escape(s->console_log), *rec = record_xml(s->record), *os = NULL;
+        char *xml = NULL;
+
+        if (!disk || !name || !kernel || !initrd || !cmdline || !overlay || !base || !log || !rec)
+                return NULL;
+        if (m->direct_boot) {
+                if (asprintf(&os,
+                             "    <loader readonly='yes' type='rom'>/usr/share/qemu/qboot.rom</loader>\n"
+                             "    <kernel>%s</kernel>\n%s%s%s    <cmdline>%s</cmdline>\n",
+                             kernel, s->initrd ? "    <initrd>" : "", initrd, s->initrd ? "</initrd>\n" : "", cmdline) < 0)
+                        return NULL;
+        } else if (!(os = strdup("    <boot dev='hd'/>\n")))
+                return NULL;
+
+        if (asprintf(&xml,
+                     "<domain type='%s'>\n"
+                     "  <name>%s</name>\n"
+                     "  <metadata><seatd:seat xmlns:seatd='" SEAT_METADATA_URI "'>%s</seatd:seat></metadata>\n"
+                     "  <memory unit='MiB'>%lld</memory>\n"
+                     "  <vcpu>%lld</vcpu>\n"
+                     "  <os>\n"
+                     "    <type arch='x86_64' machine='q35'>hvm</type>\n"
+                     "%s"
+                     "  </os>\n"
+                     "  <features><acpi/></features>\n"
+                     "  %s\n"
+                     "  <clock offset='utc'/>\n"
+                     "  <on_poweroff>destroy</on_poweroff>\n"
+                     "  <on_reboot>destroy</on_reboot>\n"
+                     "  <on_crash>destroy</on_crash>\n"
+                     "  <devices>\n"
+                     "    <disk type='file' device='disk'>\n"
+                     "      <driver name='qemu' type='qcow2'/>\n"
+                     "      <source file='%s'/>\n"
+                     /* The verified base: read-only, never relabelled (chowned) to QEMU's user. */
+                     "      <backingStore type='file'><format type='%s'/>"
+                     "<source file='%s'><seclabel model='dac' relabel='no'/></source><backingStore/></backingStore>\n"
+                     "      <target dev='vda' bus='virtio'/>\n"
+                     "    </disk>\n"
+                     "    <channel type='unix'>\n"
+                     "      <source mode='bind'/>\n"
+                     "      <target type='virtio' name='org.seatd.agent.0'/>\n"
+                     "    </channel>\n"
+                     "    <serial type='file'><source path='%s'/><target port='0'/></serial>\n"
+                     "    <controller type='usb' model='none'/>\n"
+                     "    <memballoon model='none'/>\n"
+                     "  </devices>\n"
+                     "</domain>\n",
+                     s->kvm ? "kvm" : "qemu", name, rec, (long long) m->memory_mib, (long long) m->vcpus, os,
+                     s->kvm ? "<cpu mode='host-passthrough' check='none'/>"
+                            : "<cpu mode='custom' match='exact' check='none'><model fallback='forbid'>qemu64</model>"
+                              "<feature policy='require' name='rdrand'/></cpu>",
+                     overlay, image_format_to_string(disk->format), base, log) < 0)
+                return NULL;
+        return xml;
+}
+
+int domain_create(virConnectPtr conn, const DomainSpec *spec, virDomainPtr *ret, SeatError **ret_error) {
+        _cleanup_free_ char *xml = domain_xml(spec);
+        if (!xml)
+                return seat_error_set(ret_error, ENOMEM, "out of memory building the domain XML");
+        virDomainPtr d = virDomainCreateXML(conn, xml, 0);
+        if (!d)
+                return seat_error_set(ret_error, EIO, "start domain '%s': %s", spec->name, domain_last_error());
+        *ret = d;
+        return 0;
+}
+
+int domain_agent_socket(virDomainPtr dom, char **ret) {
+        _cleanup_free_ char *xml = virDomainGetXMLDesc(dom, 0);
+        if (!xml)
+                return -EIO;
+        const char *ch = strstr(xml, "<channel type='unix'>");
+        const char *end = ch ? strstr(ch, "</channel>") : NULL;
+        const char *src = ch ? strstr(ch, "path='") : NULL;
+        if (!src || !end || src > end)
+                return -ENOENT;
+        src += strlen("path='");
+        const char *q = strchr(src, '\'');
+        if (!q || q > end || q - src > 4096)
+                return -ENOENT;
+        *ret = strndup(src, (size_t) (q - src));
+        return *ret ? 0 : -ENOMEM;
+}
+
+int domain_set_record(virDomainPtr dom, const SeatRecord *rec, SeatError **ret_error) {
+        _cleanup_free_ char *x = record_xml(rec);
+        if (!x)
+                return -ENOMEM;
+        if (virDomainSetMetadata(dom, VIR_DOMAIN_METADATA_ELEMENT, x, "seatd", SEAT_METADATA_URI,
+                                 VIR_DOMAIN_AFFECT_LIVE) < 0)
+                return seat_error_set(ret_error, EIO, "record seat '%s' in libvirt: %s", rec->id, domain_last_error());
+        return 0;
+}
+
+/* Text of <tag>…</tag> inside xml, unescaped for the few entities we write. */
+static int extract(const char *xml, const char *tag, char *out, size_t size) {
+        char open[40], close[40];
+        snprintf(open, sizeof(open), "<%s>", tag);
+        snprintf(close, sizeof(close), "</%s>", tag);
+        const char *a = strstr(xml, open), *b;
+        if (!a)
+                return -ENOENT;
+        a += strlen(open);
+        b = strstr(a, close);
+        if (!b)
+                return -EBADMSG;
+        size_t o = 0;
+        for (const char *p = a; p < b; p++) {
+                char c = *p;
+                if (c == '&') {
+                        static const struct { const char *ent; char c; } ents[] = {
+                                { "&lt;", '<' }, { "&gt;", '>' }, { "&amp;", '&' }, { "&apos;", '\'' }, { "&quot;", '"' },
+                        };
+                        size_t k;
+                        for (k = 0; k < ELEMENTSOF(ents); k++)
+                                if (!strncmp(p, ents[k].ent, strlen(ents[k].ent)))
+                                        break;
+                        if (k == ELEMENTSOF(ents))
+                                return -EBADMSG;
+                        c = ents[k].c;
+                        p += strlen(ents[k].ent) - 1;
+                }
+                if (o + 1 >= size)
+                        return -E2BIG;
+                out[o++] = c;
+        }
+        out[o] = '\0';
+        return 0;
+}
+
+int domain_get_record(virDomainPtr dom, SeatRecord *ret) {
+        _cleanup_free_ char *x = virDomainGetMetadata(dom, VIR_DOMAIN_METADATA_ELEMENT, SEAT_METADATA_URI,
+                                                      VIR_DOMAIN_AFFECT_LIVE);
+        char num[32];
+        SeatRecord r = {};
+        if (!x)
+                return -ENOENT;
+        if (extract(x, "id", r.id, sizeof(r.id)) < 0 || extract(x, "image", r.image, sizeof(r.image)) < 0 ||
+            extract(x, "image_digest", r.image_digest, sizeof(r.image_digest)) < 0 ||
+            extract(x, "participant", r.participant, sizeof(r.participant)) < 0 ||
+            extract(x, "token_hash", r.token_hash, sizeof(r.token_hash)) < 0 ||
+            extract(x, "state", r.state, sizeof(r.state)) < 0)
+                return -EBADMSG;
+        if (extract(x, "image_version", num, sizeof(num)) < 0 || (r.image_version = atoll(num)) <= 0 ||
+            extract(x, "generation", num, sizeof(num)) < 0 || (r.generation = atoll(num)) <= 0 ||
+            extract(x, "created", num, sizeof(num)) < 0)
+                return -EBADMSG;
+        r.created = atoll(num);
+        *ret = r;
+        return 0;
+}
+
+int domain_stop(virDomainPtr dom) {
+        int state = 0, reason = 0;
+        if (virDomainGetState(dom, &state, &reason, 0) < 0 || state == VIR_DOMAIN_SHUTOFF)
+                return 0;
+        if (virDomainDestroy(dom) < 0) {
+                if (virDomainGetState(dom, &state, &reason, 0) < 0)
+                        return 0; /* gone meanwhile */
+                return -EIO;
+        }
+        return 0;
+}
+
+int domain_list_seats(virConnectPtr conn, virDomainPtr **ret, size_t *ret_n) {
+        virDomainPtr *all = NULL;
+        int n = virConnectListAllDomains(conn, &all, VIR_CONNECT_LIST_DOMAINS_ACTIVE);
+        if (n < 0)
+                return -EIO;
+        size_t k = 0;
+        for (int i = 0; i < n; i++) {
+                const char *name = virDomainGetName(all[i]);
+                if (name && !strncmp(name, SEAT_DOMAIN_PREFIX, strlen(SEAT_DOMAIN_PREFIX)))
+                        all[k++] = all[i];
+                else
+                        virDomainFree(all[i]);
+        }
+        if (all)
+                all[k] = NULL;
+        *ret = all;
+        *ret_n = k;
+        return 0;
+}
+
+int overlay_create(const char *base, const char *base_format, const char *overlay, SeatError **ret_error) {
+        pid_t pid = fork();
+        if (pid < 0)
+                return seat_error_set(ret_error, errno, "fork: %m");
+        if (pid == 0) {
+                int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+                if (null >= 0) {
+                        dup2(null, STDIN_FILENO);
+                        dup2(null, STDOUT_FILENO);
+                }
+                /* The backing format is pinned, never probed. */
+                execlp("qemu-img", "qemu-img", "create", "-q", "-f", "qcow2", "-F", base_format, "-b", base, overlay,
+                       (char *) NULL);
+                _exit(127);
+        }
+        int status;
+        while (waitpid(pid, &status, 0) < 0)
+                if (errno != EINTR)
+                        return seat_error_set(ret_error, errno, "waitpid: %m");
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+                return seat_error_set(ret_error, EIO, "qemu-img could not create overlay '%s' of '%s'", overlay, base);
+        return 0;
+}

@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/*
+ * The libvirt side of a seat: its domain XML (built from the verified manifest, every
+ * value escaped), the seat record kept in the domain's <metadata>, and the calls seatd
+ * makes. libvirt is the source of truth for what runs: seats are transient domains
+ * named "seatd-<seat id>".
+ */
+
+#include <libvirt/libvirt.h>
+#include <libvirt/virterror.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "error.h"
+#include "manifest.h"
+
+#define SEAT_DOMAIN_PREFIX "seatd-"
+#define SEAT_METADATA_URI "urn:seatd:seat:1"
+#define SEAT_ID_MAX 32
+
+DEFINE_TRIVIAL_CLEANUP_FUNC(virDomainPtr, virDomainFree)
+DEFINE_TRIVIAL_CLEANUP_FUNC(virConnectPtr, virConnectClose)
+
+/* What seatd writes into <metadata> and reads back after a restart. */
+typedef struct SeatRecord {
+        char id[SEAT_ID_MAX];
+        char image[IMAGE_NAME_MAX + 1];
+        int64_t image_version;
+        char image_digest[SEAT_HASH_HEX_LEN + 1];
+        char participant[65];
+        char token_hash[65]; /* hex BLAKE2b-256 of the participant token */
+        char state[16];
+        int64_t generation;
+        int64_t created;     /* seconds since the epoch */
+} SeatRecord;
+
+typedef struct DomainSpec {
+        const char *name;
+        bool kvm;            /* type='kvm', else 'qemu' (TCG) */
+        const ImageManifest *manifest;
+        const char *kernel, *initrd; /* verified blob paths (direct boot) */
+        const char *base;            /* verified blob path of the disk */
+        const char *overlay;         /* the seat's qcow2 overlay */
+        const char *console_log;
+        const SeatRecord *record;
+} DomainSpec;
+
+int domain_open(const char *uri, virConnectPtr *ret, SeatError **ret_error);
+char *domain_xml(const DomainSpec *spec);
+int domain_create(virConnectPtr conn, const DomainSpec *spec, virDomainPtr *ret, SeatError **ret_error);
+/* The unix socket libvirt made for the agent channel. */
+int domain_agent_socket(virDomainPtr dom, char **ret);
+int domain_set_record(virDomainPtr dom, const SeatRecord *rec, SeatError **ret_error);
+int domain_get_record(virDomainPtr dom, SeatRecord *ret);
+/* Stops QEMU (destroy). Gone already is fine. */
+int domain_stop(virDomainPtr dom);
+/* Every running domain named seatd-*: NULL-terminated array (free each, then the array). */
+int domain_list_seats(virConnectPtr conn, virDomainPtr **ret, size_t *ret_n);
+/* libvirt's last error text, escaped, for messages. */
+const char *domain_last_error(void);
+/* qemu-img create -f qcow2 -F <format> -b <base> <overlay> (backing format pinned). */
+int overlay_create(const char *base, const char *base_format, const char *overlay, SeatError **ret_error);

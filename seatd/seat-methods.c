@@ -1,0 +1,434 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* seat.* methods: provision, list, status, exec, file_put, file_get, console, reset, release. */
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "base64.h"
+#include "control-proto.h"
+#include "fileio.h"
+#include "jsonframe.h"
+#include "log.h"
+#include "methods.h"
+#include "seat.h"
+
+#include <sodium.h>
+
+/* Tokens leave seatd once, in the reply; the copy here is wiped. */
+static void sodium_memzero_token(char *t) {
+        if (t)
+                sodium_memzero(t, strlen(t));
+}
+
+#define EXEC_DEFAULT_TIMEOUT_MS 600000
+#define EXEC_HOST_GRACE_MS 30000
+#define CONSOLE_CHUNK_MAX (64u * 1024u)
+#define PROVISION_COUNT_MAX 64
+
+static SeatManager *the_seats;
+
+/* ---- common parameter handling ---- */
+
+typedef struct SeatArgs {
+        Seat *seat;
+        json_object *params;
+} SeatArgs;
+
+static void seat_args_free(void *p) {
+        SeatArgs *a = p;
+        if (!a)
+                return;
+        seat_unref(a->seat);
+        json_object_put(a->params);
+        free(a);
+}
+
+/* The seat named by params.seat, if the caller may touch it: operators may touch every
+ * seat; anyone else must present that seat's token. Replies on refusal. */
+static int seat_param(Request *req, Seat **ret) {
+        const char *id = NULL, *token = NULL;
+        if (json_get_string(req->params, "seat", true, SEAT_ID_MAX, &id) < 0)
+                return request_reply_error(req, CONTROL_ERR_INVALID, "'%s' needs 'seat', a seat id", req->method), -EINVAL;
+        (void) json_get_string(req->params, "token", false, 256, &token);
+        _cleanup_(seat_unrefp) Seat *s = seat_manager_get(the_seats, id);
+        if (!req->operator && (!s || !seat_token_matches(s, token)))
+                /* Same answer whether the seat exists or not: a token reveals nothing else. */
+                return request_reply_error(req, CONTROL_ERR_DENIED, "this token does not open seat '%s'", id), -EPERM;
+        if (!s) {
+                _cleanup_free_ char *e = log_escape(id, strlen(id), 64);
+                return request_reply_error(req, CONTROL_ERR_NOT_FOUND, "no seat '%s' (see 'seatctl list')", e ? e : "?"),
+                       -ENOENT;
+        }
+        *ret = TAKE_PTR(s);
+        return 0;
+}
+
+static int start_seat_job(Request *req, JobFn fn) {
+        Seat *s = NULL;
+        if (seat_param(req, &s) < 0)
+                return 0; /* answered */
+        SeatArgs *a = calloc(1, sizeof(*a));
+        if (!a) {
+                seat_unref(s);
+                return -ENOMEM;
+        }
+        a->seat = s;
+        a->params = json_object_get(req->params);
+        return request_start_job(req, fn, a, seat_args_free);
+}
+
+static char *argv_for_log(char **argv) {
+        size_t cap = 1024, n = 0;
+        char *out = malloc(cap + 4);
+        if (!out)
+                return NULL;
+        for (char **a = argv; *a && n < cap; a++) {
+                _cleanup_free_ char *e = log_escape(*a, strlen(*a), 256);
+                int k = snprintf(out + n, cap - n, "%s\"%s\"", n ? " " : "", e ? e : "?");
+                if (k < 0)
+                        break;
+                n = MIN(cap, n + (size_t) k);
+        }
+        out[n] = '\0';
+        return out;
+}
+
+/* ---- provision ---- */
+
+typedef struct ProvisionArgs {
+        char *image, *participant;
+        int64_t count;
+} ProvisionArgs;
+
+static void provision_args_free(void *p) {
+        ProvisionArgs *a = p;
+        if (!a)
+                return;
+        free(a->image);
+        free(a->participant);
+        free(a);
+}
+
+static int provision_job(Request *req, void *data, json_object **ret_result, SeatError **ret_error) {
+        ProvisionArgs *a = data;
+        _cleanup_json_ json_object *seats = json_object_new_array();
+        if (!seats)
+                return -ENOMEM;
+        for (int64_t i = 0; i < a->count; i++) {
+                _cleanup_(seat_unrefp) Seat *s = NULL;
+                _cleanup_free_ char *token = NULL;
+                json_object *o = NULL;
+                if (job_cancelled(req))
+                        return seat_error_set(ret_error, ECANCELED, "provision cancelled after %" PRId64 " seats", i);
+                job_progress(req, "provision", (uint64_t) i, (uint64_t) a->count);
+                int r = seat_provision(the_seats, a->image, a->participant, &s, &token, ret_error);
+                if (r < 0) {
+                        if (i > 0)
+                                (void) seat_error_wrap(ret_error, "%" PRId64 " of %" PRId64 " seats were provisioned before",
+                                                       i, a->count);
+                        return r;
+                }
+                if (seat_to_json(s, &o) < 0)
+                        return -ENOMEM;
+                json_object_object_add(o, "token", json_object_new_string(token));
+                sodium_memzero_token(token);
+                json_object_array_add(seats, o);
+        }
+        job_progress(req, "provision", (uint64_t) a->count, (uint64_t) a->count);
+        json_object *res = json_object_new_object();
+        json_object_object_add(res, "seats", TAKE_PTR(seats));
+        *ret_result = res;
+        return 0;
+}
+
+static int seat_provision_method(Request *req) {
+        const char *image = NULL, *participant = "";
+        int64_t count = 1;
+        if (json_get_string(req->params, "image", true, IMAGE_NAME_MAX, &image) < 0 ||
+            json_get_string(req->params, "participant", false, 64, &participant) < 0 ||
+            json_get_int64(req->params, "count", false, 1, PROVISION_COUNT_MAX, &count) < 0)
+                return request_reply_error(req, CONTROL_ERR_INVALID,
+                                           "seat.provision needs 'image', and takes 'participant' (≤ 64 characters) and 'count' (1..%d)",
+                                           PROVISION_COUNT_MAX);
+        ProvisionArgs *a = calloc(1, sizeof(*a));
+        if (!a || !(a->image = strdup(image)) || !(a->participant = strdup(participant))) {
+                provision_args_free(a);
+                return -ENOMEM;
+        }
+        a->count = count;
+        return request_start_job(req, provision_job, a, provision_args_free);
+}
+
+/* ---- list, status ---- */
+
+static int seat_list_method(Request *req) {
+        Seat **all = seat_manager_all(the_seats);
+        json_object *arr = json_object_new_array(), *res = json_object_new_object();
+        if (!all || !arr || !res) {
+                free(all);
+                json_object_put(arr);
+                json_object_put(res);
+                return -ENOMEM;
+        }
+        for (Seat **s = all; *s; s++) {
+                json_object *o = NULL;
+                if (seat_to_json(*s, &o) >= 0)
+                        json_object_array_add(arr, o);
+                seat_unref(*s);
+        }
+        free(all);
+        json_object_object_add(res, "seats", arr);
+        return request_reply_result(req, res);
+}
+
+static int seat_status_method(Request *req) {
+        _cleanup_(seat_unrefp) Seat *s = NULL;
+        json_object *o = NULL;
+        if (seat_param(req, &s) < 0)
+                return 0;
+        if (seat_to_json(s, &o) < 0)
+                return -ENOMEM;
+        return request_reply_result(req, o);
+}
+
+/* ---- exec ---- */
+
+typedef struct ExecStream {
+        Request *req;
+} ExecStream;
+
+static int exec_output(bool is_stderr, const uint8_t *data, size_t len, void *userdata) {
+        ExecStream *st = userdata;
+        _cleanup_free_ char *b64 = NULL;
+        if (base64_encode(data, len, &b64, NULL) < 0)
+                return -ENOMEM;
+        _cleanup_json_ json_object *o = json_object_new_object();
+        if (!o)
+                return -ENOMEM;
+        json_object_object_add(o, "stream", json_object_new_string(is_stderr ? "stderr" : "stdout"));
+        json_object_object_add(o, "data", json_object_new_string(b64));
+        job_event(st->req, "output", o);
+        return job_cancelled(st->req) ? -ECANCELED : 0;
+}
+
+static int exec_job(Request *req, void *data, json_object **ret_result, SeatError **ret_error) {
+        SeatArgs *a = data;
+        _cleanup_strv_free_ char **argv = NULL, **env = NULL;
+        _cleanup_free_ void *stdin_data = NULL;
+        _cleanup_free_ char *cwd = NULL, *argv_log = NULL;
+        const char *cwd_s = NULL;
+        size_t stdin_len = 0;
+        int64_t timeout_ms = 0, max_output = 0;
+        AgentExecResult res = {};
+
+        if (json_get_strv(a->params, "argv", true, AGENT_ARGV_MAX, AGENT_STR_MAX, &argv) < 0 || !argv[0] ||
+            json_get_strv(a->params, "env", false, AGENT_ENV_MAX, AGENT_STR_MAX, &env) < 0 ||
+            json_get_string(a->params, "cwd", false, AGENT_STR_MAX, &cwd_s) < 0 ||
+            json_get_base64(a->params, "stdin", false, AGENT_CHUNK_MAX, &stdin_data, &stdin_len) < 0 ||
+            json_get_int64(a->params, "timeout_ms", false, 0, (int64_t) 7 * 24 * 3600 * 1000, &timeout_ms) < 0 ||
+            json_get_int64(a->params, "max_output", false, 0, (int64_t) 1 << 30, &max_output) < 0)
+                return seat_error_set(ret_error, EINVAL,
+                                      "seat.exec needs 'argv' (strings) and takes 'env', 'cwd', 'stdin' (base64, ≤ 512 KiB), 'timeout_ms', 'max_output'");
+        if (cwd_s && !(cwd = strdup(cwd_s)))
+                return -ENOMEM;
+        if (timeout_ms == 0)
+                timeout_ms = EXEC_DEFAULT_TIMEOUT_MS;
+
+        AgentMsg msg = { .type = AGENT_MSG_EXEC,
+                         .exec = { .argv = argv, .env = env, .cwd = cwd, .stdin_data = stdin_data, .stdin_len = stdin_len,
+                                   .stdin_eof = true, .timeout_ms = timeout_ms, .max_output = max_output } };
+        ExecStream st = { .req = req };
+        argv_log = argv_for_log(argv);
+        int r = seat_exec(a->seat, &msg, exec_output, &st, (int) MIN(timeout_ms + EXEC_HOST_GRACE_MS, (int64_t) INT32_MAX),
+                          &res, ret_error);
+        /* Every tool call is logged: who, where, what, and how it ended. */
+        if (r < 0) {
+                log_notice("exec seat=%s uid=%u argv=[%s] cwd=%s stdin=%zu failed: %s", seat_id(a->seat), (unsigned) req->uid,
+                           argv_log ? argv_log : "?", cwd ? cwd : "/", stdin_len, *ret_error ? (*ret_error)->message : strerror(-r));
+                return r;
+        }
+        log_notice("exec seat=%s uid=%u argv=[%s] cwd=%s stdin=%zu code=%" PRId64 " signal=%" PRId64 " ms=%" PRId64
+                   " out=%" PRId64 " err=%" PRId64 "%s%s",
+                   seat_id(a->seat), (unsigned) req->uid, argv_log ? argv_log : "?", cwd ? cwd : "/", stdin_len, res.code,
+                   res.signal, res.duration_ms, res.stdout_bytes, res.stderr_bytes, res.timed_out ? " timed_out" : "",
+                   res.truncated ? " truncated" : "");
+        json_object *o = json_object_new_object();
+        json_object_object_add(o, "code", json_object_new_int64(res.code));
+        json_object_object_add(o, "signal", json_object_new_int64(res.signal));
+        json_object_object_add(o, "duration_ms", json_object_new_int64(res.duration_ms));
+        json_object_object_add(o, "timed_out", json_object_new_boolean(res.timed_out));
+        json_object_object_add(o, "truncated", json_object_new_boolean(res.truncated));
+        json_object_object_add(o, "stdout_bytes", json_object_new_int64(res.stdout_bytes));
+        json_object_object_add(o, "stderr_bytes", json_object_new_int64(res.stderr_bytes));
+        if (res.error)
+                json_object_object_add(o, "error", json_object_new_string(res.error));
+        agent_exec_result_done(&res);
+        *ret_result = o;
+        return 0;
+}
+
+static int seat_exec_method(Request *req) {
+        return start_seat_job(req, exec_job);
+}
+
+/* ---- files ---- */
+
+static int file_put_job(Request *req, void *data, json_object **ret_result, SeatError **ret_error) {
+        SeatArgs *a = data;
+        const char *path = NULL;
+        _cleanup_free_ void *bytes = NULL;
+        size_t len = 0;
+        int64_t offset = 0, mode = 0644;
+        bool final = false;
+        _cleanup_agent_msg_ AgentMsg *reply = NULL;
+
+        if (json_get_string(a->params, "path", true, AGENT_STR_MAX, &path) < 0 || path[0] != '/' ||
+            json_get_base64(a->params, "data", false, AGENT_CHUNK_MAX, &bytes, &len) < 0 ||
+            json_get_int64(a->params, "offset", false, 0, (int64_t) 1 << 53, &offset) < 0 ||
+            json_get_int64(a->params, "mode", false, 0, 07777, &mode) < 0 || json_get_bool(a->params, "final", false, &final) < 0)
+                return seat_error_set(ret_error, EINVAL, "seat.file_put needs an absolute 'path' and takes 'data' (base64, ≤ 512 KiB), 'offset', 'mode', 'final'");
+        AgentMsg msg = { .type = AGENT_MSG_FILE_PUT,
+                         .file_put = { .path = (char *) path, .offset = offset, .data = bytes, .len = len, .mode = mode, .final = final } };
+        int r = seat_agent_call(a->seat, &msg, 60000, &reply, ret_error);
+        if (r < 0)
+                return r;
+        if (offset == 0)
+                log_notice("file_put seat=%s uid=%u path=%s", seat_id(a->seat), (unsigned) req->uid, path);
+        json_object *o = json_object_new_object();
+        json_object_object_add(o, "size", json_object_new_int64(reply->type == AGENT_MSG_OK ? reply->ok.size : -1));
+        *ret_result = o;
+        return 0;
+}
+
+static int file_get_job(Request *req, void *data, json_object **ret_result, SeatError **ret_error) {
+        SeatArgs *a = data;
+        const char *path = NULL;
+        int64_t offset = 0, length = AGENT_CHUNK_MAX;
+        _cleanup_agent_msg_ AgentMsg *reply = NULL;
+        _cleanup_free_ char *b64 = NULL;
+
+        if (json_get_string(a->params, "path", true, AGENT_STR_MAX, &path) < 0 || path[0] != '/' ||
+            json_get_int64(a->params, "offset", false, 0, (int64_t) 1 << 53, &offset) < 0 ||
+            json_get_int64(a->params, "length", false, 0, AGENT_CHUNK_MAX, &length) < 0)
+                return seat_error_set(ret_error, EINVAL, "seat.file_get needs an absolute 'path' and takes 'offset', 'length' (≤ 512 KiB)");
+        AgentMsg msg = { .type = AGENT_MSG_FILE_GET, .file_get = { .path = (char *) path, .offset = offset, .length = length } };
+        int r = seat_agent_call(a->seat, &msg, 60000, &reply, ret_error);
+        if (r < 0)
+                return r;
+        if (reply->type != AGENT_MSG_DATA)
+                return seat_error_set(ret_error, EPROTO, "agent answered file_get with '%s'", agent_msg_type_to_string(reply->type));
+        if (offset == 0)
+                log_notice("file_get seat=%s uid=%u path=%s", seat_id(a->seat), (unsigned) req->uid, path);
+        if (base64_encode(reply->data.data, reply->data.len, &b64, NULL) < 0)
+                return -ENOMEM;
+        json_object *o = json_object_new_object();
+        json_object_object_add(o, "data", json_object_new_string(b64));
+        json_object_object_add(o, "eof", json_object_new_boolean(reply->data.eof));
+        json_object_object_add(o, "size", json_object_new_int64(reply->data.size));
+        *ret_result = o;
+        return 0;
+}
+
+static int seat_file_put_method(Request *req) {
+        return start_seat_job(req, file_put_job);
+}
+
+static int seat_file_get_method(Request *req) {
+        return start_seat_job(req, file_get_job);
+}
+
+/* ---- console ---- */
+
+static int seat_console_method(Request *req) {
+        _cleanup_(seat_unrefp) Seat *s = NULL;
+        int64_t offset = 0;
+        struct stat st;
+        if (seat_param(req, &s) < 0)
+                return 0;
+        if (json_get_int64(req->params, "offset", false, 0, INT64_MAX - 1, &offset) < 0)
+                return request_reply_error(req, CONTROL_ERR_INVALID, "'offset' must be a byte offset");
+        _cleanup_close_ int fd = open(seat_console_path(s), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+        _cleanup_free_ uint8_t *buf = malloc(CONSOLE_CHUNK_MAX);
+        _cleanup_free_ char *b64 = NULL;
+        ssize_t n = 0;
+        if (!buf)
+                return -ENOMEM;
+        if (fd >= 0 && fstat(fd, &st) >= 0 && S_ISREG(st.st_mode)) {
+                n = pread(fd, buf, CONSOLE_CHUNK_MAX, offset);
+                if (n < 0)
+                        n = 0;
+        } else
+                st.st_size = 0;
+        if (base64_encode(buf, (size_t) n, &b64, NULL) < 0)
+                return -ENOMEM;
+        json_object *o = json_object_new_object();
+        json_object_object_add(o, "data", json_object_new_string(b64));
+        json_object_object_add(o, "offset", json_object_new_int64(offset + n));
+        json_object_object_add(o, "size", json_object_new_int64((int64_t) st.st_size));
+        return request_reply_result(req, o);
+}
+
+/* ---- reset, release ---- */
+
+static int reset_job(Request *req, void *data, json_object **ret_result, SeatError **ret_error) {
+        SeatArgs *a = data;
+        _cleanup_free_ char *token = NULL;
+        json_object *o = NULL;
+        job_progress(req, "reset", 0, 1);
+        int r = seat_reset(the_seats, a->seat, &token, ret_error);
+        if (r < 0)
+                return r;
+        if (seat_to_json(a->seat, &o) < 0)
+                return -ENOMEM;
+        json_object_object_add(o, "token", json_object_new_string(token));
+        sodium_memzero_token(token);
+        *ret_result = o;
+        return 0;
+}
+
+static int release_job(Request *req, void *data, json_object **ret_result, SeatError **ret_error) {
+        SeatArgs *a = data;
+        int r = seat_release(the_seats, a->seat, ret_error);
+        if (r < 0)
+                return r;
+        *ret_result = json_object_new_object();
+        return 0;
+}
+
+static int seat_reset_method(Request *req) {
+        return start_seat_job(req, reset_job);
+}
+
+static int seat_release_method(Request *req) {
+        return start_seat_job(req, release_job);
+}
+
+static const Method seat_methods[] = {
+        { "seat.provision", seat_provision_method, true },
+        { "seat.list", seat_list_method, true },
+        { "seat.status", seat_status_method, false },
+        { "seat.exec", seat_exec_method, false },
+        { "seat.file_put", seat_file_put_method, false },
+        { "seat.file_get", seat_file_get_method, false },
+        { "seat.console", seat_console_method, false },
+        { "seat.reset", seat_reset_method, true },
+        { "seat.release", seat_release_method, true },
+};
+
+int seat_methods_init(Server *srv, SeatError **ret_error) {
+        ImageStore *store = server_get_userdata(srv, "image-store");
+        int r = seat_manager_new(server_config(srv), store, &the_seats, ret_error);
+        if (r < 0)
+                return r;
+        r = seat_manager_adopt(the_seats, ret_error);
+        if (r < 0)
+                return r;
+        server_set_userdata(srv, "seats", the_seats);
+        return server_add_methods(srv, seat_methods, ELEMENTSOF(seat_methods));
+}
+
+void seat_methods_done(void) {
+        the_seats = seat_manager_free(the_seats);
+}

@@ -1,0 +1,628 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <dirent.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <sodium.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "fileio.h"
+#include "hash.h"
+#include "log.h"
+#include "seat.h"
+
+#define AGENT_BOOT_TIMEOUT_KVM_MS 60000
+#define AGENT_BOOT_TIMEOUT_TCG_MS 180000
+#define AGENT_CALL_TIMEOUT_MS 30000
+#define ADOPT_HELLO_TIMEOUT_MS 20000
+#define PARTICIPANT_MAX 64
+
+struct Seat {
+        unsigned refs;            /* under the manager's lock */
+        pthread_mutex_t lock;     /* one operation at a time */
+        SeatManager *m;
+        SeatRecord rec;
+        SeatState state;
+        char *dir, *overlay, *console_log;
+        virDomainPtr dom;
+        AgentClient *agent;
+        char *fault;
+};
+
+struct SeatManager {
+        const SeatConfig *config;
+        ImageStore *store;
+        virConnectPtr conn;
+        pthread_mutex_t lock;
+        Seat **seats;
+        size_t n_seats;
+        char *seats_dir, *quarantine_dir;
+};
+
+static const char *const state_names[] = {
+        [SEAT_PROVISIONING] = "provisioning", [SEAT_READY] = "ready",       [SEAT_RESETTING] = "resetting",
+        [SEAT_FAULTED] = "faulted",           [SEAT_RELEASED] = "released",
+};
+
+const char *seat_state_to_string(SeatState st) {
+        return st <= SEAT_RELEASED ? state_names[st] : "unknown";
+}
+
+const char *seat_id(const Seat *s) {
+        return s->rec.id;
+}
+
+const char *seat_console_path(const Seat *s) {
+        return s->console_log;
+}
+
+SeatState seat_state(Seat *s) {
+        return __atomic_load_n(&s->state, __ATOMIC_ACQUIRE);
+}
+
+static void seat_set_state(Seat *s, SeatState st) {
+        __atomic_store_n(&s->state, st, __ATOMIC_RELEASE);
+        snprintf(s->rec.state, sizeof(s->rec.state), "%s", state_names[st]);
+}
+
+/* ---- the table ---- */
+
+static void seat_free(Seat *s) {
+        agent_client_free(s->agent);
+        if (s->dom)
+                virDomainFree(s->dom);
+        free(s->dir);
+        free(s->overlay);
+        free(s->console_log);
+        free(s->fault);
+        pthread_mutex_destroy(&s->lock);
+        free(s);
+}
+
+void seat_unref(Seat *s) {
+        if (!s)
+                return;
+        SeatManager *m = s->m;
+        pthread_mutex_lock(&m->lock);
+        bool last = --s->refs == 0;
+        pthread_mutex_unlock(&m->lock);
+        if (last)
+                seat_free(s);
+}
+
+static int table_add(SeatManager *m, Seat *s) {
+        pthread_mutex_lock(&m->lock);
+        Seat **n = realloc(m->seats, (m->n_seats + 1) * sizeof(Seat *));
+        if (n) {
+                m->seats = n;
+                m->seats[m->n_seats++] = s;
+                s->refs++;
+        }
+        pthread_mutex_unlock(&m->lock);
+        return n ? 0 : -ENOMEM;
+}
+
+static void table_remove(SeatManager *m, Seat *s) {
+        bool found = false;
+        pthread_mutex_lock(&m->lock);
+        for (size_t i = 0; i < m->n_seats; i++)
+                if (m->seats[i] == s) {
+                        m->seats[i] = m->seats[--m->n_seats];
+                        found = true;
+                        break;
+                }
+        pthread_mutex_unlock(&m->lock);
+        if (found)
+                seat_unref(s);
+}
+
+Seat *seat_manager_get(SeatManager *m, const char *id) {
+        Seat *r = NULL;
+        pthread_mutex_lock(&m->lock);
+        for (size_t i = 0; i < m->n_seats && !r; i++)
+                if (!strcmp(m->seats[i]->rec.id, id)) {
+                        r = m->seats[i];
+                        r->refs++;
+                }
+        pthread_mutex_unlock(&m->lock);
+        return r;
+}
+
+Seat **seat_manager_all(SeatManager *m) {
+        pthread_mutex_lock(&m->lock);
+        Seat **all = calloc(m->n_seats + 1, sizeof(Seat *));
+        for (size_t i = 0; all && i < m->n_seats; i++) {
+                all[i] = m->seats[i];
+                all[i]->refs++;
+        }
+        pthread_mutex_unlock(&m->lock);
+        return all;
+}
+
+bool seat_image_in_use(SeatManager *m, const char *image) {
+        bool used = false;
+        pthread_mutex_lock(&m->lock);
+        for (size_t i = 0; i < m->n_seats; i++)
+                used = used || !strcmp(m->seats[i]->rec.image, image);
+        pthread_mutex_unlock(&m->lock);
+        return used;
+}
+
+/* ---- small steps ---- */
+
+static void random_hex(char *out, size_t bytes) {
+        uint8_t buf[64];
+        randombytes_buf(buf, bytes);
+        (void) digest_to_hex(buf, bytes, out, bytes * 2 + 1);
+        sodium_memzero(buf, sizeof(buf));
+}
+
+static int token_hash_hex(const char *token, char out[65]) {
+        uint8_t h[32];
+        if (crypto_generichash(h, sizeof(h), (const uint8_t *) token, strlen(token), NULL, 0) < 0)
+                return -EIO;
+        return digest_to_hex(h, sizeof(h), out, 65);
+}
+
+bool seat_token_matches(Seat *s, const char *token) {
+        char h[65];
+        if (!token || strlen(token) != SEAT_TOKEN_HEX || token_hash_hex(token, h) < 0)
+                return false;
+        return sodium_memcmp(h, s->rec.token_hash, 64) == 0;
+}
+
+static int new_token(Seat *s, char **ret) {
+        char *t = malloc(SEAT_TOKEN_HEX + 1);
+        if (!t)
+                return -ENOMEM;
+        random_hex(t, SEAT_TOKEN_HEX / 2);
+        int r = token_hash_hex(t, s->rec.token_hash);
+        if (r < 0) {
+                free(t);
+                return r;
+        }
+        *ret = t;
+        return 0;
+}
+
+static bool participant_valid(const char *p) {
+        size_t n = strlen(p);
+        return n <= PARTICIPANT_MAX &&
+               strspn(p, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789@._+- ") == n;
+}
+
+static int seat_paths(SeatManager *m, Seat *s) {
+        free(s->dir);
+        free(s->overlay);
+        free(s->console_log);
+        s->dir = s->overlay = s->console_log = NULL;
+        if (asprintf(&s->dir, "%s/%s", m->seats_dir, s->rec.id) < 0 ||
+            asprintf(&s->overlay, "%s/overlay.qcow2", s->dir) < 0 ||
+            asprintf(&s->console_log, "%s/console.log", s->dir) < 0)
+                return -ENOMEM;
+        return 0;
+}
+
+int seat_manager_accel(SeatManager *m, bool *ret_kvm, SeatError **ret_error) {
+        const SeatConfig *c = m->config;
+        if (c->accel == SEAT_ACCEL_KVM) {
+                *ret_kvm = true;
+                return 0;
+        }
+        if (!c->allow_tcg)
+                return seat_error_set(ret_error, EPERM,
+                                      c->accel == SEAT_ACCEL_TCG
+                                              ? "accel = tcg but allow_tcg = false: seatd refuses software emulation unless the config allows it"
+                                              : "KVM has not been proven usable here (run 'seatctl host check'); set accel = kvm once it is, or allow_tcg = true to run seats under software emulation");
+        *ret_kvm = false;
+        return 0;
+}
+
+static int build_spec_and_start(SeatManager *m, Seat *s, const ImageManifest *man, bool kvm, SeatError **ret_error) {
+        _cleanup_free_ char *kernel = NULL, *initrd = NULL, *base = NULL;
+        char name[64];
+        const ImageFile *disk = NULL;
+
+        for (size_t i = 0; i < man->n_files && !disk; i++)
+                if (man->files[i].role == IMAGE_ROLE_DISK)
+                        disk = &man->files[i];
+        if (man->kernel && !(kernel = image_store_blob_path(m->store, image_manifest_find_file(man, man->kernel))))
+                return -ENOMEM;
+        if (man->initrd && !(initrd = image_store_blob_path(m->store, image_manifest_find_file(man, man->initrd))))
+                return -ENOMEM;
+        if (!disk || !(base = image_store_blob_path(m->store, disk)))
+                return -ENOMEM;
+
+        int r = overlay_create(base, image_format_to_string(disk->format), s->overlay, ret_error);
+        if (r < 0)
+                return r;
+        snprintf(name, sizeof(name), SEAT_DOMAIN_PREFIX "%s", s->rec.id);
+        DomainSpec spec = { .name = name, .kvm = kvm, .manifest = man, .kernel = kernel, .initrd = initrd,
+                            .base = base, .overlay = s->overlay, .console_log = s->console_log, .record = &s->rec };
+        return domain_create(m->conn, &spec, &s->dom, ret_error);
+}
+
+static int connect_agent(Seat *s, int timeout_ms, SeatError **ret_error) {
+        _cleanup_free_ char *sock = NULL;
+        _cleanup_agent_msg_ AgentMsg *hello = NULL;
+        int r = domain_agent_socket(s->dom, &sock);
+        if (r < 0)
+                return seat_error_set(ret_error, -r, "seat '%s' has no agent channel", s->rec.id);
+        s->agent = agent_client_free(s->agent);
+        r = agent_client_connect_unix(sock, timeout_ms, &s->agent, ret_error);
+        if (r >= 0)
+                r = agent_client_hello(s->agent, timeout_ms, &hello, ret_error);
+        if (r < 0)
+                return seat_error_wrap(ret_error, "seat '%s': guest-init did not come up", s->rec.id);
+        return 0;
+}
+
+/* A new identity for whoever sits down next: hostname, machine id, fresh RNG entropy. */
+static int configure_identity(Seat *s, SeatError **ret_error) {
+        char hostname[64], machine_id[33];
+        uint8_t entropy[64];
+        snprintf(hostname, sizeof(hostname), "seat-%s", s->rec.id);
+        random_hex(machine_id, 16);
+        randombytes_buf(entropy, sizeof(entropy));
+        AgentMsg req = { .type = AGENT_MSG_CONFIGURE,
+                         .configure = { .hostname = hostname, .seat_id = s->rec.id, .machine_id = machine_id,
+                                        .entropy = entropy, .entropy_len = sizeof(entropy) } };
+        int r = agent_client_call(s->agent, &req, AGENT_CALL_TIMEOUT_MS, NULL, ret_error);
+        sodium_memzero(entropy, sizeof(entropy));
+        return r < 0 ? seat_error_wrap(ret_error, "configure seat '%s'", s->rec.id) : 0;
+}
+
+/* Undo what a failed provision made: domain, overlay, console log, directory. */
+static void seat_teardown(Seat *s) {
+        s->agent = agent_client_free(s->agent);
+        if (s->dom) {
+                (void) domain_stop(s->dom);
+                virDomainFree(s->dom);
+                s->dom = NULL;
+        }
+        if (s->overlay)
+                (void) unlink(s->overlay);
+        if (s->console_log)
+                (void) unlink(s->console_log);
+        if (s->dir)
+                (void) rmdir(s->dir);
+}
+
+/* Set the session's files aside for evidence (sealed by the evidence work). */
+static int quarantine(SeatManager *m, Seat *s, SeatError **ret_error) {
+        _cleanup_free_ char *q = NULL, *o = NULL, *c = NULL;
+        if (asprintf(&q, "%s/%s-g%" PRId64 "-%lld", m->quarantine_dir, s->rec.id, s->rec.generation,
+                     (long long) time(NULL)) < 0 ||
+            asprintf(&o, "%s/overlay.qcow2", q) < 0 || asprintf(&c, "%s/console.log", q) < 0)
+                return -ENOMEM;
+        if (mkdir(q, 0700) < 0 && errno != EEXIST)
+                return seat_error_set(ret_error, errno, "create quarantine '%s': %m", q);
+        if (rename(s->overlay, o) < 0 && errno != ENOENT)
+                return seat_error_set(ret_error, errno, "set aside the overlay of seat '%s': %m", s->rec.id);
+        if (rename(s->console_log, c) < 0 && errno != ENOENT)
+                return seat_error_set(ret_error, errno, "set aside the console log of seat '%s': %m", s->rec.id);
+        return 0;
+}
+
+/* Boot from the verified image and bring the agent up: provision's and reset's core. */
+static int boot_seat(SeatManager *m, Seat *s, SeatError **ret_error) {
+        _cleanup_(image_manifest_freep) ImageManifest *man = NULL;
+        bool kvm = false;
+        int r = seat_manager_accel(m, &kvm, ret_error);
+        if (r < 0)
+                return r;
+        r = image_store_get(m->store, s->rec.image, &man, ret_error);
+        if (r < 0)
+                return r;
+        if (man->version != s->rec.image_version)
+                log_info("seat '%s' moves from image version %" PRId64 " to %" PRId64, s->rec.id, s->rec.image_version,
+                         man->version);
+        s->rec.image_version = man->version;
+        (void) digest_to_hex(man->digest, SEAT_HASH_BYTES, s->rec.image_digest, sizeof(s->rec.image_digest));
+        if (mkdir(s->dir, 0755) < 0 && errno != EEXIST)
+                return seat_error_set(ret_error, errno, "create seat directory '%s': %m", s->dir);
+        r = build_spec_and_start(m, s, man, kvm, ret_error);
+        if (r < 0)
+                return r;
+        r = connect_agent(s, kvm ? AGENT_BOOT_TIMEOUT_KVM_MS : AGENT_BOOT_TIMEOUT_TCG_MS, ret_error);
+        if (r < 0)
+                return r;
+        return configure_identity(s, ret_error);
+}
+
+/* ---- transitions ---- */
+
+int seat_provision(SeatManager *m, const char *image, const char *participant, Seat **ret, char **ret_token,
+                   SeatError **ret_error) {
+        _cleanup_free_ char *token = NULL;
+        int r;
+
+        if (!image_name_valid(image))
+                return seat_error_set(ret_error, EINVAL, "'%s' is not an image name", image);
+        if (!participant_valid(participant))
+                return seat_error_set(ret_error, EINVAL,
+                                      "participant names are at most %d letters, digits, spaces and @._+-", PARTICIPANT_MAX);
+        Seat *s = calloc(1, sizeof(*s));
+        if (!s)
+                return -ENOMEM;
+        pthread_mutex_init(&s->lock, NULL);
+        s->m = m;
+        s->refs = 1;
+        snprintf(s->rec.id, sizeof(s->rec.id), "s");
+        random_hex(s->rec.id + 1, 4);
+        snprintf(s->rec.image, sizeof(s->rec.image), "%s", image);
+        snprintf(s->rec.participant, sizeof(s->rec.participant), "%s", participant);
+        s->rec.generation = 1;
+        s->rec.created = (int64_t) time(NULL);
+        seat_set_state(s, SEAT_PROVISIONING);
+
+        r = seat_paths(m, s);
+        if (r >= 0)
+                r = new_token(s, &token);
+        if (r >= 0)
+                r = boot_seat(m, s, ret_error);
+        if (r >= 0) {
+                seat_set_state(s, SEAT_READY);
+                r = domain_set_record(s->dom, &s->rec, ret_error);
+        }
+        if (r >= 0)
+                r = table_add(m, s);
+        if (r < 0) {
+                log_warning("provision of seat '%s' failed: %s", s->rec.id, *ret_error ? (*ret_error)->message : strerror(-r));
+                seat_teardown(s);
+                seat_free(s);
+                return r;
+        }
+        log_notice("seat '%s' ready: image '%s' version %" PRId64 ", participant '%s'", s->rec.id, image,
+                   s->rec.image_version, participant);
+        *ret = s; /* the caller's reference */
+        *ret_token = TAKE_PTR(token);
+        return 0;
+}
+
+static void seat_fault(Seat *s, const char *why) {
+        seat_set_state(s, SEAT_FAULTED);
+        free(s->fault);
+        s->fault = strdup(why);
+        if (s->dom)
+                (void) domain_set_record(s->dom, &s->rec, NULL);
+        log_warning("seat '%s' faulted: %s", s->rec.id, why);
+}
+
+int seat_reset(SeatManager *m, Seat *s, char **ret_token, SeatError **ret_error) {
+        _cleanup_free_ char *token = NULL;
+        int r;
+
+        pthread_mutex_lock(&s->lock);
+        SeatState st = seat_state(s);
+        if (st != SEAT_READY && st != SEAT_FAULTED) {
+                pthread_mutex_unlock(&s->lock);
+                return seat_error_set(ret_error, EBUSY, "seat '%s' is %s", s->rec.id, seat_state_to_string(st));
+        }
+        seat_set_state(s, SEAT_RESETTING);
+        if (s->dom)
+                (void) domain_set_record(s->dom, &s->rec, NULL);
+
+        /* The old machine goes first and entirely: no byte of it is reused. */
+        s->agent = agent_client_free(s->agent);
+        if (s->dom) {
+                (void) domain_stop(s->dom);
+                virDomainFree(s->dom);
+                s->dom = NULL;
+        }
+        r = quarantine(m, s, ret_error);
+        if (r >= 0) {
+                s->rec.generation++;
+                r = new_token(s, &token);
+        }
+        if (r >= 0)
+                r = boot_seat(m, s, ret_error);
+        if (r >= 0) {
+                seat_set_state(s, SEAT_READY);
+                r = domain_set_record(s->dom, &s->rec, ret_error);
+        }
+        if (r < 0) {
+                seat_fault(s, *ret_error ? (*ret_error)->message : strerror(-r));
+                pthread_mutex_unlock(&s->lock);
+                return r;
+        }
+        free(s->fault);
+        s->fault = NULL;
+        log_notice("seat '%s' reset: generation %" PRId64, s->rec.id, s->rec.generation);
+        pthread_mutex_unlock(&s->lock);
+        *ret_token = TAKE_PTR(token);
+        return 0;
+}
+
+int seat_release(SeatManager *m, Seat *s, SeatError **ret_error) {
+        pthread_mutex_lock(&s->lock);
+        if (seat_state(s) == SEAT_RELEASED) {
+                pthread_mutex_unlock(&s->lock);
+                return seat_error_set(ret_error, ENOENT, "seat '%s' is released already", s->rec.id);
+        }
+        s->agent = agent_client_free(s->agent);
+        if (s->dom) {
+                (void) domain_stop(s->dom);
+                virDomainFree(s->dom);
+                s->dom = NULL;
+        }
+        int r = quarantine(m, s, ret_error);
+        (void) rmdir(s->dir);
+        seat_set_state(s, SEAT_RELEASED);
+        pthread_mutex_unlock(&s->lock);
+        table_remove(m, s);
+        if (r >= 0)
+                log_notice("seat '%s' released", s->rec.id);
+        return r;
+}
+
+/* ---- agent calls ---- */
+
+static int agent_failed(Seat *s, int r, SeatError **ret_error) {
+        /* A broken protocol or a dead channel: this seat's agent cannot be trusted now. */
+        if (r == -EPROTO || r == -ECONNRESET || r == -EPIPE)
+                seat_fault(s, *ret_error ? (*ret_error)->message : "agent channel failed");
+        return r;
+}
+
+int seat_exec(Seat *s, AgentMsg *req, AgentOutputFn on_output, void *userdata, int timeout_ms,
+              AgentExecResult *ret, SeatError **ret_error) {
+        pthread_mutex_lock(&s->lock);
+        int r;
+        if (seat_state(s) != SEAT_READY || !s->agent)
+                r = seat_error_set(ret_error, EBUSY, "seat '%s' is %s", s->rec.id, seat_state_to_string(seat_state(s)));
+        else {
+                r = agent_client_exec(s->agent, req, on_output, userdata, timeout_ms, ret, ret_error);
+                if (r < 0)
+                        r = agent_failed(s, r, ret_error);
+        }
+        pthread_mutex_unlock(&s->lock);
+        return r;
+}
+
+int seat_agent_call(Seat *s, AgentMsg *req, int timeout_ms, AgentMsg **ret_reply, SeatError **ret_error) {
+        pthread_mutex_lock(&s->lock);
+        int r;
+        if (seat_state(s) != SEAT_READY || !s->agent)
+                r = seat_error_set(ret_error, EBUSY, "seat '%s' is %s", s->rec.id, seat_state_to_string(seat_state(s)));
+        else {
+                r = agent_client_call(s->agent, req, timeout_ms, ret_reply, ret_error);
+                if (r < 0 && r != -EREMOTEIO)
+                        r = agent_failed(s, r, ret_error);
+        }
+        pthread_mutex_unlock(&s->lock);
+        return r;
+}
+
+int seat_to_json(Seat *s, json_object **ret) {
+        char created[32];
+        json_object *o = json_object_new_object();
+        if (!o || rfc3339_format(s->rec.created, created, sizeof(created)) < 0) {
+                json_object_put(o);
+                return -ENOMEM;
+        }
+        json_object_object_add(o, "id", json_object_new_string(s->rec.id));
+        json_object_object_add(o, "state", json_object_new_string(seat_state_to_string(seat_state(s))));
+        json_object_object_add(o, "image", json_object_new_string(s->rec.image));
+        json_object_object_add(o, "image_version", json_object_new_int64(s->rec.image_version));
+        json_object_object_add(o, "participant", json_object_new_string(s->rec.participant));
+        json_object_object_add(o, "generation", json_object_new_int64(s->rec.generation));
+        json_object_object_add(o, "created", json_object_new_string(created));
+        json_object_object_add(o, "domain", json_object_new_string(s->dom ? virDomainGetName(s->dom) : ""));
+        if (s->fault)
+                json_object_object_add(o, "fault", json_object_new_string(s->fault));
+        *ret = o;
+        return 0;
+}
+
+/* ---- the manager ---- */
+
+int seat_manager_new(const SeatConfig *config, ImageStore *store, SeatManager **ret, SeatError **ret_error) {
+        SeatManager *m = calloc(1, sizeof(*m));
+        if (!m)
+                return -ENOMEM;
+        pthread_mutex_init(&m->lock, NULL);
+        m->config = config;
+        m->store = store;
+        int r = sodium_init() < 0 ? -EIO : 0;
+        if (r >= 0 && (asprintf(&m->seats_dir, "%s/seats", config->state_dir) < 0 ||
+                       asprintf(&m->quarantine_dir, "%s/evidence/quarantine", config->state_dir) < 0))
+                r = -ENOMEM;
+        if (r >= 0 && mkdir(m->quarantine_dir, 0700) < 0 && errno != EEXIST)
+                r = seat_error_set(ret_error, errno, "create '%s': %m", m->quarantine_dir);
+        if (r >= 0)
+                r = domain_open(config->libvirt_uri, &m->conn, ret_error);
+        if (r < 0) {
+                seat_manager_free(m);
+                return r;
+        }
+        *ret = m;
+        return 0;
+}
+
+SeatManager *seat_manager_free(SeatManager *m) {
+        if (!m)
+                return NULL;
+        /* Seats keep running: a restarted seatd adopts them. */
+        for (size_t i = 0; i < m->n_seats; i++)
+                seat_unref(m->seats[i]);
+        free(m->seats);
+        if (m->conn)
+                virConnectClose(m->conn);
+        free(m->seats_dir);
+        free(m->quarantine_dir);
+        pthread_mutex_destroy(&m->lock);
+        free(m);
+        return NULL;
+}
+
+static int adopt_one(SeatManager *m, virDomainPtr dom) {
+        SeatRecord rec;
+        const char *name = virDomainGetName(dom);
+        _cleanup_error_ SeatError *err = NULL;
+
+        if (domain_get_record(dom, &rec) < 0 || strcmp(rec.state, "ready") != 0 ||
+            strcmp(name + strlen(SEAT_DOMAIN_PREFIX), rec.id) != 0) {
+                /* Half-made (provisioning, resetting) or not ours to trust: remove it. */
+                log_warning("removing orphaned domain '%s' (state '%s')", name, rec.state);
+                (void) domain_stop(dom);
+                virDomainFree(dom);
+                return 0;
+        }
+        Seat *s = calloc(1, sizeof(*s));
+        if (!s) {
+                virDomainFree(dom);
+                return -ENOMEM;
+        }
+        pthread_mutex_init(&s->lock, NULL);
+        s->m = m;
+        s->refs = 0;
+        s->rec = rec;
+        s->dom = dom;
+        seat_set_state(s, SEAT_READY);
+        if (seat_paths(m, s) < 0 || connect_agent(s, ADOPT_HELLO_TIMEOUT_MS, &err) < 0 || table_add(m, s) < 0) {
+                log_warning("seat '%s' is not healthy (%s): removing it", rec.id, err ? err->message : "?");
+                seat_teardown(s);
+                seat_free(s);
+                return 0;
+        }
+        log_notice("adopted seat '%s' (image '%s', participant '%s')", rec.id, rec.image, rec.participant);
+        return 0;
+}
+
+static void sweep_orphan_dirs(SeatManager *m) {
+        DIR *d = opendir(m->seats_dir);
+        struct dirent *de;
+        if (!d)
+                return;
+        while ((de = readdir(d))) {
+                if (de->d_name[0] == '.')
+                        continue;
+                _cleanup_(seat_unrefp) Seat *s = seat_manager_get(m, de->d_name);
+                if (s)
+                        continue;
+                _cleanup_free_ char *o = NULL, *c = NULL, *dir = NULL;
+                if (asprintf(&dir, "%s/%s", m->seats_dir, de->d_name) < 0 || asprintf(&o, "%s/overlay.qcow2", dir) < 0 ||
+                    asprintf(&c, "%s/console.log", dir) < 0)
+                        break;
+                log_warning("removing orphaned seat directory '%s'", dir);
+                (void) unlink(o);
+                (void) unlink(c);
+                (void) rmdir(dir);
+        }
+        closedir(d);
+}
+
+int seat_manager_adopt(SeatManager *m, SeatError **ret_error) {
+        virDomainPtr *doms = NULL;
+        size_t n = 0;
+        if (domain_list_seats(m->conn, &doms, &n) < 0)
+                return seat_error_set(ret_error, EIO, "list libvirt domains: %s", domain_last_error());
+        for (size_t i = 0; i < n; i++)
+                (void) adopt_one(m, doms[i]);
+        free(doms);
+        sweep_orphan_dirs(m);
+        return 0;
+}

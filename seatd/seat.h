@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/*
+ * Seats: the state machine (PROVISIONING -> READY -> RESETTING -> READY ... -> released,
+ * and FAULTED), each transition a short list of steps that undo themselves on failure,
+ * and the table seatd keeps. libvirt holds each seat's record; a restarted seatd adopts
+ * the healthy seats and removes everything half-made.
+ */
+
+#include <json-c/json.h>
+#include <stdbool.h>
+
+#include "agent-client.h"
+#include "conf.h"
+#include "domain.h"
+#include "error.h"
+#include "store.h"
+
+typedef enum SeatState {
+        SEAT_PROVISIONING,
+        SEAT_READY,
+        SEAT_RESETTING,
+        SEAT_FAULTED,
+        SEAT_RELEASED,
+} SeatState;
+
+typedef struct Seat Seat;
+typedef struct SeatManager SeatManager;
+
+#define SEAT_TOKEN_HEX 64 /* a participant token: 32 random bytes, hex */
+
+int seat_manager_new(const SeatConfig *config, ImageStore *store, SeatManager **ret, SeatError **ret_error);
+SeatManager *seat_manager_free(SeatManager *m);
+/* Adopt running seats after a restart; remove orphans (domains, overlays) of half-done work. */
+int seat_manager_adopt(SeatManager *m, SeatError **ret_error);
+/* Whether seats run under KVM (false: TCG), or why not at all. */
+int seat_manager_accel(SeatManager *m, bool *ret_kvm, SeatError **ret_error);
+
+/* Long operations: run them on worker threads. */
+int seat_provision(SeatManager *m, const char *image, const char *participant, Seat **ret, char **ret_token,
+                   SeatError **ret_error);
+int seat_reset(SeatManager *m, Seat *s, char **ret_token, SeatError **ret_error);
+int seat_release(SeatManager *m, Seat *s, SeatError **ret_error);
+
+/* Look up a seat (a reference: seat_unref() it). */
+Seat *seat_manager_get(SeatManager *m, const char *id);
+/* References to every seat, NULL-terminated. */
+Seat **seat_manager_all(SeatManager *m);
+void seat_unref(Seat *s);
+DEFINE_TRIVIAL_CLEANUP_FUNC(Seat *, seat_unref)
+bool seat_image_in_use(SeatManager *m, const char *image);
+
+const char *seat_id(const Seat *s);
+SeatState seat_state(Seat *s);
+const char *seat_state_to_string(SeatState st);
+/* Constant-time comparison of a presented token with the seat's stored hash. */
+bool seat_token_matches(Seat *s, const char *token);
+int seat_to_json(Seat *s, json_object **ret);
+/* The seat's serial console log (read-only for callers). */
+const char *seat_console_path(const Seat *s);
+
+/* Agent calls on a READY seat, one at a time per seat. */
+int seat_exec(Seat *s, AgentMsg *req, AgentOutputFn on_output, void *userdata, int timeout_ms,
+              AgentExecResult *ret, SeatError **ret_error);
+int seat_agent_call(Seat *s, AgentMsg *req, int timeout_ms, AgentMsg **ret_reply, SeatError **ret_error);
