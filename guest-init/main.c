@@ -26,6 +26,7 @@
 
 #define MODULES_LIST "/etc/guest-init/modules"
 #define PORT_WAIT_MS 10000
+static const char agent_protocol_marker[] __attribute__((used)) = "SEATD_AGENT_PROTOCOL=1"; /* = AGENT_PROTO_VERSION; images/inspect.c */
 
 typedef enum Mode {
         MODE_DEFAULT,

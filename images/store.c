@@ -12,6 +12,7 @@
 
 #include "fileio.h"
 #include "hash.h"
+#include "inspect.h"
 #include "minisign.h"
 #include "qcow2.h"
 #include "store.h"
@@ -24,6 +25,9 @@ struct ImageStore {
         char *hwm_dir, *keys_dir;
         uint64_t max_file_bytes;
         pthread_mutex_t commit_lock;
+        bool inspect;              /* libguestfs inspection of the disk holding guest-init */
+        bool inspect_force_tcg;
+        char *inspect_cache_dir;
 };
 
 static int mkdir_p(const char *path, mode_t mode) {
@@ -39,6 +43,7 @@ int image_store_open(const char *images_dir, const char *trust_dir, const char *
                 return -ENOMEM;
         pthread_mutex_init(&s->commit_lock, NULL);
         s->max_file_bytes = max_file_bytes;
+        s->inspect = true;
         if (!(s->images_dir = strdup(images_dir)) || !(s->keys_dir = strdup(keys_dir)) ||
             asprintf(&s->blobs_dir, "%s/blobs", images_dir) < 0 ||
             asprintf(&s->manifests_dir, "%s/manifests", images_dir) < 0 ||
@@ -63,9 +68,26 @@ ImageStore *image_store_free(ImageStore *s) {
         free(s->current_dir);
         free(s->hwm_dir);
         free(s->keys_dir);
+        free(s->inspect_cache_dir);
         pthread_mutex_destroy(&s->commit_lock);
         free(s);
         return NULL;
+}
+
+int image_store_set_inspect(ImageStore *s, bool enabled, const char *cache_dir, bool force_tcg) {
+        char *dir = NULL;
+        if (cache_dir && !(dir = strdup(cache_dir)))
+                return -ENOMEM;
+        int r = enabled && cache_dir ? mkdir_p(cache_dir, 0700) : 0;
+        if (r < 0) {
+                free(dir);
+                return r;
+        }
+        free(s->inspect_cache_dir);
+        s->inspect_cache_dir = dir;
+        s->inspect = enabled;
+        s->inspect_force_tcg = force_tcg;
+        return 0;
 }
 
 /* ---- trust: keys and high-water marks ---- */
@@ -262,7 +284,7 @@ static int compare_digests(const ImageFile *f, const ChunkDigests *d, SeatError 
 }
 
 static int store_one_file(ImageStore *s, const char *dir, const ImageFile *f, const StoreCallbacks *cb,
-                          SeatError **ret_error) {
+                          bool *ret_created, SeatError **ret_error) {
         _cleanup_free_ char *blob = image_store_blob_path(s, f), *src_path = NULL, *tmp = NULL;
         _cleanup_free_ uint8_t *head = NULL;
         _cleanup_(chunk_digests_done) ChunkDigests d = {};
@@ -298,8 +320,29 @@ static int store_one_file(ImageStore *s, const char *dir, const ImageFile *f, co
                 r = seat_error_set(ret_error, errno, "store '%s': %m", f->name);
         if (r < 0)
                 (void) unlink(tmp);
+        else
+                *ret_created = true;
         return r;
 }
+
+/* The disk holding guest-init (the first disk: the appliance's /dev/sda), inspected in a
+ * libguestfs appliance: its verified blob, never the caller's file (images/inspect.h). */
+static int inspect_guest_init_disk(ImageStore *s, const ImageManifest *m, SeatError **ret_error) {
+        const ImageInspectOptions opts = { .cache_dir = s->inspect_cache_dir, .force_tcg = s->inspect_force_tcg };
+        if (!s->inspect || !m->guest_init_filesystem)
+                return 0;
+        for (size_t i = 0; i < m->n_files; i++) {
+                if (m->files[i].role != IMAGE_ROLE_DISK)
+                        continue;
+                _cleanup_free_ char *blob = image_store_blob_path(s, &m->files[i]);
+                if (!blob)
+                        return -ENOMEM;
+                return image_inspect(blob, m->files[i].format, m, &opts, ret_error);
+        }
+        return 0;
+}
+
+static void remove_blob_unless_used(ImageStore *s, const ImageFile *f);
 
 /* ---- commit ---- */
 
@@ -364,14 +407,20 @@ int image_store_import_from(ImageStore *s, const char *manifest, size_t manifest
         int r = image_store_check_manifest(s, manifest, manifest_len, sig, sig_len, &m, ret_error);
         if (r < 0)
                 return r;
-        for (size_t i = 0; i < m->n_files; i++) {
-                r = store_one_file(s, dir, &m->files[i], cb, ret_error);
-                if (r < 0)
-                        return r;
-        }
-        r = commit(s, m, manifest, manifest_len, sig, sig_len, ret_error);
-        if (r < 0)
+        bool created[IMAGE_FILES_MAX] = {};
+        for (size_t i = 0; i < m->n_files && r >= 0; i++)
+                r = store_one_file(s, dir, &m->files[i], cb, &created[i], ret_error);
+        if (r >= 0)
+                r = inspect_guest_init_disk(s, m, ret_error);
+        if (r >= 0)
+                r = commit(s, m, manifest, manifest_len, sig, sig_len, ret_error);
+        if (r < 0) {
+                /* Nothing of a refused import stays; blobs that other images use do. */
+                for (size_t i = 0; i < m->n_files; i++)
+                        if (created[i])
+                                remove_blob_unless_used(s, &m->files[i]);
                 return r;
+        }
         if (ret)
                 *ret = TAKE_PTR(m);
         return 0;

@@ -26,6 +26,11 @@ typedef struct StoreCallbacks {
 int image_store_open(const char *images_dir, const char *trust_dir, const char *keys_dir, uint64_t max_file_bytes,
                      ImageStore **ret, SeatError **ret_error);
 ImageStore *image_store_free(ImageStore *s);
+/* Import-time libguestfs inspection of the disk holding guest-init (images/inspect.h): on
+ * by default. cache_dir keeps the appliance between launches (NULL: libguestfs' default);
+ * force_tcg when /dev/kvm is absent or unusable. A refused inspection fails the import
+ * (EPROTO, ENODEV, ENOENT, ENOEXEC, ...) and removes the blobs it stored. */
+int image_store_set_inspect(ImageStore *s, bool enabled, const char *cache_dir, bool force_tcg);
 DEFINE_TRIVIAL_CLEANUP_FUNC(ImageStore *, image_store_free)
 
 /* Verify the manifest at path (signature beside it: path + ".minisig") and copy its files,
