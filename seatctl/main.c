@@ -28,6 +28,7 @@ static const struct {
         { "reset", verb_reset, "wipe a seat: a new machine from the verified image, new token" },
         { "release", verb_release, "stop and remove a seat, its session set aside for evidence" },
         { "image", verb_image, "import, pull, list, verify and remove signed guest images" },
+        { "host", verb_host, "host check: can this host run seats? (probes KVM with a guest)" },
 };
 
 static void usage(FILE *f) {

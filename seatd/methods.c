@@ -5,7 +5,10 @@ int seatd_methods_init(Server *s, SeatError **ret_error) {
         int r = image_methods_init(s, ret_error);
         if (r < 0)
                 return r;
-        return seat_methods_init(s, ret_error);
+        r = seat_methods_init(s, ret_error);
+        if (r < 0)
+                return r;
+        return host_methods_init(s, ret_error);
 }
 
 void seatd_methods_done(void) {

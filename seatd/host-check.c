@@ -1,0 +1,196 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * host.check: is this a qualified host? KVM is proved by booting a probe guest to its
+ * agent with a timeout, never assumed from /dev/kvm; then libvirt and QEMU versions,
+ * nftables, cgroups, sVirt confinement of QEMU, free disk.
+ */
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+
+#include "agent-client.h"
+#include "control-proto.h"
+#include "domain.h"
+#include "fileio.h"
+#include "jsonframe.h"
+#include "log.h"
+#include "methods.h"
+#include "store.h"
+
+#define PROBE_TIMEOUT_MS 25000
+#define DISK_RESERVE_BYTES (10ull << 30)
+
+static void add_check(json_object *arr, const char *name, bool ok, const char *fmt, ...) _printf_(4, 5);
+static void add_check(json_object *arr, const char *name, bool ok, const char *fmt, ...) {
+        char detail[512];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(detail, sizeof(detail), fmt, ap);
+        va_end(ap);
+        json_object *c = json_object_new_object();
+        json_object_object_add(c, "name", json_object_new_string(name));
+        json_object_object_add(c, "ok", json_object_new_boolean(ok));
+        json_object_object_add(c, "detail", json_object_new_string(detail));
+        json_object_array_add(arr, c);
+}
+
+static void version_string(unsigned long v, char *buf, size_t size) {
+        snprintf(buf, size, "%lu.%lu.%lu", v / 1000000, (v / 1000) % 1000, v % 1000);
+}
+
+/* The first stored image that boots directly: a probe needs nothing else. */
+static ImageManifest *probe_image(ImageStore *store) {
+        _cleanup_strv_free_ char **names = NULL;
+        if (image_store_list(store, &names, NULL) < 0)
+                return NULL;
+        for (char **n = names; *n; n++) {
+                ImageManifest *m = NULL;
+                if (image_store_get(store, *n, &m, NULL) >= 0 && m->direct_boot)
+                        return m;
+                image_manifest_free(m);
+        }
+        return NULL;
+}
+
+/* Boot the image under KVM; usable only if guest-init answers in time. */
+static int probe_kvm(virConnectPtr conn, ImageStore *store, const char *state_dir, char *why, size_t why_size) {
+        _cleanup_(image_manifest_freep) ImageManifest *m = probe_image(store);
+        _cleanup_free_ char *dir = NULL, *overlay = NULL, *console = NULL, *kernel = NULL, *initrd = NULL, *base = NULL;
+        _cleanup_error_ SeatError *err = NULL;
+        const ImageFile *disk = NULL;
+
+        if (!m) {
+                snprintf(why, why_size, "no stored image boots directly: import one (seatctl image import) to probe KVM");
+                return -ENOENT;
+        }
+        for (size_t i = 0; i < m->n_files && !disk; i++)
+                if (m->files[i].role == IMAGE_ROLE_DISK)
+                        disk = &m->files[i];
+        if (asprintf(&dir, "%s/probe-XXXXXX", state_dir) < 0 || !mkdtemp(dir) || chmod(dir, 0755) < 0 ||
+            asprintf(&overlay, "%s/overlay.qcow2", dir) < 0 || asprintf(&console, "%s/console.log", dir) < 0 || !disk ||
+            !(base = image_store_blob_path(store, disk)) ||
+            !(kernel = image_store_blob_path(store, image_manifest_find_file(m, m->kernel))) ||
+            (m->initrd && !(initrd = image_store_blob_path(store, image_manifest_find_file(m, m->initrd))))) {
+                snprintf(why, why_size, "cannot prepare a probe in '%s'", state_dir);
+                return -EIO;
+        }
+        SeatRecord rec = { .image_version = m->version, .generation = 1 };
+        snprintf(rec.id, sizeof(rec.id), "probe");
+        snprintf(rec.state, sizeof(rec.state), "probe");
+        snprintf(rec.image, sizeof(rec.image), "%s", m->name);
+        char name[64];
+        snprintf(name, sizeof(name), "seatd-probe-%d", (int) getpid());
+        DomainSpec spec = { .name = name, .kvm = true, .manifest = m, .kernel = kernel, .initrd = initrd, .base = base,
+                            .overlay = overlay, .console_log = console, .record = &rec };
+        virDomainPtr dom = NULL;
+        int r = overlay_create(base, image_format_to_string(disk->format), overlay, &err);
+        if (r >= 0)
+                r = domain_create(conn, &spec, &dom, &err);
+        if (r >= 0) {
+                _cleanup_free_ char *sock = NULL;
+                _cleanup_agent_client_ AgentClient *c = NULL;
+                int64_t t0 = now_monotonic_ms();
+                r = domain_agent_socket(dom, &sock);
+                if (r >= 0)
+                        r = agent_client_connect_unix(sock, PROBE_TIMEOUT_MS, &c, &err);
+                if (r >= 0)
+                        r = agent_client_hello(c, PROBE_TIMEOUT_MS, NULL, &err);
+                if (r >= 0)
+                        snprintf(why, why_size, "a probe guest booted under KVM and its agent answered in %" PRId64 " ms",
+                                 now_monotonic_ms() - t0);
+                else
+                        snprintf(why, why_size,
+                                 "/dev/kvm is there but a probe guest did not reach its agent within %d s: KVM is not usable on this host",
+                                 PROBE_TIMEOUT_MS / 1000);
+                (void) domain_stop(dom);
+                virDomainFree(dom);
+        } else
+                snprintf(why, why_size, "a KVM probe guest could not start: %s", err ? err->message : "?");
+        (void) unlink(overlay);
+        (void) unlink(console);
+        (void) rmdir(dir);
+        return r;
+}
+
+static bool file_exists(const char *p) {
+        return access(p, F_OK) == 0;
+}
+
+static int host_check_job(Request *req, void *data, json_object **ret_result, SeatError **ret_error) {
+        const SeatConfig *c = server_config(req->server);
+        ImageStore *store = server_get_userdata(req->server, "image-store");
+        _cleanup_(virConnectClosep) virConnectPtr conn = NULL;
+        json_object *checks = json_object_new_array();
+        char a[32], b[32], why[512];
+        bool kvm_ok = false, ready;
+
+        int r = domain_open(c->libvirt_uri, &conn, ret_error);
+        if (r < 0) {
+                json_object_put(checks);
+                return r;
+        }
+        unsigned long lib = 0, hv = 0;
+        (void) virConnectGetLibVersion(conn, &lib);
+        (void) virConnectGetVersion(conn, &hv);
+        version_string(lib, a, sizeof(a));
+        version_string(hv, b, sizeof(b));
+        add_check(checks, "libvirt", lib >= 8000000, "libvirt %s, QEMU %s at %s", a, b, c->libvirt_uri);
+
+        job_progress(req, "probing KVM with a guest", 0, 1);
+        if (!file_exists("/dev/kvm"))
+                add_check(checks, "kvm", false, "/dev/kvm is missing: no hardware virtualization here");
+        else {
+                kvm_ok = probe_kvm(conn, store, c->state_dir, why, sizeof(why)) >= 0;
+                add_check(checks, "kvm", kvm_ok, "%s", why);
+        }
+        job_progress(req, "probing KVM with a guest", 1, 1);
+        add_check(checks, "tcg", c->allow_tcg,
+                  c->allow_tcg ? "software emulation allowed by the config (allow_tcg = true): slow, for tests"
+                               : "software emulation refused by the config (allow_tcg = false)");
+
+        virSecurityModel sm = {};
+        bool confined = virNodeGetSecurityModel(conn, &sm) == 0 && sm.model[0] && strcmp(sm.model, "none");
+        add_check(checks, "confinement", confined,
+                  confined ? "QEMU is confined by %s (sVirt)" : "no sVirt confinement of QEMU (%s): no AppArmor or SELinux driver",
+                  sm.model[0] ? sm.model : "none");
+        add_check(checks, "cgroups", file_exists("/sys/fs/cgroup/cgroup.controllers"),
+                  file_exists("/sys/fs/cgroup/cgroup.controllers") ? "cgroup v2 at /sys/fs/cgroup"
+                                                                   : "no cgroup v2 hierarchy at /sys/fs/cgroup: no CPU/memory limits per seat");
+        bool nft = file_exists("/usr/sbin/nft") || file_exists("/sbin/nft");
+        add_check(checks, "nftables", nft, nft ? "nft is installed" : "nftables is missing (apt-get install nftables)");
+        struct statvfs vfs;
+        uint64_t free_bytes = statvfs(c->state_dir, &vfs) == 0 ? (uint64_t) vfs.f_bavail * vfs.f_frsize : 0;
+        add_check(checks, "disk", free_bytes >= DISK_RESERVE_BYTES, "%.1f GiB free in '%s' (reserve %llu GiB)",
+                  free_bytes / 1073741824.0, c->state_dir, DISK_RESERVE_BYTES >> 30);
+
+        const char *accel = kvm_ok ? "kvm" : c->allow_tcg ? "tcg" : "none";
+        ready = kvm_ok || c->allow_tcg;
+        /* Remembered for accel = auto. */
+        _cleanup_free_ char *mark = NULL;
+        if (asprintf(&mark, "%s/kvm-usable", c->state_dir) >= 0)
+                (void) write_file_atomic(mark, kvm_ok ? "1\n" : "0\n", 2, 0644);
+        log_notice("host check: kvm %s, seats would run with %s", kvm_ok ? "usable" : "not usable", accel);
+
+        json_object *o = json_object_new_object();
+        json_object_object_add(o, "checks", checks);
+        json_object_object_add(o, "accel", json_object_new_string(accel));
+        json_object_object_add(o, "ready", json_object_new_boolean(ready));
+        *ret_result = o;
+        return 0;
+}
+
+static int host_check_method(Request *req) {
+        return request_start_job(req, host_check_job, NULL, NULL);
+}
+
+static const Method host_methods[] = {
+        { "host.check", host_check_method, true },
+};
+
+int host_methods_init(Server *s, SeatError **ret_error) {
+        return server_add_methods(s, host_methods, ELEMENTSOF(host_methods));
+}
