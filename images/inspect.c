@@ -68,7 +68,14 @@ static int guestfs_error(guestfs_h *g, const ImageManifest *m, int fallback_errn
         int e = guestfs_last_errno(g);
         if (!msg)
                 msg = "unknown libguestfs error";
-        _cleanup_free_ char *esc = log_escape(msg, strlen(msg), 1024);
+        /* Its multi-line messages on one line; anything else unprintable escaped. */
+        _cleanup_free_ char *flat = strndup(msg, 1024);
+        if (!flat)
+                return -ENOMEM;
+        for (char *c = flat; *c; c++)
+                if (*c == '\n' || *c == '\r' || *c == '\t')
+                        *c = ' ';
+        _cleanup_free_ char *esc = log_escape(flat, strlen(flat), 1024);
         return seat_error_set(ret_error, e > 0 ? e : fallback_errno, "inspect image '%s': %s: %s", m->name, what,
                               esc ? esc : "(out of memory)");
 }
@@ -77,7 +84,7 @@ static int handle_new(const ImageManifest *m, const ImageInspectOptions *opts, g
                       SeatError **ret_error) {
         /* No environment: LIBGUESTFS_* variables must not change how a blob is opened. */
         _cleanup_(guestfs_closep) guestfs_h *g =
-                guestfs_create_flags(GUESTFS_CREATE_NO_ENVIRONMENT | GUESTFS_CREATE_NO_CLOSE_ON_EXIT_HANDLER);
+                guestfs_create_flags(GUESTFS_CREATE_NO_ENVIRONMENT);
         if (!g)
                 return seat_error_set(ret_error, errno > 0 ? errno : ENOMEM, "inspect image '%s': create a libguestfs handle: %m",
                                       m->name);

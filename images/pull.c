@@ -261,8 +261,11 @@ static size_t memory_write_cb(char *data, size_t size, size_t nmemb, void *userd
         if (t->len + n + 1 > t->alloc) {
                 size_t want = MIN(MAX(t->alloc * 2, t->len + n + 1), t->cap + 1);
                 char *b = realloc(t->buf, want);
-                if (!b)
+                if (!b) {
+                        t->fatal = true;
+                        (void) seat_error_set(&t->error, ENOMEM, "download of '%s': out of memory", t->display);
                         return 0;
+                }
                 t->buf = b;
                 t->alloc = want;
         }
@@ -478,9 +481,12 @@ static int transfer_result(Transfer *t, CURLcode rc, SeatError **ret_error) {
                 return seat_error_set(ret_error, ELOOP, "'%s' redirected more than %ld times: fix the URL or the server",
                                       t->display, PULL_MAX_REDIRECTS);
         case CURLE_FILESIZE_EXCEEDED:
-                return seat_error_set(ret_error, EFBIG,
-                                      "'%s' announced more bytes than allowed (%s): refused before the body (the server is broken or hostile)",
-                                      t->display, t->f ? "the size its signed manifest declares" : "the cap for this kind of file");
+                if (t->f)
+                        return seat_error_set(ret_error, EFBIG,
+                                              "'%s' announced more than the %" PRIu64 " bytes the signed manifest declares for '%s': refused before the body (the server is broken or hostile)",
+                                              t->display, t->f->size, t->f->name);
+                return seat_error_set(ret_error, EFBIG, "'%s' announced more than %zu bytes: refused (is this the URL of an image manifest?)",
+                                      t->display, t->cap);
         case CURLE_HTTP_RETURNED_ERROR:
                 if (code >= 500 || code == 408 || code == 429) {
                         t->interrupted = true;
@@ -745,6 +751,13 @@ static int pull_import(Pull *p, const ImageManifest *m, const char *manifest, si
 
 /* ---- the whole pull, in order ---- */
 
+/* Prefixes the URL to an error that does not name it yet; keeps r. */
+static int wrap_url(Pull *p, int r, SeatError **ret_error) {
+        if (ret_error && *ret_error && !strstr((*ret_error)->message, p->display))
+                (void) seat_error_wrap(ret_error, "pull '%s'", p->display);
+        return r;
+}
+
 static int pull_init(Pull *p, const char *url, const PullOptions *opts, SeatError **ret_error) {
         struct stat st;
         int r = url_parse(url, opts->allow_plain_http, &p->url, &p->display_url, &p->display, &p->https, ret_error);
@@ -799,7 +812,7 @@ int image_pull(ImageStore *s, const char *url, const PullOptions *opts, const St
                 return r;
         r = pull_init(&p, url, opts, ret_error);
         if (r < 0)
-                return r;
+                return p.display ? wrap_url(&p, r, ret_error) : r;
 
         /* 1. The manifest and its signature, capped, into memory. */
         r = fetch_to_memory(&p, "", IMAGE_MANIFEST_MAX, &manifest, &len, ret_error);
@@ -811,19 +824,19 @@ int image_pull(ImageStore *s, const char *url, const PullOptions *opts, const St
         /* 2. Signature, trusted key, expiry, rollback: before any file byte is fetched. */
         r = image_store_check_manifest(s, manifest, len, sig, sig_len, &m, ret_error);
         if (r < 0)
-                return seat_error_wrap(ret_error, "'%s'", p.display);
+                return wrap_url(&p, r, ret_error);
 
         /* 3. The files, each capped at its signed size, each chunk checked on arrival. */
         r = pull_files(&p, m, ret_error);
         if (r < 0)
-                return r;
+                return wrap_url(&p, r, ret_error);
 
         /* 4. The store copies and checks them once more, then the staged copies go. */
         r = pull_import(&p, m, manifest, len, sig, sig_len, &stored, ret_error);
         if (r != -ECANCELED)
                 parts_remove(&p, m);
         if (r < 0)
-                return r;
+                return wrap_url(&p, r, ret_error);
         if (ret)
                 *ret = TAKE_PTR(stored);
         return 0;

@@ -8,6 +8,8 @@ SEATD_PACKAGES=(
   qemu-system-x86 qemu-utils libvirt-daemon-system libvirt-clients
   linux-image-amd64 busybox-static e2fsprogs cpio xz-utils kmod file
   nftables python3 minisign
+  libcurl4-openssl-dev openssl bsdutils
+  libguestfs-dev libguestfs-tools
 )
 
 say() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }

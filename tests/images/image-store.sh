@@ -35,6 +35,7 @@ state_dir = $t/state
 socket_path = $t/ctl.sock
 trusted_keys_dir = $t/keys
 max_image_bytes = 67108864
+inspect_images = false
 CONF
 
 start_seatd() {

@@ -10,6 +10,7 @@
 
 #include "fileio.h"
 #include "jsonframe.h"
+#include "domain.h"
 #include "testvm.h"
 
 typedef struct ImageInfo {
@@ -63,117 +64,6 @@ static int image_info_load(const char *dir, ImageInfo *ret, SeatError **ret_erro
         return 0;
 }
 
-/* XML-escape a value we put between quotes or tags. */
-static char *xml_escape(const char *s) {
-        size_t n = 0;
-        for (const char *p = s; *p; p++)
-                n += strchr("<>&'\"", *p) ? 6 : 1;
-        char *out = malloc(n + 1), *o = out;
-        if (!out)
-                return NULL;
-        for (const char *p = s; *p; p++) {
-                const char *rep = *p == '<' ? "&lt;" : *p == '>' ? "&gt;" : *p == '&' ? "&amp;" :
-                                  *p == '\'' ? "&apos;" : *p == '"' ? "&quot;" : NULL;
-                if (rep) {
-                        strcpy(o, rep);
-                        o += strlen(rep);
-                } else
-                        *o++ = *p;
-        }
-        *o = '\0';
-        return out;
-}
-
-static int run_qemu_img_create(const char *base, const char *base_format, const char *overlay) {
-        pid_t pid = fork();
-        if (pid < 0)
-                return negative_errno();
-        if (pid == 0) {
-                /* The backing format is pinned: never probed. */
-                execlp("qemu-img", "qemu-img", "create", "-q", "-f", "qcow2", "-F", base_format, "-b", base,
-                       overlay, (char *) NULL);
-                _exit(127);
-        }
-        int status;
-        if (waitpid(pid, &status, 0) < 0)
-                return negative_errno();
-        return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -EIO;
-}
-
-static char *domain_xml(const TestVm *vm, const ImageInfo *img) {
-        _cleanup_free_ char *name = xml_escape(vm->name), *kernel = xml_escape(img->kernel),
-                            *initrd = xml_escape(img->initrd), *cmdline = xml_escape(img->cmdline),
-                            *disk = xml_escape(vm->overlay), *log = xml_escape(vm->console_log),
-                            *base = xml_escape(img->disk);
-        char *xml = NULL;
-
-        if (!name || !kernel || !initrd || !cmdline || !disk || !log || !base)
-                return NULL;
-        if (asprintf(&xml,
-                     "<domain type='qemu'>\n"
-                     "  <name>%s</name>\n"
-                     "  <memory unit='MiB'>%lld</memory>\n"
-                     "  <vcpu>%lld</vcpu>\n"
-                     "  <os>\n"
-                     "    <type arch='x86_64' machine='q35'>hvm</type>\n"
-                     "    <loader readonly='yes' type='rom'>/usr/share/qemu/qboot.rom</loader>\n"
-                     "    <kernel>%s</kernel>\n"
-                     "    <initrd>%s</initrd>\n"
-                     "    <cmdline>%s</cmdline>\n"
-                     "  </os>\n"
-                     "  <features><acpi/></features>\n"
-                     "  <cpu mode='custom' match='exact' check='none'><model fallback='forbid'>qemu64</model>"
-                     "<feature policy='require' name='rdrand'/></cpu>\n"
-                     "  <clock offset='utc'/>\n"
-                     "  <on_poweroff>destroy</on_poweroff>\n"
-                     "  <on_reboot>destroy</on_reboot>\n"
-                     "  <on_crash>destroy</on_crash>\n"
-                     "  <devices>\n"
-                     "    <disk type='file' device='disk'>\n"
-                     "      <driver name='qemu' type='qcow2'/>\n"
-                     "      <source file='%s'/>\n"
-                     /* The verified base: read-only for QEMU, and never relabelled (chowned)
-                      * to QEMU's user, who could otherwise chmod it writable. */
-                     "      <backingStore type='file'><format type='%s'/>"
-                     "<source file='%s'><seclabel model='dac' relabel='no'/></source><backingStore/></backingStore>\n"
-                     "      <target dev='vda' bus='virtio'/>\n"
-                     "    </disk>\n"
-                     "    <channel type='unix'>\n"
-                     "      <source mode='bind'/>\n"
-                     "      <target type='virtio' name='org.seatd.agent.0'/>\n"
-                     "    </channel>\n"
-                     "    <serial type='file'><source path='%s'/><target port='0'/></serial>\n"
-                     "    <controller type='usb' model='none'/>\n"
-                     "    <memballoon model='none'/>\n"
-                     "  </devices>\n"
-                     "</domain>\n",
-                     name, (long long) img->memory_mib, (long long) img->vcpus, kernel, initrd, cmdline, disk,
-                     img->disk_format, base, log) < 0)
-                return NULL;
-        return xml;
-}
-
-/* libvirt picks the channel's socket path; read it back from the live XML. */
-static int find_agent_socket(virDomainPtr dom, char **ret) {
-        _cleanup_free_ char *xml = virDomainGetXMLDesc(dom, 0);
-        if (!xml)
-                return -EIO;
-        const char *ch = strstr(xml, "<channel type='unix'>");
-        const char *end = ch ? strstr(ch, "</channel>") : NULL;
-        const char *src = ch ? strstr(ch, "path='") : NULL;
-        if (!src || !end || src > end)
-                return -ENOENT;
-        src += strlen("path='");
-        const char *q = strchr(src, '\'');
-        if (!q || q > end)
-                return -ENOENT;
-        *ret = strndup(src, (size_t) (q - src));
-        return *ret ? 0 : -ENOMEM;
-}
-
-static void silence_libvirt(void *userdata, virErrorPtr err) {
-}
-
 int testvm_boot(const char *uri, const char *image_dir, const char *name, TestVm **ret, SeatError **ret_error) {
         _cleanup_(image_info_done) ImageInfo img = {};
         _cleanup_(testvm_freep) TestVm *vm = calloc(1, sizeof(TestVm));
@@ -202,26 +92,32 @@ int testvm_boot(const char *uri, const char *image_dir, const char *name, TestVm
         if (asprintf(&vm->overlay, "%s/overlay.qcow2", vm->dir) < 0 ||
             asprintf(&vm->console_log, "%s/console.log", vm->dir) < 0)
                 return -ENOMEM;
-        r = run_qemu_img_create(img.disk, img.disk_format, vm->overlay);
+        r = overlay_create(img.disk, img.disk_format, vm->overlay, ret_error);
         if (r < 0)
-                return seat_error_set(ret_error, -r, "qemu-img create overlay of '%s' failed", img.disk);
+                return r;
 
-        virSetErrorFunc(NULL, silence_libvirt);
         if (!uri)
                 uri = getenv("SEATD_LIBVIRT_URI") ?: "qemu:///system";
-        vm->conn = virConnectOpen(uri);
-        if (!vm->conn)
-                return seat_error_set(ret_error, ECONNREFUSED, "connect to libvirt at '%s': %s (is libvirtd running?)",
-                                      uri, virGetLastErrorMessage());
+        r = domain_open(uri, &vm->conn, ret_error);
+        if (r < 0)
+                return r;
 
-        _cleanup_free_ char *xml = domain_xml(vm, &img);
-        if (!xml)
-                return -ENOMEM;
+        /* The same domain seatd makes for a seat, from a manifest of the image.json. */
+        ImageFile disk = { .name = (char *) "disk", .role = IMAGE_ROLE_DISK,
+                           .format = strcmp(img.disk_format, "raw") ? IMAGE_FORMAT_QCOW2 : IMAGE_FORMAT_RAW };
+        ImageManifest man = { .name = (char *) "test-image", .version = 1, .direct_boot = true, .cmdline = img.cmdline,
+                              .memory_mib = img.memory_mib, .vcpus = img.vcpus, .files = &disk, .n_files = 1 };
+        SeatRecord rec = { .image_version = 1, .generation = 1 };
+        snprintf(rec.id, sizeof(rec.id), "test");
+        snprintf(rec.state, sizeof(rec.state), "test");
+        snprintf(rec.image, sizeof(rec.image), "test-image");
+        DomainSpec spec = { .name = name, .kvm = false, .manifest = &man, .kernel = img.kernel, .initrd = img.initrd,
+                            .base = img.disk, .overlay = vm->overlay, .console_log = vm->console_log, .record = &rec };
         vm->started_ms = now_monotonic_ms();
-        vm->dom = virDomainCreateXML(vm->conn, xml, 0);
-        if (!vm->dom)
-                return seat_error_set(ret_error, EIO, "start domain '%s': %s", name, virGetLastErrorMessage());
-        r = find_agent_socket(vm->dom, &vm->agent_socket);
+        r = domain_create(vm->conn, &spec, &vm->dom, ret_error);
+        if (r < 0)
+                return r;
+        r = domain_agent_socket(vm->dom, &vm->agent_socket);
         if (r < 0)
                 return seat_error_set(ret_error, -r, "domain '%s' has no agent channel socket", name);
         *ret = TAKE_PTR(vm);
