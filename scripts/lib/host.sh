@@ -23,8 +23,18 @@ host_install_packages() {
   ((${#missing[@]} == 0)) && return 0
   [[ $(id -u) == 0 ]] || die "missing packages (${missing[*]}); run as root or install them: apt-get install ${missing[*]}"
   say "installing ${missing[*]}"
-  DEBIAN_FRONTEND=noninteractive apt-get update -q >/dev/null
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null
+  # The test guard drops the uplink's traffic to private and test ranges, where this
+  # machine's resolver and package mirror may live: lift it for apt, put it back after.
+  local guard=0
+  if command -v nft >/dev/null && nft list table inet seat_guard >/dev/null 2>&1; then
+    guard=1
+    nft delete table inet seat_guard
+  fi
+  local rc=0
+  DEBIAN_FRONTEND=noninteractive apt-get update -q >/dev/null || rc=$?
+  ((rc == 0)) && { DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null || rc=$?; }
+  ((guard)) && host_load_guard
+  ((rc == 0)) || die "apt-get could not install ${missing[*]}"
 }
 
 host_start_libvirt() {
