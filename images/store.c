@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "copyhash.h"
 #include "fileio.h"
 #include "hash.h"
 #include "inspect.h"
@@ -224,6 +225,16 @@ static int copy_file(ImageStore *s, int src, int dst, const ImageFile *f, const 
 
         if (!buf || !head)
                 return -ENOMEM;
+        if (f->chunk_size <= COPYHASH_CHUNK_MAX) {
+                /* The usual case: chunks hashed on every core while the copy goes on. */
+                r = copy_and_hash(src, dst, f->size, f->chunk_size, f->name, cb, ret, head, QCOW2_HEAD_MAX, &head_len,
+                                  ret_error);
+                if (r < 0)
+                        return r;
+                *ret_head = TAKE_PTR(head);
+                *ret_head_len = head_len;
+                return 0;
+        }
         r = chunk_hasher_new(f->chunk_size, f->size, &h);
         if (r < 0)
                 return seat_error_set(ret_error, -r, "chunk hasher: %s", strerror(-r));
