@@ -9,6 +9,7 @@
 #include "log.h"
 #include "methods.h"
 #include "pull.h"
+#include "seat.h"
 #include "store.h"
 
 static ImageStore *store_of(Request *req) {
@@ -228,6 +229,10 @@ static int image_remove_method(Request *req) {
         int r = name_param(req, "image.remove", &name);
         if (r < 0)
                 return r == -EINVAL ? 0 : r;
+        SeatManager *seats = server_get_userdata(req->server, "seats");
+        if (seats && seat_image_in_use(seats, name))
+                return request_reply_error(req, CONTROL_ERR_STATE,
+                                           "image '%s' is in use by seats: release them first (seatctl list)", name);
         if (image_store_remove(store_of(req), name, &err) < 0)
                 return request_reply_seat_error(req, err);
         log_notice("removed image '%s'", name);
