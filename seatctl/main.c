@@ -63,6 +63,8 @@ int main(int argc, char *argv[]) {
         static const struct option options[] = {
                 { "socket", required_argument, NULL, 's' },
                 { "token-file", required_argument, NULL, 't' },
+                /* Listed so that "--token" is not taken as an abbreviation of --token-file. */
+                { "token", required_argument, NULL, 'T' },
                 { "json", no_argument, NULL, 'j' },
                 { "quiet", no_argument, NULL, 'q' },
                 { "help", no_argument, NULL, 'h' },
@@ -83,6 +85,10 @@ int main(int argc, char *argv[]) {
                 case 't':
                         ctl_opts.token_file = optarg;
                         break;
+                case 'T':
+                        fprintf(stderr, "seatctl: tokens are never taken on the command line, where every user of the host "
+                                        "can read them: put it in a file (--token-file FILE) or in $SEATD_TOKEN\n");
+                        return 2;
                 case 'j':
                         ctl_opts.json = true;
                         break;

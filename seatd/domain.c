@@ -172,8 +172,15 @@ static int extract(const char *xml, const char *tag, char *out, size_t size) {
         snprintf(open, sizeof(open), "<%s>", tag);
         snprintf(close, sizeof(close), "</%s>", tag);
         const char *a = strstr(xml, open), *b;
-        if (!a)
-                return -ENOENT;
+        if (!a) {
+                /* libvirt hands the metadata back through libxml2, which writes an empty
+                 * element (a seat without a participant name) as <tag/>. */
+                snprintf(open, sizeof(open), "<%s/>", tag);
+                if (!strstr(xml, open) || size < 1)
+                        return -ENOENT;
+                out[0] = '\0';
+                return 0;
+        }
         a += strlen(open);
         b = strstr(a, close);
         if (!b)

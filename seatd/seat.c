@@ -34,7 +34,8 @@ struct Seat {
 struct SeatManager {
         const SeatConfig *config;
         ImageStore *store;
-        virConnectPtr conn;
+        virConnectPtr conn;       /* under conn_lock; reopened when libvirtd went away */
+        pthread_mutex_t conn_lock;
         pthread_mutex_t lock;
         Seat **seats;
         size_t n_seats;
@@ -205,11 +206,54 @@ static int seat_paths(SeatManager *m, Seat *s) {
         return 0;
 }
 
+/* A reference to libvirt's connection (drop it with virConnectClose()). A restarted libvirtd
+ * leaves seatd with a dead connection: probe it and open a new one. */
+static virConnectPtr manager_conn(SeatManager *m, SeatError **ret_error) {
+        unsigned long v;
+        pthread_mutex_lock(&m->conn_lock);
+        if (m->conn && (virConnectIsAlive(m->conn) != 1 || virConnectGetLibVersion(m->conn, &v) < 0)) {
+                log_warning("the connection to libvirt broke (%s): reconnecting", domain_last_error());
+                virConnectClose(m->conn);
+                m->conn = NULL;
+        }
+        if (!m->conn && domain_open(m->config->libvirt_uri, &m->conn, ret_error) >= 0)
+                log_notice("reconnected to libvirt at '%s'", m->config->libvirt_uri);
+        virConnectPtr c = m->conn;
+        if (c)
+                virConnectRef(c);
+        pthread_mutex_unlock(&m->conn_lock);
+        return c;
+}
+
+/* Make s->dom a handle on the live connection (it may date from before a reconnect). */
+static int seat_refresh_dom(SeatManager *m, Seat *s, SeatError **ret_error) {
+        virConnectPtr c = manager_conn(m, ret_error);
+        if (!c)
+                return -ECONNREFUSED;
+        if (s->dom && virDomainGetConnect(s->dom) != c) {
+                char name[64];
+                snprintf(name, sizeof(name), SEAT_DOMAIN_PREFIX "%s", s->rec.id);
+                virDomainFree(s->dom);
+                s->dom = virDomainLookupByName(c, name); /* NULL: gone meanwhile */
+        }
+        virConnectClose(c);
+        return 0;
+}
+
 int seat_manager_accel(SeatManager *m, bool *ret_kvm, SeatError **ret_error) {
         const SeatConfig *c = m->config;
         if (c->accel == SEAT_ACCEL_KVM) {
                 *ret_kvm = true;
                 return 0;
+        }
+        if (c->accel == SEAT_ACCEL_AUTO) {
+                /* What the last 'seatctl host check' proved with a probe guest. */
+                _cleanup_free_ char *mark = NULL, *v = NULL;
+                if (asprintf(&mark, "%s/kvm-usable", c->state_dir) >= 0 && read_file_capped(mark, 16, &v, NULL) >= 0 &&
+                    v[0] == '1') {
+                        *ret_kvm = true;
+                        return 0;
+                }
         }
         if (!c->allow_tcg)
                 return seat_error_set(ret_error, EPERM,
@@ -241,7 +285,12 @@ static int build_spec_and_start(SeatManager *m, Seat *s, const ImageManifest *ma
         snprintf(name, sizeof(name), SEAT_DOMAIN_PREFIX "%s", s->rec.id);
         DomainSpec spec = { .name = name, .kvm = kvm, .manifest = man, .kernel = kernel, .initrd = initrd,
                             .base = base, .overlay = s->overlay, .console_log = s->console_log, .record = &s->rec };
-        return domain_create(m->conn, &spec, &s->dom, ret_error);
+        virConnectPtr c = manager_conn(m, ret_error);
+        if (!c)
+                return -ECONNREFUSED;
+        r = domain_create(c, &spec, &s->dom, ret_error);
+        virConnectClose(c);
+        return r;
 }
 
 static int connect_agent(Seat *s, int timeout_ms, SeatError **ret_error) {
@@ -316,7 +365,7 @@ static int boot_seat(SeatManager *m, Seat *s, SeatError **ret_error) {
         r = image_store_get(m->store, s->rec.image, &man, ret_error);
         if (r < 0)
                 return r;
-        if (man->version != s->rec.image_version)
+        if (s->rec.image_version != 0 && man->version != s->rec.image_version)
                 log_info("seat '%s' moves from image version %" PRId64 " to %" PRId64, s->rec.id, s->rec.image_version,
                          man->version);
         s->rec.image_version = man->version;
@@ -401,6 +450,11 @@ int seat_reset(SeatManager *m, Seat *s, char **ret_token, SeatError **ret_error)
                 pthread_mutex_unlock(&s->lock);
                 return seat_error_set(ret_error, EBUSY, "seat '%s' is %s", s->rec.id, seat_state_to_string(st));
         }
+        r = seat_refresh_dom(m, s, ret_error);
+        if (r < 0) {
+                pthread_mutex_unlock(&s->lock);
+                return r;
+        }
         seat_set_state(s, SEAT_RESETTING);
         if (s->dom)
                 (void) domain_set_record(s->dom, &s->rec, NULL);
@@ -442,13 +496,18 @@ int seat_release(SeatManager *m, Seat *s, SeatError **ret_error) {
                 pthread_mutex_unlock(&s->lock);
                 return seat_error_set(ret_error, ENOENT, "seat '%s' is released already", s->rec.id);
         }
+        int r = seat_refresh_dom(m, s, ret_error);
+        if (r < 0) {
+                pthread_mutex_unlock(&s->lock);
+                return r;
+        }
         s->agent = agent_client_free(s->agent);
         if (s->dom) {
                 (void) domain_stop(s->dom);
                 virDomainFree(s->dom);
                 s->dom = NULL;
         }
-        int r = quarantine(m, s, ret_error);
+        r = quarantine(m, s, ret_error);
         (void) rmdir(s->dir);
         seat_set_state(s, SEAT_RELEASED);
         pthread_mutex_unlock(&s->lock);
@@ -524,6 +583,7 @@ int seat_manager_new(const SeatConfig *config, ImageStore *store, SeatManager **
         if (!m)
                 return -ENOMEM;
         pthread_mutex_init(&m->lock, NULL);
+        pthread_mutex_init(&m->conn_lock, NULL);
         m->config = config;
         m->store = store;
         int r = sodium_init() < 0 ? -EIO : 0;
@@ -554,15 +614,32 @@ SeatManager *seat_manager_free(SeatManager *m) {
         free(m->seats_dir);
         free(m->quarantine_dir);
         pthread_mutex_destroy(&m->lock);
+        pthread_mutex_destroy(&m->conn_lock);
         free(m);
         return NULL;
 }
 
+/* Whether a seatd-* domain is one this seatd made: its disk is an overlay in our seats
+ * directory. Another seatd on the same libvirtd (a test's, a second instance) keeps its own. */
+static bool domain_is_ours(SeatManager *m, virDomainPtr dom) {
+        const char *name = virDomainGetName(dom);
+        _cleanup_free_ char *xml = virDomainGetXMLDesc(dom, 0), *want = NULL;
+        if (!xml || !name || strlen(name) <= strlen(SEAT_DOMAIN_PREFIX) ||
+            asprintf(&want, "<source file='%s/%s/overlay.qcow2'", m->seats_dir, name + strlen(SEAT_DOMAIN_PREFIX)) < 0)
+                return false;
+        return strstr(xml, want) != NULL;
+}
+
 static int adopt_one(SeatManager *m, virDomainPtr dom) {
-        SeatRecord rec;
+        SeatRecord rec = {};
         const char *name = virDomainGetName(dom);
         _cleanup_error_ SeatError *err = NULL;
 
+        if (!domain_is_ours(m, dom)) {
+                log_debug("leaving domain '%s' alone: it is not one of this seatd's seats", name);
+                virDomainFree(dom);
+                return 0;
+        }
         if (domain_get_record(dom, &rec) < 0 || strcmp(rec.state, "ready") != 0 ||
             strcmp(name + strlen(SEAT_DOMAIN_PREFIX), rec.id) != 0) {
                 /* Half-made (provisioning, resetting) or not ours to trust: remove it. */
@@ -584,7 +661,9 @@ static int adopt_one(SeatManager *m, virDomainPtr dom) {
         seat_set_state(s, SEAT_READY);
         if (seat_paths(m, s) < 0 || connect_agent(s, ADOPT_HELLO_TIMEOUT_MS, &err) < 0 || table_add(m, s) < 0) {
                 log_warning("seat '%s' is not healthy (%s): removing it", rec.id, err ? err->message : "?");
-                seat_teardown(s);
+                /* Its files are a participant's session: the sweep sets them aside, never deletes them. */
+                s->agent = agent_client_free(s->agent);
+                (void) domain_stop(s->dom);
                 seat_free(s);
                 return 0;
         }
@@ -603,14 +682,20 @@ static void sweep_orphan_dirs(SeatManager *m) {
                 _cleanup_(seat_unrefp) Seat *s = seat_manager_get(m, de->d_name);
                 if (s)
                         continue;
-                _cleanup_free_ char *o = NULL, *c = NULL, *dir = NULL;
+                _cleanup_free_ char *o = NULL, *c = NULL, *dir = NULL, *q = NULL, *qo = NULL, *qc = NULL;
                 if (asprintf(&dir, "%s/%s", m->seats_dir, de->d_name) < 0 || asprintf(&o, "%s/overlay.qcow2", dir) < 0 ||
-                    asprintf(&c, "%s/console.log", dir) < 0)
+                    asprintf(&c, "%s/console.log", dir) < 0 ||
+                    asprintf(&q, "%s/%s-orphan-%lld", m->quarantine_dir, de->d_name, (long long) time(NULL)) < 0 ||
+                    asprintf(&qo, "%s/overlay.qcow2", q) < 0 || asprintf(&qc, "%s/console.log", q) < 0)
                         break;
-                log_warning("removing orphaned seat directory '%s'", dir);
-                (void) unlink(o);
-                (void) unlink(c);
+                /* Half-made or unhealthy: set aside for evidence, never reused, never silently deleted. */
+                log_warning("setting aside orphaned seat directory '%s' in '%s'", dir, q);
+                if (mkdir(q, 0700) < 0 && errno != EEXIST)
+                        continue;
+                if ((rename(o, qo) < 0 && errno != ENOENT) || (rename(c, qc) < 0 && errno != ENOENT))
+                        continue;
                 (void) rmdir(dir);
+                (void) rmdir(q); /* only when nothing was in it */
         }
         closedir(d);
 }
@@ -618,7 +703,12 @@ static void sweep_orphan_dirs(SeatManager *m) {
 int seat_manager_adopt(SeatManager *m, SeatError **ret_error) {
         virDomainPtr *doms = NULL;
         size_t n = 0;
-        if (domain_list_seats(m->conn, &doms, &n) < 0)
+        virConnectPtr c = manager_conn(m, ret_error);
+        if (!c)
+                return -ECONNREFUSED;
+        int r = domain_list_seats(c, &doms, &n);
+        virConnectClose(c);
+        if (r < 0)
                 return seat_error_set(ret_error, EIO, "list libvirt domains: %s", domain_last_error());
         for (size_t i = 0; i < n; i++)
                 (void) adopt_one(m, doms[i]);

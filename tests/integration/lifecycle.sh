@@ -1,0 +1,484 @@
+#!/usr/bin/env bash
+# lifecycle.sh: the seat lifecycle end to end against a private seatd and real VMs:
+# provision, exec, cp, console, participant tokens, many seats, reset, release, seatd
+# and libvirtd dying underneath, bad input. Speaks TAP.
+#   usage: lifecycle.sh BUILD_DIR
+# Builds and signs its own test image; every domain and process it makes is removed on
+# exit (also on failure). Needs root, libvirtd (started here when it is not running),
+# qemu-img and setpriv. Restarts libvirtd once (case "libvirtd restarted").
+set -uo pipefail
+
+build=$(realpath "${1:?usage: $0 BUILD_DIR}")
+src=$(cd "$(dirname "$0")/../.." && pwd)
+SIGN=$build/signing/seat-sign
+SEATD=$build/seatd/seatd
+CTL=$build/seatctl/seatctl
+GUEST_INIT=$build/guest-init/guest-init
+RECIPE=$src/images/recipes/test-image
+VIRSH=(virsh -q -c qemu:///system)
+for b in "$SIGN" "$SEATD" "$CTL" "$GUEST_INIT" "$build/images/seat-manifest"; do
+  [[ -x $b ]] || { echo "1..0 # SKIP $b not built"; exit 0; }
+done
+[[ $(id -u) == 0 ]] || { echo "1..0 # SKIP needs root (libvirt qemu:///system, setpriv)"; exit 0; }
+for c in virsh libvirtd qemu-img setpriv python3; do
+  command -v "$c" >/dev/null || { echo "1..0 # SKIP $c is not installed"; exit 0; }
+done
+# nobody cannot reach a python under /root (pyenv): take the system's.
+SYSPY=/usr/bin/python3
+[[ -x $SYSPY ]] || SYSPY=$(command -v python3)
+id nobody >/dev/null 2>&1 && getent group nogroup >/dev/null || { echo "1..0 # SKIP no user nobody / group nogroup"; exit 0; }
+
+start_libvirtd() {
+  "${VIRSH[@]}" version >/dev/null 2>&1 && return 0
+  mkdir -p /var/log/libvirt /var/run/libvirt
+  pgrep -x virtlogd >/dev/null || virtlogd -d
+  pgrep -x libvirtd >/dev/null || libvirtd -d
+  for _ in $(seq 1 150); do "${VIRSH[@]}" version >/dev/null 2>&1 && return 0; sleep 0.1; done
+  return 1
+}
+start_libvirtd || { echo "Bail out! libvirtd does not answer on qemu:///system"; exit 1; }
+
+# Under /var/tmp with 0755 parents: QEMU runs as libvirt-qemu and must reach the overlays.
+t=$(mktemp -d /var/tmp/seatd-lifecycle.XXXXXX)
+chmod 0755 "$t"
+seatd_pid= bg_pids=()
+t_start=$(date +%s)
+
+# Domains of *this* seatd: their disk is an overlay in our state dir (other seatds, other
+# tests, may run seats on the same libvirtd at the same time; they are not ours to judge).
+our_domains() {
+  local d names
+  for _ in 1 2 3 4 5; do names=$("${VIRSH[@]}" list --name 2>/dev/null) && break; sleep 1; done
+  for d in $names; do
+    [[ $d == seatd-* ]] || continue
+    # (not virsh | grep -q: with pipefail, grep's early exit would fail virsh with SIGPIPE)
+    [[ $("${VIRSH[@]}" dumpxml "$d" 2>/dev/null) == *"file='$t/state/seats/"* ]] && echo "$d"
+  done
+}
+
+cleanup() {
+  local p d
+  for p in "${bg_pids[@]}"; do kill "$p" 2>/dev/null; done
+  if [[ -n $seatd_pid ]]; then kill -9 "$seatd_pid" 2>/dev/null; wait "$seatd_pid" 2>/dev/null; fi
+  start_libvirtd >/dev/null 2>&1
+  for d in $(our_domains); do "${VIRSH[@]}" destroy "$d" >/dev/null 2>&1; done
+  [[ -f $t/seatd.log ]] && cp "$t/seatd.log" "$build/meson-logs/lifecycle-seatd.log" 2>/dev/null
+  rm -rf "$t"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+n=0 failed=0
+ok() { n=$((n + 1)); echo "ok $n - $1"; }
+not_ok() {
+  n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $1"
+  [[ -s $t/out ]] && sed 's/^/#   /' "$t/out" | head -20
+  # Everything after would fail for the same reason: say it once.
+  [[ -n $seatd_pid ]] && ! kill -0 "$seatd_pid" 2>/dev/null && bail "seatd (pid $seatd_pid) is gone"
+  return 0
+}
+# check DESCRIPTION COMMAND...: one TAP line from a command's exit status (output in $t/out).
+check() { local d=$1; shift; if "$@" >"$t/out" 2>&1; then ok "$d"; else not_ok "$d"; fi; }
+bail() { echo "Bail out! $*"; [[ -f $t/seatd.log ]] && tail -30 "$t/seatd.log" | sed 's/^/# /'; exit 1; }
+
+export SEATD_SOCKET=$t/ctl.sock
+unset SEATD_TOKEN
+mkdir -p "$t/keys" "$t/state" "$t/nobody"
+chmod 0777 "$t/nobody"
+cat >"$t/seatd.conf" <<CONF
+state_dir = $t/state
+socket_path = $t/ctl.sock
+trusted_keys_dir = $t/keys
+accel = tcg
+allow_tcg = true
+inspect_images = false
+CONF
+
+start_seatd() {
+  rm -f "$t/ctl.sock"
+  "$SEATD" -c "$t/seatd.conf" -l debug >>"$t/seatd.log" 2>&1 &
+  seatd_pid=$!
+  # Adoption says hello to each running seat before seatd listens.
+  for _ in $(seq 1 900); do
+    kill -0 "$seatd_pid" 2>/dev/null || bail "seatd exited"
+    if [[ -S $t/ctl.sock ]] && "$CTL" list >/dev/null 2>&1; then
+      chmod 0666 "$t/ctl.sock" # participants (here: nobody) talk to it too
+      return 0
+    fi
+    sleep 0.1
+  done
+  bail "seatd did not start"
+}
+kill_seatd() { kill -9 "$seatd_pid"; wait "$seatd_pid" 2>/dev/null; seatd_pid=; }
+
+# Every exec that reaches a seat goes through x (root) or xn (nobody with a token file), so
+# the audit log can be held against the list of calls made.
+x() { local s=$1; [[ $s == --* ]] && s=$3; echo "$s $*" >>"$t/calls"; "$CTL" exec "$@"; }
+nobody() { setpriv --reuid=nobody --regid=nogroup --clear-groups -- "$CTL" "$@"; }
+xn() { local tok=$1 s=$2; shift 2; echo "$s $s $*" >>"$t/calls"; nobody --token-file "$tok" exec "$s" "$@"; }
+# A token file nobody can read and nobody else.
+token_file() { printf '%s\n' "$2" >"$1"; chown nobody:nogroup "$1"; chmod 0600 "$1"; echo "$2" >>"$t/all-tokens"; }
+json_field() { python3 -c 'import json,sys; d=json.load(sys.stdin); print(eval(sys.argv[1]))' "$1"; }
+state_of() { "$CTL" --json status "$1" 2>/dev/null | json_field 'd["state"]' 2>/dev/null; }
+listed_ids() { "$CTL" --json list | json_field '"\n".join(s["id"] for s in d["seats"])'; }
+seat_dirs() { ls -1 "$t/state/seats" 2>/dev/null | sort; }
+
+# A protocol-level client for the error codes (seatctl prints only the messages).
+cat >"$t/ctl.py" <<'PY'
+import json, os, socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.connect(os.environ["SEATD_SOCKET"])
+f = s.makefile("rwb")
+def call(i, method, params):
+    f.write((json.dumps({"id": i, "method": method, "params": params}) + "\n").encode()); f.flush()
+    while True:
+        m = json.loads(f.readline())
+        if m.get("id") == i and m.get("type") in ("result", "error"):
+            return m
+call(1, "hello", {"version": 1})
+m = call(2, sys.argv[1], json.loads(sys.argv[2]))
+print(m["type"], m.get("error", {}).get("code", ""), m.get("error", {}).get("message", ""))
+PY
+chmod 0644 "$t/ctl.py"
+
+# The host's /usr/local/bin, to prove later that a guest writing there leaves it alone.
+host_usr_local() { { ls -la --time-style=full-iso /usr/local/bin; find /usr/local/bin -type f -exec sha256sum {} + | sort; } 2>&1 | sha256sum; }
+usr_local_before=$(host_usr_local)
+
+# ---------------------------------------------------------------- setup: a signed image
+"$SIGN" keygen -W -p "$t/test.pub" -s "$t/test.key" >/dev/null 2>&1 || bail "seat-sign keygen failed"
+cp "$t/test.pub" "$t/keys/test.pub"
+"$RECIPE" --guest-init "$GUEST_INIT" --out "$t/img" --quiet --sign-key "$t/test.key" \
+  --tools "$build/images:$build/signing" >"$t/out" 2>&1 || { cat "$t/out"; bail "building the test image failed"; }
+start_seatd
+"$CTL" -q image import "$t/img/manifest.json" >"$t/out" 2>&1 || { cat "$t/out"; bail "image import failed"; }
+blobs_sum() { find "$t/state/images/blobs" -type f -print0 | sort -z | xargs -0 sha256sum; }
+blobs_before=$(blobs_sum)
+echo "# image built, signed and imported ($(($(date +%s) - t_start)) s)"
+
+# ---------------------------------------------------------------- 1. provision, list, status
+"$CTL" -q provision --image test-image --participant alice >"$t/prov" 2>"$t/out"
+rc=$?
+A=$(awk 'NR==2 {print $1}' "$t/prov") tokA=$(awk 'NR==2 {print $2}' "$t/prov")
+cat "$t/prov" >>"$t/out"
+[[ $rc == 0 && $A =~ ^s[0-9a-f]{8}$ && $tokA =~ ^[0-9a-f]{64}$ ]] && ok "provision prints a seat id ($A) and a 64-hex token" \
+  || { not_ok "provision prints a seat id and a 64-hex token"; bail "no seat to test with"; }
+token_file "$t/tokA" "$tokA"
+check "list shows the seat READY" bash -c "'$CTL' list | grep -E '^$A +ready +test-image +1 +1 .*alice'"
+check "status shows the seat READY" bash -c "'$CTL' status $A | grep -E '^$A +ready '"
+check "list --json and status --json parse, with state, image and domain" bash -c "
+  '$CTL' --json list | python3 -c 'import json,sys; d=json.load(sys.stdin); s=[x for x in d[\"seats\"] if x[\"id\"]==\"$A\"][0]; assert s[\"state\"]==\"ready\" and s[\"image\"]==\"test-image\" and s[\"domain\"]==\"seatd-$A\" and s[\"participant\"]==\"alice\", s' &&
+  '$CTL' --json status $A | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d[\"id\"]==\"$A\" and d[\"state\"]==\"ready\" and d[\"generation\"]==1, d'"
+
+# ---------------------------------------------------------------- 2. exec
+x "$A" -- sh -c 'echo to-out; echo to-err >&2; exit 3' >"$t/o" 2>"$t/e"
+rc=$?
+{ echo "rc=$rc"; echo "stdout:"; cat "$t/o"; echo "stderr:"; cat "$t/e"; } >"$t/out"
+[[ $rc == 3 && $(cat "$t/o") == to-out && $(cat "$t/e") == to-err ]] && ok "exec: stdout and stderr land on their own fds, exit code 3 passes through" \
+  || not_ok "exec: stdout and stderr land on their own fds, exit code 3 passes through"
+
+x "$A" -- sh -c 'echo first; sleep 2; echo second' | while IFS= read -r l; do echo "$(date +%s%N) $l"; done >"$t/stream"
+cp "$t/stream" "$t/out"
+gap=$(awk '{ts[$2]=$1} END {printf "%d", (ts["second"] - ts["first"]) / 1000000}' "$t/stream")
+[[ $(awk '{print $2}' "$t/stream" | tr '\n' ' ') == "first second " && $gap -ge 1500 ]] \
+  && ok "exec: output streams while the command runs (lines ${gap} ms apart)" || not_ok "exec: output streams while the command runs (gap ${gap} ms)"
+
+x "$A" -- sh -c 'kill -KILL $$' >"$t/out" 2>&1; rc=$?
+[[ $rc == 137 ]] && ok "exec: a command killed by SIGKILL gives 128+9" || not_ok "exec: a command killed by SIGKILL gives 128+9 (got $rc)"
+x "$A" -- sh -c 'kill -TERM $$' >"$t/out" 2>&1; rc=$?
+[[ $rc == 143 ]] && ok "exec: a command killed by SIGTERM gives 128+15" || not_ok "exec: a command killed by SIGTERM gives 128+15 (got $rc)"
+
+s0=$(date +%s%N)
+x --timeout 2 "$A" -- sh -c 'sleep 301 & sleep 302 & sleep 303' >"$t/out" 2>&1; rc=$?
+ms=$((($(date +%s%N) - s0) / 1000000))
+[[ $rc == 124 && $ms -lt 10000 ]] && ok "exec --timeout 2 gives 124 (after $ms ms)" || not_ok "exec --timeout 2 gives 124 (got $rc after $ms ms)"
+x "$A" -- ps >"$t/out" 2>&1
+if grep -q "ps" "$t/out" && ! grep -qE "sleep 30[123]" "$t/out"; then ok "after the timeout the command's whole process group is gone in the guest"
+else not_ok "after the timeout the command's whole process group is gone in the guest"; fi
+
+out=$(echo x | x "$A" -- cat 2>"$t/out")
+[[ $out == x ]] && ok "exec forwards stdin (echo x | seatctl exec S -- cat)" || not_ok "exec forwards stdin (got '$out')"
+head -c 300000 /dev/urandom >"$t/stdin.bin"
+out=$(x "$A" -- sha256sum <"$t/stdin.bin" 2>"$t/out" | awk '{print $1}')
+[[ $out == "$(sha256sum <"$t/stdin.bin" | awk '{print $1}')" ]] && ok "exec forwards 300 KB of binary stdin intact" || not_ok "exec forwards 300 KB of binary stdin intact"
+
+x "$A" -- /no/such/program >"$t/o" 2>"$t/out"; rc=$?
+[[ $rc == 127 ]] && grep -q "/no/such/program.*No such file or directory" "$t/out" && [[ ! -s $t/o ]] \
+  && ok "exec of a missing program: exit 127 and a clear error ($(head -1 "$t/out"))" || not_ok "exec of a missing program: exit 127 and a clear error (rc $rc)"
+
+# ---------------------------------------------------------------- 3. cp, console
+head -c $((3 * 1024 * 1024 + 12345)) /dev/urandom >"$t/big"
+sum_big=$(sha256sum <"$t/big" | awk '{print $1}')
+check "cp a 3 MiB file (7 chunks) into the seat" "$CTL" cp "$t/big" "$A:/root/big.bin"
+out=$(x "$A" -- sha256sum /root/big.bin 2>"$t/out" | awk '{print $1}')
+[[ $out == "$sum_big" ]] && ok "the copy in the guest has the same sha256" || not_ok "the copy in the guest has the same sha256 ($out)"
+"$CTL" cp "$A:/root/big.bin" "$t/big.back" >"$t/out" 2>&1
+[[ -f $t/big.back && $(sha256sum <"$t/big.back" | awk '{print $1}') == "$sum_big" ]] && ok "cp the file back out: same sha256" || not_ok "cp the file back out: same sha256"
+"$CTL" cp "$A:/no/such/file" "$t/nothing" >"$t/out" 2>&1; rc=$?
+[[ $rc == 1 && ! -e $t/nothing ]] && [[ -z $(find "$t" -maxdepth 1 -name 'nothing.seatctl-*') ]] \
+  && ok "cp of a missing guest file fails and leaves no local file" || not_ok "cp of a missing guest file fails and leaves no local file"
+
+x "$A" -- sh -c 'printf "console-marker-lc\033[31mRED\007end\n" >/dev/console; echo "<2>kmsg-marker-lc" >/dev/kmsg' >"$t/out" 2>&1
+for _ in $(seq 1 50); do "$CTL" console "$A" >"$t/console" 2>&1; grep -q "kmsg-marker-lc" "$t/console" && break; sleep 0.1; done
+cp "$t/console" "$t/out"
+grep -q 'kmsg-marker-lc' "$t/console" && grep -qF 'console-marker-lc\x1b[31mRED\x07end' "$t/console" \
+  && ok "console prints the serial log (a /dev/console and a /dev/kmsg line)" || not_ok "console prints the serial log"
+! grep -q $'[\x01-\x08\x0b-\x1f\x7f]' "$t/console" && ok "console escapes control characters by default" || not_ok "console escapes control characters by default"
+"$CTL" console --raw "$A" >"$t/out" 2>&1
+grep -q $'console-marker-lc\x1b\\[31mRED\x07end' "$t/out" && ok "console --raw passes the bytes through" || not_ok "console --raw passes the bytes through"
+
+# ---------------------------------------------------------------- 5. many seats at once
+s0=$(date +%s)
+"$CTL" -q --json provision --image test-image --count 4 >"$t/prov4" 2>"$t/out"
+rc=$?
+mapfile -t many < <(json_field '"\n".join(s["id"] for s in d["seats"])' <"$t/prov4" 2>/dev/null)
+mapfile -t many_tok < <(json_field '"\n".join(s["token"] for s in d["seats"])' <"$t/prov4" 2>/dev/null)
+cat "$t/prov4" >>"$t/out"
+good=1
+for i in 0 1 2 3; do [[ ${many[i]:-} =~ ^s[0-9a-f]{8}$ && ${many_tok[i]:-} =~ ^[0-9a-f]{64}$ ]] || good=0; done
+[[ $rc == 0 && ${#many[@]} == 4 && $good == 1 && $(printf '%s\n' "${many[@]}" "$A" | sort -u | wc -l) == 5 ]] \
+  && ok "provision --count 4 --json: four new seats, distinct ids, each with a token ($(($(date +%s) - s0)) s)" \
+  || { not_ok "provision --count 4 --json: four new seats, each with a token"; bail "no seats to go on with"; }
+B=${many[0]} C=${many[1]} D=${many[2]} E=${many[3]}
+for i in 0 1 2 3; do token_file "$t/tok.${many[i]}" "${many_tok[i]}"; done
+tokB=${many_tok[0]}
+check "all five seats are READY in list" bash -c "[[ \$('$CTL' list | grep -cE '^s[0-9a-f]{8} +ready ') == 5 ]]"
+
+s0=$(date +%s%N)
+pids=()
+for s in "$A" "${many[@]}"; do
+  x "$s" -- sh -c 'sleep 3; hostname' >"$t/host.$s" 2>&1 &
+  pids+=($!)
+done
+for p in "${pids[@]}"; do wait "$p"; done
+ms=$((($(date +%s%N) - s0) / 1000000))
+good=1
+: >"$t/out"
+for s in "$A" "${many[@]}"; do echo "$s: $(cat "$t/host.$s")" >>"$t/out"; [[ $(cat "$t/host.$s") == "seat-$s" ]] || good=0; done
+[[ $good == 1 ]] && ok "concurrent exec in five seats: each sees its own hostname" || not_ok "concurrent exec in five seats: each sees its own hostname"
+[[ $ms -lt 9000 ]] && ok "the five 3 s execs ran concurrently (all done in $ms ms, not 15 s)" || not_ok "the five 3 s execs ran concurrently (took $ms ms)"
+mid_a=$(x "$A" -- cat /etc/machine-id 2>/dev/null) mid_b=$(x "$B" -- cat /etc/machine-id 2>/dev/null)
+[[ $mid_a =~ ^[0-9a-f]{32}$ && $mid_b =~ ^[0-9a-f]{32}$ && $mid_a != "$mid_b" ]] && ok "each seat has its own machine-id" || not_ok "each seat has its own machine-id ($mid_a / $mid_b)"
+
+# ---------------------------------------------------------------- 4. participant tokens
+out=$(xn "$t/tokA" "$A" -- id -u 2>"$t/out"); rc=$?
+[[ $rc == 0 && $out == 0 ]] && ok "nobody with seat A's token: exec on A works" || not_ok "nobody with seat A's token: exec on A works (rc $rc, '$out')"
+nobody --token-file "$t/tokA" status "$A" >"$t/out" 2>&1 && grep -qE "^$A +ready" "$t/out" \
+  && ok "nobody with A's token: status on A works" || not_ok "nobody with A's token: status on A works"
+nobody --token-file "$t/tokA" console "$A" >"$t/out" 2>&1 && grep -q "kmsg-marker-lc" "$t/out" \
+  && ok "nobody with A's token: console on A works" || not_ok "nobody with A's token: console on A works"
+head -c 1500000 /dev/urandom >"$t/nobody/in.bin"; chmod 0644 "$t/nobody/in.bin"
+nobody --token-file "$t/tokA" cp "$t/nobody/in.bin" "$A:/tmp/from-nobody" >"$t/out" 2>&1 &&
+  nobody --token-file "$t/tokA" cp "$A:/tmp/from-nobody" "$t/nobody/out.bin" >>"$t/out" 2>&1 && cmp -s "$t/nobody/in.bin" "$t/nobody/out.bin" \
+  && ok "nobody with A's token: cp in and out of A works (1.5 MB, identical)" || not_ok "nobody with A's token: cp in and out of A works"
+
+denied() { # denied DESCRIPTION PATTERN COMMAND...: fails, says why, and did nothing
+  local d=$1 pat=$2; shift 2
+  if "$@" >"$t/out" 2>&1; then not_ok "$d (it succeeded)"; return; fi
+  grep -qE "$pat" "$t/out" && ok "$d" || not_ok "$d (message does not match /$pat/)"
+}
+NOT_OPEN="this token does not open seat"
+NOT_OP="only root and members of the admin group"
+denied "A's token on seat B: exec denied" "$NOT_OPEN '$B'" nobody --token-file "$t/tokA" exec "$B" -- id
+denied "A's token on seat B: status denied" "$NOT_OPEN '$B'" nobody --token-file "$t/tokA" status "$B"
+denied "A's token on seat B: console denied" "$NOT_OPEN '$B'" nobody --token-file "$t/tokA" console "$B"
+denied "A's token on seat B: cp in denied" "$NOT_OPEN '$B'" nobody --token-file "$t/tokA" cp "$t/nobody/in.bin" "$B:/tmp/x"
+denied "A's token on seat B: cp out denied" "$NOT_OPEN '$B'" nobody --token-file "$t/tokA" cp "$B:/etc/hostname" "$t/nobody/x"
+denied "A's token on a seat that does not exist: the same answer" "$NOT_OPEN 'sdeadbeef'" nobody --token-file "$t/tokA" status sdeadbeef
+denied "A's token: list denied" "$NOT_OP" nobody --token-file "$t/tokA" list
+denied "A's token: provision denied" "$NOT_OP" nobody --token-file "$t/tokA" provision --image test-image
+denied "A's token: reset of A denied" "$NOT_OP" nobody --token-file "$t/tokA" reset "$A"
+denied "A's token: release of A denied" "$NOT_OP" nobody --token-file "$t/tokA" release "$A"
+denied "A's token: image list denied" "$NOT_OP" nobody --token-file "$t/tokA" image list
+denied "no token: exec on A denied" "$NOT_OPEN '$A'" nobody exec "$A" -- id
+denied "no token: status on A denied" "$NOT_OPEN '$A'" nobody status "$A"
+printf 'not-a-token\n' >"$t/badtok"; chmod 0644 "$t/badtok"
+denied "a wrong token: exec on A denied" "$NOT_OPEN '$A'" nobody --token-file "$t/badtok" exec "$A" -- id
+out=$(SEATD_TOKEN=$tokA setpriv --reuid=nobody --regid=nogroup --clear-groups -- "$CTL" status "$A" 2>&1)
+[[ $out =~ $A\ +ready ]] && ok "the token from \$SEATD_TOKEN works too" || not_ok "the token from \$SEATD_TOKEN works too"
+# There is no option that takes the token itself: --token is at most an abbreviation of
+# --token-file (a path), so the token on argv opens nothing.
+denied "a token passed on argv opens nothing" "read token file" nobody --token "$tokA" exec "$A" -- id
+check "seatctl --help offers no token option but --token-file" bash -c "'$CTL' --help | grep -o -- '--token[a-z-]*' | sort -u | grep -qx -- '--token-file' && [[ \$('$CTL' --help | grep -o -- '--token[a-z-]*' | sort -u | wc -l) == 1 ]]"
+out=$(setpriv --reuid=nobody --regid=nogroup --clear-groups -- "$SYSPY" "$t/ctl.py" seat.exec "{\"seat\": \"$B\", \"token\": \"$tokA\", \"argv\": [\"id\"]}" 2>&1)
+[[ $out == "error denied "* ]] && ok "protocol: A's token on B is error code 'denied'" || not_ok "protocol: A's token on B is error code 'denied' ($out)"
+
+# ---------------------------------------------------------------- 7a. a tool writes /usr/local/bin
+x "$A" -- sh -c 'mkdir -p /usr/local/bin && echo x > /usr/local/bin/pwned-lc' >"$t/out" 2>&1; rc=$?
+out=$(x "$A" -- cat /usr/local/bin/pwned-lc 2>>"$t/out")
+[[ $rc == 0 && $out == x ]] && ok "a tool writing /usr/local/bin/pwned-lc succeeds inside the guest" || not_ok "a tool writing /usr/local/bin/pwned-lc succeeds inside the guest"
+[[ ! -e /usr/local/bin/pwned-lc && $(host_usr_local) == "$usr_local_before" ]] \
+  && ok "the host's /usr/local/bin is untouched (listing and checksums equal)" || not_ok "the host's /usr/local/bin is untouched"
+
+# Every tool call is in seatd's log with its argv and how it ended.
+logged() { grep -F "exec seat=$1 uid=$2 argv=[$3] cwd=/ stdin=$4 $5" "$t/seatd.log" >/dev/null; }
+: >"$t/out"
+good=1
+logged "$A" 0 '"sh" "-c" "mkdir -p /usr/local/bin && echo x > /usr/local/bin/pwned-lc"' 0 "code=0 signal=0" || { good=0; echo "missing: pwned" >>"$t/out"; }
+logged "$A" 0 '"sh" "-c" "echo to-out; echo to-err >&2; exit 3"' 0 "code=3 signal=0" || { good=0; echo "missing: exit 3" >>"$t/out"; }
+logged "$A" 0 '"sh" "-c" "kill -KILL $$"' 0 "code=0 signal=9" || logged "$A" 0 '"sh" "-c" "kill -KILL $$"' 0 "code=-1 signal=9" || { good=0; echo "missing: SIGKILL" >>"$t/out"; }
+[[ $(grep -F "exec seat=$A uid=0 argv=[\"sh\" \"-c\" \"sleep 301 & sleep 302 & sleep 303\"]" "$t/seatd.log") == *" timed_out"* ]] || { good=0; echo "missing: timeout" >>"$t/out"; }
+logged "$A" 0 '"cat"' 2 "code=0" || { good=0; echo "missing: stdin cat" >>"$t/out"; }
+logged "$A" 0 '"/no/such/program"' 0 "code=127" || { good=0; echo "missing: missing program" >>"$t/out"; }
+logged "$A" 65534 '"id" "-u"' 0 "code=0" || { good=0; echo "missing: nobody's id -u" >>"$t/out"; }
+[[ $good == 1 ]] && ok "seatd's log has an 'exec seat=' line per call, with uid, argv and result" || not_ok "seatd's log has an 'exec seat=' line per call, with uid, argv and result"
+made=$(grep -c "^$A " "$t/calls") logged_n=$(grep -c "exec seat=$A " "$t/seatd.log")
+{ echo "calls made on $A: $made, logged: $logged_n"; grep "^$A " "$t/calls"; grep "exec seat=$A " "$t/seatd.log"; } >"$t/out"
+[[ $made == "$logged_n" ]] && ok "no exec on $A went unlogged ($made calls, $logged_n log lines)" || not_ok "no exec on $A went unlogged"
+
+# ---------------------------------------------------------------- 6. reset means a new machine
+MARK=canary-$RANDOM$RANDOM
+x "$A" -- sh -c "mkdir -p /home /usr/local/bin && for d in / /root /tmp /etc /var /home /usr/local/bin; do echo $MARK > \$d/canary-lc || exit 1; done &&
+  dd if=/dev/zero of=/var/big-canary bs=1M count=48 2>/dev/null && echo $MARK >> /var/big-canary &&
+  (setsid sleep 7777 </dev/null >/dev/null 2>&1 &) && sleep 1 && sync" >"$t/out" 2>&1
+x "$A" -- sh -c "cat /canary-lc /root/canary-lc /tmp/canary-lc /etc/canary-lc /var/canary-lc /home/canary-lc /usr/local/bin/canary-lc; tail -c 100 /var/big-canary; ps | grep 'sleep 777[7]'" >"$t/out" 2>&1
+[[ $(grep -c "$MARK" "$t/out") == 8 ]] && grep -q "sleep 7777" "$t/out" \
+  && ok "canaries written in the guest: 7 files, a 48 MiB file, a running process" || not_ok "canaries written in the guest"
+"$CTL" --json status "$A" >"$t/status.before" 2>&1
+"$CTL" reset "$A" >"$t/reset" 2>"$t/out"; rc=$?
+new_tokA=$(sed -n 's/^new participant token: //p' "$t/reset")
+cat "$t/reset" >>"$t/out"
+[[ $rc == 0 && $new_tokA =~ ^[0-9a-f]{64}$ && $new_tokA != "$tokA" ]] && grep -qE "^$A +ready +test-image +1 +2 " "$t/reset" \
+  && ok "reset: READY again, generation 2, a new token" || not_ok "reset: READY again, generation 2, a new token"
+token_file "$t/tokA2" "$new_tokA"
+x "$A" -- sh -c "for f in /canary-lc /root/canary-lc /tmp/canary-lc /etc/canary-lc /var/canary-lc /home/canary-lc /usr/local/bin/canary-lc /var/big-canary /usr/local/bin/pwned-lc /root/big.bin /tmp/from-nobody; do [ -e \$f ] && echo FOUND \$f; done; grep -rl $MARK /etc /root /var /home /tmp /usr/local 2>/dev/null; ps | grep 'sleep 777[7]'; echo checked" >"$t/out" 2>&1
+[[ $(cat "$t/out") == checked ]] && ok "after reset no canary file and no canary process survives" || not_ok "after reset no canary file and no canary process survives"
+new_mid=$(x "$A" -- cat /etc/machine-id 2>/dev/null)
+[[ $new_mid =~ ^[0-9a-f]{32}$ && $new_mid != "$mid_a" ]] && ok "after reset the machine-id differs" || not_ok "after reset the machine-id differs ($mid_a -> $new_mid)"
+denied "after reset the old token no longer opens the seat" "$NOT_OPEN '$A'" nobody --token-file "$t/tokA" exec "$A" -- id
+out=$(xn "$t/tokA2" "$A" -- hostname 2>"$t/out")
+[[ $out == "seat-$A" ]] && ok "after reset the new token opens it" || not_ok "after reset the new token opens it"
+check "image verify test-image passes after the session" bash -c "'$CTL' image verify test-image | grep -q verified && ! '$CTL' image verify test-image | grep -q 'NOT VERIFIED'"
+[[ $(blobs_sum) == "$blobs_before" ]] && ok "the verified base image's blobs have the same sha256 as before" || not_ok "the verified base image's blobs have the same sha256 as before"
+q=$(ls -d "$t/state/evidence/quarantine/$A-g1-"* 2>/dev/null | head -1)
+[[ -n $q && -s $q/overlay.qcow2 && -f $q/console.log ]] && grep -qa "$MARK" "$q/overlay.qcow2" \
+  && ok "the old session's overlay (with the canaries) is in evidence/quarantine" || { ls -laR "$t/state/evidence" >"$t/out" 2>&1; not_ok "the old session's overlay (with the canaries) is in evidence/quarantine"; }
+# 7b: the seed's acceptance test, last part
+x "$A" -- test -e /usr/local/bin/pwned-lc >"$t/out" 2>&1; rc=$?
+[[ $rc == 1 ]] && ok "the file the tool wrote in the guest is gone after reset" || not_ok "the file the tool wrote in the guest is gone after reset (rc $rc)"
+
+# ---------------------------------------------------------------- 9. bad input
+doms_before=$(our_domains | sort) dirs_before=$(seat_dirs)
+"$CTL" provision --image no-such-image >"$t/out" 2>&1; rc=$?
+[[ $rc == 1 ]] && grep -q "no image named 'no-such-image'" "$t/out" && ok "provision of an unknown image: a clear error" || not_ok "provision of an unknown image: a clear error"
+[[ $(our_domains | sort) == "$doms_before" && $(seat_dirs) == "$dirs_before" ]] && ok "... and no domain, no overlay left" || not_ok "... and no domain, no overlay left"
+"$CTL" provision --image test-image --participant $'evil\x1b[2J\x07name' >"$t/out" 2>&1; rc=$?
+[[ $rc == 1 ]] && grep -q "participant names are at most" "$t/out" && ! grep -q $'\x1b' "$t/out" \
+  && ok "a participant name with control characters is refused" || not_ok "a participant name with control characters is refused"
+"$CTL" provision --image test-image --participant $'two\nlines' >"$t/out" 2>&1; rc=$?
+[[ $rc == 1 && $(our_domains | sort) == "$doms_before" && $(seat_dirs) == "$dirs_before" ]] \
+  && ok "a participant name with a newline is refused; nothing made" || not_ok "a participant name with a newline is refused; nothing made"
+out=$(python3 "$t/ctl.py" seat.exec '{"seat": "sdeadbeef", "argv": ["id"]}' 2>&1)
+[[ $out == "error not_found "* ]] && ok "exec on an unknown seat: error code not_found" || not_ok "exec on an unknown seat: error code not_found ($out)"
+"$CTL" exec sdeadbeef -- id >"$t/out" 2>&1; rc=$?
+[[ $rc == 1 ]] && grep -q "no seat 'sdeadbeef'" "$t/out" && ok "seatctl exec on an unknown seat says so" || not_ok "seatctl exec on an unknown seat says so"
+
+# ---------------------------------------------------------------- 5b. release
+check "release $E" bash -c "'$CTL' release $E | grep -q 'released $E'"
+"$CTL" release "$E" >"$t/out" 2>&1; rc=$?
+[[ $rc == 1 ]] && grep -q "no seat '$E'" "$t/out" && ok "release twice: a clear error the second time" || not_ok "release twice: a clear error the second time"
+out=$(python3 "$t/ctl.py" seat.release "{\"seat\": \"$E\"}" 2>&1)
+[[ $out == "error not_found "* ]] && ok "release of a released seat: error code not_found" || not_ok "release of a released seat: error code not_found ($out)"
+check "release $D" "$CTL" release "$D"
+[[ -z $(our_domains | grep -E "seatd-($D|$E)$") && ! -e $t/state/seats/$D && ! -e $t/state/seats/$E ]] \
+  && ls -d "$t/state/evidence/quarantine/$D-g1-"* "$t/state/evidence/quarantine/$E-g1-"* >/dev/null 2>&1 \
+  && ok "released seats: domains gone, seat directories gone, sessions in quarantine" || not_ok "released seats: domains gone, seat directories gone, sessions in quarantine"
+denied "a released seat's token opens nothing" "$NOT_OPEN '$D'" nobody --token-file "$t/tok.$D" status "$D"
+
+# ---------------------------------------------------------------- 8. faults
+# Everything of ours that runs has a seat in list, and every seat directory belongs to one.
+consistent() {
+  local ids doms dirs
+  ids=$(listed_ids | sort) doms=$(our_domains | sed "s/^seatd-//" | sort) dirs=$(seat_dirs)
+  echo "listed: $(echo $ids) / domains: $(echo $doms) / dirs: $(echo $dirs)"
+  [[ $doms == "$ids" && $dirs == "$ids" ]]
+}
+seat_works() { [[ $(x "$1" -- hostname 2>/dev/null) == "seat-$1" ]]; }
+
+# a) SIGKILL while a provision boots its domain
+before=$(our_domains | sort)
+"$CTL" -q provision --image test-image >"$t/p8" 2>&1 &
+prov_pid=$! bg_pids+=("$prov_pid")
+new=
+for _ in $(seq 1 200); do
+  new=$(comm -13 <(echo "$before") <(our_domains | sort))
+  [[ -n $new ]] && break
+  sleep 0.05
+done
+sleep 0.5 # booting: the guest agent is not up yet (a boot takes ~2.5 s here)
+kill_seatd
+wait "$prov_pid"; prc=$?
+echo "# killed seatd during the provision of ${new:-?} (seatctl provision exited $prc: $(head -c 200 "$t/p8" | tr '\n' ' '))"
+[[ -n $new && $prc != 0 ]] && ! grep -qE '[0-9a-f]{64}' "$t/p8" \
+  && ok "seatd SIGKILLed while provisioning ${new:-?} (domain started, no token handed out)" || not_ok "seatd SIGKILLed while provisioning"
+start_seatd
+check "after restart: every seatd-* domain of ours has a seat in list, no orphaned seat directory" consistent
+[[ -n $new ]] && ! our_domains | grep -qx "$new" && ls -d "$t/state/evidence/quarantine/${new#seatd-}-orphan-"* >/dev/null 2>&1 \
+  && ok "the half-made seat's domain is gone and its files are set aside" || not_ok "the half-made seat's domain is gone and its files are set aside"
+good=1; : >"$t/out"
+for s in "$A" "$B" "$C"; do [[ $(state_of "$s") == ready ]] && seat_works "$s" || { good=0; echo "$s not adopted/working" >>"$t/out"; }; done
+[[ $good == 1 ]] && ok "the READY seats were adopted and answer exec ($A $B $C)" || not_ok "the READY seats were adopted and answer exec"
+out=$(xn "$t/tokA2" "$A" -- hostname 2>&1)
+[[ $out == "seat-$A" ]] && ok "an adopted seat still takes its participant token" || not_ok "an adopted seat still takes its participant token ($out)"
+
+# b) SIGKILL while a reset boots the new machine
+old_id=$("${VIRSH[@]}" domid "seatd-$C" 2>/dev/null | tr -d ' ')
+"$CTL" -q reset "$C" >"$t/r8" 2>&1 &
+reset_pid=$! bg_pids+=("$reset_pid")
+cur=
+for _ in $(seq 1 300); do
+  cur=$("${VIRSH[@]}" domid "seatd-$C" 2>/dev/null | tr -d ' ')
+  [[ -n $cur && $cur != "$old_id" ]] && break
+  sleep 0.05
+done
+sleep 0.5
+kill_seatd
+wait "$reset_pid"; rrc=$?
+echo "# killed seatd during the reset of $C (domain id $old_id -> ${cur:-none}; seatctl reset exited $rrc)"
+[[ -n $cur && $cur != "$old_id" && $rrc != 0 ]] && ok "seatd SIGKILLed while resetting $C (new domain booting)" || not_ok "seatd SIGKILLed while resetting $C"
+start_seatd
+check "after restart: every seatd-* domain of ours has a seat in list, no orphaned seat directory" consistent
+! listed_ids | grep -qx "$C" && ! our_domains | grep -qx "seatd-$C" && ls -d "$t/state/evidence/quarantine/$C-g1-"* >/dev/null 2>&1 \
+  && ok "the half-reset seat is removed (not adopted), its old session kept in quarantine" || not_ok "the half-reset seat is removed, its old session kept in quarantine"
+good=1; : >"$t/out"
+for s in "$A" "$B"; do [[ $(state_of "$s") == ready ]] && seat_works "$s" || { good=0; echo "$s not adopted/working" >>"$t/out"; }; done
+[[ $good == 1 ]] && ok "the other READY seats were adopted again and answer exec" || not_ok "the other READY seats were adopted again and answer exec"
+
+# c) libvirtd restarted under running seats
+lpid=$(pgrep -xo libvirtd)
+kill "$lpid" 2>/dev/null
+for _ in $(seq 1 100); do kill -0 "$lpid" 2>/dev/null || break; sleep 0.1; done
+kill -0 "$lpid" 2>/dev/null && kill -9 "$lpid"
+libvirtd -d
+for _ in $(seq 1 150); do "${VIRSH[@]}" version >/dev/null 2>&1 && break; sleep 0.1; done
+newpid=$(pgrep -xo libvirtd)
+[[ -n $newpid && $newpid != "$lpid" ]] && "${VIRSH[@]}" version >/dev/null 2>&1 \
+  && ok "libvirtd restarted (pid $lpid -> $newpid)" || not_ok "libvirtd restarted"
+[[ $(our_domains | sort) == "$(printf 'seatd-%s\n' "$A" "$B" | sort)" ]] && ok "the seats' domains kept running" || not_ok "the seats' domains kept running"
+good=1; : >"$t/out"
+for s in "$A" "$B"; do seat_works "$s" && [[ $(state_of "$s") == ready ]] || { good=0; echo "$s not working" >>"$t/out"; }; done
+[[ $good == 1 ]] && ok "seats keep working through seatd (exec, status)" || not_ok "seats keep working through seatd (exec, status)"
+"$CTL" reset "$B" >"$t/resetB" 2>"$t/out"; rc=$?
+cat "$t/resetB" >>"$t/out"
+new_tokB=$(sed -n 's/^new participant token: //p' "$t/resetB")
+[[ $rc == 0 && $new_tokB =~ ^[0-9a-f]{64}$ ]] && seat_works "$B" && [[ $(our_domains | sort) == "$(printf 'seatd-%s\n' "$A" "$B" | sort)" ]] \
+  && ok "reset after the libvirtd restart works (seatd reconnected; old domain gone, new one answers)" || not_ok "reset after the libvirtd restart works"
+[[ -n $new_tokB ]] && echo "$new_tokB" >>"$t/all-tokens"
+"$CTL" -q provision --image test-image >"$t/prov9" 2>"$t/out"; rc=$?
+F=$(awk 'NR==2 {print $1}' "$t/prov9"); awk 'NR==2 {print $2}' "$t/prov9" >>"$t/all-tokens"
+[[ $rc == 0 && -n $F ]] && seat_works "$F" && ok "provision after the libvirtd restart works" || not_ok "provision after the libvirtd restart works"
+
+# ---------------------------------------------------------------- the end: release all, no secrets in the log
+good=1; : >"$t/out"
+for s in "$A" "$B" ${F:+"$F"}; do "$CTL" release "$s" >>"$t/out" 2>&1 || good=0; done
+[[ $good == 1 && -z $(our_domains) && -z $(seat_dirs) && -z $(listed_ids) ]] \
+  && ok "released every seat: no domain, no seat directory, empty list" || { our_domains >>"$t/out"; not_ok "released every seat: no domain, no seat directory, empty list"; }
+leaks=0
+while read -r tok; do [[ -n $tok ]] && grep -qF "$tok" "$t/seatd.log" && leaks=$((leaks + 1)); done <"$t/all-tokens"
+echo "tokens issued: $(wc -l <"$t/all-tokens"), found in the log: $leaks" >"$t/out"
+[[ $leaks == 0 && $(wc -l <"$t/all-tokens") -ge 8 ]] && ok "seatd's log (debug level) contains none of the $(wc -l <"$t/all-tokens") tokens issued" || not_ok "seatd's log contains no token"
+kill -0 "$seatd_pid" 2>/dev/null && ok "seatd is still serving" || not_ok "seatd is still serving"
+
+echo "# took $(($(date +%s) - t_start)) s"
+echo "1..$n"
+exit $((failed > 0))
