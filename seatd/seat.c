@@ -200,8 +200,8 @@ static int seat_paths(SeatManager *m, Seat *s) {
         free(s->console_log);
         s->dir = s->overlay = s->console_log = NULL;
         if (asprintf(&s->dir, "%s/%s", m->seats_dir, s->rec.id) < 0 ||
-            asprintf(&s->overlay, "%s/overlay.qcow2", s->dir) < 0 ||
-            asprintf(&s->console_log, "%s/console.log", s->dir) < 0)
+            asprintf(&s->overlay, "%s/overlay-g%" PRId64 ".qcow2", s->dir, s->rec.generation) < 0 ||
+            asprintf(&s->console_log, "%s/console-g%" PRId64 ".log", s->dir, s->rec.generation) < 0)
                 return -ENOMEM;
         return 0;
 }
@@ -225,6 +225,12 @@ static virConnectPtr manager_conn(SeatManager *m, SeatError **ret_error) {
         return c;
 }
 
+/* A seat's domain is named per generation: a reset starts the new machine while libvirt
+ * is still finishing the old one's destroy (1-2 s here), under a name of its own. */
+static void seat_domain_name(const SeatRecord *rec, char *buf, size_t size) {
+        snprintf(buf, size, SEAT_DOMAIN_PREFIX "%s-g%" PRId64, rec->id, rec->generation);
+}
+
 /* Make s->dom a handle on the live connection (it may date from before a reconnect). */
 static int seat_refresh_dom(SeatManager *m, Seat *s, SeatError **ret_error) {
         virConnectPtr c = manager_conn(m, ret_error);
@@ -232,7 +238,7 @@ static int seat_refresh_dom(SeatManager *m, Seat *s, SeatError **ret_error) {
                 return -ECONNREFUSED;
         if (s->dom && virDomainGetConnect(s->dom) != c) {
                 char name[64];
-                snprintf(name, sizeof(name), SEAT_DOMAIN_PREFIX "%s", s->rec.id);
+                seat_domain_name(&s->rec, name, sizeof(name));
                 virDomainFree(s->dom);
                 s->dom = virDomainLookupByName(c, name); /* NULL: gone meanwhile */
         }
@@ -282,7 +288,7 @@ static int build_spec_and_start(SeatManager *m, Seat *s, const ImageManifest *ma
         int r = overlay_create(base, image_format_to_string(disk->format), s->overlay, ret_error);
         if (r < 0)
                 return r;
-        snprintf(name, sizeof(name), SEAT_DOMAIN_PREFIX "%s", s->rec.id);
+        seat_domain_name(&s->rec, name, sizeof(name));
         DomainSpec spec = { .name = name, .kvm = kvm, .manifest = man, .kernel = kernel, .initrd = initrd,
                             .base = base, .overlay = s->overlay, .console_log = s->console_log, .record = &s->rec };
         virConnectPtr c = manager_conn(m, ret_error);
@@ -440,6 +446,17 @@ static void seat_fault(Seat *s, const char *why) {
         log_warning("seat '%s' faulted: %s", s->rec.id, why);
 }
 
+/* Returns NULL when the domain is gone, else a malloc'd reason. */
+static void *destroy_thread(void *p) {
+        virDomainPtr dom = p;
+        int r = domain_stop(dom);
+        char *why = r < 0 ? strdup(domain_last_error()) : NULL;
+        if (r < 0 && !why)
+                why = strdup("destroy failed");
+        virDomainFree(dom);
+        return why;
+}
+
 int seat_reset(SeatManager *m, Seat *s, char **ret_token, SeatError **ret_error) {
         _cleanup_free_ char *token = NULL;
         int r;
@@ -459,20 +476,39 @@ int seat_reset(SeatManager *m, Seat *s, char **ret_token, SeatError **ret_error)
         if (s->dom)
                 (void) domain_set_record(s->dom, &s->rec, NULL);
 
-        /* The old machine goes first and entirely: no byte of it is reused. */
+        /* The old machine goes entirely: no byte of it is reused. Its destroy runs beside the
+         * new boot (libvirt takes 1-2 s to confirm a QEMU that exits in milliseconds), and
+         * the seat is not READY before that destroy has returned. */
         s->agent = agent_client_free(s->agent);
+        pthread_t destroyer;
+        bool destroying = false;
         if (s->dom) {
-                (void) domain_stop(s->dom);
-                virDomainFree(s->dom);
-                s->dom = NULL;
+                virDomainPtr old = TAKE_PTR(s->dom);
+                destroying = pthread_create(&destroyer, NULL, destroy_thread, old) == 0;
+                if (!destroying) {
+                        (void) domain_stop(old);
+                        virDomainFree(old);
+                }
         }
         r = quarantine(m, s, ret_error);
         if (r >= 0) {
+                /* The new generation's files have names of their own: the old machine's
+                 * console may still be held open by virtlogd while its destroy completes. */
                 s->rec.generation++;
-                r = new_token(s, &token);
+                r = seat_paths(m, s);
         }
         if (r >= 0)
+                r = new_token(s, &token);
+        if (r >= 0)
                 r = boot_seat(m, s, ret_error);
+        if (destroying) {
+                void *res = NULL;
+                pthread_join(destroyer, &res);
+                if (res && r >= 0)
+                        r = seat_error_set(ret_error, EIO, "the old machine of seat '%s' could not be destroyed: %s",
+                                           s->rec.id, (char *) res);
+                free(res);
+        }
         if (r >= 0) {
                 seat_set_state(s, SEAT_READY);
                 r = domain_set_record(s->dom, &s->rec, ret_error);
@@ -625,7 +661,7 @@ static bool domain_is_ours(SeatManager *m, virDomainPtr dom) {
         const char *name = virDomainGetName(dom);
         _cleanup_free_ char *xml = virDomainGetXMLDesc(dom, 0), *want = NULL;
         if (!xml || !name || strlen(name) <= strlen(SEAT_DOMAIN_PREFIX) ||
-            asprintf(&want, "<source file='%s/%s/overlay.qcow2'", m->seats_dir, name + strlen(SEAT_DOMAIN_PREFIX)) < 0)
+            asprintf(&want, "<source file='%s/", m->seats_dir) < 0)
                 return false;
         return strstr(xml, want) != NULL;
 }
@@ -640,8 +676,10 @@ static int adopt_one(SeatManager *m, virDomainPtr dom) {
                 virDomainFree(dom);
                 return 0;
         }
-        if (domain_get_record(dom, &rec) < 0 || strcmp(rec.state, "ready") != 0 ||
-            strcmp(name + strlen(SEAT_DOMAIN_PREFIX), rec.id) != 0) {
+        char expected[64] = "";
+        if (domain_get_record(dom, &rec) >= 0)
+                seat_domain_name(&rec, expected, sizeof(expected));
+        if (!expected[0] || strcmp(rec.state, "ready") != 0 || strcmp(name, expected) != 0) {
                 /* Half-made (provisioning, resetting) or not ours to trust: remove it. */
                 log_warning("removing orphaned domain '%s' (state '%s')", name, rec.state);
                 (void) domain_stop(dom);
@@ -682,19 +720,17 @@ static void sweep_orphan_dirs(SeatManager *m) {
                 _cleanup_(seat_unrefp) Seat *s = seat_manager_get(m, de->d_name);
                 if (s)
                         continue;
-                _cleanup_free_ char *o = NULL, *c = NULL, *dir = NULL, *q = NULL, *qo = NULL, *qc = NULL;
-                if (asprintf(&dir, "%s/%s", m->seats_dir, de->d_name) < 0 || asprintf(&o, "%s/overlay.qcow2", dir) < 0 ||
-                    asprintf(&c, "%s/console.log", dir) < 0 ||
-                    asprintf(&q, "%s/%s-orphan-%lld", m->quarantine_dir, de->d_name, (long long) time(NULL)) < 0 ||
-                    asprintf(&qo, "%s/overlay.qcow2", q) < 0 || asprintf(&qc, "%s/console.log", q) < 0)
+                _cleanup_free_ char *dir = NULL, *q = NULL;
+                if (asprintf(&dir, "%s/%s", m->seats_dir, de->d_name) < 0 ||
+                    asprintf(&q, "%s/%s-orphan-%lld", m->quarantine_dir, de->d_name, (long long) time(NULL)) < 0)
                         break;
-                /* Half-made or unhealthy: set aside for evidence, never reused, never silently deleted. */
+                /* Half-made or unhealthy: set aside whole for evidence, never reused, never
+                 * silently deleted (the same filesystem: a rename). */
                 log_warning("setting aside orphaned seat directory '%s' in '%s'", dir, q);
-                if (mkdir(q, 0700) < 0 && errno != EEXIST)
+                if (rename(dir, q) < 0) {
+                        log_warning("cannot set aside '%s': %m", dir);
                         continue;
-                if ((rename(o, qo) < 0 && errno != ENOENT) || (rename(c, qc) < 0 && errno != ENOENT))
-                        continue;
-                (void) rmdir(dir);
+                }
                 (void) rmdir(q); /* only when nothing was in it */
         }
         closedir(d);
