@@ -20,7 +20,7 @@ typedef struct Verb {
 } Verb;
 
 static const Verb verbs[] = {
-        { "keygen", verb_keygen, "create a key pair" },
+        { "keygen", verb_keygen_any, "create a key pair (--box: a facilitator box key pair)" },
         { "sign", verb_sign, "sign a file" },
         { "verify", verb_verify, "verify a file's signature and print its trusted comment" },
 };
@@ -31,6 +31,7 @@ static void help(void) {
                "\n"
                "SYNOPSIS\n"
                "    seat-sign keygen -p PUBFILE -s SECFILE [-W] [-f] [--password-file FILE]\n"
+               "    seat-sign keygen --box -p PUBFILE -s SECFILE [-f]\n"
                "    seat-sign sign -s SECFILE -m FILE [-x SIGFILE] [-t COMMENT] [-c COMMENT]\n"
                "    seat-sign verify (-p PUBFILE | -P PUBKEY) -m FILE [-x SIGFILE] [-q | -Q] [-H]\n"
                "    seat-sign VERB --help\n"

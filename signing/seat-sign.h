@@ -11,6 +11,8 @@
 #include "error.h"
 
 int verb_keygen(int argc, char *argv[], SeatError **ret_error);
+/* keygen with --box goes to seat-sign-box.c, otherwise to verb_keygen(). */
+int verb_keygen_any(int argc, char *argv[], SeatError **ret_error);
 int verb_sign(int argc, char *argv[], SeatError **ret_error);
 int verb_verify(int argc, char *argv[], SeatError **ret_error);
 

@@ -7,7 +7,7 @@ SEATD_PACKAGES=(
   libjson-c-dev libcmocka-dev libvirt-dev libsodium-dev
   qemu-system-x86 qemu-utils libvirt-daemon-system libvirt-clients
   linux-image-amd64 busybox-static e2fsprogs cpio xz-utils kmod file
-  nftables python3 minisign
+  nftables libnftables-dev iproute2 python3 minisign
   libcurl4-openssl-dev openssl bsdutils
   libguestfs-dev libguestfs-tools
 )

@@ -1,0 +1,417 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * seat-evidence: the offline path to sealed evidence archives (docs/evidence-format.md).
+ * A table of verbs; only main() prints errors and picks the exit code (0 ok, 1 failure,
+ * 2 usage).
+ */
+#include <dirent.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <sodium.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "archive.h"
+#include "audit.h"
+#include "boxkey.h"
+#include "config.h"
+#include "hash.h"
+#include "jsonframe.h"
+#include "log.h"
+#include "minisign.h"
+
+#define INPUTS_MAX ARCHIVE_MEMBERS_MAX
+
+static int usage(SeatError **ret_error, const char *verb, const char *fmt, ...) _printf_(3, 4);
+static int usage(SeatError **ret_error, const char *verb, const char *fmt, ...) {
+        _cleanup_free_ char *msg = NULL;
+        va_list ap;
+        va_start(ap, fmt);
+        if (vasprintf(&msg, fmt, ap) < 0)
+                msg = NULL;
+        va_end(ap);
+        return seat_error_set(ret_error, EINVAL, "%s (see 'seat-evidence --help')", msg ? msg : verb);
+}
+
+static void help(void) {
+        printf("NAME\n"
+               "    seat-evidence - verify, open, list and seal seatd evidence archives\n"
+               "\n"
+               "SYNOPSIS\n"
+               "    seat-evidence verify ARCHIVE --host-key PUB [--seat ID] [--session HEX]\n"
+               "    seat-evidence open ARCHIVE --host-key PUB --key FACILITATOR_SEC --out DIR\n"
+               "    seat-evidence list DIR [--host-key PUB]\n"
+               "    seat-evidence seal --seat ID --host-key SEC --to FACILITATOR_PUB --out ARCHIVE\n"
+               "                  [--audit LOG --audit-key HEX] [--console PATH] [--capture PATH]\n"
+               "                  [--file NAME=PATH]... [--session HEX] [--image DIGEST]\n"
+               "                  [--max-member-size BYTES]\n"
+               "    seat-evidence audit-verify LOG --audit-key HEX [--session-open]\n"
+               "    seat-evidence audit-write LOG --audit-key HEX [--records N] [--no-end]   (tests)\n"
+               "\n"
+               "DESCRIPTION\n"
+               "    verify checks what needs no secret key: the host signature over the manifest,\n"
+               "    the manifest, every chunk's length, and the BLAKE2b-512 of the encrypted payload.\n"
+               "    open also decrypts with the facilitator's box key, checks every member and the\n"
+               "    audit chain, and only then writes the members into DIR.\n"
+               "    The host key of seal is a minisign secret key ($SEAT_SIGN_PASSWORD if protected).\n"
+               "\n"
+               "EXIT STATUS\n"
+               "    0 success, 1 verification or operation failure (the reason is printed), 2 usage.\n");
+}
+
+static int parse_key_hex(const char *hex, uint8_t key[AUDIT_KEY_BYTES], SeatError **ret_error) {
+        if (!hex || strlen(hex) != 2 * AUDIT_KEY_BYTES || digest_from_hex(hex, strlen(hex), key, AUDIT_KEY_BYTES) < 0)
+                return seat_error_set(ret_error, EINVAL, "--audit-key wants %u hex digits", 2 * AUDIT_KEY_BYTES);
+        return 0;
+}
+
+static void print_manifest(const ArchiveManifest *m) {
+        char when[64] = "?";
+        time_t t = (time_t) (m->created_ms / 1000);
+        struct tm tm;
+        if (gmtime_r(&t, &tm))
+                strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+        printf("seat:    %s\nsession: %s\ncreated: %s\nimage:   %s\nmembers:\n", m->seat, m->session, when,
+               m->image[0] ? m->image : "-");
+        for (size_t i = 0; i < m->n_members; i++) {
+                const ArchiveMember *a = m->members + i;
+                printf("  %-8s %12" PRIu64 "%s  %s  (from '%s')\n", a->role, a->size, a->truncated ? " TRUNCATED" : "",
+                       a->name, a->origin);
+        }
+}
+
+/* ---- verify / open ------------------------------------------------------------------ */
+
+typedef struct Opts {
+        const char *archive, *host_key, *key, *out, *seat, *session, *to, *image, *audit, *audit_key, *console,
+                *capture;
+        const char *files[INPUTS_MAX];
+        size_t n_files;
+        uint64_t max_member, records;
+        bool session_open, no_end;
+} Opts;
+
+enum {
+        ARG_HOST_KEY = 0x100, ARG_KEY, ARG_OUT, ARG_SEAT, ARG_SESSION, ARG_TO, ARG_IMAGE, ARG_AUDIT, ARG_AUDIT_KEY,
+        ARG_CONSOLE, ARG_CAPTURE, ARG_FILE, ARG_MAX_MEMBER, ARG_RECORDS, ARG_SESSION_OPEN, ARG_NO_END,
+};
+
+static int parse_opts(const char *verb, int argc, char *argv[], Opts *o, SeatError **ret_error) {
+        static const struct option options[] = {
+                { "host-key", required_argument, NULL, ARG_HOST_KEY },
+                { "key", required_argument, NULL, ARG_KEY },
+                { "out", required_argument, NULL, ARG_OUT },
+                { "seat", required_argument, NULL, ARG_SEAT },
+                { "session", required_argument, NULL, ARG_SESSION },
+                { "to", required_argument, NULL, ARG_TO },
+                { "image", required_argument, NULL, ARG_IMAGE },
+                { "audit", required_argument, NULL, ARG_AUDIT },
+                { "audit-key", required_argument, NULL, ARG_AUDIT_KEY },
+                { "console", required_argument, NULL, ARG_CONSOLE },
+                { "capture", required_argument, NULL, ARG_CAPTURE },
+                { "file", required_argument, NULL, ARG_FILE },
+                { "max-member-size", required_argument, NULL, ARG_MAX_MEMBER },
+                { "records", required_argument, NULL, ARG_RECORDS },
+                { "session-open", no_argument, NULL, ARG_SESSION_OPEN },
+                { "no-end", no_argument, NULL, ARG_NO_END },
+                {},
+        };
+        int c;
+        char *end;
+
+        optind = 0;
+        opterr = 0;
+        while ((c = getopt_long(argc, argv, "", options, NULL)) >= 0)
+                switch (c) {
+                case ARG_HOST_KEY: o->host_key = optarg; break;
+                case ARG_KEY: o->key = optarg; break;
+                case ARG_OUT: o->out = optarg; break;
+                case ARG_SEAT: o->seat = optarg; break;
+                case ARG_SESSION: o->session = optarg; break;
+                case ARG_TO: o->to = optarg; break;
+                case ARG_IMAGE: o->image = optarg; break;
+                case ARG_AUDIT: o->audit = optarg; break;
+                case ARG_AUDIT_KEY: o->audit_key = optarg; break;
+                case ARG_CONSOLE: o->console = optarg; break;
+                case ARG_CAPTURE: o->capture = optarg; break;
+                case ARG_FILE:
+                        if (o->n_files >= INPUTS_MAX)
+                                return usage(ret_error, verb, "too many --file options");
+                        o->files[o->n_files++] = optarg;
+                        break;
+                case ARG_MAX_MEMBER:
+                case ARG_RECORDS:
+                        errno = 0;
+                        uint64_t v = strtoull(optarg, &end, 10);
+                        if (errno || *end || end == optarg)
+                                return usage(ret_error, verb, "'%s' is not a number", optarg);
+                        *(c == ARG_RECORDS ? &o->records : &o->max_member) = v;
+                        break;
+                case ARG_SESSION_OPEN: o->session_open = true; break;
+                case ARG_NO_END: o->no_end = true; break;
+                default:
+                        return usage(ret_error, verb, "unknown option or missing argument '%s'", argv[optind - 1]);
+                }
+        if (optind < argc)
+                o->archive = argv[optind++];
+        if (optind < argc)
+                return usage(ret_error, verb, "unexpected argument '%s'", argv[optind]);
+        return 0;
+}
+
+static int verb_verify(int argc, char *argv[], SeatError **ret_error) {
+        _cleanup_(archive_manifest_freep) ArchiveManifest *m = NULL;
+        SeatPublicKey pk;
+        Opts o = {};
+        int r = parse_opts("verify", argc, argv, &o, ret_error);
+        if (r < 0)
+                return r;
+        if (!o.archive || !o.host_key)
+                return usage(ret_error, "verify", "verify needs ARCHIVE and --host-key PUB");
+        r = seat_public_key_load(o.host_key, &pk, ret_error);
+        if (r < 0)
+                return r;
+        r = archive_verify(o.archive, &pk, o.seat, o.session, &m, ret_error);
+        if (r < 0)
+                return r;
+        print_manifest(m);
+        printf("OK: signature, manifest, chunk structure and payload digest verified "
+               "(contents need the facilitator key: seat-evidence open)\n");
+        return 0;
+}
+
+static int verb_open(int argc, char *argv[], SeatError **ret_error) {
+        _cleanup_(archive_manifest_freep) ArchiveManifest *m = NULL;
+        _cleanup_(seat_box_secret_key_freep) SeatBoxSecretKey *sk = NULL;
+        SeatPublicKey pk;
+        Opts o = {};
+        int r = parse_opts("open", argc, argv, &o, ret_error);
+        if (r < 0)
+                return r;
+        if (!o.archive || !o.host_key || !o.key || !o.out)
+                return usage(ret_error, "open", "open needs ARCHIVE, --host-key PUB, --key SEC and --out DIR");
+        r = seat_public_key_load(o.host_key, &pk, ret_error);
+        if (r >= 0)
+                r = seat_box_secret_key_load(o.key, &sk, ret_error);
+        if (r >= 0)
+                r = archive_open(o.archive, &pk, sk, o.out, &m, ret_error);
+        if (r < 0)
+                return r;
+        print_manifest(m);
+        printf("OK: every member and the audit chain verified; written to %s\n", o.out);
+        return 0;
+}
+
+static int filter_visible(const struct dirent *d) {
+        return d->d_name[0] != '.';
+}
+
+static int verb_list(int argc, char *argv[], SeatError **ret_error) {
+        struct dirent **list = NULL;
+        SeatPublicKey pk;
+        Opts o = {};
+        int r = parse_opts("list", argc, argv, &o, ret_error);
+        if (r < 0)
+                return r;
+        if (!o.archive)
+                return usage(ret_error, "list", "list needs DIR");
+        if (o.host_key) {
+                r = seat_public_key_load(o.host_key, &pk, ret_error);
+                if (r < 0)
+                        return r;
+        }
+        int n = scandir(o.archive, &list, filter_visible, alphasort);
+        if (n < 0)
+                return seat_error_set(ret_error, errno, "cannot list '%s': %m", o.archive);
+        printf("%-32s %-16s %-32s %-20s %7s %s\n", "ARCHIVE", "SEAT", "SESSION", "CREATED", "MEMBERS",
+               o.host_key ? "SIGNATURE" : "");
+        for (int i = 0; i < n; i++) {
+                _cleanup_(archive_manifest_freep) ArchiveManifest *m = NULL;
+                _cleanup_error_ SeatError *e = NULL;
+                _cleanup_free_ char *p = NULL;
+                if (asprintf(&p, "%s/%s", o.archive, list[i]->d_name) >= 0 &&
+                    archive_inspect(p, NULL, &m, &e) >= 0) {
+                        char when[32] = "?";
+                        time_t t = (time_t) (m->created_ms / 1000);
+                        struct tm tm;
+                        if (gmtime_r(&t, &tm))
+                                strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+                        const char *sig = "";
+                        if (o.host_key) {
+                                _cleanup_(archive_manifest_freep) ArchiveManifest *m2 = NULL;
+                                sig = archive_inspect(p, &pk, &m2, NULL) >= 0 ? "ok (manifest only)" : "BAD";
+                        }
+                        _cleanup_free_ char *shown = strdup(list[i]->d_name);
+                        for (char *c = shown; c && *c; c++)
+                                if ((unsigned char) *c < 0x20 || *c == 0x7f)
+                                        *c = '?';
+                        printf("%-32s %-16s %-32s %-20s %7zu %s\n", shown ? shown : "?", m->seat, m->session, when,
+                               m->n_members, sig);
+                }
+                free(list[i]);
+        }
+        free(list);
+        return 0;
+}
+
+/* ---- seal ------------------------------------------------------------------------ */
+
+static int verb_seal(int argc, char *argv[], SeatError **ret_error) {
+        _cleanup_(seat_secret_key_freep) SeatSecretKey *sk = NULL;
+        ArchiveInput inputs[INPUTS_MAX + 3];
+        uint8_t audit_key[AUDIT_KEY_BYTES];
+        SeatBoxPublicKey fac;
+        size_t n = 0;
+        Opts o = {};
+        int r = parse_opts("seal", argc, argv, &o, ret_error);
+        if (r < 0)
+                return r;
+        if (o.archive)
+                return usage(ret_error, "seal", "seal takes no positional argument (use --out)");
+        if (!o.seat || !o.host_key || !o.to || !o.out)
+                return usage(ret_error, "seal", "seal needs --seat, --host-key SEC, --to PUB and --out ARCHIVE");
+        if (!!o.audit != !!o.audit_key)
+                return usage(ret_error, "seal", "--audit and --audit-key go together");
+        if (o.audit_key && parse_key_hex(o.audit_key, audit_key, ret_error) < 0)
+                return -EINVAL;
+        const char *pw = getenv("SEAT_SIGN_PASSWORD");
+        r = seat_secret_key_load(o.host_key, pw ? seat_password_from_string : NULL, (void *) pw, &sk, ret_error);
+        if (r >= 0)
+                r = seat_box_public_key_load(o.to, &fac, ret_error);
+        if (r < 0)
+                return r;
+        if (o.audit)
+                inputs[n++] = (ArchiveInput) { .name = "audit.log", .role = "audit", .path = o.audit };
+        if (o.console)
+                inputs[n++] = (ArchiveInput) { .name = "console.log", .role = "console", .path = o.console };
+        if (o.capture)
+                inputs[n++] = (ArchiveInput) { .name = "capture.pcap", .role = "capture", .path = o.capture };
+        _cleanup_strv_free_ char **names = calloc(o.n_files + 1, sizeof(char *));
+        if (!names)
+                return seat_error_set(ret_error, ENOMEM, "out of memory");
+        for (size_t i = 0; i < o.n_files; i++) {
+                const char *eq = strchr(o.files[i], '=');
+                if (!eq || eq == o.files[i] || !eq[1])
+                        return usage(ret_error, "seal", "--file wants NAME=PATH, not '%s'", o.files[i]);
+                names[i] = strndup(o.files[i], (size_t) (eq - o.files[i]));
+                if (!names[i])
+                        return seat_error_set(ret_error, ENOMEM, "out of memory");
+                inputs[n++] = (ArchiveInput) { .name = names[i], .role = "file", .path = eq + 1 };
+        }
+        ArchiveSealParams p = {
+                .seat_id = o.seat,
+                .session = o.session,
+                .image_digest = o.image,
+                .inputs = inputs,
+                .n_inputs = n,
+                .host_key = sk,
+                .facilitator = &fac,
+                .audit_key = o.audit_key ? audit_key : NULL,
+                .max_member_size = o.max_member,
+        };
+        r = archive_seal(o.out, &p, ret_error);
+        sodium_memzero(audit_key, sizeof(audit_key));
+        if (r < 0)
+                return r;
+        printf("sealed %zu file(s) into %s\n", n, o.out);
+        return 0;
+}
+
+/* ---- audit logs -------------------------------------------------------------------- */
+
+static int verb_audit_verify(int argc, char *argv[], SeatError **ret_error) {
+        uint8_t key[AUDIT_KEY_BYTES];
+        uint64_t count = 0;
+        Opts o = {};
+        int r = parse_opts("audit-verify", argc, argv, &o, ret_error);
+        if (r < 0)
+                return r;
+        if (!o.archive || !o.audit_key)
+                return usage(ret_error, "audit-verify", "audit-verify needs LOG and --audit-key HEX");
+        r = parse_key_hex(o.audit_key, key, ret_error);
+        if (r >= 0)
+                r = audit_log_verify(o.archive, key, o.session_open ? AUDIT_VERIFY_SESSION_OPEN : 0, &count, ret_error);
+        sodium_memzero(key, sizeof(key));
+        if (r < 0)
+                return r;
+        printf("OK: %" PRIu64 " audit records verified\n", count);
+        return 0;
+}
+
+static int verb_audit_write(int argc, char *argv[], SeatError **ret_error) {
+        _cleanup_(audit_log_freep) AuditLog *log = NULL;
+        uint8_t key[AUDIT_KEY_BYTES];
+        Opts o = { .records = 5 };
+        int r = parse_opts("audit-write", argc, argv, &o, ret_error);
+        if (r < 0)
+                return r;
+        if (!o.archive || !o.audit_key)
+                return usage(ret_error, "audit-write", "audit-write needs LOG and --audit-key HEX");
+        r = parse_key_hex(o.audit_key, key, ret_error);
+        if (r >= 0)
+                r = audit_log_open(o.archive, key, 0, &log, ret_error);
+        sodium_memzero(key, sizeof(key));
+        for (uint64_t i = 0; r >= 0 && i < o.records; i++) {
+                _cleanup_json_ json_object *d = json_object_new_object();
+                if (!d)
+                        return seat_error_set(ret_error, ENOMEM, "out of memory");
+                json_object_object_add(d, "n", json_object_new_int64((int64_t) i));
+                json_object_object_add(d, "argv", json_object_new_string("echo test"));
+                r = audit_log_append(log, "tool.exec", d, ret_error);
+        }
+        if (r < 0)
+                return r;
+        if (!o.no_end)
+                return audit_log_close(TAKE_PTR(log), ret_error);
+        return 0;
+}
+
+typedef struct Verb {
+        const char *name;
+        int (*run)(int argc, char *argv[], SeatError **ret_error);
+} Verb;
+
+static const Verb verbs[] = {
+        { "verify", verb_verify },
+        { "open", verb_open },
+        { "list", verb_list },
+        { "seal", verb_seal },
+        { "audit-verify", verb_audit_verify },
+        { "audit-write", verb_audit_write },
+};
+
+int main(int argc, char *argv[]) {
+        _cleanup_error_ SeatError *error = NULL;
+
+        log_set_ident("seat-evidence");
+        if (signing_init() < 0) {
+                fprintf(stderr, "seat-evidence: cannot initialise libsodium\n");
+                return 1;
+        }
+        if (argc < 2) {
+                fprintf(stderr, "seat-evidence: a verb is needed (see 'seat-evidence --help')\n");
+                return 2;
+        }
+        if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
+                help();
+                return 0;
+        }
+        if (strcmp(argv[1], "--version") == 0) {
+                printf("seat-evidence %s (seatd)\n", SEATD_VERSION);
+                return 0;
+        }
+        for (size_t i = 0; i < ELEMENTSOF(verbs); i++) {
+                if (strcmp(argv[1], verbs[i].name) != 0)
+                        continue;
+                int r = verbs[i].run(argc - 1, argv + 1, &error);
+                if (r >= 0)
+                        return 0;
+                fprintf(stderr, "seat-evidence %s: %s\n", verbs[i].name, error ? error->message : strerror(-r));
+                return r == -EINVAL ? 2 : 1;
+        }
+        fprintf(stderr, "seat-evidence: unknown verb '%s' (see 'seat-evidence --help')\n", argv[1]);
+        return 2;
+}

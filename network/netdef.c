@@ -1,0 +1,158 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <arpa/inet.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "netdef.h"
+
+static bool id_valid(const char *id) {
+        size_t n = id ? strlen(id) : 0;
+        if (n == 0 || n > NETDEF_SEAT_ID_MAX || id[0] == '-')
+                return false;
+        for (const char *c = id; *c; c++)
+                if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '-'))
+                        return false;
+        return true;
+}
+
+static uint32_t mask_of(unsigned len) {
+        return len == 0 ? 0 : (uint32_t) (0xffffffffu << (32 - len));
+}
+
+static bool within(uint32_t addr, unsigned len, uint32_t net, unsigned netlen) {
+        return len >= netlen && (addr & mask_of(netlen)) == net;
+}
+
+int netdef_pool_parse(const char *s, unsigned subnet_len, NetPool *ret, SeatError **ret_error) {
+        char host[INET_ADDRSTRLEN];
+        struct in_addr a;
+        const char *slash = s ? strchr(s, '/') : NULL;
+        unsigned len = 0;
+
+        if (subnet_len != 29 && subnet_len != 30)
+                return seat_error_set(ret_error, EINVAL, "seat subnets are /29 or /30, not /%u", subnet_len);
+        if (!slash || (size_t) (slash - s) >= sizeof(host) || sscanf(slash + 1, "%2u", &len) != 1 ||
+            strspn(slash + 1, "0123456789") != strlen(slash + 1))
+                return seat_error_set(ret_error, EINVAL, "network pool '%s' is not ADDRESS/LEN", s ? s : "");
+        memcpy(host, s, (size_t) (slash - s));
+        host[slash - s] = 0;
+        if (inet_pton(AF_INET, host, &a) != 1 || len < 8 || len >= subnet_len)
+                return seat_error_set(ret_error, EINVAL, "network pool '%s' is not an IPv4 prefix of /8 to /%u", s,
+                                      subnet_len - 1);
+        uint32_t net = ntohl(a.s_addr);
+        if (net & ~mask_of(len))
+                return seat_error_set(ret_error, EINVAL, "network pool '%s' has host bits set", s);
+        if (!within(net, len, 0x0a000000u, 8) && !within(net, len, 0xac100000u, 12) &&
+            !within(net, len, 0xc0a80000u, 16))
+                return seat_error_set(ret_error, EINVAL,
+                                      "network pool '%s' is not private (10/8, 172.16/12, 192.168/16)", s);
+        *ret = (NetPool) { .base = a, .prefixlen = len, .subnet_len = subnet_len };
+        return 0;
+}
+
+unsigned netdef_pool_size(const NetPool *pool) {
+        unsigned bits = pool->subnet_len - pool->prefixlen;
+        return bits >= 16 ? NETDEF_MAX_SUBNETS : 1u << bits;
+}
+
+/* FNV-1a, 64 bit: only to shorten long ids into interface names. */
+static uint64_t fnv1a(const char *s) {
+        uint64_t h = 0xcbf29ce484222325ull;
+        for (; *s; s++)
+                h = (h ^ (uint8_t) *s) * 0x100000001b3ull;
+        return h;
+}
+
+int netdef_bridge_name(const char *id, char ret[static NETDEF_IFNAME_MAX + 1]) {
+        if (!id_valid(id))
+                return -EINVAL;
+        if (strlen(NETDEF_BRIDGE_PREFIX) + strlen(id) <= NETDEF_IFNAME_MAX)
+                (void) snprintf(ret, NETDEF_IFNAME_MAX + 1, NETDEF_BRIDGE_PREFIX "%s", id);
+        else /* "seath" never begins a short-id name: no collision between the two forms */
+                (void) snprintf(ret, NETDEF_IFNAME_MAX + 1, "seath%010llx",
+                                (unsigned long long) (fnv1a(id) & 0xffffffffffull));
+        return 0;
+}
+
+int netdef_seat(const NetPool *pool, const char *id, unsigned index, bool dhcp, bool dns, NetSeat *ret,
+                SeatError **ret_error) {
+        NetSeat s = { .dhcp = dhcp, .dns = dns, .prefixlen = pool->subnet_len };
+
+        if (netdef_bridge_name(id, s.bridge) < 0)
+                return seat_error_set(ret_error, EINVAL, "seat id is not 1-32 bytes of a-z, 0-9, '-'");
+        if (index >= netdef_pool_size(pool))
+                return seat_error_set(ret_error, ENOSPC, "seat '%s': network index %u is beyond the pool's %u subnets",
+                                      id, index, netdef_pool_size(pool));
+        (void) snprintf(s.id, sizeof(s.id), "%s", id);
+        (void) snprintf(s.network, sizeof(s.network), NETDEF_NETWORK_PREFIX "%s", id);
+        uint32_t net = ntohl(pool->base.s_addr) + (index << (32 - pool->subnet_len));
+        s.subnet.s_addr = htonl(net);
+        s.host.s_addr = htonl(net + 1);
+        s.guest.s_addr = htonl(net + 2);
+        s.guest_mac[0] = 0x52;
+        s.guest_mac[1] = 0x54;
+        s.guest_mac[2] = 0x00;
+        s.guest_mac[3] = 0xd5;
+        s.guest_mac[4] = (uint8_t) (index >> 8);
+        s.guest_mac[5] = (uint8_t) index;
+        *ret = s;
+        return 0;
+}
+
+static void format_mac(const uint8_t m[6], char buf[static 18]) {
+        (void) snprintf(buf, 18, "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4], m[5]);
+}
+
+/* Every value written below is either validated (id: a-z0-9-) or formatted by us, so
+ * nothing needs XML escaping. */
+int netdef_network_xml(const NetSeat *s, char **ret) {
+        char host[INET_ADDRSTRLEN], guest[INET_ADDRSTRLEN], mac[18];
+        _cleanup_free_ char *dhcp = NULL;
+        char *xml = NULL;
+
+        if (!id_valid(s->id) || !inet_ntop(AF_INET, &s->host, host, sizeof(host)) ||
+            !inet_ntop(AF_INET, &s->guest, guest, sizeof(guest)))
+                return -EINVAL;
+        format_mac(s->guest_mac, mac);
+        if (s->dhcp && asprintf(&dhcp,
+                                "    <dhcp>\n"
+                                "      <range start='%s' end='%s'/>\n"
+                                "      <host mac='%s' ip='%s'/>\n"
+                                "    </dhcp>\n",
+                                guest, guest, mac, guest) < 0)
+                return -ENOMEM;
+        if (asprintf(&xml,
+                     "<network>\n"
+                     "  <name>%s</name>\n"
+                     "  <forward mode='open'/>\n"
+                     "  <bridge name='%s' stp='off' delay='0'/>\n"
+                     "  <port isolated='yes'/>\n"
+                     "  <dns enable='%s'/>\n"
+                     "  <ip address='%s' prefix='%u'>\n"
+                     "%s"
+                     "  </ip>\n"
+                     "</network>\n",
+                     s->network, s->bridge, s->dns ? "yes" : "no", host, s->prefixlen, dhcp ? dhcp : "") < 0)
+                return -ENOMEM;
+        *ret = xml;
+        return 0;
+}
+
+int netdef_interface_xml(const NetSeat *s, char **ret) {
+        char mac[18];
+        char *xml = NULL;
+
+        if (!id_valid(s->id))
+                return -EINVAL;
+        format_mac(s->guest_mac, mac);
+        if (asprintf(&xml,
+                     "<interface type='network'>\n"
+                     "  <source network='%s'/>\n"
+                     "  <mac address='%s'/>\n"
+                     "  <model type='virtio'/>\n"
+                     "</interface>\n",
+                     s->network, mac) < 0)
+                return -ENOMEM;
+        *ret = xml;
+        return 0;
+}

@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/*
+ * seatd's nftables table, `table inet seatd`, driven through libnftables' JSON API
+ * (docs/egress.md). Each seat owns chains keyed by its bridge name B:
+ *
+ *   fwd-B   base, hook forward:  iifname B jump out-B; oifname B jump to-B
+ *   in-B    base, hook input:    iifname B jump host-B
+ *   nat-B   base, hook postrouting (only with masquerade): guest -> uplink masquerade
+ *   out-B   what the guest sends through the host: spoofed source, IPv6, anything not
+ *           leaving through the uplink (other seats), link-local/metadata/multicast are
+ *           dropped first; then replies, then the profile's allows; then log + drop
+ *   to-B    into the guest: replies only
+ *   host-B  to the host itself: DHCP/DNS only when the profile serves them
+ *
+ * Every rule has a counter; every deny path ends in a rate-limited log rule with the
+ * prefix "seatd-deny <seat> " and a counted drop. Installing reads the table back and
+ * compares it with what was meant: a difference is an error and the seat's chains are
+ * removed again.
+ */
+
+#include <json-c/json.h>
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "error.h"
+#include "macro.h"
+#include "profile.h"
+
+#define NFT_TABLE_FAMILY "inet"
+#define NFT_TABLE_NAME "seatd"
+#define NFT_IFNAME_MAX 15
+#define NFT_SEAT_NAME_MAX 32
+#define NFT_LOG_PREFIX "seatd-deny "
+
+typedef struct NftSeatSpec {
+        const char *seat;       /* seat id: [A-Za-z0-9_-], at most 32; in the log prefix */
+        const char *bridge;     /* the seat's bridge, e.g. "seat-s1" */
+        const char *uplink;     /* the only interface the seat's traffic may leave through */
+        struct in_addr guest;   /* the guest's one IPv4 address */
+        bool has_mac;
+        uint8_t guest_mac[6];   /* the guest's MAC (anti-spoofing) when has_mac */
+        bool masquerade;        /* source NAT to the uplink's address */
+        const EgressProfile *profile;
+} NftSeatSpec;
+
+typedef enum NftSeatState {
+        NFT_SEAT_OK,        /* exactly what was meant */
+        NFT_SEAT_CHANGED,   /* some chains or rules differ */
+        NFT_SEAT_MISSING,   /* the table or all of the seat's chains are gone */
+} NftSeatState;
+
+const char *nft_seat_state_to_string(NftSeatState s);
+
+typedef struct NftContext NftContext;
+
+/* Opens a libnftables context (JSON in and out). Needs CAP_NET_ADMIN only when used. */
+int nft_context_new(NftContext **ret, SeatError **ret_error);
+NftContext *nft_context_free(NftContext *c);
+DEFINE_TRIVIAL_CLEANUP_FUNC(NftContext *, nft_context_free)
+#define _cleanup_nft_context_ _cleanup_(nft_context_freep)
+
+/* Checks names and the profile (no "allow name" rules yet: -EOPNOTSUPP). */
+int nft_seat_spec_validate(const NftSeatSpec *spec, SeatError **ret_error);
+
+/* The seat's chains as meant: a JSON array of {"chain": {...}, "rules": [expr, …]}, in
+ * nft's own canonical JSON (what `list table` gives back, counters as null). Pure. */
+int nft_seat_expected(const NftSeatSpec *spec, json_object **ret, SeatError **ret_error);
+
+/* Install (replacing the seat's old chains, if any, in the same transaction), read back,
+ * compare. On any failure the seat's chains are removed and an error returned: the seat
+ * must not start. */
+int nft_seat_install(NftContext *c, const NftSeatSpec *spec, SeatError **ret_error);
+/* Remove the seat's chains; absent already is fine. */
+int nft_seat_remove(NftContext *c, const char *bridge, SeatError **ret_error);
+/* Read the table back and compare with spec. */
+int nft_seat_verify(NftContext *c, const NftSeatSpec *spec, NftSeatState *ret_state, SeatError **ret_error);
+/* Packets counted by the seat's drop rules (out-B, to-B, host-B). */
+int nft_seat_denied(NftContext *c, const char *bridge, uint64_t *ret_packets, SeatError **ret_error);

@@ -1,0 +1,182 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* glibc's <netinet/in.h> (through nftwatch.h) before the kernel headers that include
+ * <linux/in.h>. */
+#include "nftwatch.h"
+
+#include <string.h>
+#include <sys/socket.h>
+
+#include <linux/netfilter.h>
+#include <linux/netfilter/nf_tables.h>
+#include <linux/netfilter/nfnetlink.h>
+#include <linux/netlink.h>
+
+#define RCVBUF_SIZE (4 * 1024 * 1024)
+/* Upper bound on reads per process() call: a flood cannot pin the caller; what is left is
+ * read next time (the fd stays readable). */
+#define MAX_READS 256
+
+struct NftMonitor {
+        int fd;
+        NftContext *nft;
+        NftMonitorCallback cb;
+        void *userdata;
+        NftSeatSpec seats[NFT_MONITOR_MAX_SEATS];
+        size_t n_seats;
+};
+
+int nft_monitor_new(NftMonitorCallback cb, void *userdata, NftMonitor **ret, SeatError **ret_error) {
+        _cleanup_close_ int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, NETLINK_NETFILTER);
+        struct sockaddr_nl sa = { .nl_family = AF_NETLINK };
+        int group = NFNLGRP_NFTABLES, size = RCVBUF_SIZE;
+
+        if (fd < 0)
+                return seat_error_set(ret_error, errno, "cannot open a netfilter netlink socket: %m");
+        if (bind(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0)
+                return seat_error_set(ret_error, errno, "cannot bind the netfilter netlink socket: %m");
+        if (setsockopt(fd, SOL_NETLINK, NETLINK_ADD_MEMBERSHIP, &group, sizeof(group)) < 0)
+                return seat_error_set(ret_error, errno, "cannot listen to nftables changes: %m");
+        /* Best effort: a larger buffer makes overflow (handled anyway) rarer. */
+        if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &size, sizeof(size)) < 0)
+                (void) setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof(size));
+
+        _cleanup_(nft_monitor_freep) NftMonitor *m = calloc(1, sizeof(*m));
+        if (!m)
+                return -ENOMEM;
+        m->fd = TAKE_FD(fd);
+        m->cb = cb;
+        m->userdata = userdata;
+        int r = nft_context_new(&m->nft, ret_error);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(m);
+        return 0;
+}
+
+NftMonitor *nft_monitor_free(NftMonitor *m) {
+        if (!m)
+                return NULL;
+        safe_close(m->fd);
+        nft_context_free(m->nft);
+        free(m);
+        return NULL;
+}
+
+static ssize_t find_seat(const NftMonitor *m, const char *bridge) {
+        for (size_t i = 0; i < m->n_seats; i++)
+                if (strcmp(m->seats[i].bridge, bridge) == 0)
+                        return (ssize_t) i;
+        return -1;
+}
+
+int nft_monitor_add(NftMonitor *m, const NftSeatSpec *spec) {
+        int r = nft_seat_spec_validate(spec, NULL);
+        if (r < 0)
+                return r;
+        ssize_t i = find_seat(m, spec->bridge);
+        if (i >= 0) {
+                m->seats[i] = *spec;
+                return 0;
+        }
+        if (m->n_seats >= NFT_MONITOR_MAX_SEATS)
+                return -E2BIG;
+        m->seats[m->n_seats++] = *spec;
+        return 0;
+}
+
+int nft_monitor_remove(NftMonitor *m, const char *bridge) {
+        ssize_t i = find_seat(m, bridge);
+        if (i < 0)
+                return -ENOENT;
+        m->seats[i] = m->seats[--m->n_seats];
+        return 0;
+}
+
+int nft_monitor_fd(const NftMonitor *m) {
+        return m->fd;
+}
+
+int nft_monitor_check(NftMonitor *m, SeatError **ret_error) {
+        int reported = 0;
+        for (size_t i = 0; i < m->n_seats; i++) {
+                NftSeatState state;
+                int r = nft_seat_verify(m->nft, &m->seats[i], &state, ret_error);
+                if (r < 0)
+                        return r;
+                if (state == NFT_SEAT_OK)
+                        continue;
+                reported++;
+                if (m->cb)
+                        m->cb(&m->seats[i], state, m->userdata);
+        }
+        return reported;
+}
+
+/* The table an nf_tables event is about: attribute 1 is the table name in every message
+ * type that has one (NFTA_TABLE_NAME, NFTA_CHAIN_TABLE, NFTA_RULE_TABLE, NFTA_SET_TABLE, …). */
+static bool event_touches_seatd(const struct nlmsghdr *h) {
+        if (NFNL_SUBSYS_ID(h->nlmsg_type) != NFNL_SUBSYS_NFTABLES)
+                return false;
+        if (NFNL_MSG_TYPE(h->nlmsg_type) == NFT_MSG_NEWGEN)
+                return false;
+        size_t hdr = NLMSG_LENGTH(sizeof(struct nfgenmsg));
+        if (h->nlmsg_len < hdr)
+                return true; /* cannot tell: verify */
+        const struct nfgenmsg *g = NLMSG_DATA(h);
+        if (g->nfgen_family != NFPROTO_INET)
+                return false;
+        const uint8_t *p = (const uint8_t *) h + NLMSG_ALIGN(hdr);
+        size_t left = h->nlmsg_len - NLMSG_ALIGN(MIN(hdr, (size_t) h->nlmsg_len));
+        while (left >= sizeof(struct nlattr)) {
+                const struct nlattr *a = (const struct nlattr *) p;
+                if (a->nla_len < sizeof(*a) || a->nla_len > left)
+                        return true;
+                if ((a->nla_type & NLA_TYPE_MASK) == 1) {
+                        const char *name = (const char *) (a + 1);
+                        size_t n = a->nla_len - sizeof(*a);
+                        return strnlen(name, n) == strlen(NFT_TABLE_NAME) &&
+                               memcmp(name, NFT_TABLE_NAME, strlen(NFT_TABLE_NAME)) == 0;
+                }
+                size_t step = NLA_ALIGN(a->nla_len);
+                if (step >= left)
+                        break;
+                p += step;
+                left -= step;
+        }
+        return true;
+}
+
+int nft_monitor_process(NftMonitor *m, SeatError **ret_error) {
+        _Alignas(struct nlmsghdr) uint8_t buf[65536];
+        bool dirty = false;
+
+        for (int reads = 0; reads < MAX_READS; reads++) {
+                ssize_t n = recv(m->fd, buf, sizeof(buf), MSG_DONTWAIT);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        if (errno == EAGAIN)
+                                break;
+                        if (errno == ENOBUFS) { /* events lost: assume the worst */
+                                dirty = true;
+                                continue;
+                        }
+                        return seat_error_set(ret_error, errno, "cannot read nftables events: %m");
+                }
+                if (n == 0)
+                        break;
+                for (size_t off = 0, len = (size_t) n; len - off >= sizeof(struct nlmsghdr);) {
+                        const struct nlmsghdr *h = (const struct nlmsghdr *) (buf + off);
+                        if (h->nlmsg_len < sizeof(*h) || h->nlmsg_len > len - off) {
+                                dirty = true; /* truncated or malformed: cannot tell, verify */
+                                break;
+                        }
+                        if (h->nlmsg_type >= NLMSG_MIN_TYPE && event_touches_seatd(h))
+                                dirty = true;
+                        off += NLMSG_ALIGN(h->nlmsg_len);
+                        if (off >= len)
+                                break;
+                }
+        }
+        return dirty ? nft_monitor_check(m, ret_error) : 0;
+}

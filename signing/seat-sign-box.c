@@ -1,0 +1,118 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* seat-sign keygen --box: facilitator X25519 key pairs for sealed evidence archives. */
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "boxkey.h"
+#include "log.h"
+#include "seat-sign.h"
+
+static void keygen_box_help(void) {
+        printf("NAME\n"
+               "    seat-sign keygen --box - create a facilitator box key pair (X25519)\n"
+               "\n"
+               "SYNOPSIS\n"
+               "    seat-sign keygen --box -p PUBFILE -s SECFILE [-f]\n"
+               "\n"
+               "DESCRIPTION\n"
+               "    Creates an X25519 key pair for crypto_box_seal: seatd seals evidence archives\n"
+               "    to PUBFILE, and only SECFILE opens them (seat-evidence open --key SECFILE).\n"
+               "    The files carry the tag 'BX' (signing keys carry 'Ed'): one is never taken for\n"
+               "    the other. The secret key is stored WITHOUT a password (mode 0600): keep it\n"
+               "    offline (docs/evidence-format.md).\n"
+               "\n"
+               "OPTIONS\n"
+               "    -p, --public-key=PUBFILE   where to write the public key (required)\n"
+               "    -s, --secret-key=SECFILE   where to write the secret key (required)\n"
+               "    -f, --force                overwrite existing key files\n"
+               "    -h, --help                 show this help\n");
+}
+
+static int refuse_existing_box(const char *path, bool force, SeatError **ret_error) {
+        struct stat st;
+        if (force || lstat(path, &st) < 0)
+                return 0;
+        return seat_error_set(ret_error, EEXIST, "'%s' already exists: add -f to overwrite it", path);
+}
+
+static int verb_keygen_box(int argc, char *argv[], SeatError **ret_error) {
+        enum { ARG_BOX = 0x100 };
+        static const struct option options[] = {
+                { "box", no_argument, NULL, ARG_BOX },
+                { "public-key", required_argument, NULL, 'p' },
+                { "secret-key", required_argument, NULL, 's' },
+                { "force", no_argument, NULL, 'f' },
+                { "help", no_argument, NULL, 'h' },
+                {},
+        };
+        const char *pub_path = NULL, *sec_path = NULL;
+        bool force = false;
+        int c, r;
+
+        optind = 0;
+        opterr = 0;
+        while ((c = getopt_long(argc, argv, "p:s:fh", options, NULL)) >= 0)
+                switch (c) {
+                case ARG_BOX:
+                        break;
+                case 'p':
+                        pub_path = optarg;
+                        break;
+                case 's':
+                        sec_path = optarg;
+                        break;
+                case 'f':
+                        force = true;
+                        break;
+                case 'h':
+                        keygen_box_help();
+                        return 0;
+                default:
+                        return usage_error(ret_error, "keygen", "unknown option or missing argument '%s' (with --box)",
+                                           argv[optind - 1]);
+                }
+        if (optind < argc)
+                return usage_error(ret_error, "keygen", "unexpected argument '%s'", argv[optind]);
+        if (!pub_path || !sec_path)
+                return usage_error(ret_error, "keygen", "both -p PUBFILE and -s SECFILE are required");
+        if (strcmp(pub_path, sec_path) == 0)
+                return usage_error(ret_error, "keygen", "the public and the secret key need two different files");
+        r = refuse_existing_box(pub_path, force, ret_error);
+        if (r >= 0)
+                r = refuse_existing_box(sec_path, force, ret_error);
+        if (r < 0)
+                return r;
+
+        _cleanup_(seat_box_secret_key_freep) SeatBoxSecretKey *sk = NULL;
+        r = seat_box_key_generate(&sk);
+        if (r < 0)
+                return seat_error_set(ret_error, -r, "cannot generate a box key pair: %s", strerror(-r));
+        r = seat_box_secret_key_save(sk, sec_path, ret_error);
+        if (r < 0)
+                return r;
+        SeatBoxPublicKey pk;
+        seat_box_key_public(sk, &pk);
+        r = seat_box_public_key_save(&pk, pub_path, ret_error);
+        if (r < 0) {
+                (void) unlink(sec_path);
+                return r;
+        }
+        log_warning("the box secret key '%s' is stored WITHOUT a password: keep it offline", sec_path);
+        printf("The facilitator's secret box key was saved as %s - keep it secret and offline.\n"
+               "The public box key was saved as %s - give it to seatd (archives are sealed to it).\n",
+               sec_path, pub_path);
+        return 0;
+}
+
+int verb_keygen_any(int argc, char *argv[], SeatError **ret_error) {
+        for (int i = 1; i < argc; i++) {
+                if (strcmp(argv[i], "--") == 0)
+                        break;
+                if (strcmp(argv[i], "--box") == 0)
+                        return verb_keygen_box(argc, argv, ret_error);
+        }
+        return verb_keygen(argc, argv, ret_error);
+}

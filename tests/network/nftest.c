@@ -1,0 +1,186 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * nftest: drives network/nft.c and network/nftwatch.c for one seat, for tests (egress.sh)
+ * and for the integrator's VM version of them.
+ *
+ *   nftest install|verify|remove|denied|watch --seat S --bridge B --uplink U --guest IP
+ *          [--mac MAC] [--masquerade] [--profile FILE] [--timeout-ms N] [--interval-ms N]
+ *
+ * install  installs, reads back, compares; exit 0 or 1 with the reason on stderr
+ * verify   prints ok|changed|missing; exit 0 only for ok
+ * remove   removes the seat's chains
+ * denied   prints the packets counted by the seat's drop rules
+ * watch    prints "ready", then waits (netlink + a periodic check every --interval-ms) for
+ *          the seat's rules to change and prints
+ *          "detected seat=S state=changed|missing via=netlink|periodic at_ms=<CLOCK_REALTIME ms>";
+ *          exit 0, or 1 after --timeout-ms without a detection
+ */
+#include <arpa/inet.h>
+#include <getopt.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "fileio.h"
+#include "nft.h"
+#include "nftwatch.h"
+
+typedef struct Options {
+        const char *verb, *profile_path;
+        NftSeatSpec spec;
+        int64_t timeout_ms, interval_ms;
+} Options;
+
+typedef struct WatchState {
+        bool detected;
+        const char *via;
+} WatchState;
+
+static int parse_mac(const char *s, uint8_t mac[6]) {
+        unsigned v[6];
+        char end;
+        if (sscanf(s, "%2x:%2x:%2x:%2x:%2x:%2x%c", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &end) != 6)
+                return -EINVAL;
+        for (int i = 0; i < 6; i++)
+                mac[i] = (uint8_t) v[i];
+        return 0;
+}
+
+static int parse_args(int argc, char *argv[], Options *o) {
+        static const struct option opts[] = {
+                { "seat", required_argument, NULL, 's' },     { "bridge", required_argument, NULL, 'b' },
+                { "uplink", required_argument, NULL, 'u' },   { "guest", required_argument, NULL, 'g' },
+                { "mac", required_argument, NULL, 'm' },      { "masquerade", no_argument, NULL, 'M' },
+                { "profile", required_argument, NULL, 'p' },  { "timeout-ms", required_argument, NULL, 't' },
+                { "interval-ms", required_argument, NULL, 'i' }, {},
+        };
+        int c;
+
+        *o = (Options) { .timeout_ms = 10000, .interval_ms = 1000 };
+        while ((c = getopt_long(argc, argv, "", opts, NULL)) >= 0)
+                switch (c) {
+                case 's': o->spec.seat = optarg; break;
+                case 'b': o->spec.bridge = optarg; break;
+                case 'u': o->spec.uplink = optarg; break;
+                case 'g':
+                        if (inet_pton(AF_INET, optarg, &o->spec.guest) != 1)
+                                return -EINVAL;
+                        break;
+                case 'm':
+                        if (parse_mac(optarg, o->spec.guest_mac) < 0)
+                                return -EINVAL;
+                        o->spec.has_mac = true;
+                        break;
+                case 'M': o->spec.masquerade = true; break;
+                case 'p': o->profile_path = optarg; break;
+                case 't': o->timeout_ms = strtoll(optarg, NULL, 10); break;
+                case 'i': o->interval_ms = strtoll(optarg, NULL, 10); break;
+                default: return -EINVAL;
+                }
+        if (optind != argc - 1 || o->timeout_ms <= 0 || o->interval_ms <= 0)
+                return -EINVAL;
+        o->verb = argv[optind];
+        return 0;
+}
+
+static void on_change(const NftSeatSpec *spec, NftSeatState state, void *userdata) {
+        WatchState *w = userdata;
+        if (w->detected)
+                return;
+        w->detected = true;
+        printf("detected seat=%s state=%s via=%s at_ms=%lld\n", spec->seat, nft_seat_state_to_string(state), w->via,
+               (long long) now_realtime_ms());
+        fflush(stdout);
+}
+
+static int do_watch(const Options *o, SeatError **err) {
+        _cleanup_nft_monitor_ NftMonitor *m = NULL;
+        WatchState w = { .via = "netlink" };
+        int r = nft_monitor_new(on_change, &w, &m, err);
+        if (r < 0)
+                return r;
+        r = nft_monitor_add(m, &o->spec);
+        if (r < 0)
+                return seat_error_set(err, -r, "cannot watch seat '%s'", o->spec.seat);
+        /* The rules must be intact when the watch starts. */
+        w.via = "initial";
+        r = nft_monitor_check(m, err);
+        if (r != 0)
+                return r < 0 ? r : seat_error_set(err, EPROTO, "seat '%s' is not intact when the watch starts", o->spec.seat);
+        printf("ready\n");
+        fflush(stdout);
+
+        int64_t deadline = now_monotonic_ms() + o->timeout_ms, next_check = now_monotonic_ms() + o->interval_ms;
+        while (!w.detected) {
+                int64_t now = now_monotonic_ms();
+                if (now >= deadline)
+                        return seat_error_set(err, ETIMEDOUT, "no change detected within %lld ms", (long long) o->timeout_ms);
+                struct pollfd p = { .fd = nft_monitor_fd(m), .events = POLLIN };
+                int n = poll(&p, 1, (int) MIN(deadline, next_check) - (int) now);
+                if (n < 0 && errno != EINTR)
+                        return seat_error_set(err, errno, "poll: %m");
+                if (n > 0) {
+                        w.via = "netlink";
+                        r = nft_monitor_process(m, err);
+                } else if (now_monotonic_ms() >= next_check) {
+                        w.via = "periodic";
+                        r = nft_monitor_check(m, err);
+                        next_check = now_monotonic_ms() + o->interval_ms;
+                }
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static int run(const Options *o, SeatError **err) {
+        _cleanup_nft_context_ NftContext *c = NULL;
+        int r = nft_context_new(&c, err);
+        if (r < 0)
+                return r;
+        if (strcmp(o->verb, "remove") == 0)
+                return nft_seat_remove(c, o->spec.bridge, err);
+        if (strcmp(o->verb, "denied") == 0) {
+                uint64_t n;
+                r = nft_seat_denied(c, o->spec.bridge, &n, err);
+                if (r >= 0)
+                        printf("%llu\n", (unsigned long long) n);
+                return r;
+        }
+        if (strcmp(o->verb, "install") == 0)
+                return nft_seat_install(c, &o->spec, err);
+        if (strcmp(o->verb, "verify") == 0) {
+                NftSeatState s;
+                r = nft_seat_verify(c, &o->spec, &s, err);
+                if (r < 0)
+                        return r;
+                printf("%s\n", nft_seat_state_to_string(s));
+                return s == NFT_SEAT_OK ? 0 : -EPROTO;
+        }
+        if (strcmp(o->verb, "watch") == 0)
+                return do_watch(o, err);
+        return seat_error_set(err, EINVAL, "unknown verb '%s'", o->verb);
+}
+
+int main(int argc, char *argv[]) {
+        _cleanup_egress_profile_ EgressProfile *profile = NULL;
+        _cleanup_error_ SeatError *err = NULL;
+        Options o;
+
+        if (parse_args(argc, argv, &o) < 0) {
+                fprintf(stderr, "usage: nftest install|verify|remove|denied|watch --seat S --bridge B --uplink U "
+                                "--guest IP [--mac MAC] [--masquerade] [--profile FILE] [--timeout-ms N] "
+                                "[--interval-ms N]\n");
+                return 2;
+        }
+        int r = egress_profile_load(o.profile_path ? o.profile_path : "/dev/null", &profile, &err);
+        if (r >= 0) {
+                o.spec.profile = profile;
+                r = run(&o, &err);
+        }
+        if (r < 0) {
+                fprintf(stderr, "nftest %s: %s\n", o.verb, err ? err->message : strerror(-r));
+                return 1;
+        }
+        return 0;
+}

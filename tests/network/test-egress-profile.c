@@ -1,0 +1,173 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "profile.h"
+
+static EgressProfile *parse_ok(const char *text) {
+        EgressProfile *p = NULL;
+        _cleanup_error_ SeatError *e = NULL;
+        int r = egress_profile_parse(text, strlen(text), &p, &e);
+        if (r < 0)
+                fail_msg("'%s' refused: %s", text, e ? e->message : "?");
+        return p;
+}
+
+/* Refused with the errno and a message containing want. */
+static void parse_bad(const char *text, int err, const char *want) {
+        EgressProfile *p = NULL;
+        _cleanup_error_ SeatError *e = NULL;
+        assert_int_equal(egress_profile_parse(text, strlen(text), &p, &e), -err);
+        assert_null(p);
+        assert_non_null(e);
+        if (!strstr(e->message, want))
+                fail_msg("message '%s' lacks '%s'", e->message, want);
+}
+
+static void test_basic(void **state) {
+        _cleanup_egress_profile_ EgressProfile *p =
+                parse_ok("# seat profile\n"
+                         "allow tcp 198.51.100.10/32 port 8080\n"
+                         "allow udp 198.51.100.0/24 port 53\n"
+                         "allow icmp 203.0.113.0/24\n"
+                         "allow tcp 0.0.0.0/0 port 443\n"
+                         "dns 198.51.100.53\n"
+                         "capture on\n"
+                         "ipv6 deny\n");
+        assert_int_equal(p->n_rules, 4);
+        assert_int_equal(p->rules[0].proto, EGRESS_PROTO_TCP);
+        assert_int_equal(p->rules[0].dest.prefixlen, 32);
+        assert_int_equal(p->rules[0].port_lo, 8080);
+        assert_int_equal(p->rules[0].port_hi, 8080);
+        assert_int_equal(p->rules[1].dest.prefixlen, 24);
+        assert_int_equal(p->rules[2].proto, EGRESS_PROTO_ICMP);
+        assert_int_equal(p->rules[3].dest.prefixlen, 0);
+        assert_int_equal(p->n_dns, 1);
+        assert_true(p->capture);
+        assert_false(p->ipv6);
+        assert_false(p->dhcp);
+        assert_false(p->dns_host);
+        assert_false(egress_profile_has_names(p));
+
+        _cleanup_free_ char *text = NULL;
+        assert_int_equal(egress_profile_format(p, &text), 0);
+        assert_string_equal(text, "ipv6 deny\ndhcp off\ncapture on\ndns 198.51.100.53\n"
+                                  "allow tcp 198.51.100.10 port 8080\nallow udp 198.51.100.0/24 port 53\n"
+                                  "allow icmp 203.0.113.0/24\nallow tcp 0.0.0.0/0 port 443\n");
+}
+
+static void test_names_ranges_v6(void **state) {
+        _cleanup_egress_profile_ EgressProfile *p = parse_ok("allow name Example.TEST tcp port 443\n"
+                                                             "allow udp 2001:db8::/32 port 5000-5010\r\n"
+                                                             "ipv6 allow\n"
+                                                             "dns host\n"
+                                                             "dhcp on\n");
+        assert_int_equal(p->n_rules, 2);
+        assert_string_equal(p->rules[0].name, "example.test");
+        assert_true(egress_profile_has_names(p));
+        assert_int_equal(p->rules[1].dest.family, AF_INET6);
+        assert_int_equal(p->rules[1].port_lo, 5000);
+        assert_int_equal(p->rules[1].port_hi, 5010);
+        assert_true(p->ipv6 && p->dns_host && p->dhcp);
+}
+
+static void test_empty_is_deny_all(void **state) {
+        _cleanup_egress_profile_ EgressProfile *p = parse_ok("");
+        assert_int_equal(p->n_rules, 0);
+        assert_false(p->ipv6);
+}
+
+static void test_refused(void **state) {
+        parse_bad("allow tcp 198.51.100.1/24 port 80\n", EINVAL, "line 1");
+        parse_bad("\nallow tcp 198.51.100.0/24 port 0\n", EINVAL, "line 2");
+        parse_bad("allow tcp 198.51.100.0/24 port 10-5\n", EINVAL, "N < M");
+        parse_bad("allow tcp 198.51.100.0/24 port 65536\n", EINVAL, "1-65535");
+        parse_bad("allow tcp 198.51.100.0/24 port 080\n", EINVAL, "1-65535");
+        parse_bad("allow tcp 198.51.100.0/24\n", EINVAL, "port");
+        parse_bad("allow icmp 198.51.100.0/24 port 1\n", EINVAL, "icmp takes no port");
+        parse_bad("allow sctp 198.51.100.0/24 port 1\n", EINVAL, "'tcp'");
+        parse_bad("allow tcp 169.254.169.254 port 80\n", EINVAL, "always blocked");
+        parse_bad("allow tcp 127.0.0.1 port 80\n", EINVAL, "always blocked");
+        parse_bad("allow udp 224.0.0.251 port 5353\n", EINVAL, "always blocked");
+        parse_bad("ipv6 allow\nallow tcp fe80::/64 port 1\n", EINVAL, "always blocked");
+        parse_bad("dns 169.254.169.253\n", EINVAL, "always blocked");
+        parse_bad("allow tcp 2001:db8::/32 port 1\n", EINVAL, "ipv6 allow");
+        parse_bad("dns 2001:db8::53\n", EINVAL, "ipv6 allow");
+        parse_bad("ipv6 deny\nipv6 allow\n", EINVAL, "twice");
+        parse_bad("capture maybe\n", EINVAL, "capture on");
+        parse_bad("dns 198.51.100.0/24\n", EINVAL, "single address");
+        parse_bad("dns 198.51.100.53\ndns 198.51.100.53\n", EINVAL, "twice");
+        parse_bad("dns 1.1.1.1\ndns 1.1.1.2\ndns 1.1.1.3\ndns 1.1.1.4\ndns 1.1.1.5\n", E2BIG, "4 DNS");
+        parse_bad("allow name -x.test tcp port 1\n", EINVAL, "DNS name");
+        parse_bad("allow name a..test tcp port 1\n", EINVAL, "DNS name");
+        parse_bad("allow name localhost tcp port 1\n", EINVAL, "DNS name");
+        parse_bad("allow name a.test icmp\n", EINVAL, "tcp or udp");
+        parse_bad("route 10.0.0.0/8\n", EINVAL, "unknown directive");
+        parse_bad("allow tcp 198.51.100.0/24 port 1 extra\n", EINVAL, "port");
+        parse_bad("allow\ttcp\x1b 1.2.3.4 port 1\n", EINVAL, "control");
+}
+
+static void test_nul(void **state) {
+        static const char text[] = "capture on\0\n";
+        EgressProfile *p = NULL;
+        _cleanup_error_ SeatError *e = NULL;
+        assert_int_equal(egress_profile_parse(text, sizeof(text) - 1, &p, &e), -EINVAL);
+        assert_non_null(strstr(e->message, "NUL"));
+}
+
+static void test_caps(void **state) {
+        char line[400];
+        memset(line, 'a', sizeof(line) - 1);
+        line[sizeof(line) - 1] = 0;
+        parse_bad(line, E2BIG, "256 bytes");
+
+        /* 257 rules */
+        size_t size = 257 * 40 + 1, n = 0;
+        _cleanup_free_ char *many = malloc(size);
+        assert_non_null(many);
+        for (unsigned i = 0; i < 257; i++)
+                n += (size_t) snprintf(many + n, size - n, "allow tcp 198.51.100.%u port %u\n", i % 250, i + 1);
+        parse_bad(many, E2BIG, "256 allow rules");
+
+        _cleanup_free_ char *huge = calloc(1, EGRESS_PROFILE_MAX_BYTES + 2);
+        assert_non_null(huge);
+        memset(huge, '\n', EGRESS_PROFILE_MAX_BYTES + 1);
+        parse_bad(huge, E2BIG, "larger than");
+}
+
+static void test_addr(void **state) {
+        EgressAddr a, b;
+        char buf[64];
+        assert_int_equal(egress_addr_parse("198.51.100.0/24", &a), 0);
+        assert_int_equal(egress_addr_parse("198.51.100.7", &b), 0);
+        assert_true(egress_addr_within(&b, &a));
+        assert_false(egress_addr_within(&a, &b));
+        assert_int_equal(egress_addr_format(&b, buf, sizeof(buf)), 0);
+        assert_string_equal(buf, "198.51.100.7");
+        assert_int_equal(egress_addr_parse("2001:db8::/32", &a), 0);
+        assert_int_equal(egress_addr_format(&a, buf, sizeof(buf)), 0);
+        assert_string_equal(buf, "2001:db8::/32");
+        assert_int_equal(egress_addr_parse("1.2.3.4/33", &a), -EINVAL);
+        assert_int_equal(egress_addr_parse("1.2.3/24", &a), -EINVAL);
+        assert_int_equal(egress_addr_parse("/24", &a), -EINVAL);
+        assert_int_equal(egress_addr_parse("1.2.3.4/", &a), -EINVAL);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_basic),
+                cmocka_unit_test(test_names_ranges_v6),
+                cmocka_unit_test(test_empty_is_deny_all),
+                cmocka_unit_test(test_refused),
+                cmocka_unit_test(test_nul),
+                cmocka_unit_test(test_caps),
+                cmocka_unit_test(test_addr),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,156 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The rules as meant (nft_seat_expected), without nftables: names, order, counters, the
+ * deny tail, what the profile adds. Installing and reading back is tests/network/egress.sh. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <arpa/inet.h>
+
+#include <cmocka.h>
+
+#include "jsonframe.h"
+#include "nft.h"
+
+static EgressProfile *profile(const char *text) {
+        EgressProfile *p = NULL;
+        assert_int_equal(egress_profile_parse(text, strlen(text), &p, NULL), 0);
+        return p;
+}
+
+static NftSeatSpec spec_for(const EgressProfile *p) {
+        NftSeatSpec s = {
+                .seat = "s1", .bridge = "seat-s1", .uplink = "up0", .has_mac = true,
+                .guest_mac = { 0x52, 0x54, 0x00, 0xd5, 0x00, 0x01 }, .profile = p,
+        };
+        assert_int_equal(inet_pton(AF_INET, "10.213.0.6", &s.guest), 1);
+        return s;
+}
+
+static json_object *chain(json_object *chains, const char *name) {
+        for (size_t i = 0; i < json_object_array_length(chains); i++) {
+                json_object *e = json_object_array_get_idx(chains, i);
+                json_object *c = json_object_object_get(e, "chain");
+                if (strcmp(json_object_get_string(json_object_object_get(c, "name")), name) == 0)
+                        return e;
+        }
+        return NULL;
+}
+
+static const char *rule_text(json_object *e, size_t i) {
+        return json_object_to_json_string_ext(json_object_array_get_idx(json_object_object_get(e, "rules"), i),
+                                              JSON_C_TO_STRING_PLAIN);
+}
+
+static void test_chains(void **state) {
+        _cleanup_egress_profile_ EgressProfile *p = profile("allow tcp 198.51.100.10 port 8080\n");
+        NftSeatSpec s = spec_for(p);
+        _cleanup_json_ json_object *chains = NULL;
+
+        assert_int_equal(nft_seat_expected(&s, &chains, NULL), 0);
+        assert_int_equal(json_object_array_length(chains), 5); /* no nat without masquerade */
+        assert_null(chain(chains, "nat-seat-s1"));
+        json_object *fwd = chain(chains, "fwd-seat-s1");
+        assert_non_null(fwd);
+        assert_string_equal(json_object_to_json_string_ext(json_object_object_get(fwd, "chain"), JSON_C_TO_STRING_PLAIN),
+                            "{\"family\":\"inet\",\"table\":\"seatd\",\"name\":\"fwd-seat-s1\",\"type\":\"filter\","
+                            "\"hook\":\"forward\",\"prio\":0,\"policy\":\"accept\"}");
+        assert_non_null(strstr(rule_text(fwd, 0), "\"jump\":{\"target\":\"out-seat-s1\"}"));
+        assert_non_null(strstr(rule_text(fwd, 1), "\"jump\":{\"target\":\"to-seat-s1\"}"));
+
+        json_object *out = chain(chains, "out-seat-s1");
+        json_object *rules = json_object_object_get(out, "rules");
+        size_t n = json_object_array_length(rules);
+        /* spoofed MAC, spoofed IP, IPv6, not-the-uplink, blocked ranges, replies, 1 allow, log, drop */
+        assert_int_equal(n, 9);
+        assert_non_null(strstr(rule_text(out, 0), "\"ether\",\"field\":\"saddr\"}},\"right\":\"52:54:00:d5:00:01\""));
+        assert_non_null(strstr(rule_text(out, 1), "\"op\":\"!=\""));
+        assert_non_null(strstr(rule_text(out, 1), "\"10.213.0.6\""));
+        assert_non_null(strstr(rule_text(out, 2), "\"right\":\"ipv6\""));
+        assert_non_null(strstr(rule_text(out, 3), "\"oifname\"}},\"right\":\"up0\""));
+        assert_non_null(strstr(rule_text(out, 4), "{\"prefix\":{\"addr\":\"169.254.0.0\",\"len\":16}}"));
+        assert_non_null(strstr(rule_text(out, 5), "established"));
+        assert_non_null(strstr(rule_text(out, 6), "\"right\":\"198.51.100.10\""));
+        assert_non_null(strstr(rule_text(out, 6), "\"right\":8080"));
+        assert_non_null(strstr(rule_text(out, 6), "{\"accept\":null}"));
+        assert_non_null(strstr(rule_text(out, 7), "\"log\":{\"prefix\":\"seatd-deny s1 \"}"));
+        assert_non_null(strstr(rule_text(out, 7), "\"limit\""));
+        assert_string_equal(rule_text(out, 8), "[{\"counter\":null},{\"drop\":null}]");
+
+        /* counters on every rule of every chain */
+        for (size_t i = 0; i < json_object_array_length(chains); i++) {
+                json_object *e = json_object_array_get_idx(chains, i);
+                for (size_t j = 0; j < json_object_array_length(json_object_object_get(e, "rules")); j++)
+                        assert_non_null(strstr(rule_text(e, j), "{\"counter\":null}"));
+        }
+
+        /* the host: nothing but replies without dns host / dhcp */
+        json_object *host = chain(chains, "host-seat-s1");
+        assert_int_equal(json_object_array_length(json_object_object_get(host, "rules")), 5);
+        assert_null(strstr(json_object_to_json_string(host), "\"dport\""));
+}
+
+static void test_profile_options(void **state) {
+        _cleanup_egress_profile_ EgressProfile *p = profile("dhcp on\ndns host\ndns 198.51.100.53\nipv6 allow\n"
+                                                            "allow udp 2001:db8::/32 port 5000-5010\n"
+                                                            "allow icmp 203.0.113.0/24\n");
+        NftSeatSpec s = spec_for(p);
+        s.masquerade = true;
+        s.has_mac = false;
+        _cleanup_json_ json_object *chains = NULL;
+        assert_int_equal(nft_seat_expected(&s, &chains, NULL), 0);
+        assert_int_equal(json_object_array_length(chains), 6);
+        json_object *nat = chain(chains, "nat-seat-s1");
+        assert_non_null(strstr(rule_text(nat, 0), "{\"masquerade\":null}"));
+        assert_non_null(strstr(rule_text(nat, 0), "\"up0\""));
+
+        const char *out = json_object_to_json_string_ext(chain(chains, "out-seat-s1"), JSON_C_TO_STRING_PLAIN);
+        assert_null(strstr(out, "ether"));
+        assert_null(strstr(out, "\"right\":\"ipv6\"")); /* IPv6 allowed: no blanket drop */
+        assert_non_null(strstr(out, "{\"prefix\":{\"addr\":\"fe80::\",\"len\":10}}"));
+        assert_non_null(strstr(out, "{\"range\":[5000,5010]}"));
+        assert_null(strstr(out, "ipv6-icmp"));
+        assert_non_null(strstr(out, "\"right\":\"icmp\""));
+        assert_non_null(strstr(out, "\"right\":\"198.51.100.53\""));
+
+        json_object *host = chain(chains, "host-seat-s1");
+        assert_non_null(strstr(rule_text(host, 0), "\"right\":67"));
+        assert_non_null(strstr(json_object_to_json_string_ext(host, JSON_C_TO_STRING_PLAIN),
+                               "\"protocol\":\"udp\",\"field\":\"dport\"}},\"right\":53"));
+}
+
+static void test_refused(void **state) {
+        _cleanup_egress_profile_ EgressProfile *p = profile("allow name example.test tcp port 443\n");
+        _cleanup_egress_profile_ EgressProfile *q = profile("");
+        _cleanup_json_ json_object *chains = NULL;
+        NftSeatSpec s = spec_for(p);
+        _cleanup_error_ SeatError *e = NULL;
+
+        assert_int_equal(nft_seat_expected(&s, &chains, &e), -EOPNOTSUPP);
+        assert_non_null(strstr(e->message, "not enforced yet"));
+
+        s = spec_for(q);
+        s.bridge = "seat-\"x";
+        assert_int_equal(nft_seat_expected(&s, &chains, NULL), -EINVAL);
+        s.bridge = "seat-aaaaaaaaaaa";
+        assert_int_equal(nft_seat_expected(&s, &chains, NULL), -EINVAL);
+        s.bridge = "up0";
+        assert_int_equal(nft_seat_expected(&s, &chains, NULL), -EINVAL);
+        s = spec_for(q);
+        s.seat = "s 1";
+        assert_int_equal(nft_seat_expected(&s, &chains, NULL), -EINVAL);
+        s = spec_for(q);
+        s.guest.s_addr = 0;
+        assert_int_equal(nft_seat_expected(&s, &chains, NULL), -EINVAL);
+        assert_null(chains);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_chains),
+                cmocka_unit_test(test_profile_options),
+                cmocka_unit_test(test_refused),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,206 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* evidence/archive.c: sealing, verifying and opening evidence archives. */
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <cmocka.h>
+#include <sodium.h>
+
+#include "archive.h"
+#include "fileio.h"
+#include "hash.h"
+
+static char dir[] = "/tmp/seatd-test-archive-XXXXXX";
+static SeatSecretKey *host;
+static SeatPublicKey host_pk;
+static SeatBoxSecretKey *fac;
+static SeatBoxPublicKey fac_pk;
+static uint8_t akey[AUDIT_KEY_BYTES];
+static char audit_path[256], data_path[256], link_path[256], archive_path[256];
+static const char SESSION[] = "00112233445566778899aabbccddeeff";
+
+static void write_audit(void) {
+        AuditLog *log = NULL;
+        assert_int_equal(audit_log_open(audit_path, akey, AUDIT_LOG_NO_SYNC, &log, NULL), 0);
+        assert_int_equal(audit_log_append(log, "tool.exec", NULL, NULL), 0);
+        assert_int_equal(audit_log_close(log, NULL), 0);
+}
+
+static int setup(void **state) {
+        if (!mkdtemp(dir) || signing_init() < 0)
+                return -1;
+        if (seat_secret_key_generate(&host) < 0 || seat_box_key_generate(&fac) < 0)
+                return -1;
+        seat_secret_key_public(host, &host_pk);
+        seat_box_key_public(fac, &fac_pk);
+        audit_key_generate(akey);
+        snprintf(audit_path, sizeof(audit_path), "%s/audit.log", dir);
+        snprintf(data_path, sizeof(data_path), "%s/data", dir);
+        snprintf(link_path, sizeof(link_path), "%s/link", dir);
+        snprintf(archive_path, sizeof(archive_path), "%s/a.sev", dir);
+        write_audit();
+        uint8_t buf[200000];
+        randombytes_buf(buf, sizeof(buf));
+        if (write_file_atomic(data_path, buf, sizeof(buf), 0600) < 0 || symlink("/etc/passwd", link_path) < 0)
+                return -1;
+        return 0;
+}
+
+static int teardown(void **state) {
+        char cmd[128];
+        seat_secret_key_free(host);
+        seat_box_secret_key_free(fac);
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+        return system(cmd) == 0 ? 0 : -1;
+}
+
+static int seal(const char *out, const ArchiveInput *in, size_t n, uint64_t cap, SeatError **e) {
+        ArchiveSealParams p = {
+                .seat_id = "seat-1", .session = SESSION, .inputs = in, .n_inputs = n, .host_key = host,
+                .facilitator = &fac_pk, .audit_key = akey, .max_member_size = cap,
+        };
+        return archive_seal(out, &p, e);
+}
+
+static const ArchiveInput std_inputs[] = {
+        { .name = "audit.log", .role = "audit", .path = audit_path },
+        { .name = "../../etc/evil\x1b[31m", .role = "file", .path = data_path },
+};
+
+static void test_roundtrip(void **state) {
+        ArchiveManifest *m = NULL;
+        SeatError *e = NULL;
+        char out[300];
+
+        assert_int_equal(seal(archive_path, std_inputs, 2, 0, &e), 0);
+        assert_int_equal(archive_verify(archive_path, &host_pk, "seat-1", SESSION, &m, &e), 0);
+        assert_int_equal(m->n_members, 2);
+        assert_true(archive_name_is_safe(m->members[1].name));
+        assert_null(strchr(m->members[1].origin, '\x1b'));
+        m = archive_manifest_free(m);
+
+        snprintf(out, sizeof(out), "%s/out", dir);
+        assert_int_equal(archive_open(archive_path, &host_pk, fac, out, &m, &e), 0);
+        char p[512];
+        snprintf(p, sizeof(p), "%s/%s", out, m->members[1].name);
+        _cleanup_free_ char *a = NULL, *b = NULL;
+        size_t la, lb;
+        assert_int_equal(read_file_capped(p, 1 << 20, &a, &la), 0);
+        assert_int_equal(read_file_capped(data_path, 1 << 20, &b, &lb), 0);
+        assert_int_equal(la, lb);
+        assert_memory_equal(a, b, la);
+        m = archive_manifest_free(m);
+        /* a second open into the same directory refuses, and leaves no partial files */
+        assert_int_equal(archive_open(archive_path, &host_pk, fac, out, NULL, &e), -EEXIST);
+        e = seat_error_free(e);
+        /* sealing over an existing archive is refused */
+        assert_int_equal(seal(archive_path, std_inputs, 2, 0, &e), -EEXIST);
+        e = seat_error_free(e);
+}
+
+static void test_expected_seat(void **state) {
+        SeatError *e = NULL;
+        assert_int_equal(archive_verify(archive_path, &host_pk, "seat-2", NULL, NULL, &e), -EXDEV);
+        e = seat_error_free(e);
+        assert_int_equal(archive_verify(archive_path, &host_pk, NULL, "ffffffffffffffffffffffffffffffff", NULL, &e),
+                         -EXDEV);
+        e = seat_error_free(e);
+}
+
+static void test_flips_and_truncation(void **state) {
+        _cleanup_free_ char *buf = NULL;
+        size_t len;
+        assert_int_equal(read_file_capped(archive_path, 1 << 24, &buf, &len), 0);
+        assert_int_equal(archive_verify_buffer(buf, len, &host_pk, NULL, NULL, NULL, NULL), 0);
+        for (size_t off = 0; off < len; off += len / 97 + 1) {
+                buf[off] ^= 0x40;
+                SeatError *e = NULL;
+                assert_true(archive_verify_buffer(buf, len, &host_pk, NULL, NULL, NULL, &e) < 0);
+                assert_non_null(e);
+                seat_error_free(e);
+                buf[off] ^= 0x40;
+        }
+        for (size_t cut = 0; cut < len; cut += len / 31 + 1) {
+                SeatError *e = NULL;
+                assert_true(archive_verify_buffer(buf, cut, &host_pk, NULL, NULL, NULL, &e) < 0);
+                seat_error_free(e);
+        }
+}
+
+static void test_wrong_keys(void **state) {
+        SeatSecretKey *other = NULL;
+        SeatPublicKey other_pk;
+        SeatBoxSecretKey *other_fac = NULL;
+        SeatError *e = NULL;
+        char out[300];
+        assert_int_equal(seat_secret_key_generate(&other), 0);
+        seat_secret_key_public(other, &other_pk);
+        assert_int_equal(archive_verify(archive_path, &other_pk, NULL, NULL, NULL, &e), -ENOKEY);
+        e = seat_error_free(e);
+        assert_int_equal(seat_box_key_generate(&other_fac), 0);
+        snprintf(out, sizeof(out), "%s/out-other", dir);
+        assert_int_equal(archive_open(archive_path, &host_pk, other_fac, out, NULL, &e), -ENOKEY);
+        e = seat_error_free(e);
+        seat_secret_key_free(other);
+        seat_box_secret_key_free(other_fac);
+}
+
+static void test_inputs(void **state) {
+        SeatError *e = NULL;
+        char out[300];
+        ArchiveInput in[] = { { .name = "link", .role = "file", .path = link_path } };
+        snprintf(out, sizeof(out), "%s/sym.sev", dir);
+        assert_int_equal(seal(out, in, 1, 0, &e), -ELOOP);
+        e = seat_error_free(e);
+        struct stat st;
+        assert_int_equal(stat(out, &st), -1);
+
+        /* capped member */
+        ArchiveManifest *m = NULL;
+        snprintf(out, sizeof(out), "%s/capped.sev", dir);
+        assert_int_equal(seal(out, std_inputs, 2, 1000, &e), 0);
+        assert_int_equal(archive_verify(out, &host_pk, NULL, NULL, &m, &e), 0);
+        assert_true(m->members[1].truncated);
+        assert_int_equal(m->members[1].size, 1000);
+        assert_int_equal(m->members[1].original_size, 200000);
+        archive_manifest_free(m);
+}
+
+static void test_manifest_parse(void **state) {
+        static const char *bad[] = {
+                "{}",
+                "[]",
+                "{\"format\":\"seatd-evidence\",\"version\":2}",
+                "{\"format\":\"seatd-evidence\",\"version\":1,\"seat\":\"../x\"}",
+        };
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                ArchiveManifest *m = NULL;
+                SeatError *e = NULL;
+                assert_true(archive_manifest_parse(bad[i], strlen(bad[i]), &m, &e) < 0);
+                assert_non_null(e);
+                seat_error_free(e);
+        }
+        assert_false(archive_name_is_safe(".."));
+        assert_false(archive_name_is_safe("a/b"));
+        assert_false(archive_name_is_safe(".hidden"));
+        assert_false(archive_name_is_safe(""));
+        assert_true(archive_name_is_safe("0001-audit.log"));
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_roundtrip),
+                cmocka_unit_test(test_expected_seat),
+                cmocka_unit_test(test_flips_and_truncation),
+                cmocka_unit_test(test_wrong_keys),
+                cmocka_unit_test(test_inputs),
+                cmocka_unit_test(test_manifest_parse),
+        };
+        return cmocka_run_group_tests_name("archive", tests, setup, teardown);
+}
