@@ -51,6 +51,10 @@ static int apply(SeatConfig *c, const char *key, const char *v) {
                 return parse_path(&c->trusted_keys_dir, v);
         if (!strcmp(key, "ca_file"))
                 return parse_path(&c->ca_file, v);
+        if (!strcmp(key, "host_key"))
+                return parse_path(&c->host_key, v);
+        if (!strcmp(key, "facilitator_key"))
+                return parse_path(&c->facilitator_key, v);
         if (!strcmp(key, "admin_group"))
                 return *v ? set_string(&c->admin_group, v) : -EINVAL;
         if (!strcmp(key, "libvirt_uri"))
@@ -106,6 +110,8 @@ static int set_defaults(SeatConfig *c) {
             (!c->libvirt_uri && set_string(&c->libvirt_uri, "qemu:///system") < 0))
                 return -ENOMEM;
         if (!c->trusted_keys_dir && asprintf(&c->trusted_keys_dir, "%s/trust/keys", c->state_dir) < 0)
+                return -ENOMEM;
+        if (!c->host_key && asprintf(&c->host_key, "%s/trust/host.key", c->state_dir) < 0)
                 return -ENOMEM;
         if (!c->max_image_bytes)
                 c->max_image_bytes = 64ULL << 30;
@@ -198,6 +204,8 @@ SeatConfig *seat_config_free(SeatConfig *c) {
         free(c->admin_group);
         free(c->libvirt_uri);
         free(c->ca_file);
+        free(c->host_key);
+        free(c->facilitator_key);
         free(c);
         return NULL;
 }

@@ -23,6 +23,8 @@ typedef struct SeatConfig {
         char *libvirt_uri;      /* default qemu:///system */
         bool allow_plain_http;  /* image pulls over http:// (local mirrors only) */
         char *ca_file;          /* extra CA bundle for HTTPS pulls; NULL: system store */
+        char *host_key;         /* seatd's signing key for evidence; default <state_dir>/trust/host.key, made if missing */
+        char *facilitator_key;  /* the facilitator's box public key: archives are sealed to it; NULL: not sealed */
         SeatAccel accel;
         bool allow_tcg;
         unsigned long long max_image_bytes; /* cap on one disk image, default 64 GiB */

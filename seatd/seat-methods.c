@@ -9,6 +9,7 @@
 #include "base64.h"
 #include "control-proto.h"
 #include "fileio.h"
+#include "hash.h"
 #include "jsonframe.h"
 #include "log.h"
 #include "methods.h"
@@ -197,10 +198,29 @@ static int seat_status_method(Request *req) {
 
 typedef struct ExecStream {
         Request *req;
+        crypto_generichash_state out, err; /* BLAKE2b-512 of what the tool printed, for the audit log */
 } ExecStream;
+
+static json_object *digest_json(crypto_generichash_state *st) {
+        uint8_t d[64];
+        char hex[129];
+        if (crypto_generichash_final(st, d, sizeof(d)) < 0 || digest_to_hex(d, sizeof(d), hex, sizeof(hex)) < 0)
+                return json_object_new_string("");
+        return json_object_new_string(hex);
+}
+
+static json_object *strv_json(char **l, bool names_only) {
+        json_object *a = json_object_new_array();
+        for (char **i = l; a && i && *i; i++) {
+                const char *eq = names_only ? strchr(*i, '=') : NULL;
+                json_object_array_add(a, eq ? json_object_new_string_len(*i, (int) (eq - *i)) : json_object_new_string(*i));
+        }
+        return a;
+}
 
 static int exec_output(bool is_stderr, const uint8_t *data, size_t len, void *userdata) {
         ExecStream *st = userdata;
+        crypto_generichash_update(is_stderr ? &st->err : &st->out, data, len);
         _cleanup_free_ char *b64 = NULL;
         if (base64_encode(data, len, &b64, NULL) < 0)
                 return -ENOMEM;
@@ -240,10 +260,35 @@ static int exec_job(Request *req, void *data, json_object **ret_result, SeatErro
                          .exec = { .argv = argv, .env = env, .cwd = cwd, .stdin_data = stdin_data, .stdin_len = stdin_len,
                                    .stdin_eof = true, .timeout_ms = timeout_ms, .max_output = max_output } };
         ExecStream st = { .req = req };
+        crypto_generichash_init(&st.out, NULL, 0, 64);
+        crypto_generichash_init(&st.err, NULL, 0, 64);
         argv_log = argv_for_log(argv);
         int r = seat_exec(a->seat, &msg, exec_output, &st, (int) MIN(timeout_ms + EXEC_HOST_GRACE_MS, (int64_t) INT32_MAX),
                           &res, ret_error);
-        /* Every tool call is logged: who, where, what, and how it ended. */
+        /* Every tool call is logged: who, where, what, and how it ended — to the session's
+         * audit log (evidence) and as a line for operators. */
+        json_object *rec = json_object_new_object();
+        json_object_object_add(rec, "uid", json_object_new_int64(req->uid));
+        json_object_object_add(rec, "operator", json_object_new_boolean(req->operator));
+        json_object_object_add(rec, "argv", strv_json(argv, false));
+        json_object_object_add(rec, "cwd", json_object_new_string(cwd ? cwd : "/"));
+        json_object_object_add(rec, "env_names", strv_json(env, true));
+        json_object_object_add(rec, "stdin_bytes", json_object_new_int64((int64_t) stdin_len));
+        if (r < 0)
+                json_object_object_add(rec, "error", json_object_new_string(*ret_error ? (*ret_error)->message : strerror(-r)));
+        else {
+                json_object_object_add(rec, "code", json_object_new_int64(res.code));
+                json_object_object_add(rec, "signal", json_object_new_int64(res.signal));
+                json_object_object_add(rec, "duration_ms", json_object_new_int64(res.duration_ms));
+                json_object_object_add(rec, "timed_out", json_object_new_boolean(res.timed_out));
+                json_object_object_add(rec, "truncated", json_object_new_boolean(res.truncated));
+                json_object_object_add(rec, "stdout_bytes", json_object_new_int64(res.stdout_bytes));
+                json_object_object_add(rec, "stderr_bytes", json_object_new_int64(res.stderr_bytes));
+                json_object_object_add(rec, "stdout_blake2b", digest_json(&st.out));
+                json_object_object_add(rec, "stderr_blake2b", digest_json(&st.err));
+        }
+        (void) seat_audit(a->seat, "exec", rec);
+        json_object_put(rec);
         if (r < 0) {
                 log_notice("exec seat=%s uid=%u argv=[%s] cwd=%s stdin=%zu failed: %s", seat_id(a->seat), (unsigned) req->uid,
                            argv_log ? argv_log : "?", cwd ? cwd : "/", stdin_len, *ret_error ? (*ret_error)->message : strerror(-r));
@@ -275,6 +320,16 @@ static int seat_exec_method(Request *req) {
 
 /* ---- files ---- */
 
+static void audit_file_op(Seat *seat, const char *type, Request *req, const char *path, int64_t offset, size_t len) {
+        json_object *rec = json_object_new_object();
+        json_object_object_add(rec, "uid", json_object_new_int64(req->uid));
+        json_object_object_add(rec, "path", json_object_new_string(path));
+        json_object_object_add(rec, "offset", json_object_new_int64(offset));
+        json_object_object_add(rec, "bytes", json_object_new_int64((int64_t) len));
+        (void) seat_audit(seat, type, rec);
+        json_object_put(rec);
+}
+
 static int file_put_job(Request *req, void *data, json_object **ret_result, SeatError **ret_error) {
         SeatArgs *a = data;
         const char *path = NULL;
@@ -296,6 +351,7 @@ static int file_put_job(Request *req, void *data, json_object **ret_result, Seat
                 return r;
         if (offset == 0)
                 log_notice("file_put seat=%s uid=%u path=%s", seat_id(a->seat), (unsigned) req->uid, path);
+        audit_file_op(a->seat, "file_put", req, path, offset, len);
         json_object *o = json_object_new_object();
         json_object_object_add(o, "size", json_object_new_int64(reply->type == AGENT_MSG_OK ? reply->ok.size : -1));
         *ret_result = o;
@@ -321,6 +377,7 @@ static int file_get_job(Request *req, void *data, json_object **ret_result, Seat
                 return seat_error_set(ret_error, EPROTO, "agent answered file_get with '%s'", agent_msg_type_to_string(reply->type));
         if (offset == 0)
                 log_notice("file_get seat=%s uid=%u path=%s", seat_id(a->seat), (unsigned) req->uid, path);
+        audit_file_op(a->seat, "file_get", req, path, offset, reply->data.len);
         if (base64_encode(reply->data.data, reply->data.len, &b64, NULL) < 0)
                 return -ENOMEM;
         json_object *o = json_object_new_object();

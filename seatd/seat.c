@@ -10,8 +10,13 @@
 
 #include "fileio.h"
 #include "hash.h"
+#include "jsonframe.h"
 #include "log.h"
 #include "seat.h"
+#include "archive.h"
+#include "audit.h"
+#include "boxkey.h"
+#include "minisign.h"
 
 #define AGENT_BOOT_TIMEOUT_KVM_MS 60000
 #define AGENT_BOOT_TIMEOUT_TCG_MS 180000
@@ -29,6 +34,8 @@ struct Seat {
         virDomainPtr dom;
         AgentClient *agent;
         char *fault;
+        AuditLog *audit;          /* this session's tool calls and events */
+        char *seal_fault;         /* the last session's evidence could not be sealed */
 };
 
 struct SeatManager {
@@ -39,7 +46,10 @@ struct SeatManager {
         pthread_mutex_t lock;
         Seat **seats;
         size_t n_seats;
-        char *seats_dir, *quarantine_dir;
+        char *seats_dir, *quarantine_dir, *archives_dir;
+        SeatSecretKey *host_key;          /* signs evidence archives */
+        SeatBoxPublicKey facilitator;     /* archives are sealed to it */
+        bool have_facilitator;
 };
 
 static const char *const state_names[] = {
@@ -71,6 +81,8 @@ static void seat_set_state(Seat *s, SeatState st) {
 /* ---- the table ---- */
 
 static void seat_free(Seat *s) {
+        audit_log_free(s->audit);
+        free(s->seal_fault);
         agent_client_free(s->agent);
         if (s->dom)
                 virDomainFree(s->dom);
@@ -329,7 +341,9 @@ static int configure_identity(Seat *s, SeatError **ret_error) {
         return r < 0 ? seat_error_wrap(ret_error, "configure seat '%s'", s->rec.id) : 0;
 }
 
-/* Undo what a failed provision made: domain, overlay, console log, directory. */
+static int audit_paths(const Seat *s, char **ret_log, char **ret_key);
+
+/* Undo what a failed provision made: domain, overlay, console log, audit log, directory. */
 static void seat_teardown(Seat *s) {
         s->agent = agent_client_free(s->agent);
         if (s->dom) {
@@ -341,16 +355,52 @@ static void seat_teardown(Seat *s) {
                 (void) unlink(s->overlay);
         if (s->console_log)
                 (void) unlink(s->console_log);
+        s->audit = audit_log_free(s->audit);
+        _cleanup_free_ char *al = NULL, *ak = NULL;
+        if (s->dir && audit_paths(s, &al, &ak) >= 0) {
+                (void) unlink(al);
+                (void) unlink(ak);
+        }
         if (s->dir)
                 (void) rmdir(s->dir);
 }
 
 /* Set the session's files aside for evidence (sealed by the evidence work). */
-static int quarantine(SeatManager *m, Seat *s, SeatError **ret_error) {
-        _cleanup_free_ char *q = NULL, *o = NULL, *c = NULL;
+static int audit_paths(const Seat *s, char **ret_log, char **ret_key) {
+        if (asprintf(ret_log, "%s/audit-g%" PRId64 ".log", s->dir, s->rec.generation) < 0)
+                return -ENOMEM;
+        if (asprintf(ret_key, "%s/audit-g%" PRId64 ".key", s->dir, s->rec.generation) < 0) {
+                free(*ret_log);
+                return -ENOMEM;
+        }
+        return 0;
+}
+
+/* Audit segments of this generation written before a seatd restart ("audit-gN-pre-T.log"
+ * and their keys) go to the quarantine as "audit-pre-T.log" / ".key". */
+static void move_pre_restart_segments(Seat *s, const char *q) {
+        char prefix[48];
+        snprintf(prefix, sizeof(prefix), "audit-g%" PRId64 "-pre-", s->rec.generation);
+        DIR *d = opendir(s->dir);
+        struct dirent *de;
+        while (d && (de = readdir(d))) {
+                if (strncmp(de->d_name, prefix, strlen(prefix)) != 0)
+                        continue;
+                _cleanup_free_ char *from = NULL, *to = NULL;
+                if (asprintf(&from, "%s/%s", s->dir, de->d_name) >= 0 &&
+                    asprintf(&to, "%s/audit-pre-%s", q, de->d_name + strlen(prefix)) >= 0)
+                        (void) rename(from, to);
+        }
+        if (d)
+                closedir(d);
+}
+
+static int quarantine(SeatManager *m, Seat *s, char **ret_dir, SeatError **ret_error) {
+        _cleanup_free_ char *q = NULL, *o = NULL, *c = NULL, *al = NULL, *ak = NULL, *qal = NULL, *qak = NULL;
         if (asprintf(&q, "%s/%s-g%" PRId64 "-%lld", m->quarantine_dir, s->rec.id, s->rec.generation,
                      (long long) time(NULL)) < 0 ||
-            asprintf(&o, "%s/overlay.qcow2", q) < 0 || asprintf(&c, "%s/console.log", q) < 0)
+            asprintf(&o, "%s/overlay.qcow2", q) < 0 || asprintf(&c, "%s/console.log", q) < 0 ||
+            asprintf(&qal, "%s/audit.log", q) < 0 || asprintf(&qak, "%s/audit.key", q) < 0 || audit_paths(s, &al, &ak) < 0)
                 return -ENOMEM;
         if (mkdir(q, 0700) < 0 && errno != EEXIST)
                 return seat_error_set(ret_error, errno, "create quarantine '%s': %m", q);
@@ -358,7 +408,202 @@ static int quarantine(SeatManager *m, Seat *s, SeatError **ret_error) {
                 return seat_error_set(ret_error, errno, "set aside the overlay of seat '%s': %m", s->rec.id);
         if (rename(s->console_log, c) < 0 && errno != ENOENT)
                 return seat_error_set(ret_error, errno, "set aside the console log of seat '%s': %m", s->rec.id);
+        if ((rename(al, qal) < 0 && errno != ENOENT) || (rename(ak, qak) < 0 && errno != ENOENT))
+                return seat_error_set(ret_error, errno, "set aside the audit log of seat '%s': %m", s->rec.id);
+        move_pre_restart_segments(s, q);
+        if (ret_dir)
+                *ret_dir = TAKE_PTR(q);
         return 0;
+}
+
+/* ---- the session's audit log and its evidence ---- */
+
+/* A new audit log per session. Its first key is sealed to the facilitator at once and
+ * wiped: seatd keeps only the evolving key, so a later compromise cannot rewrite what
+ * was recorded (without a facilitator key it is kept, 0600, and seatd says so). */
+static int session_open(SeatManager *m, Seat *s, SeatError **ret_error) {
+        _cleanup_free_ char *log_path = NULL, *key_path = NULL;
+        uint8_t key[AUDIT_KEY_BYTES];
+        int r = audit_paths(s, &log_path, &key_path);
+        if (r < 0)
+                return r;
+        audit_key_generate(key);
+        if (m->have_facilitator) {
+                uint8_t sealed[ARCHIVE_SEALED_AUDIT_KEY_BYTES];
+                r = archive_seal_audit_key(&m->facilitator, key, sealed);
+                if (r >= 0)
+                        r = write_file_atomic(key_path, sealed, sizeof(sealed), 0600);
+        } else {
+                char hex[2 * AUDIT_KEY_BYTES + 2];
+                (void) digest_to_hex(key, AUDIT_KEY_BYTES, hex, sizeof(hex) - 1);
+                strcat(hex, "\n");
+                r = write_file_atomic(key_path, hex, strlen(hex), 0600);
+                sodium_memzero(hex, sizeof(hex));
+        }
+        if (r >= 0)
+                r = audit_log_open(log_path, key, 0, &s->audit, ret_error);
+        sodium_memzero(key, sizeof(key));
+        if (r < 0)
+                return seat_error_set(ret_error, -r, "open the audit log of seat '%s': %s", s->rec.id, strerror(-r));
+        json_object *o = json_object_new_object();
+        json_object_object_add(o, "seat", json_object_new_string(s->rec.id));
+        json_object_object_add(o, "generation", json_object_new_int64(s->rec.generation));
+        json_object_object_add(o, "image", json_object_new_string(s->rec.image));
+        json_object_object_add(o, "image_version", json_object_new_int64(s->rec.image_version));
+        json_object_object_add(o, "image_digest", json_object_new_string(s->rec.image_digest));
+        json_object_object_add(o, "participant", json_object_new_string(s->rec.participant));
+        r = audit_log_append(s->audit, "session", o, ret_error);
+        json_object_put(o);
+        return r;
+}
+
+static void session_close(Seat *s) {
+        _cleanup_error_ SeatError *err = NULL;
+        if (s->audit && audit_log_close(s->audit, &err) < 0)
+                log_warning("closing the audit log of seat '%s': %s", s->rec.id, err ? err->message : "?");
+        s->audit = NULL;
+}
+
+static int seat_audit_locked(Seat *s, const char *type, json_object *data) {
+        _cleanup_json_ json_object *empty = data ? NULL : json_object_new_object();
+        return s->audit ? audit_log_append(s->audit, type, data ? data : empty, NULL) : 0;
+}
+
+int seat_audit(Seat *s, const char *type, json_object *data) {
+        _cleanup_error_ SeatError *err = NULL;
+        int r = 0;
+        pthread_mutex_lock(&s->lock);
+        if (s->audit && (r = audit_log_append(s->audit, type, data, &err)) < 0)
+                log_error("seat '%s': cannot append to the audit log: %s", s->rec.id, err ? err->message : "?");
+        pthread_mutex_unlock(&s->lock);
+        return r;
+}
+
+typedef struct SealJob {
+        SeatManager *m;
+        Seat *s;                  /* a reference, or NULL for a released seat */
+        char *dir, *seat_id, *image_digest;
+        int64_t generation;
+} SealJob;
+
+static int seal_session(SealJob *j, char **ret_archive, SeatError **ret_error) {
+        SeatManager *m = j->m;
+        _cleanup_free_ char *audit = NULL, *console = NULL, *key_path = NULL, *archive = NULL, *sealed = NULL;
+        size_t sealed_len = 0;
+        if (asprintf(&audit, "%s/audit.log", j->dir) < 0 || asprintf(&console, "%s/console.log", j->dir) < 0 ||
+            asprintf(&key_path, "%s/audit.key", j->dir) < 0 ||
+            asprintf(&archive, "%s/%s-g%" PRId64 "-%lld.seatdev", m->archives_dir, j->seat_id, j->generation,
+                     (long long) time(NULL)) < 0)
+                return -ENOMEM;
+        int r = read_file_capped(key_path, 4096, &sealed, &sealed_len);
+        if (r < 0 || sealed_len != ARCHIVE_SEALED_AUDIT_KEY_BYTES)
+                return seat_error_set(ret_error, r < 0 ? -r : EBADMSG, "the sealed audit key in '%s' is missing or damaged", j->dir);
+        ArchiveInput inputs[2 + 16];
+        char *extra[16] = {};
+        size_t n = 0, n_extra = 0;
+        if (access(audit, F_OK) == 0)
+                inputs[n++] = (ArchiveInput) { .name = "audit.log", .role = "audit", .path = audit };
+        if (access(console, F_OK) == 0)
+                inputs[n++] = (ArchiveInput) { .name = "console.log", .role = "console", .path = console };
+        /* Segments from before a seatd restart: cut off where the old seatd died, their
+         * first keys sealed beside them. */
+        DIR *d = opendir(j->dir);
+        struct dirent *de;
+        while (d && (de = readdir(d)) && n_extra < ELEMENTSOF(extra))
+                if (!strncmp(de->d_name, "audit-pre-", 10) && asprintf(&extra[n_extra], "%s/%s", j->dir, de->d_name) >= 0) {
+                        inputs[n++] = (ArchiveInput) { .name = strrchr(extra[n_extra], '/') + 1, .role = "file",
+                                                       .path = extra[n_extra] };
+                        n_extra++;
+                }
+        if (d)
+                closedir(d);
+        ArchiveSealParams p = { .seat_id = j->seat_id, .image_digest = j->image_digest, .inputs = inputs, .n_inputs = n,
+                                .host_key = m->host_key, .facilitator = &m->facilitator,
+                                .audit_key_sealed = (const uint8_t *) sealed };
+        r = archive_seal(archive, &p, ret_error);
+        for (size_t i = 0; i < n_extra; i++)
+                free(extra[i]);
+        if (r < 0)
+                return r;
+        *ret_archive = TAKE_PTR(archive);
+        return 0;
+}
+
+static void seal_job_free(SealJob *j) {
+        if (j->s)
+                seat_unref(j->s);
+        free(j->dir);
+        free(j->seat_id);
+        free(j->image_digest);
+        free(j);
+}
+
+/* Reset never waits for evidence: the session is sealed here, beside the next one, and
+ * its quarantine deleted only once the archive is written and fsync'ed. */
+static void *seal_thread(void *p) {
+        SealJob *j = p;
+        _cleanup_error_ SeatError *err = NULL;
+        _cleanup_free_ char *archive = NULL;
+        int r = seal_session(j, &archive, &err);
+        if (r >= 0) {
+                /* The overlay stays in the quarantine until the guest paths the manifest names
+                 * are read out of it into the archive (libguestfs, still to come). */
+                DIR *d = opendir(j->dir);
+                struct dirent *de;
+                while (d && (de = readdir(d)))
+                        if (!strncmp(de->d_name, "audit", 5) || !strcmp(de->d_name, "console.log")) {
+                                _cleanup_free_ char *f = NULL;
+                                if (asprintf(&f, "%s/%s", j->dir, de->d_name) >= 0)
+                                        (void) unlink(f);
+                        }
+                if (d)
+                        closedir(d);
+                (void) rmdir(j->dir);
+                log_notice("sealed the session of seat '%s' generation %" PRId64 " into '%s'", j->seat_id, j->generation,
+                           archive);
+        } else {
+                const char *why = err ? err->message : strerror(-r);
+                log_error("cannot seal the session of seat '%s' (kept in '%s'): %s", j->seat_id, j->dir, why);
+                if (j->s) {
+                        pthread_mutex_lock(&j->s->lock);
+                        free(j->s->seal_fault);
+                        j->s->seal_fault = strdup(why);
+                        pthread_mutex_unlock(&j->s->lock);
+                }
+        }
+        seal_job_free(j);
+        return NULL;
+}
+
+static void seal_in_background(SeatManager *m, Seat *s, bool keep_ref, char *dir) {
+        if (!m->have_facilitator) {
+                log_warning("the session of seat '%s' stays unsealed in '%s': set facilitator_key in seatd.conf", s->rec.id, dir);
+                free(dir);
+                return;
+        }
+        SealJob *j = calloc(1, sizeof(*j));
+        pthread_t t;
+        if (!j || !(j->seat_id = strdup(s->rec.id)) || !(j->image_digest = strdup(s->rec.image_digest))) {
+                free(dir);
+                if (j)
+                        seal_job_free(j);
+                return;
+        }
+        j->m = m;
+        j->dir = dir;
+        j->generation = s->rec.generation;
+        if (keep_ref) {
+                pthread_mutex_lock(&m->lock);
+                s->refs++;
+                pthread_mutex_unlock(&m->lock);
+                j->s = s;
+        }
+        if (pthread_create(&t, NULL, seal_thread, j) != 0) {
+                log_error("cannot start sealing the session of seat '%s': it stays in '%s'", s->rec.id, j->dir);
+                seal_job_free(j);
+                return;
+        }
+        pthread_detach(t);
 }
 
 /* Boot from the verified image and bring the agent up: provision's and reset's core. */
@@ -384,7 +629,10 @@ static int boot_seat(SeatManager *m, Seat *s, SeatError **ret_error) {
         r = connect_agent(s, kvm ? AGENT_BOOT_TIMEOUT_KVM_MS : AGENT_BOOT_TIMEOUT_TCG_MS, ret_error);
         if (r < 0)
                 return r;
-        return configure_identity(s, ret_error);
+        r = configure_identity(s, ret_error);
+        if (r < 0)
+                return r;
+        return session_open(m, s, ret_error);
 }
 
 /* ---- transitions ---- */
@@ -467,6 +715,13 @@ int seat_reset(SeatManager *m, Seat *s, char **ret_token, SeatError **ret_error)
                 pthread_mutex_unlock(&s->lock);
                 return seat_error_set(ret_error, EBUSY, "seat '%s' is %s", s->rec.id, seat_state_to_string(st));
         }
+        if (s->seal_fault) {
+                int e = seat_error_set(ret_error, EBUSY,
+                                       "seat '%s' is not reset while the evidence of its previous session is not sealed (%s): fix that (e.g. free disk space) and release the seat",
+                                       s->rec.id, s->seal_fault);
+                pthread_mutex_unlock(&s->lock);
+                return e;
+        }
         r = seat_refresh_dom(m, s, ret_error);
         if (r < 0) {
                 pthread_mutex_unlock(&s->lock);
@@ -490,7 +745,11 @@ int seat_reset(SeatManager *m, Seat *s, char **ret_token, SeatError **ret_error)
                         virDomainFree(old);
                 }
         }
-        r = quarantine(m, s, ret_error);
+        session_close(s);
+        char *qdir = NULL;
+        r = quarantine(m, s, &qdir, ret_error);
+        if (r >= 0)
+                seal_in_background(m, s, true, qdir);
         if (r >= 0) {
                 /* The new generation's files have names of their own: the old machine's
                  * console may still be held open by virtlogd while its destroy completes. */
@@ -543,7 +802,11 @@ int seat_release(SeatManager *m, Seat *s, SeatError **ret_error) {
                 virDomainFree(s->dom);
                 s->dom = NULL;
         }
-        r = quarantine(m, s, ret_error);
+        session_close(s);
+        char *qdir = NULL;
+        r = quarantine(m, s, &qdir, ret_error);
+        if (r >= 0)
+                seal_in_background(m, s, false, qdir);
         (void) rmdir(s->dir);
         seat_set_state(s, SEAT_RELEASED);
         pthread_mutex_unlock(&s->lock);
@@ -608,11 +871,49 @@ int seat_to_json(Seat *s, json_object **ret) {
         json_object_object_add(o, "domain", json_object_new_string(s->dom ? virDomainGetName(s->dom) : ""));
         if (s->fault)
                 json_object_object_add(o, "fault", json_object_new_string(s->fault));
+        if (s->seal_fault)
+                json_object_object_add(o, "evidence_fault", json_object_new_string(s->seal_fault));
         *ret = o;
         return 0;
 }
 
 /* ---- the manager ---- */
+
+/* The host key signs archives: made at first start (its public half beside it, for
+ * seat-evidence verify). The facilitator key, when configured, is what archives are
+ * sealed to. */
+static int load_evidence_keys(SeatManager *m, const SeatConfig *config, SeatError **ret_error) {
+        int r = seat_secret_key_load(config->host_key, NULL, NULL, &m->host_key, NULL);
+        if (r == -ENOENT) {
+                _cleanup_free_ char *pub = NULL;
+                SeatPublicKey pk;
+                size_t n = strlen(config->host_key);
+                r = seat_secret_key_generate(&m->host_key);
+                if (r >= 0)
+                        r = seat_secret_key_save(m->host_key, config->host_key, NULL, NULL, ret_error);
+                if (r >= 0 && asprintf(&pub, "%.*s.pub", (int) (n > 4 && !strcmp(config->host_key + n - 4, ".key") ? n - 4 : n),
+                                       config->host_key) < 0)
+                        r = -ENOMEM;
+                if (r >= 0) {
+                        seat_secret_key_public(m->host_key, &pk);
+                        r = seat_public_key_save(&pk, pub, ret_error);
+                }
+                if (r >= 0)
+                        log_notice("made the host key '%s' that signs evidence archives (public key: '%s')", config->host_key, pub);
+        }
+        if (r < 0)
+                return seat_error_set(ret_error, -r, "host key '%s': %s (an unprotected minisign secret key)", config->host_key,
+                                      strerror(-r));
+        if (!config->facilitator_key) {
+                log_warning("no facilitator_key in the config: sessions are kept in the quarantine, not sealed into archives");
+                return 0;
+        }
+        r = seat_box_public_key_load(config->facilitator_key, &m->facilitator, ret_error);
+        if (r < 0)
+                return seat_error_wrap(ret_error, "facilitator_key '%s'", config->facilitator_key);
+        m->have_facilitator = true;
+        return 0;
+}
 
 int seat_manager_new(const SeatConfig *config, ImageStore *store, SeatManager **ret, SeatError **ret_error) {
         SeatManager *m = calloc(1, sizeof(*m));
@@ -628,6 +929,12 @@ int seat_manager_new(const SeatConfig *config, ImageStore *store, SeatManager **
                 r = -ENOMEM;
         if (r >= 0 && mkdir(m->quarantine_dir, 0700) < 0 && errno != EEXIST)
                 r = seat_error_set(ret_error, errno, "create '%s': %m", m->quarantine_dir);
+        if (r >= 0 && (asprintf(&m->archives_dir, "%s/evidence/archives", config->state_dir) < 0))
+                r = -ENOMEM;
+        if (r >= 0 && mkdir(m->archives_dir, 0700) < 0 && errno != EEXIST)
+                r = seat_error_set(ret_error, errno, "create '%s': %m", m->archives_dir);
+        if (r >= 0)
+                r = load_evidence_keys(m, config, ret_error);
         if (r >= 0)
                 r = domain_open(config->libvirt_uri, &m->conn, ret_error);
         if (r < 0) {
@@ -649,6 +956,8 @@ SeatManager *seat_manager_free(SeatManager *m) {
                 virConnectClose(m->conn);
         free(m->seats_dir);
         free(m->quarantine_dir);
+        free(m->archives_dir);
+        seat_secret_key_free(m->host_key);
         pthread_mutex_destroy(&m->lock);
         pthread_mutex_destroy(&m->conn_lock);
         free(m);
@@ -664,6 +973,24 @@ static bool domain_is_ours(SeatManager *m, virDomainPtr dom) {
             asprintf(&want, "<source file='%s/", m->seats_dir) < 0)
                 return false;
         return strstr(xml, want) != NULL;
+}
+
+/* The evolving audit key died with the old seatd, by design: that segment ends there
+ * (it reads as cut off) and is kept; the rest of the session goes to a new segment. */
+static void continue_session_after_restart(SeatManager *m, Seat *s) {
+        _cleanup_free_ char *al = NULL, *ak = NULL, *pl = NULL, *pk = NULL;
+        _cleanup_error_ SeatError *err = NULL;
+        long long t = (long long) time(NULL);
+        if (audit_paths(s, &al, &ak) < 0 ||
+            asprintf(&pl, "%s/audit-g%" PRId64 "-pre-%lld.log", s->dir, s->rec.generation, t) < 0 ||
+            asprintf(&pk, "%s/audit-g%" PRId64 "-pre-%lld.key", s->dir, s->rec.generation, t) < 0)
+                return;
+        (void) rename(al, pl);
+        (void) rename(ak, pk);
+        if (session_open(m, s, &err) < 0)
+                log_warning("seat '%s': no audit log after the restart: %s", s->rec.id, err ? err->message : "?");
+        else
+                (void) seat_audit_locked(s, "restart", NULL);
 }
 
 static int adopt_one(SeatManager *m, virDomainPtr dom) {
@@ -705,6 +1032,7 @@ static int adopt_one(SeatManager *m, virDomainPtr dom) {
                 seat_free(s);
                 return 0;
         }
+        continue_session_after_restart(m, s);
         log_notice("adopted seat '%s' (image '%s', participant '%s')", rec.id, rec.image, rec.participant);
         return 0;
 }

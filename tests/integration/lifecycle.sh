@@ -84,6 +84,8 @@ bail() { echo "Bail out! $*"; [[ -f $t/seatd.log ]] && tail -30 "$t/seatd.log" |
 export SEATD_SOCKET=$t/ctl.sock
 unset SEATD_TOKEN
 mkdir -p "$t/keys" "$t/state" "$t/nobody"
+# The facilitator's box key: every finished session is sealed to it.
+"$build/signing/seat-sign" keygen --box -p "$t/facilitator.pub" -s "$t/facilitator.key" >/dev/null 2>&1 || { echo "Bail out! seat-sign keygen --box failed"; exit 1; }
 chmod 0777 "$t/nobody"
 cat >"$t/seatd.conf" <<CONF
 state_dir = $t/state
@@ -92,6 +94,7 @@ trusted_keys_dir = $t/keys
 accel = tcg
 allow_tcg = true
 inspect_images = false
+facilitator_key = $t/facilitator.pub
 CONF
 
 start_seatd() {
@@ -351,8 +354,25 @@ out=$(xn "$t/tokA2" "$A" -- hostname 2>"$t/out")
 check "image verify test-image passes after the session" bash -c "'$CTL' image verify test-image | grep -q verified && ! '$CTL' image verify test-image | grep -q 'NOT VERIFIED'"
 [[ $(blobs_sum) == "$blobs_before" ]] && ok "the verified base image's blobs have the same sha256 as before" || not_ok "the verified base image's blobs have the same sha256 as before"
 q=$(ls -d "$t/state/evidence/quarantine/$A-g1-"* 2>/dev/null | head -1)
-[[ -n $q && -s $q/overlay.qcow2 && -f $q/console.log ]] && grep -qa "$MARK" "$q/overlay.qcow2" \
+[[ -n $q && -s $q/overlay.qcow2 ]] && grep -qa "$MARK" "$q/overlay.qcow2" \
   && ok "the old session's overlay (with the canaries) is in evidence/quarantine" || { ls -laR "$t/state/evidence" >"$t/out" 2>&1; not_ok "the old session's overlay (with the canaries) is in evidence/quarantine"; }
+# 6b: the session was sealed in the background: signed by the host, encrypted to the facilitator.
+EV=$build/evidence/seat-evidence
+arch=
+for _ in $(seq 1 100); do arch=$(ls "$t/state/evidence/archives/$A-g1-"*.seatdev 2>/dev/null | head -1); [[ -n $arch ]] && break; sleep 0.1; done
+check "the reset session is sealed into an archive that seat-evidence verify accepts (host key, seat id)" \
+  "$EV" verify "$arch" --host-key "$t/state/trust/host.pub" --seat "$A"
+check "seat-evidence open unpacks it with the facilitator key (every member and the audit chain checked)" \
+  "$EV" open "$arch" --host-key "$t/state/trust/host.pub" --key "$t/facilitator.key" --out "$t/opened"
+audit=$(ls "$t/opened/"*audit* 2>/dev/null | head -1)
+[[ -n $audit ]] && grep -q '"type":"session"' "$audit" && grep -q '"type":"exec"' "$audit" && grep -q "$MARK" "$audit" \
+  && grep -q '"stdout_blake2b"' "$audit" && grep -q '"type":"end"' "$audit" \
+  && ok "the archive's audit log holds the session's tool calls with their argv, results and output digests" \
+  || { cp "$audit" "$t/out" 2>/dev/null; not_ok "the archive's audit log holds the session's tool calls"; }
+cp "$arch" "$t/flipped.seatdev"
+python3 -c 'import sys; p=sys.argv[1]; b=bytearray(open(p,"rb").read()); b[len(b)//2]^=1; open(p,"wb").write(b)' "$t/flipped.seatdev"
+if "$EV" verify "$t/flipped.seatdev" --host-key "$t/state/trust/host.pub" >"$t/out" 2>&1; then not_ok "a flipped byte in the archive is detected"; else ok "a flipped byte in the archive is detected"; fi
+if "$EV" verify "$arch" --host-key "$t/state/trust/host.pub" --seat "$B" >"$t/out" 2>&1; then not_ok "the archive is refused as another seat's"; else ok "the archive is refused as another seat's"; fi
 # 7b: the seed's acceptance test, last part
 x "$A" -- test -e /usr/local/bin/pwned-lc >"$t/out" 2>&1; rc=$?
 [[ $rc == 1 ]] && ok "the file the tool wrote in the guest is gone after reset" || not_ok "the file the tool wrote in the guest is gone after reset (rc $rc)"
