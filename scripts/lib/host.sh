@@ -10,7 +10,7 @@ SEATD_PACKAGES=(
   nftables libnftables-dev iproute2 python3 minisign
   libcurl4-openssl-dev openssl bsdutils
   libguestfs-dev libguestfs-tools
-  iputils-ping procps
+  procps
 )
 
 say() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
