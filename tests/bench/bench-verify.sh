@@ -13,7 +13,7 @@ seatd_pid=
 cleanup() { [[ -n $seatd_pid ]] && kill "$seatd_pid" 2>/dev/null; wait 2>/dev/null; rm -rf "$t"; }
 trap cleanup EXIT
 
-now() { date +%s.%N; }
+now() { echo "${EPOCHREALTIME/,/.}"; }
 calc() { awk "BEGIN { printf \"%.6f\", $1 }"; }
 median() { sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
 
