@@ -24,7 +24,7 @@ static void sodium_memzero_token(char *t) {
 }
 
 #define EXEC_DEFAULT_TIMEOUT_MS 600000
-#define EXEC_HOST_GRACE_MS 30000
+#define EXEC_HOST_GRACE_MS 10000 /* after the tool's own timeout: the agent kills, drains (≤ 1 s), reports */
 #define CONSOLE_CHUNK_MAX (64u * 1024u)
 #define PROVISION_COUNT_MAX 64
 

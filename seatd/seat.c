@@ -820,7 +820,9 @@ int seat_release(SeatManager *m, Seat *s, SeatError **ret_error) {
 
 static int agent_failed(Seat *s, int r, SeatError **ret_error) {
         /* A broken protocol or a dead channel: this seat's agent cannot be trusted now. */
-        if (r == -EPROTO || r == -ECONNRESET || r == -EPIPE)
+        /* A timeout too: the agent stalled (maybe mid-frame) past the tool's own timeout
+         * and its grace, and what it sends next could belong to anything. */
+        if (r == -EPROTO || r == -ECONNRESET || r == -EPIPE || r == -ETIMEDOUT)
                 seat_fault(s, *ret_error ? (*ret_error)->message : "agent channel failed");
         return r;
 }
