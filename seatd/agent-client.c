@@ -306,11 +306,36 @@ static int exec_fill_result(const AgentMsg *m, AgentExecResult *res) {
         return 0;
 }
 
-int agent_client_exec(AgentClient *c, AgentMsg *req, AgentOutputFn on_output, void *userdata,
-                      int timeout_ms, AgentExecResult *ret, SeatError **ret_error) {
-        int64_t deadline = deadline_in(timeout_ms);
+/* Cancel a running exec: SIGKILL to its whole process group in the guest. Its remaining
+ * frames are then read and dropped up to its exit, so the channel stays in step. */
+static int exec_start_kill(AgentClient *c, int64_t exec_id, int64_t *ret_kill_id, int64_t *deadline) {
+        AgentMsg k = { .type = AGENT_MSG_KILL, .id = agent_client_next_id(c), .kill = { .exec = exec_id, .signal = 9 } };
+        *ret_kill_id = k.id;
+        *deadline = now_monotonic_ms() + 15000;
+        return agent_client_send(c, &k, 5000);
+}
+
+static int exec_recv(AgentClient *c, int64_t deadline, bool poll_cancel, AgentMsg **ret, SeatError **ret_error) {
+        int slice = remaining_ms(deadline);
+        if (poll_cancel)
+                slice = MIN(slice, 250);
+        int r = agent_client_recv(c, slice, ret);
+        if (r == -ETIMEDOUT && remaining_ms(deadline) > 0)
+                return -EAGAIN; /* a slice ended: look at cancellation, then wait again */
+        if (r == -ETIMEDOUT)
+                return seat_error_set(ret_error, ETIMEDOUT, "agent did not finish the command in time");
+        if (r == -EPROTO)
+                return seat_error_set(ret_error, EPROTO, "agent broke the protocol (bad or oversized frame)");
+        if (r < 0)
+                return seat_error_set(ret_error, -r, "read from agent: %s", strerror(-r));
+        return 0;
+}
+
+int agent_client_exec_cancellable(AgentClient *c, AgentMsg *req, AgentOutputFn on_output, bool (*cancelled)(void *),
+                                  void *userdata, int timeout_ms, AgentExecResult *ret, SeatError **ret_error) {
+        int64_t deadline = deadline_in(timeout_ms), kill_id = 0;
         AgentExecResult res = {};
-        bool started = false;
+        bool started = false, killing = false;
         int r;
 
         if (req->type != AGENT_MSG_EXEC)
@@ -322,9 +347,26 @@ int agent_client_exec(AgentClient *c, AgentMsg *req, AgentOutputFn on_output, vo
 
         for (;;) {
                 _cleanup_agent_msg_ AgentMsg *m = NULL;
-                r = recv_for(c, req->id, deadline, &m, ret_error);
+                r = exec_recv(c, deadline, cancelled && !killing, &m, ret_error);
+                if (r == -EAGAIN) {
+                        if (cancelled && !killing && cancelled(userdata)) {
+                                killing = true;
+                                if (exec_start_kill(c, req->id, &kill_id, &deadline) < 0) {
+                                        r = seat_error_set(ret_error, EPIPE, "cannot send kill to agent");
+                                        break;
+                                }
+                        }
+                        continue;
+                }
                 if (r < 0)
                         break;
+                if (killing && m->id == kill_id)
+                        continue; /* ok, or not_found when it had just exited */
+                if (m->id != req->id) {
+                        r = seat_error_set(ret_error, EPROTO, "agent answered id %lld while request %lld was pending",
+                                           (long long) m->id, (long long) req->id);
+                        break;
+                }
                 if (m->type == AGENT_MSG_ERROR) {
                         r = error_reply(m, ret_error);
                         break;
@@ -335,9 +377,15 @@ int agent_client_exec(AgentClient *c, AgentMsg *req, AgentOutputFn on_output, vo
                         continue;
                 }
                 if (m->type == AGENT_MSG_OUTPUT && started) {
-                        if (on_output) {
+                        if (on_output && !killing) {
                                 r = on_output(m->output.is_stderr, m->output.data, m->output.len, userdata);
-                                if (r < 0) {
+                                if (r == -ECANCELED) {
+                                        killing = true;
+                                        if (exec_start_kill(c, req->id, &kill_id, &deadline) < 0) {
+                                                r = seat_error_set(ret_error, EPIPE, "cannot send kill to agent");
+                                                break;
+                                        }
+                                } else if (r < 0) {
                                         r = seat_error_set(ret_error, -r, "output handler failed: %s", strerror(-r));
                                         break;
                                 }
@@ -345,6 +393,11 @@ int agent_client_exec(AgentClient *c, AgentMsg *req, AgentOutputFn on_output, vo
                         continue;
                 }
                 if (m->type == AGENT_MSG_EXIT && started) {
+                        if (killing) {
+                                r = seat_error_set(ret_error, ECANCELED,
+                                                   "cancelled: the command's process group was killed in the guest");
+                                break;
+                        }
                         r = exec_fill_result(m, &res);
                         if (r < 0) {
                                 r = seat_error_set(ret_error, ENOMEM, "out of memory");
@@ -359,6 +412,11 @@ int agent_client_exec(AgentClient *c, AgentMsg *req, AgentOutputFn on_output, vo
         }
         agent_exec_result_done(&res);
         return r;
+}
+
+int agent_client_exec(AgentClient *c, AgentMsg *req, AgentOutputFn on_output, void *userdata,
+                      int timeout_ms, AgentExecResult *ret, SeatError **ret_error) {
+        return agent_client_exec_cancellable(c, req, on_output, NULL, userdata, timeout_ms, ret, ret_error);
 }
 
 int agent_client_file_put(AgentClient *c, const char *path, const void *data, size_t len, mode_t mode,

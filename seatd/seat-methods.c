@@ -233,6 +233,12 @@ static int exec_output(bool is_stderr, const uint8_t *data, size_t len, void *us
         return job_cancelled(st->req) ? -ECANCELED : 0;
 }
 
+/* The client went away (Ctrl-C, SIGTERM, a closed socket): the exec is cancelled. */
+static bool exec_cancelled(void *userdata) {
+        ExecStream *st = userdata;
+        return job_cancelled(st->req);
+}
+
 static int exec_job(Request *req, void *data, json_object **ret_result, SeatError **ret_error) {
         SeatArgs *a = data;
         _cleanup_strv_free_ char **argv = NULL, **env = NULL;
@@ -263,7 +269,7 @@ static int exec_job(Request *req, void *data, json_object **ret_result, SeatErro
         crypto_generichash_init(&st.out, NULL, 0, 64);
         crypto_generichash_init(&st.err, NULL, 0, 64);
         argv_log = argv_for_log(argv);
-        int r = seat_exec(a->seat, &msg, exec_output, &st, (int) MIN(timeout_ms + EXEC_HOST_GRACE_MS, (int64_t) INT32_MAX),
+        int r = seat_exec(a->seat, &msg, exec_output, exec_cancelled, &st, (int) MIN(timeout_ms + EXEC_HOST_GRACE_MS, (int64_t) INT32_MAX),
                           &res, ret_error);
         /* Every tool call is logged: who, where, what, and how it ended — to the session's
          * audit log (evidence) and as a line for operators. */

@@ -827,15 +827,16 @@ static int agent_failed(Seat *s, int r, SeatError **ret_error) {
         return r;
 }
 
-int seat_exec(Seat *s, AgentMsg *req, AgentOutputFn on_output, void *userdata, int timeout_ms,
-              AgentExecResult *ret, SeatError **ret_error) {
+int seat_exec(Seat *s, AgentMsg *req, AgentOutputFn on_output, bool (*cancelled)(void *), void *userdata,
+              int timeout_ms, AgentExecResult *ret, SeatError **ret_error) {
         pthread_mutex_lock(&s->lock);
         int r;
         if (seat_state(s) != SEAT_READY || !s->agent)
                 r = seat_error_set(ret_error, EBUSY, "seat '%s' is %s", s->rec.id, seat_state_to_string(seat_state(s)));
         else {
-                r = agent_client_exec(s->agent, req, on_output, userdata, timeout_ms, ret, ret_error);
-                if (r < 0)
+                r = agent_client_exec_cancellable(s->agent, req, on_output, cancelled, userdata, timeout_ms, ret,
+                                                  ret_error);
+                if (r < 0 && r != -ECANCELED)
                         r = agent_failed(s, r, ret_error);
         }
         pthread_mutex_unlock(&s->lock);

@@ -61,8 +61,8 @@ int seat_to_json(Seat *s, json_object **ret);
 const char *seat_console_path(const Seat *s);
 
 /* Agent calls on a READY seat, one at a time per seat. */
-int seat_exec(Seat *s, AgentMsg *req, AgentOutputFn on_output, void *userdata, int timeout_ms,
-              AgentExecResult *ret, SeatError **ret_error);
+int seat_exec(Seat *s, AgentMsg *req, AgentOutputFn on_output, bool (*cancelled)(void *), void *userdata,
+              int timeout_ms, AgentExecResult *ret, SeatError **ret_error);
 int seat_agent_call(Seat *s, AgentMsg *req, int timeout_ms, AgentMsg **ret_reply, SeatError **ret_error);
 /* One record in the seat's session audit log (forward-secure, hash-chained). */
 int seat_audit(Seat *s, const char *type, json_object *data);

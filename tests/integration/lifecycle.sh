@@ -198,6 +198,18 @@ ms=$((($(date +%s%N) - s0) / 1000000))
 x "$A" -- ps >"$t/out" 2>&1
 if grep -q "ps" "$t/out" && ! grep -qE "sleep 30[123]" "$t/out"; then ok "after the timeout the command's whole process group is gone in the guest"
 else not_ok "after the timeout the command's whole process group is gone in the guest"; fi
+# Interrupting seatctl cancels the exec: the guest's process group is killed, the seat stays
+# usable. (SIGTERM: a background job of a script has SIGINT ignored, as a shell sets it up.)
+echo "$A $A -- sh -c sleep 401 & sleep 402" >>"$t/calls"
+"$CTL" exec "$A" -- sh -c 'sleep 401 & sleep 402' >"$t/out" 2>&1 &
+cpid=$!
+sleep 1.5
+kill -TERM "$cpid"; wait "$cpid" 2>/dev/null
+sleep 1
+x "$A" -- sh -c 'ps; echo ps-done' >"$t/out" 2>&1
+if grep -q "ps-done" "$t/out" && ! grep -qE "sleep 40[12]" "$t/out" && [[ $("$CTL" --json status "$A" | json_field 'd["state"]') == ready ]]; then
+  ok "seatctl exec interrupted (SIGTERM): the command's process group is killed in the guest, the seat stays READY"
+else not_ok "seatctl exec interrupted (SIGTERM): the command's process group is killed in the guest, the seat stays READY"; fi
 
 out=$(echo x | x "$A" -- cat 2>"$t/out")
 [[ $out == x ]] && ok "exec forwards stdin (echo x | seatctl exec S -- cat)" || not_ok "exec forwards stdin (got '$out')"
@@ -416,12 +428,12 @@ consistent() {
 seat_works() { [[ $(x "$1" -- hostname 2>/dev/null) == "seat-$1" ]]; }
 
 # a) SIGKILL while a provision boots its domain
-before=$(our_domains | sort)
+before=$("${VIRSH[@]}" list --name 2>/dev/null | grep "^seatd-" | sort)
 "$CTL" -q provision --image test-image >"$t/p8" 2>&1 &
 prov_pid=$! bg_pids+=("$prov_pid")
 new=
 for _ in $(seq 1 200); do
-  new=$(comm -13 <(echo "$before") <(our_domains | sort))
+  new=$(comm -13 <(echo "$before") <("${VIRSH[@]}" list --name 2>/dev/null | grep '^seatd-' | sort))
   [[ -n $new ]] && break
   sleep 0.05
 done
@@ -447,7 +459,8 @@ old_id=$(our_domains | grep -E "^seatd-$C-g[0-9]+$")
 reset_pid=$! bg_pids+=("$reset_pid")
 cur=
 for _ in $(seq 1 300); do
-  cur=$(our_domains | grep -E "^seatd-$C-g[0-9]+$" | grep -vx "$old_id" | head -1)
+  # Only the name: a plain list is fast enough to catch the new machine while it boots.
+  cur=$("${VIRSH[@]}" list --name 2>/dev/null | grep -E "^seatd-$C-g[0-9]+$" | grep -vx "$old_id" | head -1)
   [[ -n $cur && $cur != "$old_id" ]] && break
   sleep 0.05
 done
