@@ -45,7 +45,7 @@ ssize_t loop_read(int fd, void *buf, size_t len) {
         return (ssize_t) done;
 }
 
-static int fsync_parent_dir(const char *path) {
+int fsync_parent_dir(const char *path) {
         _cleanup_free_ char *copy = strdup(path);
         if (!copy)
                 return -ENOMEM;

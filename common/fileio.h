@@ -17,6 +17,9 @@ ssize_t loop_read(int fd, void *buf, size_t len);
  */
 int write_file_atomic(const char *path, const void *data, size_t len, mode_t mode);
 
+/* fsync the directory that holds path, so a rename or a new file in it survives a crash. */
+int fsync_parent_dir(const char *path);
+
 /* Read a whole regular file of at most max bytes (-EFBIG beyond). NUL-terminated. */
 int read_file_capped(const char *path, size_t max, char **ret, size_t *ret_len);
 

@@ -597,16 +597,6 @@ static int temp_path_for(const char *path, char **ret) {
         return asprintf(ret, "%s/.%s.tmp-%s", dirname(d), basename(b), hex) < 0 ? -ENOMEM : 0;
 }
 
-static int fsync_dir_of(const char *path) {
-        _cleanup_free_ char *copy = strdup(path);
-        if (!copy)
-                return -ENOMEM;
-        _cleanup_close_ int dfd = open(dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (dfd < 0)
-                return negative_errno();
-        return fsync(dfd) < 0 ? negative_errno() : 0;
-}
-
 static int seal_payload(Sealer *s, ArchiveManifest *m, const SeatBoxPublicKey *fac, SealInputs *in,
                         SeatError **ret_error) {
         _cleanup_sodium_ uint8_t *key = sodium_malloc(crypto_secretstream_xchacha20poly1305_KEYBYTES);
@@ -740,7 +730,7 @@ int archive_seal(const char *path, const ArchiveSealParams *p, SeatError **ret_e
                 (void) unlink(tmp);
                 return r;
         }
-        r = fsync_dir_of(path);
+        r = fsync_parent_dir(path);
         if (r < 0)
                 return seat_error_set(ret_error, -r, "cannot fsync the directory of '%s': %s", path, strerror(-r));
         return 0;

@@ -204,18 +204,6 @@ int audit_log_append(AuditLog *log, const char *type, json_object *data, SeatErr
         return log_append_any(log, type, data, !log || !(log->flags & AUDIT_LOG_NO_SYNC), ret_error);
 }
 
-static int fsync_dir_of(const char *path) {
-        _cleanup_free_ char *copy = strdup(path);
-        if (!copy)
-                return -ENOMEM;
-        _cleanup_close_ int dfd = open(dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (dfd < 0)
-                return negative_errno();
-        if (fsync(dfd) < 0)
-                return negative_errno();
-        return 0;
-}
-
 int audit_log_open(const char *path, const uint8_t initial_key[AUDIT_KEY_BYTES], unsigned flags,
                    AuditLog **ret, SeatError **ret_error) {
         _cleanup_(audit_log_freep) AuditLog *log = NULL;
@@ -241,7 +229,7 @@ int audit_log_open(const char *path, const uint8_t initial_key[AUDIT_KEY_BYTES],
                 r = negative_errno();
                 return seat_error_set(ret_error, -r, "cannot create audit log '%s': %s", path, strerror(-r));
         }
-        r = fsync_dir_of(path);
+        r = fsync_parent_dir(path);
         if (r < 0)
                 return seat_error_set(ret_error, -r, "cannot fsync the directory of audit log '%s': %s", path,
                                       strerror(-r));
