@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <arpa/inet.h>
+#include <inttypes.h>
 #include <nftables/libnftables.h>
 #include <stdio.h>
 #include <string.h>
@@ -115,9 +116,11 @@ int nft_seat_spec_validate(const NftSeatSpec *spec, SeatError **ret_error) {
                 return seat_error_set(ret_error, EINVAL, "invalid seat name for the egress filter");
         if (!ifname_valid(spec->bridge))
                 return seat_error_set(ret_error, EINVAL, "invalid bridge name for seat '%s'", spec->seat);
-        if (!ifname_valid(spec->uplink))
+        if (spec->uplink && !ifname_valid(spec->uplink))
                 return seat_error_set(ret_error, EINVAL, "invalid uplink name for seat '%s'", spec->seat);
-        if (strcmp(spec->uplink, spec->bridge) == 0)
+        if (!spec->uplink && spec->masquerade)
+                return seat_error_set(ret_error, EINVAL, "seat '%s': masquerade needs an uplink", spec->seat);
+        if (spec->uplink && strcmp(spec->uplink, spec->bridge) == 0)
                 return seat_error_set(ret_error, EINVAL, "seat '%s': the uplink cannot be the seat's bridge '%s'",
                                       spec->seat, spec->bridge);
         if (spec->guest.s_addr == htonl(INADDR_ANY))
@@ -336,9 +339,12 @@ static int build_out(json_object *rules, const NftSeatSpec *spec) {
         int r = add_spoof_rules(rules, spec);
         if (r >= 0 && !p->ipv6)
                 r = RULE(rules, j_verdict("drop"), j_match("==", j_keyed("meta", "nfproto"), j_str("ipv6")));
-        /* Only through the uplink: never to another seat's bridge or any other interface. */
-        if (r >= 0)
+        /* Only through the uplink: never to another seat's bridge or any other interface.
+         * Without an uplink nothing is forwarded at all. */
+        if (r >= 0 && spec->uplink)
                 r = RULE(rules, j_verdict("drop"), j_match("!=", j_keyed("meta", "oifname"), j_str(spec->uplink)));
+        else if (r >= 0)
+                r = RULE0(rules, j_verdict("drop"));
         if (r >= 0)
                 r = RULE(rules, j_verdict("drop"),
                          j_match("==", j_payload("ip", "daddr"), j_addr_set(egress_blocked_ipv4)));
@@ -851,5 +857,167 @@ int nft_seat_denied(NftContext *c, const char *bridge, uint64_t *ret_packets, Se
                         sum += rule_drop_packets(json_object_object_get(o, "expr"));
         }
         *ret_packets = sum;
+        return 0;
+}
+
+/* ---- rule text for status -------------------------------------------------------------- */
+
+typedef struct Text {
+        char *buf;
+        size_t size, len;
+} Text;
+
+static void text_add(Text *t, const char *s) {
+        size_t n = strlen(s);
+        if (t->len + n + 1 >= t->size) { /* truncated: mark it once */
+                if (t->size > 4)
+                        memcpy(t->buf + t->size - 4, "...", 4);
+                t->len = t->size;
+                return;
+        }
+        memcpy(t->buf + t->len, s, n + 1);
+        t->len += n;
+}
+
+static void text_word(Text *t, const char *s) {
+        if (t->len > 0 && t->len < t->size)
+                text_add(t, " ");
+        if (t->len < t->size)
+                text_add(t, s);
+}
+
+/* One operand of a match: a string, number, payload/meta/ct key, prefix, range or set. */
+static void describe_value(Text *t, json_object *v, int depth) {
+        json_object *o, *a, *b;
+        char num[32];
+
+        if (depth > 4)
+                return text_word(t, "...");
+        switch (json_object_get_type(v)) {
+        case json_type_string:
+                return text_word(t, json_object_get_string(v));
+        case json_type_int:
+                (void) snprintf(num, sizeof(num), "%" PRId64, json_object_get_int64(v));
+                return text_word(t, num);
+        case json_type_array:
+                text_word(t, "{");
+                for (size_t i = 0; i < json_object_array_length(v) && i < 16; i++)
+                        describe_value(t, json_object_array_get_idx(v, i), depth + 1);
+                return text_word(t, "}");
+        case json_type_object:
+                break;
+        default:
+                return text_word(t, "?");
+        }
+        if (json_object_object_get_ex(v, "payload", &o)) {
+                text_word(t, json_object_get_string(json_object_object_get(o, "protocol")));
+                return text_word(t, json_object_get_string(json_object_object_get(o, "field")));
+        }
+        if (json_object_object_get_ex(v, "meta", &o) || json_object_object_get_ex(v, "ct", &o)) {
+                if (json_object_object_get_ex(v, "ct", NULL))
+                        text_word(t, "ct");
+                return text_word(t, json_object_get_string(json_object_object_get(o, "key")));
+        }
+        if (json_object_object_get_ex(v, "prefix", &o)) {
+                describe_value(t, json_object_object_get(o, "addr"), depth + 1);
+                (void) snprintf(num, sizeof(num), "/%d", json_object_get_int(json_object_object_get(o, "len")));
+                return text_add(t, num);
+        }
+        if (json_object_object_get_ex(v, "range", &o) && json_object_array_length(o) == 2) {
+                a = json_object_array_get_idx(o, 0);
+                b = json_object_array_get_idx(o, 1);
+                (void) snprintf(num, sizeof(num), "%" PRId64 "-%" PRId64, json_object_get_int64(a),
+                                json_object_get_int64(b));
+                return text_word(t, num);
+        }
+        if (json_object_object_get_ex(v, "set", &o))
+                return describe_value(t, o, depth + 1);
+        text_word(t, "?");
+}
+
+static void describe_statement(Text *t, json_object *st) {
+        json_object *o;
+        static const char *const verdicts[] = { "accept", "drop", "masquerade", "return" };
+
+        if (json_object_object_get_ex(st, "match", &o)) {
+                const char *op = json_object_get_string(json_object_object_get(o, "op"));
+                describe_value(t, json_object_object_get(o, "left"), 0);
+                if (op && strcmp(op, "==") != 0 && strcmp(op, "in") != 0)
+                        text_word(t, op);
+                return describe_value(t, json_object_object_get(o, "right"), 0);
+        }
+        if (json_object_object_get_ex(st, "jump", &o)) {
+                text_word(t, "jump");
+                return text_word(t, json_object_get_string(json_object_object_get(o, "target")));
+        }
+        if (json_object_object_get_ex(st, "log", NULL))
+                return text_word(t, "log");
+        if (json_object_object_get_ex(st, "limit", NULL))
+                return text_word(t, "limit");
+        for (size_t i = 0; i < ELEMENTSOF(verdicts); i++)
+                if (json_object_object_get_ex(st, verdicts[i], NULL))
+                        return text_word(t, verdicts[i]);
+        /* counters are reported as numbers beside the text */
+}
+
+static void counter_values(json_object *expr, uint64_t *packets, uint64_t *bytes) {
+        *packets = *bytes = 0;
+        for (size_t i = 0; i < json_object_array_length(expr); i++) {
+                json_object *cnt;
+                if (json_object_object_get_ex(json_object_array_get_idx(expr, i), "counter", &cnt) &&
+                    json_object_is_type(cnt, json_type_object)) {
+                        *packets = (uint64_t) json_object_get_int64(json_object_object_get(cnt, "packets"));
+                        *bytes = (uint64_t) json_object_get_int64(json_object_object_get(cnt, "bytes"));
+                }
+        }
+}
+
+static int counter_entry(json_object *arr, const char *chain, json_object *expr) {
+        char text[256];
+        Text t = { .buf = text, .size = sizeof(text) };
+        uint64_t packets, bytes;
+
+        text[0] = 0;
+        for (size_t i = 0; i < json_object_array_length(expr); i++)
+                describe_statement(&t, json_object_array_get_idx(expr, i));
+        counter_values(expr, &packets, &bytes);
+        json_object *o = json_object_new_object();
+        if (!o || json_object_array_add(arr, o) < 0) {
+                json_object_put(o);
+                return -ENOMEM;
+        }
+        json_object_object_add(o, "chain", j_str(chain));
+        json_object_object_add(o, "rule", j_str(text));
+        json_object_object_add(o, "packets", json_object_new_int64((int64_t) packets));
+        json_object_object_add(o, "bytes", json_object_new_int64((int64_t) bytes));
+        return 0;
+}
+
+int nft_seat_counters(NftContext *c, const char *bridge, json_object **ret, SeatError **ret_error) {
+        _cleanup_json_ json_object *items = NULL, *out = NULL;
+
+        if (!ifname_valid(bridge))
+                return seat_error_set(ret_error, EINVAL, "invalid bridge name");
+        int r = list_table(c, &items, ret_error);
+        if (r < 0)
+                return r;
+        if (!(out = json_object_new_array()))
+                return -ENOMEM;
+        static const ChainKind shown[] = { CHAIN_OUT, CHAIN_TO, CHAIN_HOST };
+        for (size_t k = 0; k < ELEMENTSOF(shown) && items; k++)
+                for (size_t i = 0; i < json_object_array_length(items); i++) {
+                        json_object *o, *name;
+                        if (!json_object_object_get_ex(json_object_array_get_idx(items, i), "rule", &o) ||
+                            !json_object_object_get_ex(o, "chain", &name) ||
+                            chain_kind_of(json_object_get_string(name), bridge) != (int) shown[k])
+                                continue;
+                        char label[8];
+                        (void) snprintf(label, sizeof(label), "%.*s", (int) strlen(chain_prefix[shown[k]]) - 1,
+                                        chain_prefix[shown[k]]);
+                        r = counter_entry(out, label, json_object_object_get(o, "expr"));
+                        if (r < 0)
+                                return r;
+                }
+        *ret = TAKE_PTR(out);
         return 0;
 }

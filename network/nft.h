@@ -38,7 +38,8 @@
 typedef struct NftSeatSpec {
         const char *seat;       /* seat id: [A-Za-z0-9_-], at most 32; in the log prefix */
         const char *bridge;     /* the seat's bridge, e.g. "seat-s1" */
-        const char *uplink;     /* the only interface the seat's traffic may leave through */
+        const char *uplink;     /* the only interface the seat's traffic may leave through;
+                                 * NULL: none, nothing is forwarded */
         struct in_addr guest;   /* the guest's one IPv4 address */
         bool has_mac;
         uint8_t guest_mac[6];   /* the guest's MAC (anti-spoofing) when has_mac */
@@ -79,3 +80,9 @@ int nft_seat_remove(NftContext *c, const char *bridge, SeatError **ret_error);
 int nft_seat_verify(NftContext *c, const NftSeatSpec *spec, NftSeatState *ret_state, SeatError **ret_error);
 /* Packets counted by the seat's drop rules (out-B, to-B, host-B). */
 int nft_seat_denied(NftContext *c, const char *bridge, uint64_t *ret_packets, SeatError **ret_error);
+
+/* Every rule of the seat's out-, to- and host- chains as installed now, in order: a JSON
+ * array of {"chain": "out"|"to"|"host", "rule": "ip daddr 198.51.100.10 tcp dport 8080
+ * accept", "packets": N, "bytes": N}. The text is made from what nftables lists, so it
+ * shows what is enforced, not what was meant. */
+int nft_seat_counters(NftContext *c, const char *bridge, json_object **ret, SeatError **ret_error);

@@ -97,24 +97,66 @@ static void print_seat_row(json_object *s) {
         }
 }
 
+/* The seat's network and its filter, rule by rule with counters. */
+static void print_network(json_object *seat) {
+        json_object *net = NULL, *rules = NULL, *last = NULL;
+        int64_t denied = 0, events = 0;
+        if (!json_object_object_get_ex(seat, "network", &net) || !json_object_is_type(net, json_type_object)) {
+                printf("network: none (the seat has no NIC)\n");
+                return;
+        }
+        (void) json_get_int64(net, "denied_packets", false, 0, INT64_MAX - 1, &denied);
+        (void) json_get_int64(net, "tamper_events", false, 0, INT64_MAX - 1, &events);
+        printf("network: profile ");
+        print_cell(str(net, "profile"), 0);
+        printf(", guest %s via %s on bridge %s, uplink %s\n", str(net, "guest"), str(net, "host"), str(net, "bridge"),
+               *str(net, "uplink") ? str(net, "uplink") : "(none: nothing leaves the host)");
+        printf("egress: %" PRId64 " packets denied%s", denied,
+               json_object_get_boolean(json_object_object_get(net, "paused")) ? "; PAUSED: its rules were changed" : "");
+        if (events > 0 && json_object_object_get_ex(net, "last_tamper", &last))
+                printf("; %" PRId64 " tamper events, last: rules %s", events, str(last, "state"));
+        printf("\n");
+        if (*str(net, "rules_error"))
+                printf("rules: cannot read them: %s\n", str(net, "rules_error"));
+        if (!json_object_object_get_ex(net, "rules", &rules) || !json_object_is_type(rules, json_type_array))
+                return;
+        printf("  %-5s %10s %12s  %s\n", "CHAIN", "PACKETS", "BYTES", "RULE");
+        for (size_t i = 0; i < json_object_array_length(rules); i++) {
+                json_object *r = json_object_array_get_idx(rules, i);
+                int64_t pk = 0, by = 0;
+                (void) json_get_int64(r, "packets", false, 0, INT64_MAX - 1, &pk);
+                (void) json_get_int64(r, "bytes", false, 0, INT64_MAX - 1, &by);
+                printf("  %-5s %10" PRId64 " %12" PRId64 "  ", str(r, "chain"), pk, by);
+                _cleanup_free_ char *e = log_escape(str(r, "rule"), strlen(str(r, "rule")), 300);
+                printf("%s", e ? e : "?");
+                printf("\n");
+        }
+}
+
 /* ---- provision ---- */
 
 static void provision_usage(FILE *f) {
         fprintf(f,
-                "usage: seatctl provision --image NAME [--participant WHO] [--count N]\n"
+                "usage: seatctl provision --image NAME [--participant WHO] [--egress PROFILE] [--count N]\n"
                 "\n"
                 "Boots N new seats (default 1) from the verified image NAME, each in its own VM, and\n"
                 "prints each seat's id and its participant token. Hand the token to the participant\n"
                 "(in a file: seatctl --token-file FILE exec SEAT -- ...); it opens that one seat's\n"
-                "exec, cp, console and status, and nothing else. seatd keeps only its hash.\n");
+                "exec, cp, console and status, and nothing else. seatd keeps only its hash.\n"
+                "\n"
+                "Each seat gets a network of its own. --egress names the profile of what its guest\n"
+                "may reach (the file PROFILE.profile in seatd's egress_dir, see docs/egress.md); the\n"
+                "default is the config's default_egress, normally 'none': nothing at all. A seat whose\n"
+                "filter cannot be installed and read back exactly is not started.\n");
 }
 
 int verb_provision(int argc, char *argv[], SeatError **ret_error) {
         static const struct option options[] = {
                 { "image", required_argument, NULL, 'i' }, { "participant", required_argument, NULL, 'p' },
-                { "count", required_argument, NULL, 'n' }, { "help", no_argument, NULL, 'h' }, {},
+                { "count", required_argument, NULL, 'n' }, { "egress", required_argument, NULL, 'e' },
+                { "help", no_argument, NULL, 'h' }, {},
         };
-        const char *image = NULL, *participant = NULL;
+        const char *image = NULL, *participant = NULL, *egress = NULL;
         long count = 1;
         int c;
         while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0)
@@ -122,6 +164,7 @@ int verb_provision(int argc, char *argv[], SeatError **ret_error) {
                 case 'i': image = optarg; break;
                 case 'p': participant = optarg; break;
                 case 'n': count = atol(optarg); break;
+                case 'e': egress = optarg; break;
                 case 'h': provision_usage(stdout); return 0;
                 default: provision_usage(stderr); return 2;
                 }
@@ -134,6 +177,8 @@ int verb_provision(int argc, char *argv[], SeatError **ret_error) {
         json_object_object_add(p, "image", json_object_new_string(image));
         if (participant)
                 json_object_object_add(p, "participant", json_object_new_string(participant));
+        if (egress)
+                json_object_object_add(p, "egress", json_object_new_string(egress));
         json_object_object_add(p, "count", json_object_new_int64(count));
         if (seat_call("seat.provision", p, ctl_opts.quiet ? NULL : ctl_progress_bar, NULL, &res, ret_error) < 0)
                 return 1;
@@ -200,6 +245,8 @@ static int one_seat_verb(const char *verb, const char *method, int argc, char *a
         }
         print_seat_header();
         print_seat_row(res);
+        if (!strcmp(method, "seat.status"))
+                print_network(res);
         if (*str(res, "token"))
                 printf("new participant token: %s\n", str(res, "token"));
         return 0;

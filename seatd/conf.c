@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <arpa/inet.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -42,6 +43,13 @@ static int parse_path(char **field, const char *v) {
         return set_string(field, v);
 }
 
+/* An interface name as the kernel takes it; not "all"/"default" (sysctl directories). */
+static bool ifname_ok(const char *v) {
+        size_t n = strlen(v);
+        return n > 0 && n < 16 && strspn(v, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-") == n &&
+               strcmp(v, "all") != 0 && strcmp(v, "default") != 0 && strcmp(v, ".") != 0 && strcmp(v, "..") != 0;
+}
+
 static int apply(SeatConfig *c, const char *key, const char *v) {
         if (!strcmp(key, "state_dir"))
                 return parse_path(&c->state_dir, v);
@@ -82,6 +90,36 @@ static int apply(SeatConfig *c, const char *key, const char *v) {
                 return parse_long_range(v, 1, 3600, &c->pull_low_speed_time);
         if (!strcmp(key, "pull_connect_timeout"))
                 return parse_long_range(v, 1, 600, &c->pull_connect_timeout);
+        if (!strcmp(key, "network"))
+                return parse_bool(v, &c->network);
+        if (!strcmp(key, "net_pool"))
+                return *v ? set_string(&c->net_pool, v) : -EINVAL;
+        if (!strcmp(key, "net_subnet_len"))
+                return parse_long_range(v, 29, 30, &c->net_subnet_len);
+        if (!strcmp(key, "uplink"))
+                return ifname_ok(v) ? set_string(&c->uplink, v) : -EINVAL;
+        if (!strcmp(key, "uplink_gateway")) {
+                struct in_addr a;
+                return inet_pton(AF_INET, v, &a) == 1 ? set_string(&c->uplink_gateway, v) : -EINVAL;
+        }
+        if (!strcmp(key, "masquerade"))
+                return parse_bool(v, &c->masquerade);
+        if (!strcmp(key, "route_table"))
+                return parse_long_range(v, 1, 0x7fffffffL, &c->route_table);
+        if (!strcmp(key, "route_priority"))
+                return parse_long_range(v, 1, 32765, &c->route_priority);
+        if (!strcmp(key, "egress_dir"))
+                return parse_path(&c->egress_dir, v);
+        if (!strcmp(key, "default_egress"))
+                return *v && strlen(v) <= 32 && strspn(v, "abcdefghijklmnopqrstuvwxyz0123456789_-") == strlen(v)
+                               ? set_string(&c->default_egress, v)
+                               : -EINVAL;
+        if (!strcmp(key, "egress_check_interval"))
+                return parse_long_range(v, 1, 3600, &c->egress_check_interval);
+        if (!strcmp(key, "forwarding_lockdown"))
+                return parse_bool(v, &c->forwarding_lockdown);
+        if (!strcmp(key, "tamper_resume"))
+                return parse_bool(v, &c->tamper_resume);
         if (!strcmp(key, "max_image_bytes")) {
                 char *end = NULL;
                 errno = 0;
@@ -121,6 +159,18 @@ static int set_defaults(SeatConfig *c) {
                 c->pull_low_speed_time = 30;
         if (!c->pull_connect_timeout)
                 c->pull_connect_timeout = 30;
+        if ((!c->net_pool && set_string(&c->net_pool, "10.213.0.0/16") < 0) ||
+            (!c->egress_dir && set_string(&c->egress_dir, "/etc/seatd/egress") < 0) ||
+            (!c->default_egress && set_string(&c->default_egress, "none") < 0))
+                return -ENOMEM;
+        if (!c->net_subnet_len)
+                c->net_subnet_len = 30;
+        if (!c->route_table)
+                c->route_table = 5213;
+        if (!c->route_priority)
+                c->route_priority = 5213;
+        if (!c->egress_check_interval)
+                c->egress_check_interval = 10;
         return 0;
 }
 
@@ -159,6 +209,10 @@ int seat_config_parse(const char *text, size_t len, const char *origin, SeatConf
         if (!c)
                 return -ENOMEM;
         c->inspect_images = true;
+        c->network = true;
+        c->masquerade = true;
+        c->tamper_resume = true;
+        c->forwarding_lockdown = true;
         if (len > SEATD_CONFIG_MAX_BYTES)
                 return seat_error_set(ret_error, EFBIG, "%s: larger than %u bytes", origin, SEATD_CONFIG_MAX_BYTES);
         if (memchr(text, '\0', len))
@@ -206,6 +260,11 @@ SeatConfig *seat_config_free(SeatConfig *c) {
         free(c->ca_file);
         free(c->host_key);
         free(c->facilitator_key);
+        free(c->net_pool);
+        free(c->uplink);
+        free(c->uplink_gateway);
+        free(c->egress_dir);
+        free(c->default_egress);
         free(c);
         return NULL;
 }

@@ -35,6 +35,20 @@ typedef struct SeatConfig {
         long pull_low_speed_limit;
         long pull_low_speed_time;
         long pull_connect_timeout;
+        /* Seat networks (docs/egress.md). network = false: seats get no NIC at all. */
+        bool network;
+        char *net_pool;         /* private IPv4 pool, default 10.213.0.0/16 */
+        long net_subnet_len;    /* each seat's subnet: 29 or 30 (default) */
+        char *uplink;           /* the only interface seat traffic may leave by; NULL: none */
+        char *uplink_gateway;   /* next hop on the uplink; NULL: on-link */
+        bool masquerade;        /* source NAT to the uplink's address (default true) */
+        long route_table;       /* policy routing table for seat traffic (default 5213) */
+        long route_priority;    /* priority of the "iif <bridge>" rules (default 5213) */
+        char *egress_dir;       /* <name>.profile files, default /etc/seatd/egress */
+        char *default_egress;   /* profile when provision names none: default "none" */
+        long egress_check_interval; /* seconds between full read-backs (default 10) */
+        bool forwarding_lockdown; /* IPv4 forwarding only on seat bridges + uplink (default true) */
+        bool tamper_resume;     /* after tampering: restore rules and resume (default), or stay paused */
 } SeatConfig;
 
 #define SEATD_CONFIG_MAX_BYTES (64u * 1024u)

@@ -54,9 +54,11 @@ static char *record_xml(const SeatRecord *r) {
         if (asprintf(&x,
                      "<seat><id>%s</id><image>%s</image><image_version>%lld</image_version>"
                      "<image_digest>%s</image_digest><participant>%s</participant><token_hash>%s</token_hash>"
-                     "<state>%s</state><generation>%lld</generation><created>%lld</created></seat>",
+                     "<state>%s</state><generation>%lld</generation><created>%lld</created>"
+                     "<net_index>%lld</net_index><egress>%s</egress></seat>",
                      r->id, image, (long long) r->image_version, r->image_digest, participant, r->token_hash,
-                     r->state, (long long) r->generation, (long long) r->created) < 0)
+                     r->state, (long long) r->generation, (long long) r->created, (long long) r->net_index,
+                     r->egress) < 0)
                 return NULL;
         return x;
 }
@@ -117,13 +119,15 @@ char *domain_xml(const DomainSpec *s) {
                      "    <serial type='file'><source path='%s'/><target port='0'/></serial>\n"
                      "    <controller type='usb' model='none'/>\n"
                      "    <memballoon model='none'/>\n"
+                     "%s"
                      "  </devices>\n"
                      "</domain>\n",
                      s->kvm ? "kvm" : "qemu", name, rec, (long long) m->memory_mib, (long long) m->vcpus, os,
                      s->kvm ? "<cpu mode='host-passthrough' check='none'/>"
                             : "<cpu mode='custom' match='exact' check='none'><model fallback='forbid'>qemu64</model>"
                               "<feature policy='require' name='rdrand'/></cpu>",
-                     overlay, image_format_to_string(disk->format), base, log) < 0)
+                     overlay, image_format_to_string(disk->format), base, log,
+                     s->interface_xml ? s->interface_xml : "") < 0)
                 return NULL;
         return xml;
 }
@@ -227,6 +231,12 @@ int domain_get_record(virDomainPtr dom, SeatRecord *ret) {
             extract(x, "created", num, sizeof(num)) < 0)
                 return -EBADMSG;
         r.created = atoll(num);
+        /* A seat recorded before networks existed has neither. */
+        r.net_index = extract(x, "net_index", num, sizeof(num)) >= 0 && num[0] ? atoll(num) : -1;
+        if (extract(x, "egress", r.egress, sizeof(r.egress)) < 0)
+                r.egress[0] = '\0';
+        if (r.net_index < -1 || r.net_index > 65535)
+                return -EBADMSG;
         *ret = r;
         return 0;
 }

@@ -34,6 +34,8 @@ typedef struct SeatRecord {
         char state[16];
         int64_t generation;
         int64_t created;     /* seconds since the epoch */
+        int64_t net_index;   /* the seat's subnet in the pool; -1: no network */
+        char egress[33];     /* its egress profile's name ("" without a network) */
 } SeatRecord;
 
 typedef struct DomainSpec {
@@ -45,6 +47,7 @@ typedef struct DomainSpec {
         const char *overlay;         /* the seat's qcow2 overlay */
         const char *console_log;
         const SeatRecord *record;
+        const char *interface_xml;   /* the seat network's <interface>, or NULL: no NIC */
 } DomainSpec;
 
 int domain_open(const char *uri, virConnectPtr *ret, SeatError **ret_error);

@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
 
 #include "base64.h"
 #include "control-proto.h"
@@ -29,6 +31,8 @@ static void sodium_memzero_token(char *t) {
 #define PROVISION_COUNT_MAX 64
 
 static SeatManager *the_seats;
+static EventSource *net_src, *tick_src;
+static int tick_fd = -EBADF;
 
 /* ---- common parameter handling ---- */
 
@@ -99,7 +103,7 @@ static char *argv_for_log(char **argv) {
 /* ---- provision ---- */
 
 typedef struct ProvisionArgs {
-        char *image, *participant;
+        char *image, *participant, *egress;
         int64_t count;
 } ProvisionArgs;
 
@@ -109,6 +113,7 @@ static void provision_args_free(void *p) {
                 return;
         free(a->image);
         free(a->participant);
+        free(a->egress);
         free(a);
 }
 
@@ -124,7 +129,7 @@ static int provision_job(Request *req, void *data, json_object **ret_result, Sea
                 if (job_cancelled(req))
                         return seat_error_set(ret_error, ECANCELED, "provision cancelled after %" PRId64 " seats", i);
                 job_progress(req, "provision", (uint64_t) i, (uint64_t) a->count);
-                int r = seat_provision(the_seats, a->image, a->participant, &s, &token, ret_error);
+                int r = seat_provision(the_seats, a->image, a->participant, a->egress, &s, &token, ret_error);
                 if (r < 0) {
                         if (i > 0)
                                 (void) seat_error_wrap(ret_error, "%" PRId64 " of %" PRId64 " seats were provisioned before",
@@ -145,16 +150,21 @@ static int provision_job(Request *req, void *data, json_object **ret_result, Sea
 }
 
 static int seat_provision_method(Request *req) {
-        const char *image = NULL, *participant = "";
+        const char *image = NULL, *participant = "", *egress = NULL;
         int64_t count = 1;
         if (json_get_string(req->params, "image", true, IMAGE_NAME_MAX, &image) < 0 ||
             json_get_string(req->params, "participant", false, 64, &participant) < 0 ||
+            json_get_string(req->params, "egress", false, 32, &egress) < 0 ||
             json_get_int64(req->params, "count", false, 1, PROVISION_COUNT_MAX, &count) < 0)
                 return request_reply_error(req, CONTROL_ERR_INVALID,
-                                           "seat.provision needs 'image', and takes 'participant' (≤ 64 characters) and 'count' (1..%d)",
+                                           "seat.provision needs 'image', and takes 'participant' (≤ 64 characters), 'egress' (a profile name) and 'count' (1..%d)",
                                            PROVISION_COUNT_MAX);
+        if (egress && !seat_egress_name_valid(egress))
+                return request_reply_error(req, CONTROL_ERR_INVALID,
+                                           "'egress' is a profile name: 1-32 of a-z, 0-9, '_' and '-' (files in egress_dir)");
         ProvisionArgs *a = calloc(1, sizeof(*a));
-        if (!a || !(a->image = strdup(image)) || !(a->participant = strdup(participant))) {
+        if (!a || !(a->image = strdup(image)) || !(a->participant = strdup(participant)) ||
+            (egress && !(a->egress = strdup(egress)))) {
                 provision_args_free(a);
                 return -ENOMEM;
         }
@@ -480,6 +490,34 @@ static const Method seat_methods[] = {
         { "seat.release", seat_release_method, true },
 };
 
+static int on_net_event(EventSource *src, int fd, uint32_t revents, void *userdata) {
+        seat_manager_net_process(the_seats);
+        return 0;
+}
+
+static int on_tick(EventSource *src, int fd, uint32_t revents, void *userdata) {
+        uint64_t n;
+        (void) read(fd, &n, sizeof(n));
+        seat_manager_tick(the_seats);
+        return 0;
+}
+
+/* The egress watch and its periodic backstop, on the loop. */
+static int watch_networks(Server *srv, SeatError **ret_error) {
+        int fd = seat_manager_net_fd(the_seats);
+        if (fd < 0)
+                return 0;
+        unsigned ms = seat_manager_tick_ms(the_seats);
+        struct itimerspec its = { .it_interval = { ms / 1000, (ms % 1000) * 1000000L } };
+        its.it_value = its.it_interval;
+        tick_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+        if (tick_fd < 0 || timerfd_settime(tick_fd, 0, &its, NULL) < 0 ||
+            event_add_io(server_loop(srv), fd, EPOLLIN, on_net_event, NULL, &net_src) < 0 ||
+            event_add_io(server_loop(srv), tick_fd, EPOLLIN, on_tick, NULL, &tick_src) < 0)
+                return seat_error_set(ret_error, errno ?: EIO, "watch the egress rules: %m");
+        return 0;
+}
+
 int seat_methods_init(Server *srv, SeatError **ret_error) {
         ImageStore *store = server_get_userdata(srv, "image-store");
         int r = seat_manager_new(server_config(srv), store, &the_seats, ret_error);
@@ -489,9 +527,15 @@ int seat_methods_init(Server *srv, SeatError **ret_error) {
         if (r < 0)
                 return r;
         server_set_userdata(srv, "seats", the_seats);
+        r = watch_networks(srv, ret_error);
+        if (r < 0)
+                return r;
         return server_add_methods(srv, seat_methods, ELEMENTSOF(seat_methods));
 }
 
 void seat_methods_done(void) {
+        net_src = event_source_free(net_src);
+        tick_src = event_source_free(tick_src);
+        tick_fd = safe_close(tick_fd);
         the_seats = seat_manager_free(the_seats);
 }

@@ -13,6 +13,7 @@
 #include "jsonframe.h"
 #include "log.h"
 #include "seat.h"
+#include "seatnet.h"
 #include "archive.h"
 #include "audit.h"
 #include "boxkey.h"
@@ -34,8 +35,14 @@ struct Seat {
         virDomainPtr dom;
         AgentClient *agent;
         char *fault;
-        AuditLog *audit;          /* this session's tool calls and events */
+        AuditLog *audit;          /* this session's tool calls and events; under audit_lock */
+        pthread_mutex_t audit_lock; /* appends may come while an operation holds lock */
         char *seal_fault;         /* the last session's evidence could not be sealed */
+        SeatNet *net;             /* its network (NULL: none); the pointer under the manager's lock */
+        char live_domain[64];     /* the running domain's name; under the manager's lock */
+        bool net_paused;          /* atomic: stopped because its egress rules were changed */
+        unsigned tamper_count;    /* under the manager's lock */
+        json_object *last_tamper; /* under the manager's lock */
 };
 
 struct SeatManager {
@@ -50,6 +57,7 @@ struct SeatManager {
         SeatSecretKey *host_key;          /* signs evidence archives */
         SeatBoxPublicKey facilitator;     /* archives are sealed to it */
         bool have_facilitator;
+        SeatNetManager *net;              /* seat networks and their egress filter */
 };
 
 static const char *const state_names[] = {
@@ -82,6 +90,10 @@ static void seat_set_state(Seat *s, SeatState st) {
 
 static void seat_free(Seat *s) {
         audit_log_free(s->audit);
+        /* Only the memory: a seat still running keeps its network for the next seatd. */
+        seatnet_forget(s->m->net, s->net);
+        json_object_put(s->last_tamper);
+        pthread_mutex_destroy(&s->audit_lock);
         free(s->seal_fault);
         agent_client_free(s->agent);
         if (s->dom)
@@ -282,6 +294,12 @@ int seat_manager_accel(SeatManager *m, bool *ret_kvm, SeatError **ret_error) {
         return 0;
 }
 
+static void set_live_domain(SeatManager *m, Seat *s, const char *name) {
+        pthread_mutex_lock(&m->lock);
+        (void) snprintf(s->live_domain, sizeof(s->live_domain), "%s", name);
+        pthread_mutex_unlock(&m->lock);
+}
+
 static int build_spec_and_start(SeatManager *m, Seat *s, const ImageManifest *man, bool kvm, SeatError **ret_error) {
         _cleanup_free_ char *kernel = NULL, *initrd = NULL, *base = NULL;
         char name[64];
@@ -303,11 +321,17 @@ static int build_spec_and_start(SeatManager *m, Seat *s, const ImageManifest *ma
         seat_domain_name(&s->rec, name, sizeof(name));
         DomainSpec spec = { .name = name, .kvm = kvm, .manifest = man, .kernel = kernel, .initrd = initrd,
                             .base = base, .overlay = s->overlay, .console_log = s->console_log, .record = &s->rec };
+        _cleanup_free_ char *iface = NULL;
+        if (s->net && seatnet_interface_xml(s->net, &iface) < 0)
+                return -ENOMEM;
+        spec.interface_xml = iface;
         virConnectPtr c = manager_conn(m, ret_error);
         if (!c)
                 return -ECONNREFUSED;
         r = domain_create(c, &spec, &s->dom, ret_error);
         virConnectClose(c);
+        if (r >= 0)
+                set_live_domain(m, s, name);
         return r;
 }
 
@@ -330,18 +354,79 @@ static int connect_agent(Seat *s, int timeout_ms, SeatError **ret_error) {
 static int configure_identity(Seat *s, SeatError **ret_error) {
         char hostname[64], machine_id[33];
         uint8_t entropy[64];
+        AgentAddress addr;
         snprintf(hostname, sizeof(hostname), "seat-%s", s->rec.id);
         random_hex(machine_id, 16);
         randombytes_buf(entropy, sizeof(entropy));
         AgentMsg req = { .type = AGENT_MSG_CONFIGURE,
                          .configure = { .hostname = hostname, .seat_id = s->rec.id, .machine_id = machine_id,
                                         .entropy = entropy, .entropy_len = sizeof(entropy) } };
+        if (s->net) {
+                seatnet_guest_address(s->net, &addr);
+                req.configure.addresses = &addr;
+                req.configure.n_addresses = 1;
+        }
         int r = agent_client_call(s->agent, &req, AGENT_CALL_TIMEOUT_MS, NULL, ret_error);
         sodium_memzero(entropy, sizeof(entropy));
         return r < 0 ? seat_error_wrap(ret_error, "configure seat '%s'", s->rec.id) : 0;
 }
 
 static int audit_paths(const Seat *s, char **ret_log, char **ret_key);
+
+/* ---- the seat's network ---- */
+
+bool seat_egress_name_valid(const char *name) {
+        return seatnet_profile_name_valid(name);
+}
+
+static char *egress_saved_path(const Seat *s) {
+        char *p = NULL;
+        return asprintf(&p, "%s/egress.profile", s->dir) < 0 ? NULL : p;
+}
+
+/* The network before the machine: a seat whose filter cannot be installed and read back
+ * does not boot. Its profile is kept beside it so a restarted seatd restores the same. */
+static int seat_net_up(SeatManager *m, Seat *s, const char *egress, SeatError **ret_error) {
+        _cleanup_free_ char *saved_path = NULL;
+        SeatNet *n = NULL;
+        if (!m->config->network)
+                return 0;
+        virConnectPtr c = manager_conn(m, ret_error);
+        if (!c)
+                return -ECONNREFUSED;
+        int r = seatnet_up(m->net, c, s->rec.id, egress, -1, NULL, &n, ret_error);
+        virConnectClose(c);
+        if (r < 0)
+                return r;
+        pthread_mutex_lock(&m->lock);
+        s->net = n;
+        pthread_mutex_unlock(&m->lock);
+        s->rec.net_index = seatnet_index(n);
+        (void) snprintf(s->rec.egress, sizeof(s->rec.egress), "%s", seatnet_profile_name(n));
+        const char *text = seatnet_profile_text(n);
+        if (!(saved_path = egress_saved_path(s)))
+                return -ENOMEM;
+        r = write_file_atomic(saved_path, text, strlen(text), 0600);
+        if (r < 0)
+                return seat_error_set(ret_error, -r, "save the egress profile of seat '%s': %s", s->rec.id, strerror(-r));
+        return 0;
+}
+
+static void seat_net_down(SeatManager *m, Seat *s) {
+        _cleanup_free_ char *saved_path = s->dir ? egress_saved_path(s) : NULL;
+        pthread_mutex_lock(&m->lock);
+        SeatNet *n = TAKE_PTR(s->net);
+        pthread_mutex_unlock(&m->lock);
+        if (n) {
+                virConnectPtr c = manager_conn(m, NULL);
+                seatnet_down(m->net, c, n);
+                if (c)
+                        virConnectClose(c);
+        }
+        if (saved_path)
+                (void) unlink(saved_path);
+        __atomic_store_n(&s->net_paused, false, __ATOMIC_RELEASE);
+}
 
 /* Undo what a failed provision made: domain, overlay, console log, audit log, directory. */
 static void seat_teardown(Seat *s) {
@@ -361,6 +446,7 @@ static void seat_teardown(Seat *s) {
                 (void) unlink(al);
                 (void) unlink(ak);
         }
+        seat_net_down(s->m, s);
         if (s->dir)
                 (void) rmdir(s->dir);
 }
@@ -440,9 +526,15 @@ static int session_open(SeatManager *m, Seat *s, SeatError **ret_error) {
                 r = write_file_atomic(key_path, hex, strlen(hex), 0600);
                 sodium_memzero(hex, sizeof(hex));
         }
+        AuditLog *log = NULL;
         if (r >= 0)
-                r = audit_log_open(log_path, key, 0, &s->audit, ret_error);
+                r = audit_log_open(log_path, key, 0, &log, ret_error);
         sodium_memzero(key, sizeof(key));
+        if (r >= 0) {
+                pthread_mutex_lock(&s->audit_lock);
+                s->audit = log;
+                pthread_mutex_unlock(&s->audit_lock);
+        }
         if (r < 0)
                 return seat_error_set(ret_error, -r, "open the audit log of seat '%s': %s", s->rec.id, strerror(-r));
         json_object *o = json_object_new_object();
@@ -452,30 +544,41 @@ static int session_open(SeatManager *m, Seat *s, SeatError **ret_error) {
         json_object_object_add(o, "image_version", json_object_new_int64(s->rec.image_version));
         json_object_object_add(o, "image_digest", json_object_new_string(s->rec.image_digest));
         json_object_object_add(o, "participant", json_object_new_string(s->rec.participant));
+        if (s->net) {
+                json_object_object_add(o, "egress", json_object_new_string(seatnet_profile_name(s->net)));
+                json_object_object_add(o, "egress_profile", json_object_new_string(seatnet_profile_text(s->net)));
+        }
+        pthread_mutex_lock(&s->audit_lock);
         r = audit_log_append(s->audit, "session", o, ret_error);
+        pthread_mutex_unlock(&s->audit_lock);
         json_object_put(o);
         return r;
 }
 
 static void session_close(Seat *s) {
         _cleanup_error_ SeatError *err = NULL;
+        uint64_t denied = s->net ? seatnet_denied_delta(s->m->net, s->net) : 0;
+        pthread_mutex_lock(&s->audit_lock);
+        if (s->audit && denied > 0) {
+                json_object *o = json_object_new_object();
+                json_object_object_add(o, "packets", json_object_new_int64((int64_t) denied));
+                (void) audit_log_append(s->audit, "egress.denied", o, NULL);
+                json_object_put(o);
+        }
         if (s->audit && audit_log_close(s->audit, &err) < 0)
                 log_warning("closing the audit log of seat '%s': %s", s->rec.id, err ? err->message : "?");
         s->audit = NULL;
-}
-
-static int seat_audit_locked(Seat *s, const char *type, json_object *data) {
-        _cleanup_json_ json_object *empty = data ? NULL : json_object_new_object();
-        return s->audit ? audit_log_append(s->audit, type, data ? data : empty, NULL) : 0;
+        pthread_mutex_unlock(&s->audit_lock);
 }
 
 int seat_audit(Seat *s, const char *type, json_object *data) {
         _cleanup_error_ SeatError *err = NULL;
+        _cleanup_json_ json_object *empty = data ? NULL : json_object_new_object();
         int r = 0;
-        pthread_mutex_lock(&s->lock);
-        if (s->audit && (r = audit_log_append(s->audit, type, data, &err)) < 0)
+        pthread_mutex_lock(&s->audit_lock);
+        if (s->audit && (r = audit_log_append(s->audit, type, data ? data : empty, &err)) < 0)
                 log_error("seat '%s': cannot append to the audit log: %s", s->rec.id, err ? err->message : "?");
-        pthread_mutex_unlock(&s->lock);
+        pthread_mutex_unlock(&s->audit_lock);
         return r;
 }
 
@@ -637,8 +740,8 @@ static int boot_seat(SeatManager *m, Seat *s, SeatError **ret_error) {
 
 /* ---- transitions ---- */
 
-int seat_provision(SeatManager *m, const char *image, const char *participant, Seat **ret, char **ret_token,
-                   SeatError **ret_error) {
+int seat_provision(SeatManager *m, const char *image, const char *participant, const char *egress, Seat **ret,
+                   char **ret_token, SeatError **ret_error) {
         _cleanup_free_ char *token = NULL;
         int r;
 
@@ -651,8 +754,10 @@ int seat_provision(SeatManager *m, const char *image, const char *participant, S
         if (!s)
                 return -ENOMEM;
         pthread_mutex_init(&s->lock, NULL);
+        pthread_mutex_init(&s->audit_lock, NULL);
         s->m = m;
         s->refs = 1;
+        s->rec.net_index = -1;
         snprintf(s->rec.id, sizeof(s->rec.id), "s");
         random_hex(s->rec.id + 1, 4);
         snprintf(s->rec.image, sizeof(s->rec.image), "%s", image);
@@ -664,6 +769,10 @@ int seat_provision(SeatManager *m, const char *image, const char *participant, S
         r = seat_paths(m, s);
         if (r >= 0)
                 r = new_token(s, &token);
+        if (r >= 0 && mkdir(s->dir, 0755) < 0 && errno != EEXIST)
+                r = seat_error_set(ret_error, errno, "create seat directory '%s': %m", s->dir);
+        if (r >= 0)
+                r = seat_net_up(m, s, egress, ret_error);
         if (r >= 0)
                 r = boot_seat(m, s, ret_error);
         if (r >= 0) {
@@ -758,6 +867,9 @@ int seat_reset(SeatManager *m, Seat *s, char **ret_token, SeatError **ret_error)
         }
         if (r >= 0)
                 r = new_token(s, &token);
+        /* The filter as the profile says, whatever happened to it meanwhile. */
+        if (r >= 0 && s->net && (r = seatnet_reinstall(m->net, s->net, ret_error)) >= 0)
+                __atomic_store_n(&s->net_paused, false, __ATOMIC_RELEASE);
         if (r >= 0)
                 r = boot_seat(m, s, ret_error);
         if (destroying) {
@@ -807,6 +919,7 @@ int seat_release(SeatManager *m, Seat *s, SeatError **ret_error) {
         r = quarantine(m, s, &qdir, ret_error);
         if (r >= 0)
                 seal_in_background(m, s, false, qdir);
+        seat_net_down(m, s);
         (void) rmdir(s->dir);
         seat_set_state(s, SEAT_RELEASED);
         pthread_mutex_unlock(&s->lock);
@@ -827,11 +940,23 @@ static int agent_failed(Seat *s, int r, SeatError **ret_error) {
         return r;
 }
 
+/* A seat stopped because its egress filter changed takes no calls until it is restored. */
+static bool refuse_paused(Seat *s, int *r, SeatError **ret_error) {
+        if (!__atomic_load_n(&s->net_paused, __ATOMIC_ACQUIRE))
+                return false;
+        *r = seat_error_set(ret_error, EAGAIN,
+                            "seat '%s' is paused: its egress rules were changed behind seatd's back (see 'seatctl status'); reset it to restore them",
+                            s->rec.id);
+        return true;
+}
+
 int seat_exec(Seat *s, AgentMsg *req, AgentOutputFn on_output, bool (*cancelled)(void *), void *userdata,
               int timeout_ms, AgentExecResult *ret, SeatError **ret_error) {
         pthread_mutex_lock(&s->lock);
         int r;
-        if (seat_state(s) != SEAT_READY || !s->agent)
+        if (refuse_paused(s, &r, ret_error))
+                ;
+        else if (seat_state(s) != SEAT_READY || !s->agent)
                 r = seat_error_set(ret_error, EBUSY, "seat '%s' is %s", s->rec.id, seat_state_to_string(seat_state(s)));
         else {
                 r = agent_client_exec_cancellable(s->agent, req, on_output, cancelled, userdata, timeout_ms, ret,
@@ -846,7 +971,9 @@ int seat_exec(Seat *s, AgentMsg *req, AgentOutputFn on_output, bool (*cancelled)
 int seat_agent_call(Seat *s, AgentMsg *req, int timeout_ms, AgentMsg **ret_reply, SeatError **ret_error) {
         pthread_mutex_lock(&s->lock);
         int r;
-        if (seat_state(s) != SEAT_READY || !s->agent)
+        if (refuse_paused(s, &r, ret_error))
+                ;
+        else if (seat_state(s) != SEAT_READY || !s->agent)
                 r = seat_error_set(ret_error, EBUSY, "seat '%s' is %s", s->rec.id, seat_state_to_string(seat_state(s)));
         else {
                 r = agent_client_call(s->agent, req, timeout_ms, ret_reply, ret_error);
@@ -876,6 +1003,16 @@ int seat_to_json(Seat *s, json_object **ret) {
                 json_object_object_add(o, "fault", json_object_new_string(s->fault));
         if (s->seal_fault)
                 json_object_object_add(o, "evidence_fault", json_object_new_string(s->seal_fault));
+        json_object *net = NULL;
+        pthread_mutex_lock(&s->m->lock);
+        if (s->net && seatnet_to_json(s->m->net, s->net, &net) >= 0) {
+                json_object_object_add(net, "paused", json_object_new_boolean(__atomic_load_n(&s->net_paused, __ATOMIC_ACQUIRE)));
+                json_object_object_add(net, "tamper_events", json_object_new_int64(s->tamper_count));
+                if (s->last_tamper)
+                        json_object_object_add(net, "last_tamper", json_object_get(s->last_tamper));
+        }
+        pthread_mutex_unlock(&s->m->lock);
+        json_object_object_add(o, "network", net);
         *ret = o;
         return 0;
 }
@@ -918,6 +1055,104 @@ static int load_evidence_keys(SeatManager *m, const SeatConfig *config, SeatErro
         return 0;
 }
 
+/* ---- egress tampering ---- */
+
+static void tamper_record(SeatManager *m, Seat *s, NftSeatState st, int64_t detected, int64_t paused, bool ok_pause,
+                          int64_t resumed, const char *restore_error) {
+        json_object *o = json_object_new_object();
+        if (!o)
+                return;
+        json_object_object_add(o, "state", json_object_new_string(nft_seat_state_to_string(st)));
+        json_object_object_add(o, "detected_ms", json_object_new_int64(detected));
+        json_object_object_add(o, "paused", json_object_new_boolean(ok_pause));
+        json_object_object_add(o, "paused_ms", json_object_new_int64(paused));
+        if (resumed)
+                json_object_object_add(o, "restored_ms", json_object_new_int64(resumed));
+        if (restore_error)
+                json_object_object_add(o, "restore_error", json_object_new_string(restore_error));
+        (void) seat_audit(s, "egress.tampered", o);
+        pthread_mutex_lock(&m->lock);
+        s->tamper_count++;
+        json_object_put(s->last_tamper);
+        s->last_tamper = o;
+        pthread_mutex_unlock(&m->lock);
+}
+
+/* Pause first (the filter is open or wrong right now), then, if the config says so, put
+ * the rules back, read them back, and resume. Runs on the event loop: suspending a domain
+ * takes milliseconds. */
+static void on_net_tamper(const char *seat_id, NftSeatState st, void *userdata) {
+        SeatManager *m = userdata;
+        _cleanup_(seat_unrefp) Seat *s = seat_manager_get(m, seat_id);
+        _cleanup_error_ SeatError *err = NULL;
+        char name[64];
+        int64_t detected = now_realtime_ms(), paused = 0, resumed = 0;
+        bool ok_pause = false;
+
+        if (!s)
+                return;
+        pthread_mutex_lock(&m->lock);
+        (void) snprintf(name, sizeof(name), "%s", s->live_domain);
+        pthread_mutex_unlock(&m->lock);
+        virConnectPtr c = manager_conn(m, NULL);
+        virDomainPtr d = c && name[0] ? virDomainLookupByName(c, name) : NULL;
+        __atomic_store_n(&s->net_paused, true, __ATOMIC_RELEASE);
+        if (d) {
+                ok_pause = virDomainSuspend(d) == 0;
+                paused = now_realtime_ms();
+        }
+        log_warning("seat '%s': its egress rules are %s (changed behind seatd's back): %s", seat_id,
+                    nft_seat_state_to_string(st), ok_pause ? "paused" : "could not pause it");
+        if (m->config->tamper_resume) {
+                pthread_mutex_lock(&m->lock);
+                int r = s->net ? seatnet_reinstall(m->net, s->net, &err) : -ENOENT;
+                pthread_mutex_unlock(&m->lock);
+                if (r >= 0 && (!d || virDomainResume(d) == 0 || !ok_pause)) {
+                        resumed = now_realtime_ms();
+                        __atomic_store_n(&s->net_paused, false, __ATOMIC_RELEASE);
+                        log_notice("seat '%s': egress rules restored and read back; resumed", seat_id);
+                } else
+                        log_error("seat '%s' stays paused: %s", seat_id, err ? err->message : domain_last_error());
+        }
+        tamper_record(m, s, st, detected, paused, ok_pause, resumed, err ? err->message : NULL);
+        if (d)
+                virDomainFree(d);
+        if (c)
+                virConnectClose(c);
+}
+
+int seat_manager_net_fd(SeatManager *m) {
+        return seatnet_fd(m->net);
+}
+
+void seat_manager_net_process(SeatManager *m) {
+        seatnet_process(m->net);
+}
+
+unsigned seat_manager_tick_ms(SeatManager *m) {
+        return (unsigned) m->config->egress_check_interval * 1000u;
+}
+
+/* The periodic backstop: read every seat's rules back, and record denied packets. */
+void seat_manager_tick(SeatManager *m) {
+        Seat **all = seat_manager_all(m);
+        seatnet_check(m->net);
+        for (Seat **p = all; p && *p; p++) {
+                pthread_mutex_lock(&m->lock);
+                uint64_t d = (*p)->net ? seatnet_denied_delta(m->net, (*p)->net) : 0;
+                pthread_mutex_unlock(&m->lock);
+                if (d > 0) {
+                        json_object *o = json_object_new_object();
+                        json_object_object_add(o, "packets", json_object_new_int64((int64_t) d));
+                        (void) seat_audit(*p, "egress.denied", o);
+                        json_object_put(o);
+                        log_info("seat '%s': %" PRIu64 " packets denied by its egress filter", seat_id(*p), d);
+                }
+                seat_unref(*p);
+        }
+        free(all);
+}
+
 int seat_manager_new(const SeatConfig *config, ImageStore *store, SeatManager **ret, SeatError **ret_error) {
         SeatManager *m = calloc(1, sizeof(*m));
         if (!m)
@@ -940,6 +1175,8 @@ int seat_manager_new(const SeatConfig *config, ImageStore *store, SeatManager **
                 r = load_evidence_keys(m, config, ret_error);
         if (r >= 0)
                 r = domain_open(config->libvirt_uri, &m->conn, ret_error);
+        if (r >= 0)
+                r = seatnet_manager_new(config, on_net_tamper, m, &m->net, ret_error);
         if (r < 0) {
                 seat_manager_free(m);
                 return r;
@@ -955,6 +1192,7 @@ SeatManager *seat_manager_free(SeatManager *m) {
         for (size_t i = 0; i < m->n_seats; i++)
                 seat_unref(m->seats[i]);
         free(m->seats);
+        m->net = seatnet_manager_free(m->net);
         if (m->conn)
                 virConnectClose(m->conn);
         free(m->seats_dir);
@@ -993,7 +1231,31 @@ static void continue_session_after_restart(SeatManager *m, Seat *s) {
         if (session_open(m, s, &err) < 0)
                 log_warning("seat '%s': no audit log after the restart: %s", s->rec.id, err ? err->message : "?");
         else
-                (void) seat_audit_locked(s, "restart", NULL);
+                (void) seat_audit(s, "restart", NULL);
+}
+
+/* The network as the seat was made: its subnet, its saved profile, the rules put back. */
+static int adopt_net(SeatManager *m, Seat *s, SeatError **ret_error) {
+        _cleanup_free_ char *path = NULL, *text = NULL;
+        SeatNet *n = NULL;
+        if (s->rec.net_index < 0 || !m->config->network)
+                return 0;
+        if (!(path = egress_saved_path(s)))
+                return -ENOMEM;
+        int r = read_file_capped(path, 64 * 1024, &text, NULL);
+        if (r < 0)
+                return seat_error_set(ret_error, -r, "the saved egress profile '%s': %s", path, strerror(-r));
+        virConnectPtr c = manager_conn(m, ret_error);
+        if (!c)
+                return -ECONNREFUSED;
+        r = seatnet_up(m->net, c, s->rec.id, s->rec.egress, (int) s->rec.net_index, text, &n, ret_error);
+        virConnectClose(c);
+        if (r < 0)
+                return r;
+        pthread_mutex_lock(&m->lock);
+        s->net = n;
+        pthread_mutex_unlock(&m->lock);
+        return 0;
 }
 
 static int adopt_one(SeatManager *m, virDomainPtr dom) {
@@ -1022,16 +1284,20 @@ static int adopt_one(SeatManager *m, virDomainPtr dom) {
                 return -ENOMEM;
         }
         pthread_mutex_init(&s->lock, NULL);
+        pthread_mutex_init(&s->audit_lock, NULL);
         s->m = m;
         s->refs = 0;
         s->rec = rec;
         s->dom = dom;
+        (void) snprintf(s->live_domain, sizeof(s->live_domain), "%s", name);
         seat_set_state(s, SEAT_READY);
-        if (seat_paths(m, s) < 0 || connect_agent(s, ADOPT_HELLO_TIMEOUT_MS, &err) < 0 || table_add(m, s) < 0) {
+        if (seat_paths(m, s) < 0 || adopt_net(m, s, &err) < 0 || connect_agent(s, ADOPT_HELLO_TIMEOUT_MS, &err) < 0 ||
+            table_add(m, s) < 0) {
                 log_warning("seat '%s' is not healthy (%s): removing it", rec.id, err ? err->message : "?");
                 /* Its files are a participant's session: the sweep sets them aside, never deletes them. */
                 s->agent = agent_client_free(s->agent);
                 (void) domain_stop(s->dom);
+                seat_net_down(m, s);
                 seat_free(s);
                 return 0;
         }
@@ -1052,6 +1318,10 @@ static void sweep_orphan_dirs(SeatManager *m) {
                 if (s)
                         continue;
                 _cleanup_free_ char *dir = NULL, *q = NULL;
+                virConnectPtr c = manager_conn(m, NULL);
+                seatnet_remove_orphan(m->net, c, de->d_name);
+                if (c)
+                        virConnectClose(c);
                 if (asprintf(&dir, "%s/%s", m->seats_dir, de->d_name) < 0 ||
                     asprintf(&q, "%s/%s-orphan-%lld", m->quarantine_dir, de->d_name, (long long) time(NULL)) < 0)
                         break;

@@ -34,12 +34,21 @@ int seat_manager_new(const SeatConfig *config, ImageStore *store, SeatManager **
 SeatManager *seat_manager_free(SeatManager *m);
 /* Adopt running seats after a restart; remove orphans (domains, overlays) of half-done work. */
 int seat_manager_adopt(SeatManager *m, SeatError **ret_error);
+/* The egress watch (netlink) for the event loop: -1 when networks are off; process it
+ * when readable. seat_manager_tick() every seat_manager_tick_ms(): the periodic read-back
+ * of every seat's filter and the denied-packet records. */
+int seat_manager_net_fd(SeatManager *m);
+void seat_manager_net_process(SeatManager *m);
+unsigned seat_manager_tick_ms(SeatManager *m);
+void seat_manager_tick(SeatManager *m);
 /* Whether seats run under KVM (false: TCG), or why not at all. */
 int seat_manager_accel(SeatManager *m, bool *ret_kvm, SeatError **ret_error);
 
 /* Long operations: run them on worker threads. */
-int seat_provision(SeatManager *m, const char *image, const char *participant, Seat **ret, char **ret_token,
-                   SeatError **ret_error);
+bool seat_egress_name_valid(const char *name);
+/* egress: the egress profile's name, NULL for the config's default. */
+int seat_provision(SeatManager *m, const char *image, const char *participant, const char *egress, Seat **ret,
+                   char **ret_token, SeatError **ret_error);
 int seat_reset(SeatManager *m, Seat *s, char **ret_token, SeatError **ret_error);
 int seat_release(SeatManager *m, Seat *s, SeatError **ret_error);
 

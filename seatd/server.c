@@ -563,6 +563,10 @@ int server_add_methods(Server *s, const Method *methods, size_t n) {
         return 0;
 }
 
+EventLoop *server_loop(Server *s) {
+        return s->loop;
+}
+
 SeatConfig *server_config(Server *s) {
         return s->config;
 }

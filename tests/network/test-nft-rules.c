@@ -146,8 +146,25 @@ static void test_refused(void **state) {
         assert_null(chains);
 }
 
+/* Without an uplink nothing is forwarded: the out chain drops everything after the source
+ * checks, and masquerade has nowhere to go. */
+static void test_no_uplink(void **state) {
+        _cleanup_egress_profile_ EgressProfile *p = profile("");
+        _cleanup_json_ json_object *chains = NULL;
+        NftSeatSpec s = spec_for(p);
+        s.uplink = NULL;
+        assert_int_equal(nft_seat_expected(&s, &chains, NULL), 0);
+        json_object *out = chain(chains, "out-seat-s1");
+        assert_string_equal(rule_text(out, 3), "[{\"counter\":null},{\"drop\":null}]");
+        assert_null(strstr(json_object_to_json_string(out), "oifname"));
+        json_object_put(TAKE_PTR(chains));
+        s.masquerade = true;
+        assert_int_equal(nft_seat_expected(&s, &chains, NULL), -EINVAL);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_no_uplink),
                 cmocka_unit_test(test_chains),
                 cmocka_unit_test(test_profile_options),
                 cmocka_unit_test(test_refused),

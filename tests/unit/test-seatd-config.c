@@ -88,8 +88,44 @@ static void test_errors_name_the_line(void **state) {
         refused(big, "longer than");
 }
 
+static void test_network(void **state) {
+        _cleanup_(seat_config_freep) SeatConfig *d = parse("");
+        assert_true(d->network);
+        assert_string_equal(d->net_pool, "10.213.0.0/16");
+        assert_int_equal(d->net_subnet_len, 30);
+        assert_null(d->uplink);
+        assert_true(d->masquerade);
+        assert_int_equal(d->route_table, 5213);
+        assert_string_equal(d->egress_dir, "/etc/seatd/egress");
+        assert_string_equal(d->default_egress, "none");
+        assert_int_equal(d->egress_check_interval, 10);
+        assert_true(d->tamper_resume);
+        assert_true(d->forwarding_lockdown);
+        _cleanup_(seat_config_freep) SeatConfig *c = parse(
+                "network = true\nnet_pool = 10.50.0.0/24\nnet_subnet_len = 29\nuplink = sdw-up0\n"
+                "uplink_gateway = 10.255.0.2\nmasquerade = false\nroute_table = 300\nroute_priority = 1000\n"
+                "egress_dir = /tmp/eg\ndefault_egress = web_1\negress_check_interval = 2\ntamper_resume = false\n"
+                "forwarding_lockdown = false\n");
+        assert_string_equal(c->uplink, "sdw-up0");
+        assert_string_equal(c->uplink_gateway, "10.255.0.2");
+        assert_false(c->masquerade);
+        assert_int_equal(c->route_table, 300);
+        assert_string_equal(c->default_egress, "web_1");
+        assert_false(c->tamper_resume);
+        assert_false(c->forwarding_lockdown);
+        refused("uplink = all\n", "uplink");
+        refused("uplink = ../eth0\n", "uplink");
+        refused("uplink = abcdefghijklmnop\n", "uplink");
+        refused("uplink_gateway = 10.0.0\n", "uplink_gateway");
+        refused("net_subnet_len = 24\n", "net_subnet_len");
+        refused("default_egress = ../x\n", "default_egress");
+        refused("egress_dir = rel\n", "egress_dir");
+        refused("route_priority = 0\n", "route_priority");
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_network),
                 cmocka_unit_test(test_defaults),
                 cmocka_unit_test(test_values),
                 cmocka_unit_test(test_errors_name_the_line),

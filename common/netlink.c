@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Just enough rtnetlink to bring a link up, add an IPv4 address and a default route:
- * one request, one ACK, on a short-lived socket with a receive timeout.
+ * Just enough rtnetlink to bring a link up, add an IPv4 address and a default route (the
+ * guest), and policy-routing rules and per-table defaults (the host): one request, one
+ * ACK, on a short-lived socket with a receive timeout.
  */
 
 #include <errno.h>
+#include <linux/fib_rules.h>
 #include <linux/if.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
@@ -22,6 +24,7 @@ typedef struct NetlinkRequest {
                 struct ifinfomsg ifi;
                 struct ifaddrmsg ifa;
                 struct rtmsg rtm;
+                struct fib_rule_hdr frh;
         };
         char attrs[256];
 } NetlinkRequest;
@@ -146,4 +149,63 @@ int netlink_add_ipv4_default_route(int ifindex, struct in_addr gateway) {
         if (r < 0)
                 return r;
         return netlink_talk(&req);
+}
+
+int netlink_ipv4_rule(bool add, const char *iifname, uint32_t table, uint32_t priority) {
+        NetlinkRequest req = {};
+        size_t n = iifname ? strlen(iifname) : 0;
+        int r;
+
+        if (n == 0 || n >= IFNAMSIZ || table == 0)
+                return -EINVAL;
+        req.h.nlmsg_len = NLMSG_LENGTH(sizeof(struct fib_rule_hdr));
+        req.h.nlmsg_type = add ? RTM_NEWRULE : RTM_DELRULE;
+        req.h.nlmsg_flags = add ? NLM_F_CREATE | NLM_F_EXCL : 0;
+        req.frh.family = AF_INET;
+        req.frh.action = FR_ACT_TO_TBL;
+        req.frh.table = table < 256 ? (unsigned char) table : RT_TABLE_UNSPEC;
+        r = netlink_add_attr(&req, FRA_IFNAME, iifname, n + 1);
+        if (r >= 0)
+                r = netlink_add_attr(&req, FRA_TABLE, &table, sizeof(table));
+        if (r >= 0)
+                r = netlink_add_attr(&req, FRA_PRIORITY, &priority, sizeof(priority));
+        if (r < 0)
+                return r;
+        r = netlink_talk(&req);
+        if (add && r == -EEXIST)
+                return 0;
+        if (!add && r == -ENOENT)
+                return 0;
+        return r;
+}
+
+int netlink_ipv4_table_default(bool add, uint32_t table, bool blackhole, int ifindex, const struct in_addr *gateway,
+                               uint32_t metric) {
+        NetlinkRequest req = {};
+        uint32_t oif = (uint32_t) ifindex;
+        int r;
+
+        if (table == 0 || (!blackhole && ifindex <= 0))
+                return -EINVAL;
+        req.h.nlmsg_len = NLMSG_LENGTH(sizeof(struct rtmsg));
+        req.h.nlmsg_type = add ? RTM_NEWROUTE : RTM_DELROUTE;
+        req.h.nlmsg_flags = add ? NLM_F_CREATE | NLM_F_REPLACE : 0;
+        req.rtm.rtm_family = AF_INET;
+        req.rtm.rtm_table = table < 256 ? (unsigned char) table : RT_TABLE_UNSPEC;
+        req.rtm.rtm_protocol = RTPROT_STATIC;
+        req.rtm.rtm_type = blackhole ? RTN_BLACKHOLE : RTN_UNICAST;
+        req.rtm.rtm_scope = blackhole || gateway ? RT_SCOPE_UNIVERSE : RT_SCOPE_LINK;
+        r = netlink_add_attr(&req, RTA_TABLE, &table, sizeof(table));
+        if (r >= 0)
+                r = netlink_add_attr(&req, RTA_PRIORITY, &metric, sizeof(metric));
+        if (r >= 0 && !blackhole && gateway)
+                r = netlink_add_attr(&req, RTA_GATEWAY, gateway, sizeof(*gateway));
+        if (r >= 0 && !blackhole)
+                r = netlink_add_attr(&req, RTA_OIF, &oif, sizeof(oif));
+        if (r < 0)
+                return r;
+        r = netlink_talk(&req);
+        if (!add && r == -ESRCH)
+                return 0;
+        return r;
 }

@@ -1,0 +1,520 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <net/if.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "domain.h"
+#include "fileio.h"
+#include "jsonframe.h"
+#include "log.h"
+#include "netdef.h"
+#include "netlink.h"
+#include "nftwatch.h"
+#include "profile.h"
+#include "seatnet.h"
+
+#define CREATE_TRIES 16       /* subnets tried when another network holds one */
+#define UPLINK_METRIC 100
+#define BLACKHOLE_METRIC 0xffffffffu
+
+typedef struct Pending {
+        char seat[NFT_SEAT_NAME_MAX + 1];
+        NftSeatState state;
+} Pending;
+
+struct SeatNetManager {
+        const SeatConfig *config;
+        pthread_mutex_t lock;
+        NetPool pool;
+        unsigned pool_size;
+        uint8_t *used;            /* one byte per subnet of the pool */
+        NftContext *nft;
+        NftMonitor *mon;
+        SeatNetTamperFn fn;
+        void *userdata;
+        Pending pending[NFT_MONITOR_MAX_SEATS];
+        size_t n_pending;
+        bool lockdown;            /* forwarding only on seat bridges and the uplink */
+};
+
+struct SeatNet {
+        NetSeat ns;
+        char seat_id[NETDEF_SEAT_ID_MAX + 1];
+        char profile_name[SEATNET_PROFILE_NAME_MAX + 1];
+        char *profile_text;
+        EgressProfile *profile;
+        NftSeatSpec spec;
+        char guest_cidr[INET_ADDRSTRLEN + 4], gateway[INET_ADDRSTRLEN];
+        int index;
+        bool rules, routed, watched;
+        uint64_t denied_seen;
+};
+
+DEFINE_TRIVIAL_CLEANUP_FUNC(virNetworkPtr, virNetworkFree)
+DEFINE_TRIVIAL_CLEANUP_FUNC(DIR *, closedir)
+
+/* ---- host forwarding ---- */
+
+static int sysctl_forwarding(const char *ifname, bool on) {
+        _cleanup_free_ char *p = NULL;
+        if (asprintf(&p, "/proc/sys/net/ipv4/conf/%s/forwarding", ifname) < 0)
+                return -ENOMEM;
+        _cleanup_close_ int fd = open(p, O_WRONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        return write(fd, on ? "1" : "0", 1) == 1 ? 0 : -errno;
+}
+
+static bool is_seat_bridge(const char *name) {
+        return strncmp(name, NETDEF_BRIDGE_PREFIX, strlen(NETDEF_BRIDGE_PREFIX)) == 0 ||
+               strncmp(name, "seath", 5) == 0;
+}
+
+/* libvirt switches on IPv4 forwarding for the whole host when it starts a network with a
+ * <forward> element (every interface then forwards, eth0 included). Unless the config
+ * says the host routes for others too (forwarding_lockdown = false), switch it off again
+ * for everything but the seat bridges and the uplink: forwarding is a per-input-interface
+ * setting, so this leaves exactly the paths the egress filter governs. */
+static void forwarding_lockdown(SeatNetManager *nm) {
+        _cleanup_(closedirp) DIR *d = NULL;
+        struct dirent *de;
+
+        if (!nm->lockdown || !(d = opendir("/proc/sys/net/ipv4/conf")))
+                return;
+        while ((de = readdir(d))) {
+                const char *n = de->d_name;
+                if (n[0] == '.' || !strcmp(n, "all") || is_seat_bridge(n) ||
+                    (nm->config->uplink && !strcmp(n, nm->config->uplink)))
+                        continue;
+                (void) sysctl_forwarding(n, false); /* "default" too: new interfaces start off */
+        }
+}
+
+/* ---- the manager ---- */
+
+static void on_tamper(const NftSeatSpec *spec, NftSeatState state, void *userdata) {
+        SeatNetManager *nm = userdata;
+        if (nm->n_pending >= ELEMENTSOF(nm->pending))
+                return;
+        Pending *p = &nm->pending[nm->n_pending++];
+        (void) snprintf(p->seat, sizeof(p->seat), "%s", spec->seat);
+        p->state = state;
+}
+
+static int uplink_routes(const SeatConfig *c, SeatError **ret_error) {
+        struct in_addr gw;
+        unsigned ifindex = if_nametoindex(c->uplink);
+        if (ifindex == 0)
+                return seat_error_set(ret_error, ENODEV,
+                                      "uplink '%s' (seatd.conf) is not an interface on this host: create it or fix the setting",
+                                      c->uplink);
+        if (c->uplink_gateway && inet_pton(AF_INET, c->uplink_gateway, &gw) != 1)
+                return seat_error_set(ret_error, EINVAL, "uplink_gateway '%s' is not an IPv4 address", c->uplink_gateway);
+        /* Table route_table: the uplink, else a blackhole: a seat's traffic never falls
+         * through to the host's main table and its default route. */
+        int r = netlink_ipv4_table_default(true, (uint32_t) c->route_table, true, 0, NULL, BLACKHOLE_METRIC);
+        if (r >= 0)
+                r = netlink_ipv4_table_default(true, (uint32_t) c->route_table, false, (int) ifindex,
+                                               c->uplink_gateway ? &gw : NULL, UPLINK_METRIC);
+        if (r < 0)
+                return seat_error_set(ret_error, -r, "routing table %ld towards uplink '%s': %s", c->route_table, c->uplink,
+                                      strerror(-r));
+        r = sysctl_forwarding(c->uplink, true);
+        if (r < 0)
+                return seat_error_set(ret_error, -r, "switch on forwarding for uplink '%s': %s", c->uplink, strerror(-r));
+        return 0;
+}
+
+int seatnet_manager_new(const SeatConfig *config, SeatNetTamperFn fn, void *userdata, SeatNetManager **ret,
+                        SeatError **ret_error) {
+        _cleanup_(seatnet_manager_freep) SeatNetManager *nm = calloc(1, sizeof(*nm));
+        if (!nm)
+                return -ENOMEM;
+        pthread_mutex_init(&nm->lock, NULL);
+        nm->config = config;
+        nm->fn = fn;
+        nm->userdata = userdata;
+        if (!config->network) {
+                *ret = TAKE_PTR(nm);
+                return 0;
+        }
+        int r = netdef_pool_parse(config->net_pool, (unsigned) config->net_subnet_len, &nm->pool, ret_error);
+        if (r < 0)
+                return seat_error_wrap(ret_error, "net_pool in seatd.conf");
+        nm->pool_size = netdef_pool_size(&nm->pool);
+        if (!(nm->used = calloc(nm->pool_size, 1)))
+                return -ENOMEM;
+        nm->lockdown = config->forwarding_lockdown;
+        r = nft_context_new(&nm->nft, ret_error);
+        if (r >= 0)
+                r = nft_monitor_new(on_tamper, nm, &nm->mon, ret_error);
+        if (r >= 0 && config->uplink)
+                r = uplink_routes(config, ret_error);
+        if (r >= 0)
+                forwarding_lockdown(nm);
+        if (r < 0)
+                return seat_error_wrap(ret_error, "seat networks (set network = false in seatd.conf to run seats without a NIC)");
+        *ret = TAKE_PTR(nm);
+        return 0;
+}
+
+SeatNetManager *seatnet_manager_free(SeatNetManager *nm) {
+        if (!nm)
+                return NULL;
+        nft_monitor_free(nm->mon);
+        nft_context_free(nm->nft);
+        free(nm->used);
+        pthread_mutex_destroy(&nm->lock);
+        free(nm);
+        return NULL;
+}
+
+int seatnet_fd(SeatNetManager *nm) {
+        return nm && nm->mon ? nft_monitor_fd(nm->mon) : -1;
+}
+
+/* Hand the queued reports to the daemon, outside the lock (it may call back into us). */
+static void deliver(SeatNetManager *nm) {
+        Pending p[NFT_MONITOR_MAX_SEATS];
+        size_t n = nm->n_pending;
+        memcpy(p, nm->pending, n * sizeof(p[0]));
+        nm->n_pending = 0;
+        pthread_mutex_unlock(&nm->lock);
+        for (size_t i = 0; i < n; i++)
+                nm->fn(p[i].seat, p[i].state, nm->userdata);
+}
+
+void seatnet_process(SeatNetManager *nm) {
+        _cleanup_error_ SeatError *err = NULL;
+        if (!nm->mon)
+                return;
+        pthread_mutex_lock(&nm->lock);
+        if (nft_monitor_process(nm->mon, &err) < 0)
+                log_warning("watching table inet seatd: %s", err ? err->message : "?");
+        deliver(nm);
+}
+
+void seatnet_check(SeatNetManager *nm) {
+        _cleanup_error_ SeatError *err = NULL;
+        if (!nm->mon)
+                return;
+        pthread_mutex_lock(&nm->lock);
+        if (nft_monitor_check(nm->mon, &err) < 0)
+                log_warning("checking table inet seatd: %s", err ? err->message : "?");
+        deliver(nm);
+}
+
+/* ---- one seat ---- */
+
+bool seatnet_profile_name_valid(const char *name) {
+        size_t n = name ? strlen(name) : 0;
+        return n > 0 && n <= SEATNET_PROFILE_NAME_MAX && strspn(name, "abcdefghijklmnopqrstuvwxyz0123456789_-") == n;
+}
+
+static int load_profile(SeatNetManager *nm, SeatNet *n, const char *saved, SeatError **ret_error) {
+        _cleanup_free_ char *path = NULL;
+        int r;
+
+        if (saved)
+                r = egress_profile_parse(saved, strlen(saved), &n->profile, ret_error);
+        else if (!strcmp(n->profile_name, SEATNET_PROFILE_NONE))
+                r = egress_profile_parse("", 0, &n->profile, ret_error);
+        else if (asprintf(&path, "%s/%s.profile", nm->config->egress_dir, n->profile_name) < 0)
+                return -ENOMEM;
+        else {
+                r = egress_profile_load(path, &n->profile, ret_error);
+                if (r == -ENOENT)
+                        return seat_error_set(ret_error, ENOENT,
+                                              "no egress profile '%s' (looked for '%s'; see docs/egress.md)",
+                                              n->profile_name, path);
+        }
+        if (r < 0)
+                return seat_error_wrap(ret_error, "egress profile '%s'", n->profile_name);
+        if (egress_profile_format(n->profile, &n->profile_text) < 0)
+                return -ENOMEM;
+        if (!nm->config->uplink && (n->profile->n_rules > 0 || n->profile->n_dns > 0))
+                return seat_error_set(ret_error, EINVAL,
+                                      "egress profile '%s' allows traffic out, but seatd.conf names no uplink: set 'uplink = IFNAME' (and uplink_gateway) or use a profile without allow/dns rules",
+                                      n->profile_name);
+        return 0;
+}
+
+static int alloc_index(SeatNetManager *nm, int from) {
+        pthread_mutex_lock(&nm->lock);
+        int r = -ENOSPC;
+        for (unsigned i = (unsigned) from; i < nm->pool_size; i++)
+                if (!nm->used[i]) {
+                        nm->used[i] = 1;
+                        r = (int) i;
+                        break;
+                }
+        pthread_mutex_unlock(&nm->lock);
+        return r;
+}
+
+static void free_index(SeatNetManager *nm, int i) {
+        if (i < 0 || (unsigned) i >= nm->pool_size)
+                return;
+        pthread_mutex_lock(&nm->lock);
+        nm->used[i] = 0;
+        pthread_mutex_unlock(&nm->lock);
+}
+
+/* A network of that name that runs already (adoption) is taken as it is. */
+static int create_network(virConnectPtr conn, const NetSeat *ns, SeatError **ret_error) {
+        _cleanup_free_ char *xml = NULL;
+        _cleanup_(virNetworkFreep) virNetworkPtr net = virNetworkLookupByName(conn, ns->network);
+        if (net && virNetworkIsActive(net) == 1)
+                return 0;
+        if (netdef_network_xml(ns, &xml) < 0)
+                return -ENOMEM;
+        virNetworkPtr made = virNetworkCreateXML(conn, xml);
+        if (!made)
+                return seat_error_set(ret_error, EADDRINUSE, "create network '%s': %s", ns->network, domain_last_error());
+        virNetworkFree(made);
+        return 0;
+}
+
+static void destroy_network(virConnectPtr conn, const char *name) {
+        _cleanup_(virNetworkFreep) virNetworkPtr net = conn ? virNetworkLookupByName(conn, name) : NULL;
+        if (net && virNetworkDestroy(net) < 0)
+                log_warning("destroy network '%s': %s", name, domain_last_error());
+}
+
+static int make_network(SeatNetManager *nm, virConnectPtr conn, SeatNet *n, int index, SeatError **ret_error) {
+        const EgressProfile *p = n->profile;
+        int from = 0;
+
+        for (int tries = 0;; tries++) {
+                _cleanup_error_ SeatError *err = NULL;
+                int i = index >= 0 ? index : alloc_index(nm, from);
+                if (i < 0)
+                        return seat_error_set(ret_error, ENOSPC, "the seat network pool %s is full (%u subnets)",
+                                              nm->config->net_pool, nm->pool_size);
+                if (index >= 0) {
+                        pthread_mutex_lock(&nm->lock);
+                        nm->used[i] = 1;
+                        pthread_mutex_unlock(&nm->lock);
+                }
+                n->index = i;
+                int r = netdef_seat(&nm->pool, n->seat_id, (unsigned) i, p->dhcp, p->dns_host, &n->ns, ret_error);
+                if (r >= 0)
+                        r = create_network(conn, &n->ns, &err);
+                if (r >= 0)
+                        return 0;
+                /* Another network (another seatd, the host) holds that subnet: try the next,
+                 * keeping this one marked so nobody here tries it again. */
+                if (r != -EADDRINUSE || index >= 0 || tries + 1 >= CREATE_TRIES) {
+                        if (err)
+                                *ret_error = TAKE_PTR(err);
+                        n->index = -1;
+                        if (index >= 0)
+                                free_index(nm, i);
+                        return r;
+                }
+                log_info("subnet %d of the seat pool is taken elsewhere, trying the next: %s", i, err->message);
+                from = i + 1;
+        }
+}
+
+static void fill_spec(SeatNetManager *nm, SeatNet *n) {
+        char a[INET_ADDRSTRLEN];
+        n->spec = (NftSeatSpec) { .seat = n->seat_id, .bridge = n->ns.bridge, .uplink = nm->config->uplink,
+                                  .guest = n->ns.guest, .has_mac = true, .masquerade = nm->config->uplink && nm->config->masquerade,
+                                  .profile = n->profile };
+        memcpy(n->spec.guest_mac, n->ns.guest_mac, 6);
+        (void) inet_ntop(AF_INET, &n->ns.guest, a, sizeof(a));
+        (void) snprintf(n->guest_cidr, sizeof(n->guest_cidr), "%s/%u", a, n->ns.prefixlen);
+        (void) inet_ntop(AF_INET, &n->ns.host, n->gateway, sizeof(n->gateway));
+}
+
+static void seatnet_free(SeatNet *n) {
+        if (!n)
+                return;
+        egress_profile_free(n->profile);
+        free(n->profile_text);
+        free(n);
+}
+
+static int install_and_watch(SeatNetManager *nm, SeatNet *n, SeatError **ret_error) {
+        pthread_mutex_lock(&nm->lock);
+        forwarding_lockdown(nm);
+        int r = sysctl_forwarding(n->ns.bridge, nm->config->uplink != NULL);
+        if (r < 0)
+                r = seat_error_set(ret_error, -r, "forwarding on bridge '%s': %s", n->ns.bridge, strerror(-r));
+        if (r >= 0)
+                r = nft_seat_install(nm->nft, &n->spec, ret_error);
+        n->rules = r >= 0;
+        if (r >= 0 && nm->config->uplink) {
+                r = netlink_ipv4_rule(true, n->ns.bridge, (uint32_t) nm->config->route_table,
+                                      (uint32_t) nm->config->route_priority);
+                if (r < 0)
+                        r = seat_error_set(ret_error, -r, "route seat bridge '%s' to table %ld: %s", n->ns.bridge,
+                                           nm->config->route_table, strerror(-r));
+                n->routed = r >= 0;
+        }
+        if (r >= 0)
+                r = nft_monitor_add(nm->mon, &n->spec);
+        n->watched = r >= 0;
+        pthread_mutex_unlock(&nm->lock);
+        return r;
+}
+
+int seatnet_up(SeatNetManager *nm, virConnectPtr conn, const char *seat_id, const char *profile_name, int index,
+               const char *saved_profile, SeatNet **ret, SeatError **ret_error) {
+        if (!nm->config->network) {
+                *ret = NULL;
+                return 0;
+        }
+        if (!profile_name)
+                profile_name = nm->config->default_egress;
+        if (!seatnet_profile_name_valid(profile_name))
+                return seat_error_set(ret_error, EINVAL, "'%s' is not an egress profile name ([a-z0-9_-], at most %d)",
+                                      profile_name, SEATNET_PROFILE_NAME_MAX);
+        SeatNet *n = calloc(1, sizeof(*n));
+        if (!n)
+                return -ENOMEM;
+        n->index = -1;
+        (void) snprintf(n->seat_id, sizeof(n->seat_id), "%s", seat_id);
+        (void) snprintf(n->profile_name, sizeof(n->profile_name), "%s", profile_name);
+        int r = load_profile(nm, n, saved_profile, ret_error);
+        if (r >= 0)
+                r = make_network(nm, conn, n, index, ret_error);
+        if (r >= 0) {
+                fill_spec(nm, n);
+                r = install_and_watch(nm, n, ret_error);
+        }
+        if (r < 0) {
+                if (n->index >= 0)
+                        seatnet_down(nm, conn, n);
+                else
+                        seatnet_free(n);
+                return seat_error_wrap(ret_error, "network of seat '%s'", seat_id);
+        }
+        *ret = n;
+        return 0;
+}
+
+void seatnet_down(SeatNetManager *nm, virConnectPtr conn, SeatNet *n) {
+        _cleanup_error_ SeatError *err = NULL;
+        if (!n)
+                return;
+        pthread_mutex_lock(&nm->lock);
+        if (n->watched)
+                (void) nft_monitor_remove(nm->mon, n->ns.bridge);
+        if (n->routed)
+                (void) netlink_ipv4_rule(false, n->ns.bridge, (uint32_t) nm->config->route_table,
+                                         (uint32_t) nm->config->route_priority);
+        if (n->ns.bridge[0] && nft_seat_remove(nm->nft, n->ns.bridge, &err) < 0)
+                log_warning("seat '%s': removing its egress rules: %s", n->seat_id, err->message);
+        pthread_mutex_unlock(&nm->lock);
+        if (n->ns.network[0])
+                destroy_network(conn, n->ns.network);
+        free_index(nm, n->index);
+        seatnet_free(n);
+}
+
+void seatnet_forget(SeatNetManager *nm, SeatNet *n) {
+        if (!n)
+                return;
+        if (n->watched && nm && nm->mon) {
+                pthread_mutex_lock(&nm->lock);
+                (void) nft_monitor_remove(nm->mon, n->ns.bridge);
+                pthread_mutex_unlock(&nm->lock);
+        }
+        seatnet_free(n);
+}
+
+void seatnet_remove_orphan(SeatNetManager *nm, virConnectPtr conn, const char *seat_id) {
+        char bridge[NETDEF_IFNAME_MAX + 1], network[sizeof(NETDEF_NETWORK_PREFIX) + NETDEF_SEAT_ID_MAX];
+        if (!nm || !nm->config->network || netdef_bridge_name(seat_id, bridge) < 0)
+                return;
+        (void) snprintf(network, sizeof(network), NETDEF_NETWORK_PREFIX "%s", seat_id);
+        pthread_mutex_lock(&nm->lock);
+        (void) nft_monitor_remove(nm->mon, bridge);
+        (void) netlink_ipv4_rule(false, bridge, (uint32_t) nm->config->route_table, (uint32_t) nm->config->route_priority);
+        (void) nft_seat_remove(nm->nft, bridge, NULL);
+        pthread_mutex_unlock(&nm->lock);
+        destroy_network(conn, network);
+}
+
+int seatnet_reinstall(SeatNetManager *nm, SeatNet *n, SeatError **ret_error) {
+        if (!n)
+                return 0;
+        pthread_mutex_lock(&nm->lock);
+        int r = nft_seat_install(nm->nft, &n->spec, ret_error);
+        pthread_mutex_unlock(&nm->lock);
+        return r;
+}
+
+int seatnet_index(const SeatNet *n) {
+        return n ? n->index : -1;
+}
+
+const char *seatnet_profile_name(const SeatNet *n) {
+        return n ? n->profile_name : NULL;
+}
+
+const char *seatnet_profile_text(const SeatNet *n) {
+        return n ? n->profile_text : NULL;
+}
+
+int seatnet_interface_xml(const SeatNet *n, char **ret) {
+        return netdef_interface_xml(&n->ns, ret);
+}
+
+void seatnet_guest_address(const SeatNet *n, AgentAddress *ret) {
+        *ret = (AgentAddress) { .ifname = (char *) SEATNET_GUEST_IFNAME, .address = (char *) n->guest_cidr,
+                                .gateway = (char *) n->gateway };
+}
+
+uint64_t seatnet_denied_delta(SeatNetManager *nm, SeatNet *n) {
+        uint64_t now = 0;
+        if (!n)
+                return 0;
+        pthread_mutex_lock(&nm->lock);
+        int r = nft_seat_denied(nm->nft, n->ns.bridge, &now, NULL);
+        pthread_mutex_unlock(&nm->lock);
+        if (r < 0 || now < n->denied_seen) { /* rules re-installed: counters start again */
+                n->denied_seen = r < 0 ? n->denied_seen : now;
+                return r < 0 ? 0 : now;
+        }
+        uint64_t d = now - n->denied_seen;
+        n->denied_seen = now;
+        return d;
+}
+
+int seatnet_to_json(SeatNetManager *nm, const SeatNet *n, json_object **ret) {
+        _cleanup_json_ json_object *o = json_object_new_object();
+        json_object *rules = NULL;
+        _cleanup_error_ SeatError *err = NULL;
+        char host[INET_ADDRSTRLEN];
+        uint64_t denied = 0;
+
+        if (!o)
+                return -ENOMEM;
+        (void) inet_ntop(AF_INET, &n->ns.host, host, sizeof(host));
+        json_object_object_add(o, "profile", json_object_new_string(n->profile_name));
+        json_object_object_add(o, "network", json_object_new_string(n->ns.network));
+        json_object_object_add(o, "bridge", json_object_new_string(n->ns.bridge));
+        json_object_object_add(o, "guest", json_object_new_string(n->guest_cidr));
+        json_object_object_add(o, "host", json_object_new_string(host));
+        json_object_object_add(o, "uplink", nm->config->uplink ? json_object_new_string(nm->config->uplink) : NULL);
+        pthread_mutex_lock(&nm->lock);
+        int r = nft_seat_counters(nm->nft, n->ns.bridge, &rules, &err);
+        if (r >= 0)
+                r = nft_seat_denied(nm->nft, n->ns.bridge, &denied, &err);
+        pthread_mutex_unlock(&nm->lock);
+        if (r < 0)
+                json_object_object_add(o, "rules_error", json_object_new_string(err ? err->message : strerror(-r)));
+        json_object_object_add(o, "rules", rules);
+        json_object_object_add(o, "denied_packets", json_object_new_int64((int64_t) denied));
+        *ret = TAKE_PTR(o);
+        return 0;
+}

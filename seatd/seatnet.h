@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/*
+ * A seat's network, end to end (docs/egress.md): its own libvirt network and bridge from
+ * the configured pool, the egress filter for its profile installed and read back, a policy
+ * route that sends its traffic only to the configured uplink, the watch for tampering, and
+ * what the guest is told to configure. A seat whose network cannot be made exactly as its
+ * profile says does not start.
+ *
+ * Thread-safe: one lock around the pool, the nftables context and the watch. Tamper
+ * reports are queued by the watch and handed to the daemon's callback outside that lock.
+ */
+
+#include <json-c/json.h>
+#include <libvirt/libvirt.h>
+#include <stdbool.h>
+
+#include "agent-proto.h"
+#include "conf.h"
+#include "error.h"
+#include "macro.h"
+#include "nft.h"
+
+#define SEATNET_PROFILE_NONE "none" /* the built-in profile that allows nothing */
+#define SEATNET_PROFILE_NAME_MAX 32
+#define SEATNET_GUEST_IFNAME "eth0"
+
+typedef struct SeatNetManager SeatNetManager;
+typedef struct SeatNet SeatNet;
+
+/* Called from seatnet_process()/seatnet_check() for each seat whose rules are not intact. */
+typedef void (*SeatNetTamperFn)(const char *seat_id, NftSeatState state, void *userdata);
+
+int seatnet_manager_new(const SeatConfig *config, SeatNetTamperFn fn, void *userdata, SeatNetManager **ret,
+                        SeatError **ret_error);
+SeatNetManager *seatnet_manager_free(SeatNetManager *nm);
+DEFINE_TRIVIAL_CLEANUP_FUNC(SeatNetManager *, seatnet_manager_free)
+
+/* The watch's netlink socket, for the event loop; -1 when networks are off. */
+int seatnet_fd(SeatNetManager *nm);
+/* The socket is readable: drain it, verify, report. */
+void seatnet_process(SeatNetManager *nm);
+/* The periodic backstop: verify every seat's rules, report. Also records denied-packet
+ * growth through the callback's owner (see seatnet_denied_delta()). */
+void seatnet_check(SeatNetManager *nm);
+
+/* A profile name is [a-z0-9_-]{1,32}; it names <egress_dir>/<name>.profile. */
+bool seatnet_profile_name_valid(const char *name);
+
+/*
+ * Bring a seat's network up. profile_name NULL means the config's default. index < 0
+ * allocates a subnet from the pool; index >= 0 (adoption) takes that one. saved_profile,
+ * when not NULL, is the profile text the seat was made with (adoption: the file may have
+ * changed since). On any failure everything made so far is removed.
+ */
+int seatnet_up(SeatNetManager *nm, virConnectPtr conn, const char *seat_id, const char *profile_name, int index,
+               const char *saved_profile, SeatNet **ret, SeatError **ret_error);
+/* Remove the watch, the rules, the route and the network; free n. NULL is fine. */
+void seatnet_down(SeatNetManager *nm, virConnectPtr conn, SeatNet *n);
+/* Free n's memory only (seatd stops; the seat keeps running and its network with it). */
+void seatnet_forget(SeatNetManager *nm, SeatNet *n);
+/* Remove whatever network, rules and route a seat id may have left (a half-made seat). */
+void seatnet_remove_orphan(SeatNetManager *nm, virConnectPtr conn, const char *seat_id);
+/* Install the seat's rules again (a reset, a restore after tampering), read back. */
+int seatnet_reinstall(SeatNetManager *nm, SeatNet *n, SeatError **ret_error);
+
+int seatnet_index(const SeatNet *n);
+const char *seatnet_profile_name(const SeatNet *n);
+/* The canonical profile text (saved with the seat for adoption). */
+const char *seatnet_profile_text(const SeatNet *n);
+/* <interface> for the domain's <devices>. */
+int seatnet_interface_xml(const SeatNet *n, char **ret);
+/* What the guest configures: eth0, its address/prefix, the bridge as its gateway. The
+ * strings point into n. */
+void seatnet_guest_address(const SeatNet *n, AgentAddress *ret);
+/* {profile, network, bridge, guest, host, uplink, rules: [...counters...], denied_packets}. */
+int seatnet_to_json(SeatNetManager *nm, const SeatNet *n, json_object **ret);
+/* Denied packets counted since the last call (for the audit log); 0 on error. */
+uint64_t seatnet_denied_delta(SeatNetManager *nm, SeatNet *n);
