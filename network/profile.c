@@ -199,7 +199,8 @@ static int fail(Parser *ps, int err, const char *what) {
 
 static int push_rule(Parser *ps, EgressRule *r) {
         if (ps->p->n_rules >= EGRESS_PROFILE_MAX_RULES)
-                return fail(ps, E2BIG, "more than 256 allow rules");
+                return seat_error_set(ps->error, E2BIG, "egress profile line %u: more than %u allow rules", ps->line,
+                                      EGRESS_PROFILE_MAX_RULES);
         if (ps->p->n_rules == ps->allocated) {
                 size_t n = ps->allocated ? ps->allocated * 2 : 8;
                 EgressRule *rules = reallocarray(ps->p->rules, n, sizeof(*rules));

@@ -127,13 +127,13 @@ static void test_caps(void **state) {
         line[sizeof(line) - 1] = 0;
         parse_bad(line, E2BIG, "256 bytes");
 
-        /* 257 rules */
-        size_t size = 257 * 40 + 1, n = 0;
+        /* one rule more than the cap */
+        size_t size = (EGRESS_PROFILE_MAX_RULES + 1) * 40 + 1, n = 0;
         _cleanup_free_ char *many = malloc(size);
         assert_non_null(many);
-        for (unsigned i = 0; i < 257; i++)
+        for (unsigned i = 0; i < EGRESS_PROFILE_MAX_RULES + 1; i++)
                 n += (size_t) snprintf(many + n, size - n, "allow tcp 198.51.100.%u port %u\n", i % 250, i + 1);
-        parse_bad(many, E2BIG, "256 allow rules");
+        parse_bad(many, E2BIG, "1024 allow rules");
 
         _cleanup_free_ char *huge = calloc(1, EGRESS_PROFILE_MAX_BYTES + 2);
         assert_non_null(huge);
