@@ -705,6 +705,7 @@ static bool chain_attrs_equal(json_object *meant, json_object *listed) {
 }
 
 typedef struct Listed {
+        bool table_flags;
         json_object *chain[_CHAIN_MAX];
         json_object *rules[_CHAIN_MAX]; /* arrays of normalized exprs */
 } Listed;
@@ -720,7 +721,10 @@ static int collect(json_object *items, const char *bridge, Listed *l) {
                         return -ENOMEM;
         for (size_t i = 0; i < json_object_array_length(items); i++) {
                 json_object *it = json_object_array_get_idx(items, i), *o, *name;
-                if (json_object_object_get_ex(it, "chain", &o) && json_object_object_get_ex(o, "name", &name)) {
+                /* A table with flags (dormant: no rule applies) is not ours as meant. */
+                if (json_object_object_get_ex(it, "table", &o) && json_object_object_get_ex(o, "flags", NULL))
+                        l->table_flags = true;
+                else if (json_object_object_get_ex(it, "chain", &o) && json_object_object_get_ex(o, "name", &name)) {
                         int k = chain_kind_of(json_object_get_string(name), bridge);
                         if (k >= 0)
                                 l->chain[k] = o;
@@ -765,6 +769,8 @@ static int compare(json_object *expected, json_object *items, const char *bridge
         for (int k = 0; k < _CHAIN_MAX; k++)
                 if (l.chain[k] && !meant[k])
                         any = differs = true;
+        if (l.table_flags)
+                differs = true;
         *ret = !any ? NFT_SEAT_MISSING : differs ? NFT_SEAT_CHANGED : NFT_SEAT_OK;
         return 0;
 }
