@@ -84,16 +84,17 @@ typedef enum ChainKind {
         CHAIN_OUT,
         CHAIN_TO,
         CHAIN_HOST,
+        CHAIN_ING,
         _CHAIN_MAX,
 } ChainKind;
 
 static const char *const chain_prefix[_CHAIN_MAX] = {
         [CHAIN_FWD] = "fwd-", [CHAIN_IN] = "in-",  [CHAIN_NAT] = "nat-",
-        [CHAIN_OUT] = "out-", [CHAIN_TO] = "to-",  [CHAIN_HOST] = "host-",
+        [CHAIN_OUT] = "out-", [CHAIN_TO] = "to-",  [CHAIN_HOST] = "host-", [CHAIN_ING] = "ing-",
 };
 
 static bool chain_is_base(ChainKind k) {
-        return k == CHAIN_FWD || k == CHAIN_IN || k == CHAIN_NAT;
+        return k == CHAIN_FWD || k == CHAIN_IN || k == CHAIN_NAT || k == CHAIN_ING;
 }
 
 static void chain_name(ChainKind k, const char *bridge, char buf[static CHAIN_NAME_MAX + 1]) {
@@ -385,6 +386,21 @@ static int build_host(json_object *rules, const NftSeatSpec *spec) {
         return r < 0 ? r : add_deny_tail(rules, spec->seat);
 }
 
+/* ing-B: every frame that reaches the bridge device, before any IP processing: only IPv4
+ * and ARP (and IPv6 when allowed) go on. IPv6 (the bridge has it disabled, so the stack
+ * would drop it unseen), VLAN-tagged and any other frames are counted and dropped here. */
+static int build_ingress(json_object *rules, const NftSeatSpec *spec) {
+        json_object *protos = json_object_new_array();
+        if (!protos)
+                return -ENOMEM;
+        json_object_array_add(protos, j_str("ip"));
+        json_object_array_add(protos, j_str("arp"));
+        if (spec->profile->ipv6)
+                json_object_array_add(protos, j_str("ip6"));
+        int r = RULE(rules, j_verdict("accept"), j_match("==", j_keyed("meta", "protocol"), j_obj1("set", protos)));
+        return r < 0 ? r : add_deny_tail(rules, spec->seat);
+}
+
 static int build_jumps(json_object *rules, ChainKind k, const NftSeatSpec *spec) {
         char target[CHAIN_NAME_MAX + 1];
         int r;
@@ -422,8 +438,12 @@ static json_object *chain_object(ChainKind k, const char *bridge) {
         json_object_object_add(c, "name", j_str(name));
         if (chain_is_base(k)) {
                 json_object_object_add(c, "type", j_str(k == CHAIN_NAT ? "nat" : "filter"));
-                json_object_object_add(c, "hook",
-                                       j_str(k == CHAIN_FWD ? "forward" : k == CHAIN_IN ? "input" : "postrouting"));
+                json_object_object_add(c, "hook", j_str(k == CHAIN_FWD  ? "forward"
+                                                        : k == CHAIN_IN ? "input"
+                                                        : k == CHAIN_ING ? "ingress"
+                                                                         : "postrouting"));
+                if (k == CHAIN_ING) /* nft 1.0.6 does not list it back: not compared */
+                        json_object_object_add(c, "dev", j_str(bridge));
                 json_object_object_add(c, "prio", json_object_new_int(k == CHAIN_NAT ? 100 : 0));
                 json_object_object_add(c, "policy", j_str("accept"));
         }
@@ -466,6 +486,9 @@ static int build_chain(ChainKind k, const NftSeatSpec *spec, json_object **ret) 
         case CHAIN_HOST:
                 r = build_host(rules, spec);
                 break;
+        case CHAIN_ING:
+                r = build_ingress(rules, spec);
+                break;
         default:
                 r = build_jumps(rules, k, spec);
         }
@@ -476,7 +499,7 @@ static int build_chain(ChainKind k, const NftSeatSpec *spec, json_object **ret) 
 }
 
 /* Regular chains first: the base chains jump to them. */
-static const ChainKind chain_order[] = { CHAIN_OUT, CHAIN_TO, CHAIN_HOST, CHAIN_FWD, CHAIN_IN, CHAIN_NAT };
+static const ChainKind chain_order[] = { CHAIN_OUT, CHAIN_TO, CHAIN_HOST, CHAIN_FWD, CHAIN_IN, CHAIN_NAT, CHAIN_ING };
 
 int nft_seat_expected(const NftSeatSpec *spec, json_object **ret, SeatError **ret_error) {
         int r = nft_seat_spec_validate(spec, ret_error);
@@ -859,7 +882,7 @@ int nft_seat_denied(NftContext *c, const char *bridge, uint64_t *ret_packets, Se
                     !json_object_object_get_ex(o, "chain", &name))
                         continue;
                 int k = chain_kind_of(json_object_get_string(name), bridge);
-                if (k == CHAIN_OUT || k == CHAIN_TO || k == CHAIN_HOST)
+                if (k == CHAIN_OUT || k == CHAIN_TO || k == CHAIN_HOST || k == CHAIN_ING)
                         sum += rule_drop_packets(json_object_object_get(o, "expr"));
         }
         *ret_packets = sum;
@@ -1009,7 +1032,7 @@ int nft_seat_counters(NftContext *c, const char *bridge, json_object **ret, Seat
                 return r;
         if (!(out = json_object_new_array()))
                 return -ENOMEM;
-        static const ChainKind shown[] = { CHAIN_OUT, CHAIN_TO, CHAIN_HOST };
+        static const ChainKind shown[] = { CHAIN_ING, CHAIN_OUT, CHAIN_TO, CHAIN_HOST };
         for (size_t k = 0; k < ELEMENTSOF(shown) && items; k++)
                 for (size_t i = 0; i < json_object_array_length(items); i++) {
                         json_object *o, *name;

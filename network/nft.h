@@ -13,6 +13,8 @@
  *           dropped first; then replies, then the profile's allows; then log + drop
  *   to-B    into the guest: replies only
  *   host-B  to the host itself: DHCP/DNS only when the profile serves them
+ *   ing-B   base, hook ingress on the bridge device: only IPv4 and ARP frames (and IPv6
+ *           when allowed) go on; VLAN-tagged and anything else is counted and dropped
  *
  * Every rule has a counter; every deny path ends in a rate-limited log rule with the
  * prefix "seatd-deny <seat> " and a counted drop. Installing reads the table back and

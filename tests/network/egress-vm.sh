@@ -1,0 +1,310 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+#
+# The egress filter proven from inside real seats (docs/egress.md, SECURITY-TESTS.md
+# "Network egress"): a private seatd with an uplink into the test world (world.sh: an
+# allowed server, a blocked server, fake metadata at 169.254.169.254, two DNS servers, a
+# recorder), two seats booted from a test image that carries guest-probe, and every case
+# tried from the guest through `seatctl exec`. Each denied case has a positive control
+# from the same seat that succeeds, and each denial must show in the seat's denied
+# counters. Then tampering (flush, one rule changed) behind seatd's back, a seat that must
+# stay paused, rules that cannot be installed, and release leaving nothing behind.
+#
+# usage: egress-vm.sh BUILD_DIR
+set -uo pipefail
+
+build=$(realpath "${1:?usage: $0 BUILD_DIR}")
+src=$(cd "$(dirname "$0")/../.." && pwd)
+SEATD=$build/seatd/seatd
+CTL=$build/seatctl/seatctl
+PROBE=$build/tests/network/guest-probe
+VIRSH=(virsh -q -c qemu:///system)
+for b in "$SEATD" "$CTL" "$PROBE" "$build/guest-init/guest-init" "$build/images/seat-manifest" "$build/signing/seat-sign"; do
+  [[ -x $b ]] || { echo "1..0 # SKIP $b not built"; exit 0; }
+done
+[[ $(id -u) == 0 ]] || { echo "1..0 # SKIP needs root (libvirt, nftables, namespaces)"; exit 0; }
+for c in virsh ip nft python3; do
+  command -v "$c" >/dev/null || { echo "1..0 # SKIP $c is not installed"; exit 0; }
+done
+
+# shellcheck source=world.sh
+. "$src/tests/network/world.sh"
+host_start_libvirt >/dev/null 2>&1 || { echo "Bail out! libvirtd does not answer"; exit 1; }
+
+UPLINK=sdw-up0
+POOL=10.214.0.0/24
+TABLE=5214
+t=$(mktemp -d /var/tmp/seatd-egressvm.XXXXXX)
+chmod 0755 "$t"
+seatd_pid= holder_pid=
+export SEATD_SOCKET=$t/ctl.sock
+unset SEATD_TOKEN
+
+n=0 failed=0
+ok() { n=$((n + 1)); echo "ok $n - $1"; }
+not_ok() {
+  n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $1"
+  [[ -s $t/out ]] && sed 's/^/#   /' "$t/out" | head -20
+  return 0
+}
+diag() { echo "# $*"; }
+bail() { echo "Bail out! $*"; [[ -f $t/seatd.log ]] && tail -30 "$t/seatd.log" | sed 's/^/# /'; exit 1; }
+
+our_domains() {
+  local d
+  for d in $("${VIRSH[@]}" list --name 2>/dev/null); do
+    [[ $d == seatd-* && $("${VIRSH[@]}" dumpxml "$d" 2>/dev/null) == *"file='$t/state/seats/"* ]] && echo "$d"
+  done
+}
+
+cleanup() {
+  local d
+  [[ -n $holder_pid ]] && kill "$holder_pid" 2>/dev/null
+  if [[ -n $seatd_pid ]]; then kill "$seatd_pid" 2>/dev/null; wait "$seatd_pid" 2>/dev/null; fi
+  for d in $(our_domains); do "${VIRSH[@]}" destroy "$d" >/dev/null 2>&1; done
+  for d in $("${VIRSH[@]}" net-list --name 2>/dev/null); do
+    [[ $d == seatd-s* && -d $t/state/seats/${d#seatd-} ]] && "${VIRSH[@]}" net-destroy "$d" >/dev/null 2>&1
+  done
+  while ip rule del lookup $TABLE 2>/dev/null; do :; done
+  ip route flush table $TABLE 2>/dev/null
+  world_down >/dev/null 2>&1
+  [[ -f $t/seatd.log ]] && cp "$t/seatd.log" "$build/meson-logs/egress-vm-seatd.log" 2>/dev/null
+  rm -rf "$t"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+start_seatd() {
+  rm -f "$t/ctl.sock"
+  "$SEATD" -c "$t/seatd.conf" -l debug >>"$t/seatd.log" 2>&1 &
+  seatd_pid=$!
+  for _ in $(seq 1 600); do
+    kill -0 "$seatd_pid" 2>/dev/null || bail "seatd exited"
+    [[ -S $t/ctl.sock ]] && "$CTL" list >/dev/null 2>&1 && return 0
+    sleep 0.1
+  done
+  bail "seatd did not start"
+}
+stop_seatd() { kill "$seatd_pid"; wait "$seatd_pid" 2>/dev/null; seatd_pid=; }
+json_field() { python3 -c 'import json,sys; d=json.load(sys.stdin); print(eval(sys.argv[1]))' "$1"; }
+denied() { "$CTL" --json status "$1" | json_field 'd["network"]["denied_packets"]'; }
+guest_ip() { "$CTL" --json status "$1" | json_field 'd["network"]["guest"].split("/")[0]'; }
+host_ip() { "$CTL" --json status "$1" | json_field 'd["network"]["host"]'; }
+bridge_of() { "$CTL" --json status "$1" | json_field 'd["network"]["bridge"]'; }
+# probe SEAT ARGS...: guest-probe in the guest; its one result line goes to $t/out
+probe() { local s=$1; shift; "$CTL" exec --timeout 60 "$s" -- /usr/bin/guest-probe "$@" >"$t/out" 2>&1; }
+
+# allowed SEAT DESC ARGS...: the probe must succeed
+allowed() {
+  local s=$1 d=$2; shift 2
+  if probe "$s" "$@"; then ok "$d"; else not_ok "$d"; fi
+}
+# denied SEAT DESC ARGS...: the probe must fail, and the seat's denied counter must grow
+denied_case() {
+  local s=$1 d=$2; shift 2
+  local before after
+  before=$(denied "$s")
+  probe "$s" "$@"; local rc=$?
+  sleep 0.2
+  after=$(denied "$s")
+  echo "denied packets: $before -> $after" >>"$t/out"
+  if [[ $rc == 1 && $after -gt $before ]]; then ok "$d (denied: +$((after - before)))"; else not_ok "$d (probe rc $rc, denied $before -> $after)"; fi
+}
+
+# ---------------------------------------------------------------- the world and seatd
+world_up "$UPLINK" >"$t/out" 2>&1 || { cat "$t/out"; bail "the test world did not come up"; }
+GW=${WORLD_NET:-10.255.0}.2
+mkdir -p "$t/keys" "$t/state" "$t/egress"
+"$build/signing/seat-sign" keygen -W -p "$t/test.pub" -s "$t/test.key" >/dev/null 2>&1 || bail "keygen failed"
+cp "$t/test.pub" "$t/keys/"
+"$src/images/recipes/test-image" --guest-init "$build/guest-init/guest-init" --out "$t/img" --quiet \
+  --sign-key "$t/test.key" --tools "$build/images:$build/signing" --add "$PROBE:/usr/bin/guest-probe" \
+  >"$t/out" 2>&1 || { cat "$t/out"; bail "building the test image failed"; }
+
+cat >"$t/egress/lab.profile" <<EOF
+# what the seats may reach in the test world
+allow tcp $WORLD_ALLOWED port 8080
+allow udp $WORLD_ALLOWED port 8080
+allow udp $WORLD_ALLOWED port $WORLD_RECORD_PORT
+allow icmp $WORLD_ALLOWED
+dns $WORLD_DNS
+EOF
+write_conf() {
+  cat >"$t/seatd.conf" <<EOF
+state_dir = $t/state
+socket_path = $t/ctl.sock
+trusted_keys_dir = $t/keys
+accel = tcg
+allow_tcg = true
+inspect_images = false
+net_pool = $POOL
+uplink = $UPLINK
+uplink_gateway = $GW
+route_table = $TABLE
+route_priority = $TABLE
+egress_dir = $t/egress
+egress_check_interval = 2
+tamper_resume = $1
+EOF
+}
+write_conf true
+start_seatd
+"$CTL" -q image import "$t/img/manifest.json" >"$t/out" 2>&1 || { cat "$t/out"; bail "image import failed"; }
+
+# ---------------------------------------------------------------- rules that cannot be installed
+# A table owned by another netlink socket (flags owner) refuses everyone else: the seat
+# must not start, and nothing of it may be left.
+if ! nft list table inet seatd >/dev/null 2>&1 || [[ -z $(nft list table inet seatd | grep chain) ]]; then
+  nft delete table inet seatd 2>/dev/null
+  { echo 'add table inet seatd { flags owner; }'; sleep 60; } | nft -i >/dev/null 2>&1 &
+  holder_pid=$!
+  sleep 0.5
+  "$CTL" -q provision --image test-image --egress lab >"$t/out" 2>&1; rc=$?
+  nets=$("${VIRSH[@]}" net-list --name | grep -c '^seatd-s' || true)
+  doms=$(our_domains | wc -l)
+  [[ $rc != 0 && $doms == 0 ]] && grep -qi 'egress\|nftables\|rules' "$t/out" && [[ -z $(ls "$t/state/seats") ]] &&
+    ! ip rule | grep -q "lookup $TABLE" \
+    && ok "rules that cannot be installed: the seat does not start, nothing is left (domains $doms)" \
+    || not_ok "rules that cannot be installed: the seat does not start (rc $rc, domains $doms, networks $nets)"
+  kill "$holder_pid" 2>/dev/null; wait "$holder_pid" 2>/dev/null; holder_pid=
+  for _ in $(seq 1 50); do nft list table inet seatd >/dev/null 2>&1 || break; sleep 0.1; done
+else
+  diag "table inet seatd holds another seatd's chains: the cannot-install case is skipped"
+fi
+
+"$CTL" -q provision --image test-image --egress nosuchprofile >"$t/out" 2>&1; rc=$?
+[[ $rc != 0 ]] && grep -q "no egress profile 'nosuchprofile'" "$t/out" && [[ -z $(ls "$t/state/seats") ]] \
+  && ok "an unknown egress profile: a clear error, nothing made" || not_ok "an unknown egress profile: a clear error"
+
+# ---------------------------------------------------------------- two seats
+"$CTL" -q provision --image test-image --egress lab --count 2 >"$t/prov" 2>"$t/out" || { cat "$t/out"; bail "provision failed"; }
+A=$(awk 'NR==2 {print $1}' "$t/prov") B=$(awk 'NR==3 {print $1}' "$t/prov")
+[[ -n $A && -n $B ]] || bail "no seats"
+GA=$(guest_ip "$A") GB=$(guest_ip "$B") HA=$(host_ip "$A") BRA=$(bridge_of "$A")
+diag "seat $A: guest $GA host $HA bridge $BRA; seat $B: guest $GB"
+"$CTL" status "$A" >"$t/out" 2>&1
+grep -q "profile lab" "$t/out" && grep -q "tcp dport 8080 accept" "$t/out" \
+  && ok "status shows the profile and each rule with its counters" || not_ok "status shows the profile and each rule"
+
+# ---------------------------------------------------------------- the cases
+T=(--timeout-ms 1500)
+allowed "$A" "allowed server, allowed port: TCP works" "${T[@]}" tcp "$WORLD_ALLOWED" 8080
+denied_case "$A" "blocked server by IP: TCP dropped" "${T[@]}" tcp "$WORLD_BLOCKED" 8080
+allowed "$A" "allowed.test resolves through the profile's DNS server" "${T[@]}" dns "$WORLD_DNS" allowed.test
+allowed "$A" "allowed server by name: TCP works" "${T[@]}" --resolver "$WORLD_DNS" tcp allowed.test 8080
+denied_case "$A" "blocked server by name: TCP dropped" "${T[@]}" --resolver "$WORLD_DNS" tcp blocked.test 8080
+denied_case "$A" "allowed server, other port: TCP dropped" "${T[@]}" tcp "$WORLD_ALLOWED" 8081
+allowed "$A" "UDP to the allowed port: echoed" "${T[@]}" udp "$WORLD_ALLOWED" 8080
+denied_case "$A" "UDP to another port of the allowed server: dropped" "${T[@]}" udp "$WORLD_ALLOWED" 8081
+denied_case "$A" "UDP to the blocked server: dropped" "${T[@]}" udp "$WORLD_BLOCKED" 8080
+allowed "$A" "ICMP echo to the allowed server: answered" "${T[@]}" icmp "$WORLD_ALLOWED"
+denied_case "$A" "ICMP echo to the blocked server: dropped" "${T[@]}" icmp "$WORLD_BLOCKED"
+denied_case "$A" "cloud metadata 169.254.169.254:80: dropped" "${T[@]}" tcp "$WORLD_METADATA" 80
+denied_case "$A" "DNS to another resolver: dropped" "${T[@]}" dns "$WORLD_DNS_OTHER" allowed.test
+denied_case "$A" "another seat's guest ($GB): unreachable" "${T[@]}" tcp "$GB" 22
+denied_case "$A" "the host's bridge address ($HA) on TCP 22: dropped" "${T[@]}" tcp "$HA" 22
+denied_case "$A" "the host's bridge address, DNS (no dns host in the profile): dropped" "${T[@]}" dns "$HA" allowed.test
+
+# Every port of the host's bridge address: nothing answers, not even a RST. The control:
+# the same scan finds the allowed server's open port.
+probe "$A" --timeout-ms 300 scan "$WORLD_ALLOWED" 8075-8085
+grep -qE 'open=[1-9]' "$t/out" && ok "control: a scan finds the allowed server's port 8080 open" \
+  || not_ok "control: a scan finds the allowed server's port 8080 open"
+before=$(denied "$A")
+probe "$A" --timeout-ms 300 --window 2048 scan "$HA" 1-65535
+after=$(denied "$A")
+echo "denied $before -> $after" >>"$t/out"
+grep -qE 'open=0 ' "$t/out" && grep -qE 'refused=0 ' "$t/out" && ((after - before >= 65535)) \
+  && ok "every TCP port of the host's bridge address: none open, none even refused, $((after - before)) packets denied" \
+  || not_ok "every TCP port of the host's bridge address is dropped"
+
+# Crafted frames: the control goes out with the real MAC and IP and arrives; forged ones do not.
+k=ctl$RANDOM
+probe "$A" --key "$k" raw eth0 "$WORLD_ALLOWED" "$WORLD_RECORD_PORT"
+world_wait_received "$k" 3000 >>"$t/out" 2>&1 && ok "control: a crafted frame from the real MAC and IP arrives" \
+  || not_ok "control: a crafted frame from the real MAC and IP arrives"
+for c in "spoof-ip eth0 10.214.0.99" "spoof-mac eth0 52:54:00:66:66:66" "vlan eth0 5"; do
+  k=neg$RANDOM before=$(denied "$A")
+  # shellcheck disable=SC2086
+  probe "$A" --key "$k" $c "$WORLD_ALLOWED" "$WORLD_RECORD_PORT"
+  sleep 1
+  after=$(denied "$A")
+  if ! world_received "$k" >/dev/null 2>&1 && ((after > before)); then ok "${c%% *}: the frame never arrives, denied +$((after - before))"
+  elif ! world_received "$k" >/dev/null 2>&1 && [[ ${c%% *} == vlan ]]; then
+    # A tagged frame is not IP to the bridge: it is dropped before any chain counts it.
+    ok "vlan: the tagged frame never arrives (the bridge drops it before the filter)"
+  else not_ok "${c%% *}: the frame must not arrive (denied $before -> $after)"; fi
+done
+before=$(denied "$A")
+probe "$A" --timeout-ms 1000 ipv6 eth0 fe80::1 "$WORLD_RECORD_PORT"
+probe "$A" --timeout-ms 1000 --raw ipv6 eth0 2001:db8::10 "$WORLD_RECORD_PORT"
+sleep 0.5
+after=$(denied "$A")
+((after > before)) && ok "IPv6 (link-local and global): dropped, denied +$((after - before))" || not_ok "IPv6 is dropped (denied $before -> $after)"
+
+# The other seat is its own: its counters did not move for A's attempts, its own works.
+allowed "$B" "the other seat reaches the allowed server by itself" "${T[@]}" tcp "$WORLD_ALLOWED" 8080
+
+# ---------------------------------------------------------------- tampering
+tamper_events() { "$CTL" --json status "$1" | json_field 'd["network"]["tamper_events"]'; }
+last_tamper() { "$CTL" --json status "$1" | json_field "d['network']['last_tamper'].get('$2', 0)"; }
+wait_tamper() { # SEAT COUNT: wait until tamper_events reaches COUNT
+  for _ in $(seq 1 100); do (($(tamper_events "$1") >= $2)) && return 0; sleep 0.1; done
+  return 1
+}
+t0=$(($(date +%s%N) / 1000000))
+nft flush table inet seatd
+if wait_tamper "$A" 1 && wait_tamper "$B" 1; then
+  paused=$(last_tamper "$A" paused_ms) restored=$(last_tamper "$A" restored_ms)
+  ok "table flushed behind seatd's back: both seats paused after $((paused - t0)) ms, rules restored after $((restored - t0)) ms"
+  diag "egress window: flush -> paused $((paused - t0)) ms"
+else not_ok "table flushed behind seatd's back: both seats paused"; fi
+allowed "$A" "after the restore the allowed server works again" "${T[@]}" tcp "$WORLD_ALLOWED" 8080
+denied_case "$A" "after the restore the blocked server is still dropped" "${T[@]}" tcp "$WORLD_BLOCKED" 8080
+
+# One rule changed: the allow rule's port opened wider.
+h=$(nft -a list chain inet seatd "out-$BRA" | awk '/tcp dport 8080 .*accept/ {print $NF; exit}')
+t0=$(($(date +%s%N) / 1000000))
+nft replace rule inet seatd "out-$BRA" handle "$h" ip daddr "$WORLD_BLOCKED" tcp dport 8080 counter accept
+if wait_tamper "$A" 2; then
+  paused=$(last_tamper "$A" paused_ms)
+  ok "one rule changed with nft: the seat is paused after $((paused - t0)) ms and its rules restored"
+else not_ok "one rule changed with nft: the seat is paused"; fi
+(($(tamper_events "$B") == 1)) && ok "a change to one seat's chains does not touch the other seat" \
+  || not_ok "a change to one seat's chains does not touch the other seat"
+grep -q '"egress.tampered"\|egress.tampered' "$t/seatd.log" 2>/dev/null || true
+denied_case "$A" "after that restore the blocked server is dropped again" "${T[@]}" tcp "$WORLD_BLOCKED" 8080
+
+# tamper_resume = false: the seat stays paused, exec says why, a reset restores it.
+stop_seatd
+write_conf false
+start_seatd
+"$CTL" list | grep -q "^$A " && ok "a restarted seatd adopts the seats with their networks" || not_ok "a restarted seatd adopts the seats"
+allowed "$A" "after adoption the allowed server works" "${T[@]}" tcp "$WORLD_ALLOWED" 8080
+denied_case "$A" "after adoption the blocked server is dropped" "${T[@]}" tcp "$WORLD_BLOCKED" 8080
+nft flush chain inet seatd "out-$BRA"
+wait_tamper "$A" 1
+sleep 0.5
+dom=$("${VIRSH[@]}" list --name | grep "^seatd-$A-")
+state=$("${VIRSH[@]}" domstate "$dom" 2>&1)
+"$CTL" exec "$A" -- true >"$t/out" 2>&1; rc=$?
+[[ $state == paused && $rc != 0 ]] && grep -q "paused" "$t/out" \
+  && ok "tamper_resume = false: the seat stays paused (libvirt: $state) and exec says why" \
+  || not_ok "tamper_resume = false: the seat stays paused (libvirt: $state, exec rc $rc)"
+"$CTL" -q reset "$A" >"$t/out" 2>&1 && allowed "$A" "a reset restores the rules and the seat" "${T[@]}" tcp "$WORLD_ALLOWED" 8080 \
+  || not_ok "a reset restores the rules and the seat"
+denied_case "$A" "after the reset the blocked server is dropped" "${T[@]}" tcp "$WORLD_BLOCKED" 8080
+
+# ---------------------------------------------------------------- release
+"$CTL" -q release "$A" >"$t/out" 2>&1 && "$CTL" -q release "$B" >>"$t/out" 2>&1
+left_nets=$("${VIRSH[@]}" net-list --name | grep -cE "^seatd-($A|$B)$" || true)
+left_chains=$(nft list table inet seatd 2>/dev/null | grep -cE "seat-($A|$B)" || true)
+left_rules=$(ip rule | grep -c "lookup $TABLE" || true)
+[[ $left_nets == 0 && $left_chains == 0 && $left_rules == 0 ]] \
+  && ok "release removes the networks, the chains and the routing rules" \
+  || not_ok "release removes everything (networks $left_nets, chains $left_chains, rules $left_rules)"
+[[ $(cat /proc/sys/net/ipv4/conf/eth0/forwarding 2>/dev/null || echo 0) == 0 ]] \
+  && ok "eth0 does not forward (libvirt's global switch was undone)" || not_ok "eth0 does not forward"
+
+echo "1..$n"
+((failed == 0))
