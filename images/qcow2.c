@@ -1,6 +1,11 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <fcntl.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include "macro.h"
 #include "qcow2.h"
 
 #define QCOW2_MAGIC "QFI\xfb"
@@ -88,5 +93,26 @@ int image_format_check(ImageFormat format, const uint8_t *head, size_t len, uint
                 return check_qcow2(head, len, file_size, name, ret_error);
         if (len >= 4 && memcmp(head, QCOW2_MAGIC, 4) == 0)
                 return refuse(ret_error, name, "the manifest says raw but it starts with a qcow2 header");
+        return 0;
+}
+
+int image_disk_virtual_size(ImageFormat format, const char *path, uint64_t *ret) {
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+        uint8_t h[32];
+        struct stat st;
+
+        if (fd < 0 || fstat(fd, &st) < 0)
+                return -errno;
+        if (format != IMAGE_FORMAT_QCOW2) {
+                *ret = (uint64_t) st.st_size;
+                return 0;
+        }
+        ssize_t n = pread(fd, h, sizeof(h), 0);
+        if (n != (ssize_t) sizeof(h) || memcmp(h, QCOW2_MAGIC, 4) != 0)
+                return n < 0 ? -errno : -EMEDIUMTYPE;
+        uint64_t v = 0;
+        for (int i = 24; i < 32; i++)
+                v = (v << 8) | h[i];
+        *ret = v;
         return 0;
 }

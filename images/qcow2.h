@@ -20,3 +20,7 @@
  */
 int image_format_check(ImageFormat format, const uint8_t *head, size_t len, uint64_t file_size,
                        const char *name, SeatError **ret_error);
+
+/* The disk's virtual size: the qcow2 header's size field, or a raw file's length. Read
+ * from a verified blob, so the header has been checked already. */
+int image_disk_virtual_size(ImageFormat format, const char *path, uint64_t *ret);

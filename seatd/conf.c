@@ -120,6 +120,16 @@ static int apply(SeatConfig *c, const char *key, const char *v) {
                 return parse_bool(v, &c->forwarding_lockdown);
         if (!strcmp(key, "tamper_resume"))
                 return parse_bool(v, &c->tamper_resume);
+        if (!strcmp(key, "disk_reserve_bytes")) {
+                char *end = NULL;
+                errno = 0;
+                unsigned long long n = strtoull(v, &end, 10);
+                if (errno || !end || *end || v[0] == '-' || end == v)
+                        return -EINVAL;
+                c->disk_reserve_bytes = n;
+                c->disk_reserve_set = true;
+                return 0;
+        }
         if (!strcmp(key, "max_image_bytes")) {
                 char *end = NULL;
                 errno = 0;
@@ -169,6 +179,8 @@ static int set_defaults(SeatConfig *c) {
                 c->route_table = 5213;
         if (!c->route_priority)
                 c->route_priority = 5213;
+        if (!c->disk_reserve_set)
+                c->disk_reserve_bytes = 1ULL << 30;
         if (!c->egress_check_interval)
                 c->egress_check_interval = 10;
         return 0;

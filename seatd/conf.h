@@ -48,7 +48,10 @@ typedef struct SeatConfig {
         char *default_egress;   /* profile when provision names none: default "none" */
         long egress_check_interval; /* seconds between full read-backs (default 10) */
         bool forwarding_lockdown; /* IPv4 forwarding only on seat bridges + uplink (default true) */
-        bool tamper_resume;     /* after tampering: restore rules and resume (default), or stay paused */
+        bool tamper_resume;
+        /* Disk: free space seatd never promises to seats (default 1 GiB). */
+        unsigned long long disk_reserve_bytes;
+        bool disk_reserve_set;     /* after tampering: restore rules and resume (default), or stay paused */
 } SeatConfig;
 
 #define SEATD_CONFIG_MAX_BYTES (64u * 1024u)

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 
 #include "fileio.h"
@@ -14,6 +15,7 @@
 #include "log.h"
 #include "seat.h"
 #include "seatnet.h"
+#include "qcow2.h"
 #include "archive.h"
 #include "audit.h"
 #include "boxkey.h"
@@ -40,6 +42,8 @@ struct Seat {
         char *seal_fault;         /* the last session's evidence could not be sealed */
         SeatNet *net;             /* its network (NULL: none); the pointer under the manager's lock */
         char live_domain[64];     /* the running domain's name; under the manager's lock */
+        uint64_t disk_virtual;    /* its disk's virtual size: what its overlay may grow to */
+        uint64_t disk_pending;    /* admitted for its boot, settled when the boot is over */
         bool net_paused;          /* atomic: stopped because its egress rules were changed */
         unsigned tamper_count;    /* under the manager's lock */
         json_object *last_tamper; /* under the manager's lock */
@@ -58,6 +62,7 @@ struct SeatManager {
         SeatBoxPublicKey facilitator;     /* archives are sealed to it */
         bool have_facilitator;
         SeatNetManager *net;              /* seat networks and their egress filter */
+        uint64_t disk_pending;            /* admitted, not yet in the table; under lock */
 };
 
 static const char *const state_names[] = {
@@ -300,6 +305,57 @@ static void set_live_domain(SeatManager *m, Seat *s, const char *name) {
         pthread_mutex_unlock(&m->lock);
 }
 
+/* ---- disk admission ---- */
+
+static uint64_t file_allocated(const char *path) {
+        struct stat st;
+        return path && stat(path, &st) >= 0 ? (uint64_t) st.st_blocks * 512u : 0;
+}
+
+/* What the running seats may still write: each overlay can grow to its disk's virtual
+ * size. Under the manager's lock. */
+static uint64_t disk_promised_locked(SeatManager *m, const Seat *except) {
+        uint64_t sum = m->disk_pending;
+        for (size_t i = 0; i < m->n_seats; i++) {
+                const Seat *o = m->seats[i];
+                if (o == except || !o->disk_virtual)
+                        continue;
+                uint64_t used = file_allocated(o->overlay);
+                sum += used < o->disk_virtual ? o->disk_virtual - used : 0;
+        }
+        return sum;
+}
+
+/* A seat boots only when its whole disk fits beside everything promised to the others and
+ * the reserve: a guest that fills its disk cannot take the host's free space. */
+static int disk_admit(SeatManager *m, Seat *s, uint64_t need, SeatError **ret_error) {
+        struct statvfs sv;
+        if (statvfs(m->seats_dir, &sv) < 0)
+                return seat_error_set(ret_error, errno, "free space of '%s': %m", m->seats_dir);
+        uint64_t avail = (uint64_t) sv.f_bavail * sv.f_frsize, reserve = m->config->disk_reserve_bytes;
+        pthread_mutex_lock(&m->lock);
+        uint64_t promised = disk_promised_locked(m, s);
+        bool fits = avail >= reserve && avail - reserve >= promised && avail - reserve - promised >= need;
+        if (fits)
+                m->disk_pending += need;
+        pthread_mutex_unlock(&m->lock);
+        if (!fits)
+                return seat_error_set(ret_error, ENOSPC,
+                                      "not enough disk space for seat '%s': %" PRIu64 " MiB free in '%s', %" PRIu64
+                                      " MiB promised to running seats, %" PRIu64 " MiB needed, %" PRIu64
+                                      " MiB kept in reserve (disk_reserve_bytes): free space or release seats",
+                                      s->rec.id, avail >> 20, m->seats_dir, promised >> 20, need >> 20, reserve >> 20);
+        return 0;
+}
+
+/* The boot is over (the seat is in the table, or gone): its overlay speaks for itself. */
+static void disk_settle(SeatManager *m, Seat *s) {
+        pthread_mutex_lock(&m->lock);
+        m->disk_pending -= MIN(s->disk_pending, m->disk_pending);
+        s->disk_pending = 0;
+        pthread_mutex_unlock(&m->lock);
+}
+
 static int build_spec_and_start(SeatManager *m, Seat *s, const ImageManifest *man, bool kvm, SeatError **ret_error) {
         _cleanup_free_ char *kernel = NULL, *initrd = NULL, *base = NULL;
         char name[64];
@@ -315,7 +371,18 @@ static int build_spec_and_start(SeatManager *m, Seat *s, const ImageManifest *ma
         if (!disk || !(base = image_store_blob_path(m->store, disk)))
                 return -ENOMEM;
 
-        int r = overlay_create(base, image_format_to_string(disk->format), s->overlay, ret_error);
+        uint64_t vsize = 0;
+        int r = image_disk_virtual_size(disk->format, base, &vsize);
+        if (r < 0)
+                return seat_error_set(ret_error, -r, "the disk of image '%s': %s", man->name, strerror(-r));
+        r = disk_admit(m, s, vsize, ret_error);
+        if (r < 0)
+                return r;
+        s->disk_pending = vsize; /* counted twice until the boot settles: never too little */
+        r = overlay_create(base, image_format_to_string(disk->format), s->overlay, ret_error);
+        pthread_mutex_lock(&m->lock);
+        s->disk_virtual = vsize;
+        pthread_mutex_unlock(&m->lock);
         if (r < 0)
                 return r;
         seat_domain_name(&s->rec, name, sizeof(name));
@@ -781,6 +848,7 @@ int seat_provision(SeatManager *m, const char *image, const char *participant, c
         }
         if (r >= 0)
                 r = table_add(m, s);
+        disk_settle(m, s);
         if (r < 0) {
                 log_warning("provision of seat '%s' failed: %s", s->rec.id, *ret_error ? (*ret_error)->message : strerror(-r));
                 seat_teardown(s);
@@ -872,6 +940,7 @@ int seat_reset(SeatManager *m, Seat *s, char **ret_token, SeatError **ret_error)
                 __atomic_store_n(&s->net_paused, false, __ATOMIC_RELEASE);
         if (r >= 0)
                 r = boot_seat(m, s, ret_error);
+        disk_settle(m, s);
         if (destroying) {
                 void *res = NULL;
                 pthread_join(destroyer, &res);
@@ -999,6 +1068,12 @@ int seat_to_json(Seat *s, json_object **ret) {
         json_object_object_add(o, "generation", json_object_new_int64(s->rec.generation));
         json_object_object_add(o, "created", json_object_new_string(created));
         json_object_object_add(o, "domain", json_object_new_string(s->dom ? virDomainGetName(s->dom) : ""));
+        if (s->disk_virtual) {
+                json_object *d = json_object_new_object();
+                json_object_object_add(d, "virtual_bytes", json_object_new_int64((int64_t) s->disk_virtual));
+                json_object_object_add(d, "used_bytes", json_object_new_int64((int64_t) file_allocated(s->overlay)));
+                json_object_object_add(o, "disk", d);
+        }
         if (s->fault)
                 json_object_object_add(o, "fault", json_object_new_string(s->fault));
         if (s->seal_fault)
@@ -1234,6 +1309,18 @@ static void continue_session_after_restart(SeatManager *m, Seat *s) {
                 (void) seat_audit(s, "restart", NULL);
 }
 
+/* An adopted seat's disk counts against the free space as before the restart. */
+static void adopt_disk(SeatManager *m, Seat *s) {
+        _cleanup_(image_manifest_freep) ImageManifest *man = NULL;
+        _cleanup_free_ char *base = NULL;
+        if (image_store_get(m->store, s->rec.image, &man, NULL) < 0)
+                return;
+        for (size_t i = 0; i < man->n_files; i++)
+                if (man->files[i].role == IMAGE_ROLE_DISK && (base = image_store_blob_path(m->store, &man->files[i])) &&
+                    image_disk_virtual_size(man->files[i].format, base, &s->disk_virtual) >= 0)
+                        return;
+}
+
 /* The network as the seat was made: its subnet, its saved profile, the rules put back. */
 static int adopt_net(SeatManager *m, Seat *s, SeatError **ret_error) {
         _cleanup_free_ char *path = NULL, *text = NULL;
@@ -1301,6 +1388,7 @@ static int adopt_one(SeatManager *m, virDomainPtr dom) {
                 seat_free(s);
                 return 0;
         }
+        adopt_disk(m, s);
         continue_session_after_restart(m, s);
         log_notice("adopted seat '%s' (image '%s', participant '%s')", rec.id, rec.image, rec.participant);
         return 0;

@@ -1,0 +1,159 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+#
+# Resource exhaustion from inside real seats (SECURITY-TESTS.md "Resource exhaustion"):
+#   - disk admission: a seat whose disk does not fit beside the reserve is not made;
+#   - a guest fills its disk: only its own overlay fills, the seat keeps serving, status
+#     reports its disk as used up, and the host's free space stays above the reserve;
+#   - a guest floods its serial console: the console log on the host stays bounded;
+#   - a fork bomb and a memory hog in one guest: the other seat stays responsive.
+#
+# usage: resources.sh BUILD_DIR
+set -uo pipefail
+
+build=$(realpath "${1:?usage: $0 BUILD_DIR}")
+src=$(cd "$(dirname "$0")/../.." && pwd)
+SEATD=$build/seatd/seatd
+CTL=$build/seatctl/seatctl
+VIRSH=(virsh -q -c qemu:///system)
+for b in "$SEATD" "$CTL" "$build/guest-init/guest-init" "$build/images/seat-manifest" "$build/signing/seat-sign"; do
+  [[ -x $b ]] || { echo "1..0 # SKIP $b not built"; exit 0; }
+done
+[[ $(id -u) == 0 ]] || { echo "1..0 # SKIP needs root (libvirt)"; exit 0; }
+command -v virsh >/dev/null || { echo "1..0 # SKIP virsh is not installed"; exit 0; }
+# shellcheck source=../../scripts/lib/host.sh
+. "$src/scripts/lib/host.sh"
+host_start_libvirt >/dev/null 2>&1 || { echo "Bail out! libvirtd does not answer"; exit 1; }
+
+t=$(mktemp -d /var/tmp/seatd-resources.XXXXXX)
+chmod 0755 "$t"
+seatd_pid=
+export SEATD_SOCKET=$t/ctl.sock
+unset SEATD_TOKEN
+n=0 failed=0
+ok() { n=$((n + 1)); echo "ok $n - $1"; }
+not_ok() {
+  n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $1"
+  [[ -s $t/out ]] && sed 's/^/#   /' "$t/out" | head -20
+  return 0
+}
+diag() { echo "# $*"; }
+bail() { echo "Bail out! $*"; [[ -f $t/seatd.log ]] && tail -30 "$t/seatd.log" | sed 's/^/# /'; exit 1; }
+our_domains() {
+  local d
+  for d in $("${VIRSH[@]}" list --name 2>/dev/null); do
+    [[ $d == seatd-* && $("${VIRSH[@]}" dumpxml "$d" 2>/dev/null) == *"file='$t/state/seats/"* ]] && echo "$d"
+  done
+}
+cleanup() {
+  local d
+  if [[ -n $seatd_pid ]]; then kill "$seatd_pid" 2>/dev/null; wait "$seatd_pid" 2>/dev/null; fi
+  for d in $(our_domains); do "${VIRSH[@]}" destroy "$d" >/dev/null 2>&1; done
+  for d in $("${VIRSH[@]}" net-list --name 2>/dev/null); do
+    [[ $d == seatd-s* && -d $t/state/seats/${d#seatd-} ]] && "${VIRSH[@]}" net-destroy "$d" >/dev/null 2>&1
+  done
+  [[ -f $t/seatd.log ]] && cp "$t/seatd.log" "$build/meson-logs/resources-seatd.log" 2>/dev/null
+  rm -rf "$t"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+start_seatd() {
+  rm -f "$t/ctl.sock"
+  "$SEATD" -c "$t/seatd.conf" -l debug >>"$t/seatd.log" 2>&1 &
+  seatd_pid=$!
+  for _ in $(seq 1 600); do
+    kill -0 "$seatd_pid" 2>/dev/null || bail "seatd exited"
+    [[ -S $t/ctl.sock ]] && "$CTL" list >/dev/null 2>&1 && return 0
+    sleep 0.1
+  done
+  bail "seatd did not start"
+}
+stop_seatd() { kill "$seatd_pid"; wait "$seatd_pid" 2>/dev/null; seatd_pid=; }
+json_field() { python3 -c 'import json,sys; d=json.load(sys.stdin); print(eval(sys.argv[1]))' "$1"; }
+write_conf() {
+  cat >"$t/seatd.conf" <<EOF
+state_dir = $t/state
+socket_path = $t/ctl.sock
+trusted_keys_dir = $t/keys
+accel = tcg
+allow_tcg = true
+inspect_images = false
+net_pool = 10.215.0.0/24
+disk_reserve_bytes = $1
+EOF
+}
+free_bytes() { df -B1 --output=avail "$t/state" | tail -1 | tr -d ' '; }
+
+mkdir -p "$t/keys" "$t/state"
+"$build/signing/seat-sign" keygen -W -p "$t/test.pub" -s "$t/test.key" >/dev/null 2>&1 || bail "keygen failed"
+cp "$t/test.pub" "$t/keys/"
+"$src/images/recipes/test-image" --guest-init "$build/guest-init/guest-init" --out "$t/img" --quiet \
+  --sign-key "$t/test.key" --tools "$build/images:$build/signing" --disk-size 128M \
+  >"$t/out" 2>&1 || { cat "$t/out"; bail "building the test image failed"; }
+
+# ---------------------------------------------------------------- admission
+write_conf $(($(free_bytes) - 64 * 1024 * 1024))
+start_seatd
+"$CTL" -q image import "$t/img/manifest.json" >"$t/out" 2>&1 || { cat "$t/out"; bail "image import failed"; }
+"$CTL" -q provision --image test-image >"$t/out" 2>&1; rc=$?
+[[ $rc != 0 ]] && grep -q "not enough disk space" "$t/out" && grep -q "disk_reserve_bytes" "$t/out" &&
+  [[ -z $(ls "$t/state/seats") && -z $(our_domains) ]] \
+  && ok "a seat whose 128 MiB disk does not fit beside the reserve is refused, nothing made" \
+  || not_ok "a seat whose disk does not fit beside the reserve is refused (rc $rc)"
+stop_seatd
+
+# ---------------------------------------------------------------- a guest fills its disk
+reserve=$((256 * 1024 * 1024))
+write_conf $reserve
+start_seatd
+"$CTL" -q provision --image test-image --count 2 >"$t/prov" 2>"$t/out" || { cat "$t/out"; bail "provision failed"; }
+A=$(awk 'NR==2 {print $1}' "$t/prov") B=$(awk 'NR==3 {print $1}' "$t/prov")
+"$CTL" exec --timeout 300 "$A" -- sh -c 'dd if=/dev/zero of=/fill bs=1M 2>&1; sync; df -k /' >"$t/out" 2>&1; rc=$?
+used=$("$CTL" --json status "$A" | json_field 'd["disk"]["used_bytes"]')
+virt=$("$CTL" --json status "$A" | json_field 'd["disk"]["virtual_bytes"]')
+echo "dd rc $rc, overlay $used of $virt bytes, host free $(free_bytes)" >>"$t/out"
+grep -qi "no space" "$t/out" && ((used > virt / 2 && used <= virt + virt / 8)) \
+  && ok "a guest filling its disk hits ENOSPC in the guest; its overlay stops at $((used >> 20)) MiB of $((virt >> 20)) MiB" \
+  || not_ok "a guest filling its disk fills only its own overlay"
+(($(free_bytes) > reserve)) && ok "the host keeps its reserve ($(($(free_bytes) >> 20)) MiB free)" || not_ok "the host keeps its reserve"
+"$CTL" exec "$A" -- echo alive >"$t/out" 2>&1 && grep -q alive "$t/out" \
+  && ok "the seat with the full disk still serves" || not_ok "the seat with the full disk still serves"
+"$CTL" status "$A" >/dev/null 2>&1 && ok "status reports its disk use" || not_ok "status reports its disk use"
+
+# ---------------------------------------------------------------- console flood
+dom=$("${VIRSH[@]}" list --name | grep "^seatd-$A-")
+log=$("${VIRSH[@]}" dumpxml "$dom" | sed -n "s/.*<source path='\([^']*console[^']*\)'.*/\1/p" | head -1)
+"$CTL" exec --timeout 300 "$A" -- sh -c 'dd if=/dev/urandom bs=64k count=256 2>/dev/null | base64 >/dev/ttyS0' >"$t/out" 2>&1
+sleep 1
+total=$(du -cb "$log"* 2>/dev/null | tail -1 | cut -f1)
+diag "console log after 21 MiB written to the serial port: ${total:-?} bytes (virtlogd rotates at its max_size)"
+[[ -n $total ]] && ((total < 16 * 1024 * 1024)) \
+  && ok "a guest flooding its console: the host's console log stays bounded ($((total >> 10)) KiB)" \
+  || not_ok "a guest flooding its console: the console log stays bounded (${total:-none})"
+seatd_log=$(stat -c %s "$t/seatd.log")
+((seatd_log < 4 * 1024 * 1024)) && ok "seatd's own log stays small ($((seatd_log >> 10)) KiB)" || not_ok "seatd's own log stays small"
+
+# ---------------------------------------------------------------- fork bomb and memory hog
+"$CTL" exec --timeout 5 "$A" -- sh -c 'b() { b | b & }; b' >/dev/null 2>&1 &
+bomb=$!
+"$CTL" exec --timeout 5 "$A" -- sh -c 'x=a; while :; do x=$x$x; done' >/dev/null 2>&1 &
+hog=$!
+sleep 3
+worst=0
+for i in 1 2 3 4 5; do
+  s0=$(date +%s%N)
+  "$CTL" exec --timeout 30 "$B" -- true >"$t/out" 2>&1 || { worst=-1; break; }
+  ms=$((($(date +%s%N) - s0) / 1000000))
+  ((ms > worst)) && worst=$ms
+done
+wait $bomb $hog 2>/dev/null
+((worst >= 0)) && ok "while seat $A runs a fork bomb and a memory hog, seat $B answers every exec (slowest ${worst} ms)" \
+  || not_ok "the other seat stays responsive"
+"$CTL" -q reset "$A" >"$t/out" 2>&1 && "$CTL" exec "$A" -- true >>"$t/out" 2>&1 \
+  && ok "a reset brings the bombed seat back" || not_ok "a reset brings the bombed seat back"
+"$CTL" -q release "$A" >/dev/null 2>&1
+"$CTL" -q release "$B" >/dev/null 2>&1
+
+echo "1..$n"
+((failed == 0))
