@@ -130,6 +130,18 @@ static int provision_job(Request *req, void *data, json_object **ret_result, Sea
                         return seat_error_set(ret_error, ECANCELED, "provision cancelled after %" PRId64 " seats", i);
                 job_progress(req, "provision", (uint64_t) i, (uint64_t) a->count);
                 int r = seat_provision(the_seats, a->image, a->participant, a->egress, &s, &token, ret_error);
+                if (r >= 0 && job_cancelled(req)) {
+                        /* Nobody will ever see its token: a seat made for a request that went
+                         * away is released again, not left running for nobody. */
+                        _cleanup_error_ SeatError *rel = NULL;
+                        log_notice("provision cancelled by its client: releasing seat '%s' again", seat_id(s));
+                        if (seat_release(the_seats, s, &rel) < 0)
+                                log_warning("releasing seat '%s' of a cancelled provision: %s", seat_id(s),
+                                            rel ? rel->message : "?");
+                        sodium_memzero_token(token);
+                        r = seat_error_set(ret_error, ECANCELED, "provision cancelled: seat '%s' was released again",
+                                           seat_id(s));
+                }
                 if (r < 0) {
                         if (i > 0)
                                 (void) seat_error_wrap(ret_error, "%" PRId64 " of %" PRId64 " seats were provisioned before",

@@ -152,8 +152,29 @@ wait $bomb $hog 2>/dev/null
   || not_ok "the other seat stays responsive"
 "$CTL" -q reset "$A" >"$t/out" 2>&1 && "$CTL" exec "$A" -- true >>"$t/out" 2>&1 \
   && ok "a reset brings the bombed seat back" || not_ok "a reset brings the bombed seat back"
+# ---------------------------------------------------------------- interrupted seatctl
+head -c $((20 * 1024 * 1024)) /dev/urandom >"$t/big"
+"$CTL" -q cp "$t/big" "$B:/root/big" >/dev/null 2>&1 &
+cpid=$!
+sleep 0.5
+kill -TERM "$cpid" 2>/dev/null; wait "$cpid" 2>/dev/null
+"$CTL" exec "$B" -- true >"$t/out" 2>&1 && ok "seatctl cp killed mid-transfer: the seat keeps serving"   || not_ok "seatctl cp killed mid-transfer: the seat keeps serving"
+
 "$CTL" -q release "$A" >/dev/null 2>&1
 "$CTL" -q release "$B" >/dev/null 2>&1
+"$CTL" -q provision --image test-image >/dev/null 2>&1 &
+ppid=$!
+sleep 1
+kill -TERM "$ppid" 2>/dev/null; wait "$ppid" 2>/dev/null
+cancelled=
+for _ in $(seq 1 300); do # the job finishes its boot, sees the cancel, releases
+  cancelled=$(sed -n "s/.*provision cancelled by its client: releasing seat '\([^']*\)'.*/\1/p" "$t/seatd.log" | tail -1)
+  [[ -n $cancelled ]] && grep -q "seat '$cancelled' released" "$t/seatd.log" && break
+  sleep 0.2
+done
+grep -q "provision cancelled" "$t/seatd.log" && [[ -z $("$CTL" list | grep -E '^s[0-9a-f]{8} ') && -z $(our_domains) && -z $(ls "$t/state/seats") ]] \
+  && ok "seatctl provision killed mid-boot: the seat made for it is released again, nothing left" \
+  || not_ok "seatctl provision killed mid-boot: nothing left ($("$CTL" list 2>&1 | tail -n +2 | wc -l) seats)"
 
 echo "1..$n"
 ((failed == 0))
