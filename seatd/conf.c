@@ -65,6 +65,8 @@ static int apply(SeatConfig *c, const char *key, const char *v) {
                 return parse_bool(v, &c->allow_tcg);
         if (!strcmp(key, "inspect_images"))
                 return parse_bool(v, &c->inspect_images);
+        if (!strcmp(key, "warm_reset"))
+                return parse_bool(v, &c->warm_reset);
         if (!strcmp(key, "accel")) {
                 if (!strcmp(v, "auto"))
                         c->accel = SEAT_ACCEL_AUTO;
@@ -159,6 +161,7 @@ int seat_config_parse(const char *text, size_t len, const char *origin, SeatConf
         if (!c)
                 return -ENOMEM;
         c->inspect_images = true;
+        c->warm_reset = true;
         if (len > SEATD_CONFIG_MAX_BYTES)
                 return seat_error_set(ret_error, EFBIG, "%s: larger than %u bytes", origin, SEATD_CONFIG_MAX_BYTES);
         if (memchr(text, '\0', len))

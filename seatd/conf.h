@@ -35,6 +35,9 @@ typedef struct SeatConfig {
         long pull_low_speed_limit;
         long pull_low_speed_time;
         long pull_connect_timeout;
+        /* Warm reset (docs/warm-reset.md): each seat slot keeps saved machine states and
+         * a reset restores one instead of booting (default true). */
+        bool warm_reset;
 } SeatConfig;
 
 #define SEATD_CONFIG_MAX_BYTES (64u * 1024u)

@@ -40,7 +40,8 @@ int seat_manager_accel(SeatManager *m, bool *ret_kvm, SeatError **ret_error);
 /* Long operations: run them on worker threads. */
 int seat_provision(SeatManager *m, const char *image, const char *participant, Seat **ret, char **ret_token,
                    SeatError **ret_error);
-int seat_reset(SeatManager *m, Seat *s, char **ret_token, SeatError **ret_error);
+/* cold: boot from the image even where the slot's saved state could be restored. */
+int seat_reset(SeatManager *m, Seat *s, bool cold, char **ret_token, SeatError **ret_error);
 int seat_release(SeatManager *m, Seat *s, SeatError **ret_error);
 
 /* Look up a seat (a reference: seat_unref() it). */

@@ -170,7 +170,7 @@ token_file "$t/tokA" "$tokA"
 check "list shows the seat READY" bash -c "'$CTL' list | grep -E '^$A +ready +test-image +1 +1 .*alice'"
 check "status shows the seat READY" bash -c "'$CTL' status $A | grep -E '^$A +ready '"
 check "list --json and status --json parse, with state, image and domain" bash -c "
-  '$CTL' --json list | python3 -c 'import json,sys; d=json.load(sys.stdin); s=[x for x in d[\"seats\"] if x[\"id\"]==\"$A\"][0]; assert s[\"state\"]==\"ready\" and s[\"image\"]==\"test-image\" and s[\"domain\"].startswith(\"seatd-$A-g\") and s[\"participant\"]==\"alice\", s' &&
+  '$CTL' --json list | python3 -c 'import json,sys; d=json.load(sys.stdin); s=[x for x in d[\"seats\"] if x[\"id\"]==\"$A\"][0]; assert s[\"state\"]==\"ready\" and s[\"image\"]==\"test-image\" and s[\"domain\"].startswith(\"seatd-$A-g\") and s[\"reset_mode\"]==\"cold\" and s[\"participant\"]==\"alice\", s' &&
   '$CTL' --json status $A | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d[\"id\"]==\"$A\" and d[\"state\"]==\"ready\" and d[\"generation\"]==1, d'"
 
 # ---------------------------------------------------------------- 2. exec
