@@ -1068,12 +1068,14 @@ static int boot_seat(SeatManager *m, Seat *s, const char *cold_why, SeatError **
                 return seat_error_set(ret_error, errno, "create seat directory '%s': %m", s->dir);
         _cleanup_free_ char *why = NULL;
         bool warm = false;
+        int64_t t0 = now_monotonic_ms();
         if (!m->config->warm_reset)
                 why = strdup("warm_reset = false in seatd.conf");
         else if (cold_why)
                 why = strdup(cold_why);
         else if (warm_restore(m, s, man, kvm, &why) >= 0) {
                 warm = true;
+                log_debug("seat '%s': restored at +%" PRId64 " ms", s->rec.id, now_monotonic_ms() - t0);
                 r = connect_agent(s, WARM_AGENT_TIMEOUT_MS, ret_error);
                 if (r < 0) {
                         /* Not this state again: the next preparation makes a new one. */
@@ -1101,6 +1103,7 @@ static int boot_seat(SeatManager *m, Seat *s, const char *cold_why, SeatError **
                         return r;
         }
         set_reset_mode(s, warm ? "warm" : "cold", warm ? NULL : why ? why : "unknown");
+        log_debug("seat '%s': agent up at +%" PRId64 " ms", s->rec.id, now_monotonic_ms() - t0);
         r = configure_identity(s, ret_error);
         if (r < 0)
                 return r;
