@@ -228,11 +228,19 @@ int verb_list(int argc, char *argv[], SeatError **ret_error) {
 }
 
 static int one_seat_verb(const char *verb, const char *method, int argc, char *argv[], SeatError **ret_error) {
+        bool cold = !strcmp(method, "seat.reset") && argc == 3 && !strcmp(argv[1], "--cold");
+        if (cold) {
+                argc--;
+                argv++;
+        }
         if (argc != 2 || !strcmp(argv[1], "--help")) {
-                fprintf(argc == 2 ? stdout : stderr, "usage: seatctl %s SEAT\n", verb);
+                fprintf(argc == 2 ? stdout : stderr, "usage: seatctl %s %sSEAT\n", verb,
+                        !strcmp(method, "seat.reset") ? "[--cold] " : "");
                 return argc == 2 ? 0 : 2;
         }
         _cleanup_json_ json_object *p = params_with_seat(argv[1]), *res = NULL;
+        if (cold)
+                json_object_object_add(p, "cold", json_object_new_boolean(true));
         if (seat_call(method, p, ctl_opts.quiet ? NULL : ctl_progress_bar, NULL, &res, ret_error) < 0)
                 return 1;
         if (ctl_opts.json) {
@@ -247,6 +255,13 @@ static int one_seat_verb(const char *verb, const char *method, int argc, char *a
         print_seat_row(res);
         if (!strcmp(method, "seat.status"))
                 print_network(res);
+        /* How the machine came up, and whether the next reset can be warm. */
+        if (*str(res, "reset_mode")) {
+                printf("reset_mode: %s\n", str(res, "reset_mode"));
+                if (*str(res, "reset_reason"))
+                        printf("reset_reason: %s\n", str(res, "reset_reason"));
+                printf("warm_standby: %s\n", str(res, "warm_standby"));
+        }
         if (*str(res, "token"))
                 printf("new participant token: %s\n", str(res, "token"));
         return 0;

@@ -73,6 +73,8 @@ static int apply(SeatConfig *c, const char *key, const char *v) {
                 return parse_bool(v, &c->allow_tcg);
         if (!strcmp(key, "inspect_images"))
                 return parse_bool(v, &c->inspect_images);
+        if (!strcmp(key, "warm_reset"))
+                return parse_bool(v, &c->warm_reset);
         if (!strcmp(key, "accel")) {
                 if (!strcmp(v, "auto"))
                         c->accel = SEAT_ACCEL_AUTO;
@@ -225,6 +227,7 @@ int seat_config_parse(const char *text, size_t len, const char *origin, SeatConf
         c->masquerade = true;
         c->tamper_resume = true;
         c->forwarding_lockdown = true;
+        c->warm_reset = true;
         if (len > SEATD_CONFIG_MAX_BYTES)
                 return seat_error_set(ret_error, EFBIG, "%s: larger than %u bytes", origin, SEATD_CONFIG_MAX_BYTES);
         if (memchr(text, '\0', len))

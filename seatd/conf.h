@@ -48,10 +48,13 @@ typedef struct SeatConfig {
         char *default_egress;   /* profile when provision names none: default "none" */
         long egress_check_interval; /* seconds between full read-backs (default 10) */
         bool forwarding_lockdown; /* IPv4 forwarding only on seat bridges + uplink (default true) */
-        bool tamper_resume;
+        bool tamper_resume;     /* after tampering: restore rules and resume (default), or stay paused */
         /* Disk: free space seatd never promises to seats (default 1 GiB). */
         unsigned long long disk_reserve_bytes;
-        bool disk_reserve_set;     /* after tampering: restore rules and resume (default), or stay paused */
+        bool disk_reserve_set;
+        /* Warm reset (docs/warm-reset.md): each seat slot keeps saved machine states and
+         * a reset restores one instead of booting (default true). */
+        bool warm_reset;
 } SeatConfig;
 
 #define SEATD_CONFIG_MAX_BYTES (64u * 1024u)

@@ -89,7 +89,7 @@ char *domain_xml(const DomainSpec *s) {
 
         if (asprintf(&xml,
                      "<domain type='%s'>\n"
-                     "  <name>%s</name>\n"
+                     "  <name>%s</name>\n%s%s%s"
                      "  <metadata><seatd:seat xmlns:seatd='" SEAT_METADATA_URI "'>%s</seatd:seat></metadata>\n"
                      "  <memory unit='MiB'>%lld</memory>\n"
                      "  <vcpu>%lld</vcpu>\n"
@@ -122,7 +122,8 @@ char *domain_xml(const DomainSpec *s) {
                      "%s"
                      "  </devices>\n"
                      "</domain>\n",
-                     s->kvm ? "kvm" : "qemu", name, rec, (long long) m->memory_mib, (long long) m->vcpus, os,
+                     s->kvm ? "kvm" : "qemu", name, s->uuid ? "  <uuid>" : "", s->uuid ? s->uuid : "",
+                     s->uuid ? "</uuid>\n" : "", rec, (long long) m->memory_mib, (long long) m->vcpus, os,
                      s->kvm ? "<cpu mode='host-passthrough' check='none'/>"
                             : "<cpu mode='custom' match='exact' check='none'><model fallback='forbid'>qemu64</model>"
                               "<feature policy='require' name='rdrand'/></cpu>",
@@ -139,6 +140,29 @@ int domain_create(virConnectPtr conn, const DomainSpec *spec, virDomainPtr *ret,
         virDomainPtr d = virDomainCreateXML(conn, xml, 0);
         if (!d)
                 return seat_error_set(ret_error, EIO, "start domain '%s': %s", spec->name, domain_last_error());
+        *ret = d;
+        return 0;
+}
+
+int domain_save(virDomainPtr dom, const char *path, SeatError **ret_error) {
+        if (virDomainSaveFlags(dom, path, NULL, VIR_DOMAIN_SAVE_RUNNING) < 0)
+                return seat_error_set(ret_error, EIO, "save domain '%s' to '%s': %s", virDomainGetName(dom), path,
+                                      domain_last_error());
+        return 0;
+}
+
+int domain_restore(virConnectPtr conn, const char *path, const DomainSpec *spec, virDomainPtr *ret,
+                   SeatError **ret_error) {
+        _cleanup_free_ char *xml = domain_xml(spec);
+        if (!xml)
+                return seat_error_set(ret_error, ENOMEM, "out of memory building the domain XML");
+        if (virDomainRestoreFlags(conn, path, xml, VIR_DOMAIN_SAVE_RUNNING) < 0)
+                return seat_error_set(ret_error, EIO, "restore domain '%s' from '%s': %s", spec->name, path,
+                                      domain_last_error());
+        virDomainPtr d = virDomainLookupByName(conn, spec->name);
+        if (!d)
+                return seat_error_set(ret_error, EIO, "domain '%s' is gone right after its restore: %s", spec->name,
+                                      domain_last_error());
         *ret = d;
         return 0;
 }

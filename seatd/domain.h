@@ -48,11 +48,17 @@ typedef struct DomainSpec {
         const char *console_log;
         const SeatRecord *record;
         const char *interface_xml;   /* the seat network's <interface>, or NULL: no NIC */
+        const char *uuid;            /* NULL: libvirt picks one; a restore names the saved one */
 } DomainSpec;
 
 int domain_open(const char *uri, virConnectPtr *ret, SeatError **ret_error);
 char *domain_xml(const DomainSpec *spec);
 int domain_create(virConnectPtr conn, const DomainSpec *spec, virDomainPtr *ret, SeatError **ret_error);
+/* Save a running domain's memory state to path (the domain stops), and restore one under
+ * spec's XML: libvirt allows only source paths to differ from the saved definition. */
+int domain_save(virDomainPtr dom, const char *path, SeatError **ret_error);
+int domain_restore(virConnectPtr conn, const char *path, const DomainSpec *spec, virDomainPtr *ret,
+                   SeatError **ret_error);
 /* The unix socket libvirt made for the agent channel. */
 int domain_agent_socket(virDomainPtr dom, char **ret);
 int domain_set_record(virDomainPtr dom, const SeatRecord *rec, SeatError **ret_error);

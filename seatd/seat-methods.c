@@ -461,8 +461,11 @@ static int reset_job(Request *req, void *data, json_object **ret_result, SeatErr
         SeatArgs *a = data;
         _cleanup_free_ char *token = NULL;
         json_object *o = NULL;
+        bool cold = false;
+        if (json_get_bool(a->params, "cold", false, &cold) < 0)
+                return seat_error_set(ret_error, EINVAL, "seat.reset takes 'seat' and 'cold' (a boolean)");
         job_progress(req, "reset", 0, 1);
-        int r = seat_reset(the_seats, a->seat, &token, ret_error);
+        int r = seat_reset(the_seats, a->seat, cold, &token, ret_error);
         if (r < 0)
                 return r;
         if (seat_to_json(a->seat, &o) < 0)

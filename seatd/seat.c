@@ -3,6 +3,7 @@
 #include <inttypes.h>
 #include <pthread.h>
 #include <sodium.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -20,12 +21,26 @@
 #include "audit.h"
 #include "boxkey.h"
 #include "minisign.h"
+#include "warm-state.h"
 
 #define AGENT_BOOT_TIMEOUT_KVM_MS 60000
 #define AGENT_BOOT_TIMEOUT_TCG_MS 180000
 #define AGENT_CALL_TIMEOUT_MS 30000
 #define ADOPT_HELLO_TIMEOUT_MS 20000
 #define PARTICIPANT_MAX 64
+#define WARM_AGENT_TIMEOUT_MS 20000 /* a restored guest answers at once: its agent was up when saved */
+#define WARM_PREP_PARALLEL 1        /* saved states made at a time (each is a boot beside the seats) */
+
+/* The save file as it was when last hashed: the same inode, size, mtime and ctime (which
+ * nothing but a write changes) is the same bytes, so a reset need not hash it again. */
+typedef struct WarmSeen {
+        bool valid;
+        dev_t dev;
+        ino_t ino;
+        off_t size;
+        struct timespec mtim, ctim;
+        char hash[SEAT_HASH_HEX_LEN + 1];
+} WarmSeen;
 
 struct Seat {
         unsigned refs;            /* under the manager's lock */
@@ -47,6 +62,19 @@ struct Seat {
         bool net_paused;          /* atomic: stopped because its egress rules were changed */
         unsigned tamper_count;    /* under the manager's lock */
         json_object *last_tamper; /* under the manager's lock */
+        /* Warm reset (docs/warm-reset.md): a slot has two machine identities, g1 and g2
+         * (odd and even generations), each with its own saved state. A reset boots the
+         * other identity while the old one's destroy finishes beside it. */
+        char *reset_mode, *reset_reason; /* how this generation came up ("warm", "cold"), and why cold */
+        pthread_mutex_t warm_lock;      /* warm_standby, teardown_fault, destroyer[], destroying[] */
+        char *warm_standby;             /* what the next reset can restore */
+        char *teardown_fault;           /* an old machine's destroy failed */
+        pthread_t destroyer[2];
+        bool destroying[2];
+        pthread_t prep;                 /* makes or checks the standby identity's state */
+        bool prep_running;              /* under s->lock */
+        bool prep_cancel;               /* under m->prep_lock */
+        WarmSeen seen[2];               /* by the prep thread, or under s->lock once it is joined */
 };
 
 struct SeatManager {
@@ -63,6 +91,11 @@ struct SeatManager {
         bool have_facilitator;
         SeatNetManager *net;              /* seat networks and their egress filter */
         uint64_t disk_pending;            /* admitted, not yet in the table; under lock */
+        char *warm_dir;                   /* <state_dir>/warm: saved states, 0711; files 0600 */
+        uint8_t warm_key[WARM_KEY_BYTES]; /* MACs their sidecars */
+        pthread_mutex_t prep_lock;
+        pthread_cond_t prep_cond;
+        unsigned prep_active;
 };
 
 static const char *const state_names[] = {
@@ -94,6 +127,11 @@ static void seat_set_state(Seat *s, SeatState st) {
 /* ---- the table ---- */
 
 static void seat_free(Seat *s) {
+        free(s->reset_mode);
+        free(s->reset_reason);
+        free(s->warm_standby);
+        free(s->teardown_fault);
+        pthread_mutex_destroy(&s->warm_lock);
         audit_log_free(s->audit);
         /* Only the memory: a seat still running keeps its network for the next seatd. */
         seatnet_forget(s->m->net, s->net);
@@ -254,10 +292,20 @@ static virConnectPtr manager_conn(SeatManager *m, SeatError **ret_error) {
         return c;
 }
 
-/* A seat's domain is named per generation: a reset starts the new machine while libvirt
- * is still finishing the old one's destroy (1-2 s here), under a name of its own. */
+/* A seat slot's two machine identities: g1 runs the odd generations, g2 the even ones. A
+ * reset starts the new machine while libvirt is still finishing the old one's destroy
+ * (1-2 s here), under the other name; and a saved state restores only under the name (and
+ * UUID) it was saved with, so each identity keeps its own. */
+static int seat_identity(int64_t generation) {
+        return generation % 2 ? 0 : 1;
+}
+
+static void identity_domain_name(const char *id, int k, char *buf, size_t size) {
+        snprintf(buf, size, SEAT_DOMAIN_PREFIX "%s-g%d", id, k + 1);
+}
+
 static void seat_domain_name(const SeatRecord *rec, char *buf, size_t size) {
-        snprintf(buf, size, SEAT_DOMAIN_PREFIX "%s-g%" PRId64, rec->id, rec->generation);
+        identity_domain_name(rec->id, seat_identity(rec->generation), buf, size);
 }
 
 /* Make s->dom a handle on the live connection (it may date from before a reconnect). */
@@ -348,6 +396,30 @@ static int disk_admit(SeatManager *m, Seat *s, uint64_t need, SeatError **ret_er
         return 0;
 }
 
+/* The whole virtual disk of the image, admitted before either boot path writes an overlay
+ * (a restored one grows to the same size). Counted twice until the boot settles. */
+static int disk_admit_image(SeatManager *m, Seat *s, const ImageManifest *man, SeatError **ret_error) {
+        uint64_t vsize = 0;
+        const ImageFile *disk = NULL;
+        _cleanup_free_ char *base = NULL;
+        for (size_t i = 0; i < man->n_files && !disk; i++)
+                if (man->files[i].role == IMAGE_ROLE_DISK)
+                        disk = &man->files[i];
+        if (!disk || !(base = image_store_blob_path(m->store, disk)))
+                return seat_error_set(ret_error, ENOENT, "image '%s' has no disk", man->name);
+        int r = image_disk_virtual_size(disk->format, base, &vsize);
+        if (r < 0)
+                return seat_error_set(ret_error, -r, "the disk of image '%s': %s", man->name, strerror(-r));
+        r = disk_admit(m, s, vsize, ret_error);
+        if (r < 0)
+                return r;
+        pthread_mutex_lock(&m->lock);
+        s->disk_pending = vsize;
+        s->disk_virtual = vsize;
+        pthread_mutex_unlock(&m->lock);
+        return 0;
+}
+
 /* The boot is over (the seat is in the table, or gone): its overlay speaks for itself. */
 static void disk_settle(SeatManager *m, Seat *s) {
         pthread_mutex_lock(&m->lock);
@@ -356,50 +428,61 @@ static void disk_settle(SeatManager *m, Seat *s) {
         pthread_mutex_unlock(&m->lock);
 }
 
-static int build_spec_and_start(SeatManager *m, Seat *s, const ImageManifest *man, bool kvm, SeatError **ret_error) {
-        _cleanup_free_ char *kernel = NULL, *initrd = NULL, *base = NULL;
-        char name[64];
-        const ImageFile *disk = NULL;
+/* The verified blobs a domain of this image boots from. */
+typedef struct SpecFiles {
+        char *kernel, *initrd, *base;
+        const ImageFile *disk;
+} SpecFiles;
 
-        for (size_t i = 0; i < man->n_files && !disk; i++)
+static void spec_files_done(SpecFiles *f) {
+        free(f->kernel);
+        free(f->initrd);
+        free(f->base);
+}
+
+static int spec_files(SeatManager *m, const ImageManifest *man, SpecFiles *f) {
+        *f = (SpecFiles) {};
+        for (size_t i = 0; i < man->n_files && !f->disk; i++)
                 if (man->files[i].role == IMAGE_ROLE_DISK)
-                        disk = &man->files[i];
-        if (man->kernel && !(kernel = image_store_blob_path(m->store, image_manifest_find_file(man, man->kernel))))
+                        f->disk = &man->files[i];
+        if (man->kernel && !(f->kernel = image_store_blob_path(m->store, image_manifest_find_file(man, man->kernel))))
                 return -ENOMEM;
-        if (man->initrd && !(initrd = image_store_blob_path(m->store, image_manifest_find_file(man, man->initrd))))
+        if (man->initrd && !(f->initrd = image_store_blob_path(m->store, image_manifest_find_file(man, man->initrd))))
                 return -ENOMEM;
-        if (!disk || !(base = image_store_blob_path(m->store, disk)))
+        if (!f->disk || !(f->base = image_store_blob_path(m->store, f->disk)))
                 return -ENOMEM;
+        return 0;
+}
 
-        uint64_t vsize = 0;
-        int r = image_disk_virtual_size(disk->format, base, &vsize);
-        if (r < 0)
-                return seat_error_set(ret_error, -r, "the disk of image '%s': %s", man->name, strerror(-r));
-        r = disk_admit(m, s, vsize, ret_error);
-        if (r < 0)
-                return r;
-        s->disk_pending = vsize; /* counted twice until the boot settles: never too little */
-        r = overlay_create(base, image_format_to_string(disk->format), s->overlay, ret_error);
-        pthread_mutex_lock(&m->lock);
-        s->disk_virtual = vsize;
-        pthread_mutex_unlock(&m->lock);
+/* A new domain on a new overlay of the verified base (cold boot), with iface as its NIC. */
+static int start_fresh(SeatManager *m, const ImageManifest *man, bool kvm, const char *name, const char *overlay,
+                       const char *console_log, const SeatRecord *rec, const char *iface, virDomainPtr *ret,
+                       SeatError **ret_error) {
+        _cleanup_(spec_files_done) SpecFiles f = {};
+        int r = spec_files(m, man, &f);
         if (r < 0)
                 return r;
-        seat_domain_name(&s->rec, name, sizeof(name));
-        DomainSpec spec = { .name = name, .kvm = kvm, .manifest = man, .kernel = kernel, .initrd = initrd,
-                            .base = base, .overlay = s->overlay, .console_log = s->console_log, .record = &s->rec };
-        _cleanup_free_ char *iface = NULL;
-        if (s->net && seatnet_interface_xml(s->net, &iface) < 0)
-                return -ENOMEM;
-        spec.interface_xml = iface;
+        r = overlay_create(f.base, image_format_to_string(f.disk->format), overlay, ret_error);
+        if (r < 0)
+                return r;
+        DomainSpec spec = { .name = name, .kvm = kvm, .manifest = man, .kernel = f.kernel, .initrd = f.initrd,
+                            .base = f.base, .overlay = overlay, .console_log = console_log, .record = rec,
+                            .interface_xml = iface };
         virConnectPtr c = manager_conn(m, ret_error);
         if (!c)
                 return -ECONNREFUSED;
-        r = domain_create(c, &spec, &s->dom, ret_error);
+        r = domain_create(c, &spec, ret, ret_error);
         virConnectClose(c);
-        if (r >= 0)
-                set_live_domain(m, s, name);
         return r;
+}
+
+static int build_spec_and_start(SeatManager *m, Seat *s, const ImageManifest *man, bool kvm, SeatError **ret_error) {
+        _cleanup_free_ char *iface = NULL;
+        char name[64];
+        if (s->net && seatnet_interface_xml(s->net, &iface) < 0)
+                return -ENOMEM;
+        seat_domain_name(&s->rec, name, sizeof(name));
+        return start_fresh(m, man, kvm, name, s->overlay, s->console_log, &s->rec, iface, &s->dom, ret_error);
 }
 
 static int connect_agent(Seat *s, int timeout_ms, SeatError **ret_error) {
@@ -776,8 +859,393 @@ static void seal_in_background(SeatManager *m, Seat *s, bool keep_ref, char *dir
         pthread_detach(t);
 }
 
-/* Boot from the verified image and bring the agent up: provision's and reset's core. */
-static int boot_seat(SeatManager *m, Seat *s, SeatError **ret_error) {
+/* ---- warm reset: saved states per slot identity ---- */
+
+typedef struct WarmPaths {
+        char *dir, *save, *overlay, *meta, *save_tmp, *overlay_tmp, *console;
+} WarmPaths;
+
+static void warm_paths_done(WarmPaths *p) {
+        free(p->dir);
+        free(p->save);
+        free(p->overlay);
+        free(p->meta);
+        free(p->save_tmp);
+        free(p->overlay_tmp);
+        free(p->console);
+}
+
+static int warm_paths(SeatManager *m, const char *id, int k, WarmPaths *p) {
+        *p = (WarmPaths) {};
+        if (asprintf(&p->dir, "%s/%s", m->warm_dir, id) < 0 || asprintf(&p->save, "%s/g%d.save", p->dir, k + 1) < 0 ||
+            asprintf(&p->overlay, "%s/g%d.qcow2", p->dir, k + 1) < 0 || asprintf(&p->meta, "%s/g%d.meta", p->dir, k + 1) < 0 ||
+            asprintf(&p->save_tmp, "%s/g%d.save.tmp", p->dir, k + 1) < 0 ||
+            asprintf(&p->overlay_tmp, "%s/g%d.qcow2.tmp", p->dir, k + 1) < 0 ||
+            asprintf(&p->console, "%s/g%d.console.log", p->dir, k + 1) < 0) {
+                warm_paths_done(p);
+                return -ENOMEM;
+        }
+        return 0;
+}
+
+/* The sidecar first: without it the rest is never used. */
+static void warm_remove(const WarmPaths *p) {
+        (void) unlink(p->meta);
+        (void) unlink(p->save);
+        (void) unlink(p->overlay);
+        (void) unlink(p->save_tmp);
+        (void) unlink(p->overlay_tmp);
+        (void) unlink(p->console);
+}
+
+static void warm_set_standby(Seat *s, const char *fmt, ...) _printf_(2, 3);
+static void warm_set_standby(Seat *s, const char *fmt, ...) {
+        char *t = NULL;
+        va_list ap;
+        va_start(ap, fmt);
+        if (vasprintf(&t, fmt, ap) < 0)
+                t = NULL;
+        va_end(ap);
+        pthread_mutex_lock(&s->warm_lock);
+        free(s->warm_standby);
+        s->warm_standby = t;
+        pthread_mutex_unlock(&s->warm_lock);
+}
+
+static bool seen_matches(const WarmSeen *w, const struct stat *st) {
+        return w->valid && w->dev == st->st_dev && w->ino == st->st_ino && w->size == st->st_size &&
+               w->mtim.tv_sec == st->st_mtim.tv_sec && w->mtim.tv_nsec == st->st_mtim.tv_nsec &&
+               w->ctim.tv_sec == st->st_ctim.tv_sec && w->ctim.tv_nsec == st->st_ctim.tv_nsec;
+}
+
+static void seen_record(WarmSeen *w, const struct stat *st, const char *hash) {
+        *w = (WarmSeen) { .valid = true, .dev = st->st_dev, .ino = st->st_ino, .size = st->st_size,
+                          .mtim = st->st_mtim, .ctim = st->st_ctim };
+        snprintf(w->hash, sizeof(w->hash), "%s", hash);
+}
+
+/* Whether identity k's saved state may be restored for this seat and image: the sidecar's
+ * MAC and binding, and the save file's hash (not hashed again when it is the very file
+ * hashed before, unless full). 0, -ENOENT (none), or refused with a reason in *ret_why. */
+static int warm_check(SeatManager *m, Seat *s, int k, const char *image_digest, bool full, const WarmPaths *wp,
+                      WarmMeta *ret, char **ret_why) {
+        _cleanup_free_ char *text = NULL;
+        size_t len = 0;
+        char name[64], hash[SEAT_HASH_HEX_LEN + 1];
+        const char *why = NULL;
+        struct stat st;
+        uint64_t size = 0;
+        identity_domain_name(s->rec.id, k, name, sizeof(name));
+        int r = read_file_capped(wp->meta, WARM_META_MAX, &text, &len);
+        if (r == -ENOENT)
+                return -ENOENT;
+        if (r < 0)
+                return asprintf(ret_why, "its sidecar '%s' cannot be read: %s", wp->meta, strerror(-r)) < 0 ? -ENOMEM : r;
+        r = warm_meta_parse(text, len, m->warm_key, ret);
+        if (r == -EKEYREJECTED)
+                return asprintf(ret_why, "its sidecar's MAC is not this seatd's (a state from another host, or edited)") < 0
+                               ? -ENOMEM : r;
+        if (r < 0)
+                return asprintf(ret_why, "its sidecar is damaged") < 0 ? -ENOMEM : r;
+        r = warm_meta_matches(ret, s->rec.id, name, image_digest, &why);
+        if (r < 0)
+                return asprintf(ret_why, "%s", why) < 0 ? -ENOMEM : r;
+        if (stat(wp->save, &st) < 0)
+                return asprintf(ret_why, "its save file is missing: %m") < 0 ? -ENOMEM : -ENOENT;
+        if (!full && seen_matches(&s->seen[k], &st) && !strcmp(s->seen[k].hash, ret->state_hash))
+                return 0;
+        s->seen[k].valid = false;
+        r = warm_file_hash(wp->save, hash, &size);
+        if (r < 0)
+                return asprintf(ret_why, "its save file cannot be read: %s", strerror(-r)) < 0 ? -ENOMEM : r;
+        if (size != ret->state_size || strcmp(hash, ret->state_hash) != 0)
+                return asprintf(ret_why, "its save file does not match the hash made when it was saved (damaged or replaced)") < 0
+                               ? -ENOMEM : -EBADMSG;
+        seen_record(&s->seen[k], &st, hash);
+        return 0;
+}
+
+/* Boot identity k from the verified image to agent-ready, before anyone is configured in
+ * it, and save it (the domain stops): the slot's saved state for k. The host end of the
+ * agent channel is closed before the save, so every restore starts a fresh session. */
+static int warm_make(SeatManager *m, Seat *s, int k, const SeatRecord *rec, const ImageManifest *man,
+                     const char *image_digest, const WarmPaths *wp, SeatError **ret_error) {
+        char name[64], uuid[VIR_UUID_STRING_BUFLEN];
+        bool kvm = false;
+        virDomainPtr dom = NULL;
+        _cleanup_free_ char *sock = NULL, *text = NULL;
+        _cleanup_agent_client_ AgentClient *agent = NULL;
+        _cleanup_agent_msg_ AgentMsg *hello = NULL;
+        WarmMeta meta = {};
+        size_t len = 0;
+        struct stat st;
+        SeatRecord trec = *rec;
+
+        _cleanup_free_ char *iface = NULL;
+        identity_domain_name(rec->id, k, name, sizeof(name));
+        snprintf(trec.state, sizeof(trec.state), "provisioning"); /* never adopted as a seat */
+        trec.generation = k + 1;
+        int r = seat_manager_accel(m, &kvm, ret_error);
+        /* The seat's NIC (same MAC and model: a restore may change only where it is
+         * plugged in), on the standby network while the participant's machine has the
+         * seat's own. */
+        pthread_mutex_lock(&m->lock);
+        if (r >= 0 && s->net && seatnet_standby_interface_xml(s->net, &iface) < 0)
+                r = -ENOMEM;
+        pthread_mutex_unlock(&m->lock);
+        if (r >= 0)
+                r = start_fresh(m, man, kvm, name, wp->overlay_tmp, wp->console, &trec, iface, &dom, ret_error);
+        if (r >= 0 && (r = domain_agent_socket(dom, &sock)) < 0)
+                r = seat_error_set(ret_error, -r, "domain '%s' has no agent channel", name);
+        if (r >= 0)
+                r = agent_client_connect_unix(sock, kvm ? AGENT_BOOT_TIMEOUT_KVM_MS : AGENT_BOOT_TIMEOUT_TCG_MS, &agent,
+                                              ret_error);
+        if (r >= 0)
+                r = agent_client_hello(agent, kvm ? AGENT_BOOT_TIMEOUT_KVM_MS : AGENT_BOOT_TIMEOUT_TCG_MS, &hello, ret_error);
+        agent = agent_client_free(agent);
+        if (r >= 0 && virDomainGetUUIDString(dom, uuid) < 0)
+                r = seat_error_set(ret_error, EIO, "the UUID of domain '%s': %s", name, domain_last_error());
+        if (r >= 0)
+                r = domain_save(dom, wp->save_tmp, ret_error);
+        if (dom) {
+                if (r < 0)
+                        (void) domain_stop(dom);
+                virDomainFree(dom);
+        }
+        (void) unlink(wp->console);
+        if (r < 0)
+                return r;
+        snprintf(meta.slot, sizeof(meta.slot), "%s", rec->id);
+        snprintf(meta.domain, sizeof(meta.domain), "%s", name);
+        snprintf(meta.uuid, sizeof(meta.uuid), "%s", uuid);
+        snprintf(meta.image, sizeof(meta.image), "%s", rec->image);
+        snprintf(meta.image_digest, sizeof(meta.image_digest), "%s", image_digest);
+        meta.created = (int64_t) time(NULL);
+        if (chmod(wp->save_tmp, 0600) < 0 || chmod(wp->overlay_tmp, 0600) < 0)
+                return seat_error_set(ret_error, errno, "chmod the saved state of '%s': %m", name);
+        if ((r = warm_file_hash(wp->save_tmp, meta.state_hash, &meta.state_size)) < 0 ||
+            (r = warm_file_hash(wp->overlay_tmp, meta.overlay_hash, &meta.overlay_size)) < 0)
+                return seat_error_set(ret_error, -r, "hash the saved state of '%s': %s", name, strerror(-r));
+        if ((r = warm_meta_format(&meta, m->warm_key, &text, &len)) < 0)
+                return seat_error_set(ret_error, -r, "format the sidecar of '%s'", name);
+        if (rename(wp->save_tmp, wp->save) < 0 || rename(wp->overlay_tmp, wp->overlay) < 0)
+                return seat_error_set(ret_error, errno, "put the saved state of '%s' in place: %m", name);
+        if ((r = write_file_atomic(wp->meta, text, len, 0600)) < 0)
+                return seat_error_set(ret_error, -r, "write '%s': %s", wp->meta, strerror(-r));
+        if (stat(wp->save, &st) >= 0)
+                seen_record(&s->seen[k], &st, meta.state_hash);
+        log_notice("seat '%s': saved the ready state of '%s' (%" PRIu64 " bytes) for warm resets", rec->id, name,
+                   meta.state_size);
+        return 0;
+}
+
+/* Check identity k's state, or make it. */
+static int warm_prepare(SeatManager *m, Seat *s, int k, const SeatRecord *rec, SeatError **ret_error) {
+        _cleanup_(image_manifest_freep) ImageManifest *man = NULL;
+        _cleanup_(warm_paths_done) WarmPaths wp = {};
+        _cleanup_free_ char *why = NULL;
+        char digest[SEAT_HASH_HEX_LEN + 1];
+        WarmMeta meta;
+        int r = image_store_get(m->store, rec->image, &man, ret_error);
+        if (r < 0)
+                return r;
+        (void) digest_to_hex(man->digest, SEAT_HASH_BYTES, digest, sizeof(digest));
+        if ((r = warm_paths(m, rec->id, k, &wp)) < 0)
+                return r;
+        if (mkdir(wp.dir, 0711) < 0 && errno != EEXIST)
+                return seat_error_set(ret_error, errno, "create '%s': %m", wp.dir);
+        r = warm_check(m, s, k, digest, true, &wp, &meta, &why);
+        if (r >= 0)
+                return 0;
+        if (r != -ENOENT)
+                log_warning("seat '%s': the saved state of identity g%d is refused (%s): making a new one", rec->id, k + 1,
+                            why ? why : "?");
+        warm_remove(&wp);
+        r = warm_make(m, s, k, rec, man, digest, &wp, ret_error);
+        if (r < 0)
+                warm_remove(&wp);
+        return r;
+}
+
+/* Wait for identity k's previous machine to be destroyed (it usually is, long since). */
+static void identity_join(Seat *s, int k) {
+        pthread_mutex_lock(&s->warm_lock);
+        bool d = s->destroying[k];
+        pthread_t t = s->destroyer[k];
+        s->destroying[k] = false;
+        pthread_mutex_unlock(&s->warm_lock);
+        if (!d)
+                return;
+        void *res = NULL;
+        pthread_join(t, &res);
+        if (res) {
+                log_error("seat '%s': the old machine g%d could not be destroyed: %s", s->rec.id, k + 1, (char *) res);
+                pthread_mutex_lock(&s->warm_lock);
+                free(s->teardown_fault);
+                s->teardown_fault = res;
+                pthread_mutex_unlock(&s->warm_lock);
+        }
+}
+
+typedef struct PrepJob {
+        SeatManager *m;
+        Seat *s;                  /* a reference */
+        int k;
+        SeatRecord rec;
+} PrepJob;
+
+/* At most WARM_PREP_PARALLEL preparations at once; false when cancelled while waiting. */
+static bool prep_acquire(SeatManager *m, Seat *s) {
+        pthread_mutex_lock(&m->prep_lock);
+        while (m->prep_active >= WARM_PREP_PARALLEL && !s->prep_cancel)
+                pthread_cond_wait(&m->prep_cond, &m->prep_lock);
+        bool go = !s->prep_cancel;
+        if (go)
+                m->prep_active++;
+        pthread_mutex_unlock(&m->prep_lock);
+        return go;
+}
+
+static void prep_release(SeatManager *m) {
+        pthread_mutex_lock(&m->prep_lock);
+        m->prep_active--;
+        pthread_cond_broadcast(&m->prep_cond);
+        pthread_mutex_unlock(&m->prep_lock);
+}
+
+static void *prep_thread(void *p) {
+        PrepJob *j = p;
+        _cleanup_error_ SeatError *err = NULL;
+        if (!prep_acquire(j->m, j->s))
+                warm_set_standby(j->s, "none: the reset came before its state was made");
+        else {
+                identity_join(j->s, j->k);
+                int r = warm_prepare(j->m, j->s, j->k, &j->rec, &err);
+                prep_release(j->m);
+                if (r < 0) {
+                        log_warning("seat '%s': no saved state for warm resets: %s", j->rec.id, err ? err->message : strerror(-r));
+                        warm_set_standby(j->s, "none: %s", err ? err->message : strerror(-r));
+                } else
+                        warm_set_standby(j->s, "ready");
+        }
+        seat_unref(j->s);
+        free(j);
+        return NULL;
+}
+
+/* Under s->lock: make or check the state of the identity the next reset boots. */
+static void prep_start(SeatManager *m, Seat *s) {
+        if (!m->config->warm_reset || s->prep_running)
+                return;
+        PrepJob *j = calloc(1, sizeof(*j));
+        if (!j)
+                return;
+        *j = (PrepJob) { .m = m, .s = s, .k = 1 - seat_identity(s->rec.generation), .rec = s->rec };
+        pthread_mutex_lock(&m->lock);
+        s->refs++;
+        pthread_mutex_unlock(&m->lock);
+        pthread_mutex_lock(&m->prep_lock);
+        s->prep_cancel = false;
+        pthread_mutex_unlock(&m->prep_lock);
+        warm_set_standby(s, "preparing");
+        if (pthread_create(&s->prep, NULL, prep_thread, j) != 0) {
+                warm_set_standby(s, "none: cannot start a thread");
+                seat_unref(s);
+                free(j);
+                return;
+        }
+        s->prep_running = true;
+}
+
+/* Under s->lock: a preparation that has not started is dropped, one under way finished. */
+static void prep_stop(SeatManager *m, Seat *s) {
+        if (!s->prep_running)
+                return;
+        pthread_mutex_lock(&m->prep_lock);
+        s->prep_cancel = true;
+        pthread_cond_broadcast(&m->prep_cond);
+        pthread_mutex_unlock(&m->prep_lock);
+        pthread_join(s->prep, NULL);
+        s->prep_running = false;
+}
+
+/* Restore the saved state of the seat's current identity as its new machine: a fresh copy
+ * of the saved overlay, and the saved definition with only the source paths (overlay,
+ * console) and the record changed. 0, or < 0 with the reason in *ret_why (boot cold). */
+static int warm_restore(SeatManager *m, Seat *s, const ImageManifest *man, bool kvm, char **ret_why) {
+        _cleanup_(warm_paths_done) WarmPaths wp = {};
+        _cleanup_(spec_files_done) SpecFiles f = {};
+        _cleanup_error_ SeatError *err = NULL;
+        char digest[SEAT_HASH_HEX_LEN + 1], name[64], hash[SEAT_HASH_HEX_LEN + 1];
+        int k = seat_identity(s->rec.generation);
+        uint64_t size = 0;
+        WarmMeta meta;
+        (void) digest_to_hex(man->digest, SEAT_HASH_BYTES, digest, sizeof(digest));
+        int r = warm_paths(m, s->rec.id, k, &wp);
+        if (r < 0)
+                return r;
+        r = warm_check(m, s, k, digest, false, &wp, &meta, ret_why);
+        if (r == -ENOENT) {
+                free(*ret_why);
+                pthread_mutex_lock(&s->warm_lock);
+                *ret_why = strdup(s->warm_standby && strncmp(s->warm_standby, "none: ", 6) == 0
+                                          ? s->warm_standby + 6 : "this slot has no saved state yet");
+                pthread_mutex_unlock(&s->warm_lock);
+                return r;
+        }
+        if (r < 0) {
+                log_warning("seat '%s': the saved state of identity g%d is refused: %s; booting cold", s->rec.id, k + 1,
+                            *ret_why ? *ret_why : "?");
+                warm_remove(&wp);
+                s->seen[k].valid = false;
+                return r;
+        }
+        r = warm_file_copy(wp.overlay, s->overlay, 0600);
+        if (r >= 0)
+                r = warm_file_hash(s->overlay, hash, &size);
+        if (r >= 0 && (size != meta.overlay_size || strcmp(hash, meta.overlay_hash) != 0))
+                r = -EBADMSG;
+        if (r >= 0)
+                r = spec_files(m, man, &f);
+        if (r < 0) {
+                (void) unlink(s->overlay);
+                if (r == -EBADMSG)
+                        warm_remove(&wp);
+                return asprintf(ret_why, r == -EBADMSG ? "the saved overlay does not match its hash (damaged)" :
+                                                         "copy the saved overlay: %s", strerror(-r)) < 0 ? -ENOMEM : r;
+        }
+        _cleanup_free_ char *iface = NULL;
+        if (s->net && seatnet_interface_xml(s->net, &iface) < 0) {
+                (void) unlink(s->overlay);
+                return -ENOMEM;
+        }
+        seat_domain_name(&s->rec, name, sizeof(name));
+        DomainSpec spec = { .name = name, .kvm = kvm, .manifest = man, .kernel = f.kernel, .initrd = f.initrd,
+                            .base = f.base, .overlay = s->overlay, .console_log = s->console_log, .record = &s->rec,
+                            .uuid = meta.uuid, .interface_xml = iface };
+        virConnectPtr c = manager_conn(m, &err);
+        r = c ? domain_restore(c, wp.save, &spec, &s->dom, &err) : -ECONNREFUSED;
+        if (c)
+                virConnectClose(c);
+        if (r < 0) {
+                (void) unlink(s->overlay);
+                return asprintf(ret_why, "%s", err ? err->message : strerror(-r)) < 0 ? -ENOMEM : r;
+        }
+        return 0;
+}
+
+static void set_reset_mode(Seat *s, const char *mode, const char *why) {
+        pthread_mutex_lock(&s->warm_lock);
+        free(s->reset_mode);
+        free(s->reset_reason);
+        s->reset_mode = strdup(mode);
+        s->reset_reason = why ? strdup(why) : NULL;
+        pthread_mutex_unlock(&s->warm_lock);
+}
+
+/* Restore the slot's saved state (cold_why NULL) or boot from the verified image, and bring
+ * the agent up: provision's and reset's core. cold_why: why not warm. */
+static int boot_seat(SeatManager *m, Seat *s, const char *cold_why, SeatError **ret_error) {
         _cleanup_(image_manifest_freep) ImageManifest *man = NULL;
         bool kvm = false;
         int r = seat_manager_accel(m, &kvm, ret_error);
@@ -793,12 +1261,48 @@ static int boot_seat(SeatManager *m, Seat *s, SeatError **ret_error) {
         (void) digest_to_hex(man->digest, SEAT_HASH_BYTES, s->rec.image_digest, sizeof(s->rec.image_digest));
         if (mkdir(s->dir, 0755) < 0 && errno != EEXIST)
                 return seat_error_set(ret_error, errno, "create seat directory '%s': %m", s->dir);
-        r = build_spec_and_start(m, s, man, kvm, ret_error);
+        r = disk_admit_image(m, s, man, ret_error);
         if (r < 0)
                 return r;
-        r = connect_agent(s, kvm ? AGENT_BOOT_TIMEOUT_KVM_MS : AGENT_BOOT_TIMEOUT_TCG_MS, ret_error);
-        if (r < 0)
-                return r;
+        _cleanup_free_ char *why = NULL;
+        bool warm = false;
+        int64_t t0 = now_monotonic_ms();
+        if (!m->config->warm_reset)
+                why = strdup("warm_reset = false in seatd.conf");
+        else if (cold_why)
+                why = strdup(cold_why);
+        else if (warm_restore(m, s, man, kvm, &why) >= 0) {
+                warm = true;
+                log_debug("seat '%s': restored at +%" PRId64 " ms", s->rec.id, now_monotonic_ms() - t0);
+                r = connect_agent(s, WARM_AGENT_TIMEOUT_MS, ret_error);
+                if (r < 0) {
+                        /* Not this state again: the next preparation makes a new one. */
+                        _cleanup_(warm_paths_done) WarmPaths wp = {};
+                        log_warning("seat '%s': the restored machine did not answer (%s): booting cold", s->rec.id,
+                                    (*ret_error)->message);
+                        free(why);
+                        why = strdup((*ret_error)->message);
+                        *ret_error = seat_error_free(*ret_error);
+                        s->agent = agent_client_free(s->agent);
+                        (void) domain_stop(s->dom);
+                        s->dom = (virDomainFree(s->dom), NULL);
+                        (void) unlink(s->overlay);
+                        if (warm_paths(m, s->rec.id, seat_identity(s->rec.generation), &wp) >= 0)
+                                warm_remove(&wp);
+                        warm = false;
+                }
+        }
+        if (!warm) {
+                r = build_spec_and_start(m, s, man, kvm, ret_error);
+                if (r < 0)
+                        return r;
+                r = connect_agent(s, kvm ? AGENT_BOOT_TIMEOUT_KVM_MS : AGENT_BOOT_TIMEOUT_TCG_MS, ret_error);
+                if (r < 0)
+                        return r;
+        }
+        set_reset_mode(s, warm ? "warm" : "cold", warm ? NULL : why ? why : "unknown");
+        set_live_domain(m, s, virDomainGetName(s->dom));
+        log_debug("seat '%s': agent up at +%" PRId64 " ms", s->rec.id, now_monotonic_ms() - t0);
         r = configure_identity(s, ret_error);
         if (r < 0)
                 return r;
@@ -822,6 +1326,7 @@ int seat_provision(SeatManager *m, const char *image, const char *participant, c
                 return -ENOMEM;
         pthread_mutex_init(&s->lock, NULL);
         pthread_mutex_init(&s->audit_lock, NULL);
+        pthread_mutex_init(&s->warm_lock, NULL);
         s->m = m;
         s->refs = 1;
         s->rec.net_index = -1;
@@ -841,7 +1346,7 @@ int seat_provision(SeatManager *m, const char *image, const char *participant, c
         if (r >= 0)
                 r = seat_net_up(m, s, egress, ret_error);
         if (r >= 0)
-                r = boot_seat(m, s, ret_error);
+                r = boot_seat(m, s, "a new seat boots cold; its saved state is made beside it", ret_error);
         if (r >= 0) {
                 seat_set_state(s, SEAT_READY);
                 r = domain_set_record(s->dom, &s->rec, ret_error);
@@ -849,6 +1354,8 @@ int seat_provision(SeatManager *m, const char *image, const char *participant, c
         if (r >= 0)
                 r = table_add(m, s);
         disk_settle(m, s);
+        if (r >= 0)
+                prep_start(m, s);
         if (r < 0) {
                 log_warning("provision of seat '%s' failed: %s", s->rec.id, *ret_error ? (*ret_error)->message : strerror(-r));
                 seat_teardown(s);
@@ -882,7 +1389,7 @@ static void *destroy_thread(void *p) {
         return why;
 }
 
-int seat_reset(SeatManager *m, Seat *s, char **ret_token, SeatError **ret_error) {
+int seat_reset(SeatManager *m, Seat *s, bool cold, char **ret_token, SeatError **ret_error) {
         _cleanup_free_ char *token = NULL;
         int r;
 
@@ -908,16 +1415,21 @@ int seat_reset(SeatManager *m, Seat *s, char **ret_token, SeatError **ret_error)
         if (s->dom)
                 (void) domain_set_record(s->dom, &s->rec, NULL);
 
-        /* The old machine goes entirely: no byte of it is reused. Its destroy runs beside the
-         * new boot (libvirt takes 1-2 s to confirm a QEMU that exits in milliseconds), and
-         * the seat is not READY before that destroy has returned. */
+        /* The old machine goes entirely: no byte of it is reused. Its destroy starts now (QEMU
+         * is gone in milliseconds) and libvirt finishes it beside the new machine's start,
+         * under the slot's other identity: nobody waits for it. Whoever next needs this
+         * identity joins it first. */
         s->agent = agent_client_free(s->agent);
-        pthread_t destroyer;
-        bool destroying = false;
+        int old_k = seat_identity(s->rec.generation);
         if (s->dom) {
                 virDomainPtr old = TAKE_PTR(s->dom);
-                destroying = pthread_create(&destroyer, NULL, destroy_thread, old) == 0;
-                if (!destroying) {
+                pthread_t t;
+                if (pthread_create(&t, NULL, destroy_thread, old) == 0) {
+                        pthread_mutex_lock(&s->warm_lock);
+                        s->destroyer[old_k] = t;
+                        s->destroying[old_k] = true;
+                        pthread_mutex_unlock(&s->warm_lock);
+                } else {
                         (void) domain_stop(old);
                         virDomainFree(old);
                 }
@@ -938,17 +1450,14 @@ int seat_reset(SeatManager *m, Seat *s, char **ret_token, SeatError **ret_error)
         /* The filter as the profile says, whatever happened to it meanwhile. */
         if (r >= 0 && s->net && (r = seatnet_reinstall(m->net, s->net, ret_error)) >= 0)
                 __atomic_store_n(&s->net_paused, false, __ATOMIC_RELEASE);
-        if (r >= 0)
-                r = boot_seat(m, s, ret_error);
-        disk_settle(m, s);
-        if (destroying) {
-                void *res = NULL;
-                pthread_join(destroyer, &res);
-                if (res && r >= 0)
-                        r = seat_error_set(ret_error, EIO, "the old machine of seat '%s' could not be destroyed: %s",
-                                           s->rec.id, (char *) res);
-                free(res);
+        if (r >= 0) {
+                /* The new identity: its saved state finished (or dropped when not begun), its
+                 * previous machine gone. */
+                prep_stop(m, s);
+                identity_join(s, seat_identity(s->rec.generation));
+                r = boot_seat(m, s, cold ? "a cold reset was asked for" : NULL, ret_error);
         }
+        disk_settle(m, s);
         if (r >= 0) {
                 seat_set_state(s, SEAT_READY);
                 r = domain_set_record(s->dom, &s->rec, ret_error);
@@ -960,10 +1469,24 @@ int seat_reset(SeatManager *m, Seat *s, char **ret_token, SeatError **ret_error)
         }
         free(s->fault);
         s->fault = NULL;
-        log_notice("seat '%s' reset: generation %" PRId64, s->rec.id, s->rec.generation);
+        log_notice("seat '%s' reset (%s%s%s): generation %" PRId64, s->rec.id, s->reset_mode,
+                   s->reset_reason ? ": " : "", s->reset_reason ? s->reset_reason : "", s->rec.generation);
+        prep_start(m, s);
         pthread_mutex_unlock(&s->lock);
         *ret_token = TAKE_PTR(token);
         return 0;
+}
+
+/* Released: both identities' machines gone, their saved states removed. */
+static void warm_forget(SeatManager *m, Seat *s) {
+        for (int k = 0; k < 2; k++) {
+                _cleanup_(warm_paths_done) WarmPaths wp = {};
+                identity_join(s, k);
+                if (warm_paths(m, s->rec.id, k, &wp) >= 0) {
+                        warm_remove(&wp);
+                        (void) rmdir(wp.dir);
+                }
+        }
 }
 
 int seat_release(SeatManager *m, Seat *s, SeatError **ret_error) {
@@ -983,6 +1506,8 @@ int seat_release(SeatManager *m, Seat *s, SeatError **ret_error) {
                 virDomainFree(s->dom);
                 s->dom = NULL;
         }
+        prep_stop(m, s);
+        warm_forget(m, s);
         session_close(s);
         char *qdir = NULL;
         r = quarantine(m, s, &qdir, ret_error);
@@ -1088,6 +1613,17 @@ int seat_to_json(Seat *s, json_object **ret) {
         }
         pthread_mutex_unlock(&s->m->lock);
         json_object_object_add(o, "network", net);
+        /* Warm reset: how this generation came up, and what the next reset can restore. */
+        pthread_mutex_lock(&s->warm_lock);
+        json_object_object_add(o, "reset_mode", json_object_new_string(s->reset_mode ? s->reset_mode : "unknown"));
+        if (s->reset_reason)
+                json_object_object_add(o, "reset_reason", json_object_new_string(s->reset_reason));
+        json_object_object_add(o, "warm_standby",
+                               json_object_new_string(!s->m->config->warm_reset ? "off (warm_reset = false)"
+                                                      : s->warm_standby ? s->warm_standby : "none"));
+        if (s->teardown_fault)
+                json_object_object_add(o, "teardown_fault", json_object_new_string(s->teardown_fault));
+        pthread_mutex_unlock(&s->warm_lock);
         *ret = o;
         return 0;
 }
@@ -1228,12 +1764,27 @@ void seat_manager_tick(SeatManager *m) {
         free(all);
 }
 
+/* <state_dir>/warm: 0711 so QEMU reaches a state's overlay while it is made (by name only:
+ * nothing there can be listed); every file in it 0600, the key MACing the sidecars too. */
+static int warm_init(SeatManager *m, const SeatConfig *config, SeatError **ret_error) {
+        _cleanup_free_ char *key = NULL;
+        if (asprintf(&m->warm_dir, "%s/warm", config->state_dir) < 0 || asprintf(&key, "%s/key", m->warm_dir) < 0)
+                return -ENOMEM;
+        if (mkdir(m->warm_dir, 0711) < 0 && errno != EEXIST)
+                return seat_error_set(ret_error, errno, "create '%s': %m", m->warm_dir);
+        if (chmod(m->warm_dir, 0711) < 0)
+                return seat_error_set(ret_error, errno, "chmod '%s': %m", m->warm_dir);
+        return warm_key_load(key, m->warm_key, ret_error);
+}
+
 int seat_manager_new(const SeatConfig *config, ImageStore *store, SeatManager **ret, SeatError **ret_error) {
         SeatManager *m = calloc(1, sizeof(*m));
         if (!m)
                 return -ENOMEM;
         pthread_mutex_init(&m->lock, NULL);
         pthread_mutex_init(&m->conn_lock, NULL);
+        pthread_mutex_init(&m->prep_lock, NULL);
+        pthread_cond_init(&m->prep_cond, NULL);
         m->config = config;
         m->store = store;
         int r = sodium_init() < 0 ? -EIO : 0;
@@ -1249,9 +1800,13 @@ int seat_manager_new(const SeatConfig *config, ImageStore *store, SeatManager **
         if (r >= 0)
                 r = load_evidence_keys(m, config, ret_error);
         if (r >= 0)
+                r = warm_init(m, config, ret_error);
+        if (r >= 0)
                 r = domain_open(config->libvirt_uri, &m->conn, ret_error);
         if (r >= 0)
                 r = seatnet_manager_new(config, on_net_tamper, m, &m->net, ret_error);
+        if (r >= 0)
+                r = seatnet_ensure_standby(m->net, m->conn, ret_error);
         if (r < 0) {
                 seat_manager_free(m);
                 return r;
@@ -1263,7 +1818,13 @@ int seat_manager_new(const SeatConfig *config, ImageStore *store, SeatManager **
 SeatManager *seat_manager_free(SeatManager *m) {
         if (!m)
                 return NULL;
-        /* Seats keep running: a restarted seatd adopts them. */
+        /* Seats keep running: a restarted seatd adopts them. Their states being made are
+         * finished (or dropped when not begun); old machines' destroys are waited for. */
+        for (size_t i = 0; i < m->n_seats; i++) {
+                prep_stop(m, m->seats[i]); /* (no job runs any more: the server has stopped) */
+                identity_join(m->seats[i], 0);
+                identity_join(m->seats[i], 1);
+        }
         for (size_t i = 0; i < m->n_seats; i++)
                 seat_unref(m->seats[i]);
         free(m->seats);
@@ -1273,6 +1834,10 @@ SeatManager *seat_manager_free(SeatManager *m) {
         free(m->seats_dir);
         free(m->quarantine_dir);
         free(m->archives_dir);
+        free(m->warm_dir);
+        sodium_memzero(m->warm_key, sizeof(m->warm_key));
+        pthread_mutex_destroy(&m->prep_lock);
+        pthread_cond_destroy(&m->prep_cond);
         seat_secret_key_free(m->host_key);
         pthread_mutex_destroy(&m->lock);
         pthread_mutex_destroy(&m->conn_lock);
@@ -1284,11 +1849,12 @@ SeatManager *seat_manager_free(SeatManager *m) {
  * directory. Another seatd on the same libvirtd (a test's, a second instance) keeps its own. */
 static bool domain_is_ours(SeatManager *m, virDomainPtr dom) {
         const char *name = virDomainGetName(dom);
-        _cleanup_free_ char *xml = virDomainGetXMLDesc(dom, 0), *want = NULL;
+        _cleanup_free_ char *xml = virDomainGetXMLDesc(dom, 0), *want = NULL, *warm = NULL;
         if (!xml || !name || strlen(name) <= strlen(SEAT_DOMAIN_PREFIX) ||
-            asprintf(&want, "<source file='%s/", m->seats_dir) < 0)
+            asprintf(&want, "<source file='%s/", m->seats_dir) < 0 || asprintf(&warm, "<source file='%s/", m->warm_dir) < 0)
                 return false;
-        return strstr(xml, want) != NULL;
+        /* (a machine booting to be saved for warm resets runs from the warm directory) */
+        return strstr(xml, want) != NULL || strstr(xml, warm) != NULL;
 }
 
 /* The evolving audit key died with the old seatd, by design: that segment ends there
@@ -1372,6 +1938,7 @@ static int adopt_one(SeatManager *m, virDomainPtr dom) {
         }
         pthread_mutex_init(&s->lock, NULL);
         pthread_mutex_init(&s->audit_lock, NULL);
+        pthread_mutex_init(&s->warm_lock, NULL);
         s->m = m;
         s->refs = 0;
         s->rec = rec;
@@ -1390,6 +1957,10 @@ static int adopt_one(SeatManager *m, virDomainPtr dom) {
         }
         adopt_disk(m, s);
         continue_session_after_restart(m, s);
+        set_reset_mode(s, "unknown", "adopted after a seatd restart");
+        pthread_mutex_lock(&s->lock);
+        prep_start(m, s);
+        pthread_mutex_unlock(&s->lock);
         log_notice("adopted seat '%s' (image '%s', participant '%s')", rec.id, rec.image, rec.participant);
         return 0;
 }
@@ -1425,6 +1996,31 @@ static void sweep_orphan_dirs(SeatManager *m) {
         closedir(d);
 }
 
+/* Saved states of slots that are gone: nothing of them is evidence (no participant ever
+ * used them), so they are deleted. */
+static void sweep_warm_dirs(SeatManager *m) {
+        DIR *d = opendir(m->warm_dir);
+        struct dirent *de;
+        if (!d)
+                return;
+        while ((de = readdir(d))) {
+                if (de->d_name[0] == '.' || de->d_type != DT_DIR)
+                        continue;
+                _cleanup_(seat_unrefp) Seat *s = seat_manager_get(m, de->d_name);
+                if (s)
+                        continue;
+                for (int k = 0; k < 2; k++) {
+                        _cleanup_(warm_paths_done) WarmPaths wp = {};
+                        if (warm_paths(m, de->d_name, k, &wp) >= 0) {
+                                warm_remove(&wp);
+                                (void) rmdir(wp.dir);
+                        }
+                }
+                log_info("removed the saved states of seat slot '%s' (no such seat)", de->d_name);
+        }
+        closedir(d);
+}
+
 int seat_manager_adopt(SeatManager *m, SeatError **ret_error) {
         virDomainPtr *doms = NULL;
         size_t n = 0;
@@ -1439,5 +2035,6 @@ int seat_manager_adopt(SeatManager *m, SeatError **ret_error) {
                 (void) adopt_one(m, doms[i]);
         free(doms);
         sweep_orphan_dirs(m);
+        sweep_warm_dirs(m);
         return 0;
 }

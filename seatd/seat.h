@@ -49,7 +49,8 @@ bool seat_egress_name_valid(const char *name);
 /* egress: the egress profile's name, NULL for the config's default. */
 int seat_provision(SeatManager *m, const char *image, const char *participant, const char *egress, Seat **ret,
                    char **ret_token, SeatError **ret_error);
-int seat_reset(SeatManager *m, Seat *s, char **ret_token, SeatError **ret_error);
+/* cold: boot from the image even where the slot's saved state could be restored. */
+int seat_reset(SeatManager *m, Seat *s, bool cold, char **ret_token, SeatError **ret_error);
 int seat_release(SeatManager *m, Seat *s, SeatError **ret_error);
 
 /* Look up a seat (a reference: seat_unref() it). */

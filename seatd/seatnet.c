@@ -19,6 +19,8 @@
 #include "profile.h"
 #include "seatnet.h"
 
+#define SEATNET_STANDBY_NETWORK "seatd-standby"
+#define SEATNET_STANDBY_BRIDGE "seat-standby"
 #define CREATE_TRIES 16       /* subnets tried when another network holds one */
 #define UPLINK_METRIC 100
 #define BLACKHOLE_METRIC 0xffffffffu
@@ -105,6 +107,34 @@ static void on_tamper(const NftSeatSpec *spec, NftSeatState state, void *userdat
         Pending *p = &nm->pending[nm->n_pending++];
         (void) snprintf(p->seat, sizeof(p->seat), "%s", spec->seat);
         p->state = state;
+}
+
+/* The standby network: a bridge with no address, no forwarding and no DHCP/DNS, shared by
+ * every seatd on this libvirtd (made when missing, never removed). Spare machines of warm
+ * resets boot on it: they must not sit on a seat's own bridge beside its guest. */
+static int standby_network(virConnectPtr conn, SeatError **ret_error) {
+        _cleanup_(virNetworkFreep) virNetworkPtr net = virNetworkLookupByName(conn, SEATNET_STANDBY_NETWORK);
+        if (net && virNetworkIsActive(net) == 1)
+                return 0;
+        virNetworkPtr made = virNetworkCreateXML(conn, "<network>\n"
+                                                       "  <name>" SEATNET_STANDBY_NETWORK "</name>\n"
+                                                       "  <bridge name='" SEATNET_STANDBY_BRIDGE "' stp='off' delay='0'/>\n"
+                                                       "  <port isolated='yes'/>\n"
+                                                       "</network>\n");
+        if (!made) {
+                /* Another seatd made it meanwhile? */
+                _cleanup_(virNetworkFreep) virNetworkPtr again = virNetworkLookupByName(conn, SEATNET_STANDBY_NETWORK);
+                if (again && virNetworkIsActive(again) == 1)
+                        return 0;
+                return seat_error_set(ret_error, EIO, "create the standby network '%s': %s", SEATNET_STANDBY_NETWORK,
+                                      domain_last_error());
+        }
+        virNetworkFree(made);
+        return 0;
+}
+
+int seatnet_ensure_standby(SeatNetManager *nm, virConnectPtr conn, SeatError **ret_error) {
+        return nm->config->network ? standby_network(conn, ret_error) : 0;
 }
 
 static int uplink_routes(const SeatConfig *c, SeatError **ret_error) {
@@ -467,6 +497,12 @@ const char *seatnet_profile_text(const SeatNet *n) {
 
 int seatnet_interface_xml(const SeatNet *n, char **ret) {
         return netdef_interface_xml(&n->ns, ret);
+}
+
+int seatnet_standby_interface_xml(const SeatNet *n, char **ret) {
+        NetSeat standby = n->ns;
+        (void) snprintf(standby.network, sizeof(standby.network), SEATNET_STANDBY_NETWORK);
+        return netdef_interface_xml(&standby, ret);
 }
 
 void seatnet_guest_address(const SeatNet *n, AgentAddress *ret) {

@@ -37,6 +37,9 @@ int seatnet_manager_new(const SeatConfig *config, SeatNetTamperFn fn, void *user
 SeatNetManager *seatnet_manager_free(SeatNetManager *nm);
 DEFINE_TRIVIAL_CLEANUP_FUNC(SeatNetManager *, seatnet_manager_free)
 
+/* Make the standby network when it is missing (see seatnet_standby_interface_xml()). */
+int seatnet_ensure_standby(SeatNetManager *nm, virConnectPtr conn, SeatError **ret_error);
+
 /* The watch's netlink socket, for the event loop; -1 when networks are off. */
 int seatnet_fd(SeatNetManager *nm);
 /* The socket is readable: drain it, verify, report. */
@@ -71,6 +74,9 @@ const char *seatnet_profile_name(const SeatNet *n);
 const char *seatnet_profile_text(const SeatNet *n);
 /* <interface> for the domain's <devices>. */
 int seatnet_interface_xml(const SeatNet *n, char **ret);
+/* The same NIC (MAC, model) on the host-wide standby network "seatd-standby" (no address,
+ * no route, nothing listening): where a warm reset's spare machine boots and is saved. */
+int seatnet_standby_interface_xml(const SeatNet *n, char **ret);
 /* What the guest configures: eth0, its address/prefix, the bridge as its gateway. The
  * strings point into n. */
 void seatnet_guest_address(const SeatNet *n, AgentAddress *ret);
