@@ -764,7 +764,18 @@ static int scan_run(const Addr *dst, unsigned from, unsigned to, unsigned window
                 while (head != tail && (ring[head % window].fd < 0 || ring[head % window].deadline <= now)) {
                         ScanSlot *s = &ring[head % window];
                         if (s->fd >= 0) {
-                                c->silent++;
+                                /* An answer may be waiting that epoll_wait has not handed
+                                 * over yet (it returns a bounded batch): ask the socket. */
+                                struct pollfd p = { .fd = s->fd, .events = POLLOUT };
+                                if (poll(&p, 1, 0) > 0) {
+                                        int err = 0;
+                                        socklen_t l = sizeof(err);
+                                        if (getsockopt(s->fd, SOL_SOCKET, SO_ERROR, &err, &l) < 0)
+                                                err = errno;
+                                        scan_result(c, s->port, err);
+                                } else {
+                                        c->silent++;
+                                }
                                 close(s->fd);
                                 s->fd = -1;
                         }
