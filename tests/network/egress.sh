@@ -196,6 +196,7 @@ FRAMES_BLOCKED=(
         "forged source MAC 52:54:00:aa:bb:cc (AF_PACKET)|spoof-mac eth0 52:54:00:aa:bb:cc $WORLD_ALLOWED $WORLD_RECORD_PORT"
         "IPv6 UDP to the host 2001:db8:5ea7::1 (socket)|ipv6 eth0 2001:db8:5ea7::1 9001"
         "IPv6 UDP to the host's link-local address (AF_PACKET)|ipv6 --raw eth0 HOST_LL 9002"
+        "priority-tagged frame (802.1Q VID 0) to 203.0.113.10 udp/$WORLD_RECORD_PORT|vlan eth0 0 $WORLD_BLOCKED $WORLD_RECORD_PORT"
 )
 
 # --- without the filter: the world is wired (every path works) -----------------------
