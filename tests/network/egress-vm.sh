@@ -92,7 +92,7 @@ guest_ip() { "$CTL" --json status "$1" | json_field 'd["network"]["guest"].split
 host_ip() { "$CTL" --json status "$1" | json_field 'd["network"]["host"]'; }
 bridge_of() { "$CTL" --json status "$1" | json_field 'd["network"]["bridge"]'; }
 # probe SEAT ARGS...: guest-probe in the guest; its one result line goes to $t/out
-probe() { local s=$1; shift; "$CTL" exec --timeout 60 "$s" -- /usr/bin/guest-probe "$@" >"$t/out" 2>&1; }
+probe() { local s=$1; shift; "$CTL" exec --timeout 60 "$s" -- /bin/guest-probe "$@" >"$t/out" 2>&1; }
 
 # allowed SEAT DESC ARGS...: the probe must succeed
 allowed() {
@@ -118,7 +118,7 @@ mkdir -p "$t/keys" "$t/state" "$t/egress"
 "$build/signing/seat-sign" keygen -W -p "$t/test.pub" -s "$t/test.key" >/dev/null 2>&1 || bail "keygen failed"
 cp "$t/test.pub" "$t/keys/"
 "$src/images/recipes/test-image" --guest-init "$build/guest-init/guest-init" --out "$t/img" --quiet \
-  --sign-key "$t/test.key" --tools "$build/images:$build/signing" --add "$PROBE:/usr/bin/guest-probe" \
+  --sign-key "$t/test.key" --tools "$build/images:$build/signing" --guest-tool "$PROBE" \
   >"$t/out" 2>&1 || { cat "$t/out"; bail "building the test image failed"; }
 
 cat >"$t/egress/lab.profile" <<EOF

@@ -1,35 +1,39 @@
 #!/bin/bash
 # SPDX-License-Identifier: LGPL-2.1-or-later
 #
-# The egress filter (network/nft.c) proven without VMs (docs/egress.md). Network
-# namespaces stand in for two seats' guests and for the outside world:
+# The egress filter (network/nft.c) and the hostile guest's probes (guest-probe) proven
+# without VMs (docs/egress.md). Network namespaces stand in for two seats' guests; the
+# outside world is world.sh's:
 #
 #   netns seatd-nt-g1 (guest 10.213.0.6, 52:54:00:d5:00:01) --veth-- bridge seat-nt1 (10.213.0.5)
 #   netns seatd-nt-g2 (guest 10.213.0.10)                   --veth-- bridge seat-nt2 (10.213.0.9)
 #   host: policy routing table 213 for traffic from the seat bridges -> veth uplink sdnt-up0
-#   netns seatd-nt-out: allowed server 198.51.100.10:8080, other port :8081, UDP :8080,
-#     blocked server 203.0.113.10:8080, metadata 169.254.169.254:80,
-#     DNS 198.51.100.53 (allowed) and 203.0.113.53 (not)
+#     (10.255.213.1/30) -> netns seatd-nt-out (world.sh: allowed, blocked, metadata, DNS
+#     servers and the recorder)
 #
 # Nothing is routed towards eth0 (the guard is loaded first; table 213 ends in a blackhole)
 # and IPv4 forwarding is switched on only for the test's own interfaces. Every case runs
 # once without the filter (the world is wired: it must work) and once with it (it must
-# fail, and the seat's denied counters must grow). Then tamper detection: the table
-# flushed and one rule changed behind seatd's back, with the detection window measured.
+# fail, and the seat's denied counters must grow), beside positive controls that must
+# still work. Frames that cannot answer (forged IP or MAC, VLAN tag, IPv6) are judged by
+# the recorder: the blocked frame must not arrive while its control, sent after it on the
+# same path, does. Then tamper detection: the table flushed and rules changed behind
+# seatd's back, with the detection window measured.
 #
-# usage: egress.sh NFTEST NETPROBE
+# usage: egress.sh NFTEST GUEST_PROBE
 set -u
 
-NFTEST=${1:?usage: egress.sh NFTEST NETPROBE}
-PROBE=${2:?usage: egress.sh NFTEST NETPROBE}
+NFTEST=${1:?usage: egress.sh NFTEST GUEST_PROBE}
+GP=${2:?usage: egress.sh NFTEST GUEST_PROBE}
 HERE=$(cd "$(dirname "$0")" && pwd)
 
-BR1=seat-nt1 BR2=seat-nt2 UP=sdnt-up0 UPO=sdnt-up1 V1=sdnt-g1 V2=sdnt-g2
-NS1=seatd-nt-g1 NS2=seatd-nt-g2 NSO=seatd-nt-out
+BR1=seat-nt1 BR2=seat-nt2 UP=sdnt-up0 V1=sdnt-g1 V2=sdnt-g2
+NS1=seatd-nt-g1 NS2=seatd-nt-g2
 RT=213
 MAC1=52:54:00:d5:00:01 MAC2=52:54:00:d5:00:02
 SEAT1=(--seat nt1 --bridge $BR1 --uplink $UP --guest 10.213.0.6 --mac $MAC1 --masquerade)
 SEAT2=(--seat nt2 --bridge $BR2 --uplink $UP --guest 10.213.0.10 --mac $MAC2 --masquerade)
+UPLINK_IP=10.255.213.1
 
 n=0
 failed=0
@@ -45,36 +49,36 @@ if [[ $(id -u) != 0 ]]; then
         echo "1..0 # SKIP needs root (network namespaces, nftables)"
         exit 0
 fi
-for tool in ip nft python3 bridge setpriv; do
+for tool in ip ss nft python3 bridge setpriv flock; do
         if ! command -v $tool >/dev/null; then
                 echo "1..0 # SKIP $tool is missing"
                 exit 0
         fi
 done
 
-# The guard from docs: loaded FIRST, left loaded.
-# shellcheck source=../../scripts/lib/host.sh
-. "$HERE/../../scripts/lib/host.sh"
-host_load_guard || { echo "1..0 # SKIP cannot load the guard ruleset"; exit 0; }
-nft list table inet seat_guard >/dev/null 2>&1 || { echo "Bail out! guard ruleset not loaded"; exit 1; }
+# One run at a time on this machine: the names, table 213 and the subnets are fixed.
+exec 9>/run/lock/seatd-egress-test.lock
+flock -w 600 9 || { echo "Bail out! another egress.sh holds /run/lock/seatd-egress-test.lock"; exit 1; }
 
+# shellcheck source=world.sh
+. "$HERE/world.sh"
+WORLD_NS=seatd-nt-out WORLD_NET=10.255.213
 TMP=$(mktemp -d /tmp/seatd-egress.XXXXXX)
+WORLD_DIR=$TMP/world
 PIDS=()
 
 cleanup() {
         local p
-        [[ -f $TMP/pids ]] && mapfile -t -O "${#PIDS[@]}" PIDS <"$TMP/pids"
         for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
         for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null; done
         PIDS=()
         "$NFTEST" remove "${SEAT1[@]}" 2>/dev/null
         "$NFTEST" remove "${SEAT2[@]}" 2>/dev/null
-        while ip rule del lookup $RT 2>/dev/null; do :; done
-        ip route flush table $RT 2>/dev/null
+        world_unroute $RT
         ip route del 10.213.9.9/32 dev $BR1 2>/dev/null
-        for ns in $NS1 $NS2 $NSO; do ip netns del $ns 2>/dev/null; done
-        for l in $BR1 $BR2 $UP $V1 $V2; do ip link del $l 2>/dev/null; done
-        rm -f "$TMP/pids"
+        world_guest_down $NS1 $BR1 $V1
+        world_guest_down $NS2 $BR2 $V2
+        world_down
 }
 cleanup_all() {
         cleanup
@@ -87,103 +91,71 @@ cleanup_all() {
 }
 trap cleanup_all EXIT
 trap 'exit 130' INT TERM
-cleanup # leftovers of a run that was killed
-
-in_ns() { local ns=$1; shift; ip netns exec "$ns" "$@"; }
-# Servers' pids go to a file: setup runs in a subshell (for set -e).
-serve() {
-        local ns=$1; shift
-        if [[ $ns == host ]]; then "$PROBE" "$@" & else in_ns "$ns" "$PROBE" "$@" & fi
-        echo $! >>"$TMP/pids"
-}
-probe() { in_ns $NS1 "$PROBE" "$@" >/dev/null 2>&1; }
-denied() { "$NFTEST" denied "${SEAT1[@]}" 2>/dev/null || echo -1; }
 
 setup() {
-        set -e
-        ip netns add $NSO
-        ip netns add $NS1
-        ip netns add $NS2
-        in_ns $NSO ip link set lo up
-        in_ns $NS1 ip link set lo up
-        in_ns $NS2 ip link set lo up
-
-        # The uplink: a veth into the outside namespace.
-        ip link add $UP type veth peer name $UPO netns $NSO
-        ip addr add 198.51.100.1/24 dev $UP
-        ip link set $UP up
-        in_ns $NSO ip link set $UPO up
-        for a in 198.51.100.254/24 198.51.100.10/24 198.51.100.53/24 203.0.113.10/24 203.0.113.53/24 169.254.169.254/16; do
-                in_ns $NSO ip addr add $a dev $UPO
+        world_up $UP || return
+        world_guest_up $NS1 $BR1 $V1 10.213.0.5 10.213.0.6/30 $MAC1 || return
+        world_guest_up $NS2 $BR2 $V2 10.213.0.9 10.213.0.10/30 $MAC2 || return
+        world_route $RT $BR1 $BR2 || return
+        (
+                set -e
+                ip addr add 2001:db8:5ea7::1/64 dev $BR1 nodad
+                ip -n $NS1 addr add 2001:db8:5ea7::2/64 dev eth0 nodad
+                ip -n $NS1 addr add 10.213.9.9/32 dev eth0 # the spoofed source
+                ip route add 10.213.9.9/32 dev $BR1
+        ) || return
+        # The host's link-local address on the seat bridge (the kernel adds it: wait).
+        local i
+        for i in $(seq 1 60); do
+                HOST_LL=$(ip -6 -o addr show dev $BR1 scope link | awk '$0 !~ /tentative/ {sub(/\/.*/, "", $4); print $4; exit}')
+                [[ -n $HOST_LL ]] && break
+                sleep 0.05
         done
-        # Only for the unfiltered control (the filter masquerades).
-        in_ns $NSO ip route add 10.213.0.0/16 via 198.51.100.1
-
-        # Two seat bridges, one isolated port each, like libvirt's <port isolated='yes'/>.
-        local br v ns hostip guestip mac
-        for i in 1 2; do
-                br=seat-nt$i v=sdnt-g$i ns=seatd-nt-g$i
-                hostip=10.213.0.$((i * 4 + 1)) guestip=10.213.0.$((i * 4 + 2))
-                mac=52:54:00:d5:00:0$i
-                ip link add $br type bridge
-                ip addr add $hostip/30 dev $br
-                ip link set $br up
-                ip link add $v type veth peer name eth0 netns $ns
-                ip link set $v master $br
-                bridge link set dev $v isolated on
-                ip link set $v up
-                in_ns $ns ip link set eth0 address $mac
-                in_ns $ns ip addr add $guestip/30 dev eth0
-                in_ns $ns ip link set eth0 up
-                in_ns $ns ip route add default via $hostip
-                sysctl -qw net.ipv4.conf.$br.forwarding=1
-        done
-        ip addr add 2001:db8:5ea7::1/64 dev $BR1 nodad
-        in_ns $NS1 ip addr add 2001:db8:5ea7::2/64 dev eth0 nodad
-        in_ns $NS1 ip addr add 10.213.9.9/32 dev eth0 # the spoofed source
-        ip route add 10.213.9.9/32 dev $BR1
-        sysctl -qw net.ipv4.conf.$UP.forwarding=1
-
-        # Seat traffic is routed explicitly: to the test ranges via the uplink, to the seat
-        # bridges, and nowhere else (never the main table's default route to eth0).
-        ip route add 198.51.100.0/24 dev $UP table $RT
-        ip route add 203.0.113.0/24 dev $UP table $RT
-        ip route add 169.254.169.254/32 dev $UP table $RT
-        ip route add 10.213.0.4/30 dev $BR1 table $RT
-        ip route add 10.213.0.8/30 dev $BR2 table $RT
-        ip route add blackhole default table $RT
-        ip rule add iif $BR1 lookup $RT pref 2130
-        ip rule add iif $BR2 lookup $RT pref 2131
-
-        serve $NSO serve-tcp 198.51.100.10 8080
-        serve $NSO serve-tcp 198.51.100.10 8081
-        serve $NSO serve-udp 198.51.100.10 8080
-        serve $NSO serve-tcp 203.0.113.10 8080
-        serve $NSO serve-tcp 169.254.169.254 80
-        serve $NSO serve-dns 198.51.100.53
-        serve $NSO serve-dns 203.0.113.53
-        serve host serve-tcp 10.213.0.5 2222
-        serve host serve-udp 10.213.0.5 53
-        serve host serve-tcp 198.51.100.1 2223
-        serve host serve-tcp 2001:db8:5ea7::1 2224
-        serve $NS2 serve-tcp 10.213.0.10 8080
-        set +e
+        [[ -n $HOST_LL ]] || { echo "no link-local address on $BR1" >&2; return 1; }
+        world_serve host serve-tcp 10.213.0.5 2222
+        world_serve host serve-udp 10.213.0.5 53
+        world_serve host serve-tcp $UPLINK_IP 2223
+        world_serve host serve-tcp 2001:db8:5ea7::1 2224
+        world_serve $NS2 serve-tcp 10.213.0.10 8080
+        world_wait_listening host 3 2222 2223 2224 || return
+        world_wait_listening $NS2 1 8080 || return
+        world_host_receiver 2001:db8:5ea7::1 9001 || return
+        world_host_receiver "$HOST_LL%$BR1" 9002 || return
 }
 
-if ! (setup) >"$TMP/setup.log" 2>&1; then
+if ! setup >"$TMP/setup.log" 2>&1; then
         echo "Bail out! cannot build the test world: $(tail -n 3 "$TMP/setup.log" | tr '\n' ' ')"
         exit 1
 fi
 
-# Wait (bounded) until the servers answer.
-for i in $(seq 1 50); do
-        probe tcp 198.51.100.10 8080 && probe tcp 10.213.0.5 2222 && in_ns $NS1 "$PROBE" tcp 10.213.0.10 8080 >/dev/null 2>&1 && break
-        sleep 0.1
-done
+# Every probe runs in the first guest's namespace; the line it printed is kept.
+probe() { ip netns exec $NS1 "$GP" --timeout-ms 1000 "$@" >"$TMP/probe.out" 2>&1; }
+denied() { "$NFTEST" denied "${SEAT1[@]}" 2>/dev/null || echo -1; }
+key_n=0
+# sent_and_arrived PROBE-ARGS...: a crafted frame was sent and the recorder logged it.
+sent_and_arrived() {
+        local key=f$((++key_n))-$$
+        probe --key "$key" --count 2 "$@" || return 1
+        world_wait_received "$key" 2000 >/dev/null
+}
+# blocked_frame PROBE-ARGS...: sent, and did not arrive although the control (a frame from
+# the real MAC and IP to the recorder, sent after it) did.
+control_key=
+blocked_frame() {
+        local key=b$((++key_n))-$$
+        control_key=c$key_n-$$
+        probe --key "$key" "$@" || return 1
+        ip netns exec $NS1 "$GP" --key "$control_key" raw eth0 $WORLD_ALLOWED $WORLD_RECORD_PORT >/dev/null 2>&1 || return 1
+        world_wait_received "$control_key" 2000 >/dev/null || { echo "control did not arrive" >"$TMP/probe.out"; return 1; }
+        ! world_received "$key" >/dev/null
+}
 
-cat >"$TMP/profile" <<'EOF'
-# seat nt1: one web server and one resolver
+cat >"$TMP/profile" <<EOF
+# seat nt1: one web server (and its UDP port 8081), a ping target, the recorder, one resolver
 allow tcp 198.51.100.10/32 port 8080
+allow udp 198.51.100.10/32 port 8081
+allow udp 198.51.100.10/32 port $WORLD_RECORD_PORT
+allow icmp 198.51.100.53/32
 dns 198.51.100.53
 ipv6 deny
 capture off
@@ -192,34 +164,61 @@ printf 'allow tcp 198.51.100.10 port 8080\n' >"$TMP/profile2"
 SEAT1+=(--profile "$TMP/profile")
 SEAT2+=(--profile "$TMP/profile2")
 
-# name | probe arguments (run in the guest netns)
+# name | probe arguments (run in the guest netns); each reaches its server or fails
 ALLOWED=(
-        "allowed server 198.51.100.10 tcp/8080|tcp 198.51.100.10 8080"
-        "allowed DNS server 198.51.100.53|dns 198.51.100.53 example.test"
+        "allowed server 198.51.100.10 tcp/8080, a line echoed|tcp 198.51.100.10 8080 --send hello --expect hello"
+        "allowed server by name (allowed.test via the allowed resolver)|tcp allowed.test 8080 --resolver 198.51.100.53 --send hi --expect hi"
+        "allowed server HTTP GET|http 198.51.100.10 8080 /index.html"
+        "allowed server udp/8081, a datagram echoed|udp 198.51.100.10 8081"
+        "allowed DNS server 198.51.100.53 answers|dns 198.51.100.53 allowed.test"
+        "allowed ICMP echo to 198.51.100.53|icmp 198.51.100.53"
 )
 BLOCKED=(
-        "blocked server by IP 203.0.113.10 tcp/8080|tcp 203.0.113.10 8080"
-        "allowed server, other port tcp/8081|tcp 198.51.100.10 8081"
+        "blocked server by IP 203.0.113.10 tcp/8080|tcp 203.0.113.10 8080 --send hi --expect hi"
+        "blocked server by name (blocked.test, resolved by the allowed resolver)|tcp blocked.test 8080 --resolver 198.51.100.53 --send hi --expect hi"
+        "blocked server by IP 203.0.113.10 udp/8080|udp 203.0.113.10 8080"
+        "allowed server, other port tcp/8081|tcp 198.51.100.10 8081 --send hi --expect hi"
         "allowed server, other protocol udp/8080|udp 198.51.100.10 8080"
         "allowed server, ICMP echo|icmp 198.51.100.10"
-        "metadata service 169.254.169.254 tcp/80|tcp 169.254.169.254 80"
-        "DNS server not in the profile 203.0.113.53|dns 203.0.113.53 example.test"
+        "metadata service 169.254.169.254 HTTP GET|http 169.254.169.254 80 /latest/meta-data/"
+        "DNS server not in the profile 203.0.113.53|dns 203.0.113.53 allowed.test"
         "host bridge address tcp/2222|tcp 10.213.0.5 2222"
         "host bridge address udp/53 (a resolver on the host)|udp 10.213.0.5 53"
         "host bridge address ICMP echo|icmp 10.213.0.5"
-        "host's other address 198.51.100.1 tcp/2223|tcp 198.51.100.1 2223"
+        "host's uplink address $UPLINK_IP tcp/2223|tcp $UPLINK_IP 2223"
         "IPv6 to the host 2001:db8:5ea7::1 tcp/2224|tcp 2001:db8:5ea7::1 2224"
         "another seat's guest 10.213.0.10 tcp/8080|tcp 10.213.0.10 8080"
-        "spoofed source 10.213.9.9 to the allowed server|tcp 198.51.100.10 8080 10.213.9.9"
+        "spoofed source 10.213.9.9 (an address on the guest's interface)|tcp 198.51.100.10 8080 --bind 10.213.9.9"
+)
+# name | crafted frame (guest-probe via AF_PACKET or a socket); judged by the recorder
+FRAMES_BLOCKED=(
+        "forged source IP 10.213.9.9 (AF_PACKET)|spoof-ip eth0 10.213.9.9 $WORLD_ALLOWED $WORLD_RECORD_PORT"
+        "forged source MAC 52:54:00:aa:bb:cc (AF_PACKET)|spoof-mac eth0 52:54:00:aa:bb:cc $WORLD_ALLOWED $WORLD_RECORD_PORT"
+        "IPv6 UDP to the host 2001:db8:5ea7::1 (socket)|ipv6 eth0 2001:db8:5ea7::1 9001"
+        "IPv6 UDP to the host's link-local address (AF_PACKET)|ipv6 --raw eth0 HOST_LL 9002"
+        "priority-tagged frame (802.1Q VID 0) to 203.0.113.10 udp/$WORLD_RECORD_PORT|vlan eth0 0 $WORLD_BLOCKED $WORLD_RECORD_PORT"
 )
 
 # --- without the filter: the world is wired (every path works) -----------------------
 for c in "${ALLOWED[@]}" "${BLOCKED[@]}"; do
         IFS='|' read -r name args <<<"$c"
         # shellcheck disable=SC2086
-        check "unfiltered control: $name reachable" probe $args
+        if probe $args; then ok "unfiltered control: $name reachable"; else
+                not_ok "unfiltered control: $name: $(cat "$TMP/probe.out")"; fi
 done
-check "unfiltered control: some port of the host bridge answers a scan" bash -c "! ip netns exec $NS1 $PROBE scan 10.213.0.5 >/dev/null 2>&1"
+check "unfiltered control: frame from the real MAC and IP to the recorder arrives (AF_PACKET)" \
+        sent_and_arrived raw eth0 $WORLD_ALLOWED $WORLD_RECORD_PORT
+for c in "${FRAMES_BLOCKED[@]}"; do
+        IFS='|' read -r name args <<<"$c"
+        # shellcheck disable=SC2086
+        check "unfiltered control: $name arrives" sent_and_arrived ${args/HOST_LL/$HOST_LL}
+done
+# A tagged frame is dropped by the host's kernel already (no VLAN device on the bridge):
+# there is no unfiltered path to prove; the filtered case below still needs its control.
+check "unfiltered: VLAN-tagged frame (VID 100) does not arrive, its untagged control does" \
+        blocked_frame vlan eth0 100 $WORLD_ALLOWED $WORLD_RECORD_PORT
+check "unfiltered control: some port of the host bridge answers a scan" probe scan 10.213.0.5 1-65535
+diag "scan: $(cat "$TMP/probe.out")"
 
 # --- install --------------------------------------------------------------------------
 check "install refused without CAP_NET_ADMIN (the seat would not start)" \
@@ -236,8 +235,11 @@ check "reinstall replaces the seat's chains in one transaction" "$NFTEST" instal
 for c in "${ALLOWED[@]}"; do
         IFS='|' read -r name args <<<"$c"
         # shellcheck disable=SC2086
-        check "filtered: $name works (positive control)" probe $args
+        if probe $args; then ok "filtered: $name works (positive control)"; else
+                not_ok "filtered: $name: $(cat "$TMP/probe.out")"; fi
 done
+check "filtered: frame from the real MAC and IP to the recorder arrives (positive control)" \
+        sent_and_arrived raw eth0 $WORLD_ALLOWED $WORLD_RECORD_PORT
 for c in "${BLOCKED[@]}"; do
         IFS='|' read -r name args <<<"$c"
         before=$(denied)
@@ -247,30 +249,53 @@ for c in "${BLOCKED[@]}"; do
         if [[ $res == failed && $after -gt $before ]]; then
                 ok "filtered: $name fails and is counted (denied $before -> $after)"
         else
+                not_ok "filtered: $name: $res, denied $before -> $after: $(cat "$TMP/probe.out")"
+        fi
+done
+for c in "${FRAMES_BLOCKED[@]}"; do
+        IFS='|' read -r name args <<<"$c"
+        before=$(denied)
+        # shellcheck disable=SC2086
+        if blocked_frame ${args/HOST_LL/$HOST_LL}; then res=blocked; else res="not blocked: $(cat "$TMP/probe.out")"; fi
+        after=$(denied)
+        # (the control frame is allowed: it does not move the counter)
+        if [[ $res == blocked && $after -gt $before ]]; then
+                ok "filtered: $name does not arrive, its control does; counted (denied $before -> $after)"
+        else
                 not_ok "filtered: $name: $res, denied $before -> $after"
         fi
 done
-
-# Spoofed MAC: the guest changes its MAC and tries the allowed server.
 before=$(denied)
-in_ns $NS1 ip link set eth0 address 52:54:00:aa:bb:cc
-if probe tcp 198.51.100.10 8080; then res=reached; else res=failed; fi
-in_ns $NS1 ip link set eth0 address $MAC1
+if blocked_frame vlan eth0 100 $WORLD_ALLOWED $WORLD_RECORD_PORT; then res=blocked; else res="not blocked: $(cat "$TMP/probe.out")"; fi
 after=$(denied)
-if [[ $res == failed && $after -gt $before ]]; then ok "filtered: spoofed MAC fails and is counted (denied $before -> $after)"
-else not_ok "filtered: spoofed MAC: $res, denied $before -> $after"; fi
-check "filtered: allowed server works again with the real MAC" probe tcp 198.51.100.10 8080
+if [[ $res == blocked ]]; then
+        ok "filtered: VLAN-tagged frame (VID 100) does not arrive, its control does (denied $before -> $after)"
+        # The kernel drops it before netfilter sees it: nothing to count (docs/egress.md).
+        [[ $after -gt $before ]] || diag "VLAN-tagged frame: dropped by the kernel, not by the filter: not in the denied counters"
+else
+        not_ok "filtered: VLAN-tagged frame: $res"
+fi
+
+# Spoofed MAC, the kernel's way: the guest changes its MAC and tries the allowed server.
+before=$(denied)
+ip -n $NS1 link set eth0 address 52:54:00:aa:bb:cc
+if probe tcp 198.51.100.10 8080 --send hi --expect hi; then res=reached; else res=failed; fi
+ip -n $NS1 link set eth0 address $MAC1
+after=$(denied)
+if [[ $res == failed && $after -gt $before ]]; then ok "filtered: guest's MAC changed: fails and is counted (denied $before -> $after)"
+else not_ok "filtered: guest's MAC changed: $res, denied $before -> $after"; fi
+check "filtered: allowed server works again with the real MAC" probe tcp 198.51.100.10 8080 --send hi --expect hi
 
 # Every TCP port of the host's bridge address.
 before=$(denied)
-t0=$(date +%s)
-if in_ns $NS1 "$PROBE" scan 10.213.0.5 >"$TMP/scan.out" 2>&1; then res=failed; else res="answered: $(head -c 200 "$TMP/scan.out")"; fi
+if probe scan 10.213.0.5 1-65535 --timeout-ms 250; then res="answered: $(cat "$TMP/probe.out")"; else res=failed; fi
 after=$(denied)
 if [[ $res == failed && $((after - before)) -ge 65535 ]]; then
-        ok "filtered: all 65535 TCP ports of the host bridge address fail and are counted (denied +$((after - before)), $(( $(date +%s) - t0 )) s)"
+        ok "filtered: all 65535 TCP ports of the host bridge address fail and are counted (denied +$((after - before)))"
 else
         not_ok "filtered: host bridge port scan: $res, denied $before -> $after"
 fi
+diag "scan: $(cat "$TMP/probe.out")"
 
 if dmesg >/dev/null 2>&1; then
         logged=$(dmesg | grep -c "seatd-deny nt1 ")
@@ -318,8 +343,8 @@ fi
 check "after the flush, verify says the rules are not intact" bash -c "! '$NFTEST' verify ${SEAT1[*]} >/dev/null 2>&1"
 check "re-protect: install again" "$NFTEST" install "${SEAT1[@]}"
 check "re-protect seat nt2 too (the flush took its rules as well)" "$NFTEST" install "${SEAT2[@]}"
-check "re-protected: blocked server fails again" bash -c "! ip netns exec $NS1 $PROBE tcp 203.0.113.10 8080"
-check "re-protected: allowed server works" probe tcp 198.51.100.10 8080
+check "re-protected: blocked server fails again" bash -c "! ip netns exec $NS1 $GP --timeout-ms 1000 tcp 203.0.113.10 8080 >/dev/null"
+check "re-protected: allowed server works" probe tcp 198.51.100.10 8080 --send hi --expect hi
 
 handle=$(nft -a list chain inet seatd out-$BR1 | awk '/198.51.100.10 tcp dport 8080/ { print $NF; exit }')
 watch_for "one rule changed (allow 198.51.100.10 -> 203.0.113.10)" \

@@ -1,197 +1,154 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: LGPL-2.1-or-later
-"""Test servers and clients for tests/network/egress.sh. Every client is bounded by a
-timeout; servers run until killed. Clients exit 0 when the peer answered, 1 when not.
+"""The test world's servers (tests/network/world.sh). They run until killed; every read
+is bounded and every connection has a timeout. The clients are guest-probe's.
 
-  serve-tcp ADDR PORT        answers "ok\\n" to every connection
-  serve-udp ADDR PORT        answers "ok" to every datagram
-  serve-dns ADDR             UDP 53: answers every A query with 198.51.100.10
-  tcp ADDR PORT [SRC]        connect (from SRC), expect "ok"
-  udp ADDR PORT              send, expect "ok"
-  icmp ADDR                  one echo request (IPv4), expect the reply
-  dns SERVER NAME            one A query, expect an answer
-  scan ADDR                  connect to every TCP port 1-65535; exit 0 when none answered
-                             (no accept, no RST) and 1 when any did
+  serve-tcp ADDR PORT        per connection: reads one line (2 s); "GET PATH ..." gets an
+                             HTTP/1.0 200 whose body names the server, anything else is
+                             echoed back as one line
+  serve-udp ADDR PORT        echoes every datagram
+  serve-dns ADDR NAME=IP...  UDP 53: A queries for the NAMEs answered (TTL 60), NXDOMAIN
+                             for any other name, FORMERR for what is not a plain query
+  serve-record ADDR PORT LOG UDP: appends one line per datagram to LOG:
+                             "key=KEY port=PORT src=ADDR" (KEY from a guest-probe payload
+                             "seatd-probe key=KEY ...", "-" otherwise); never replies
+ADDR may be IPv6 (link-local as fe80::1%IFACE).
 """
-import errno
 import os
-import resource
-import selectors
 import socket
 import struct
 import sys
 import threading
-import time
 
-TIMEOUT = float(os.environ.get("NETPROBE_TIMEOUT", "1.5"))
-
-
-def family(addr):
-    return socket.AF_INET6 if ":" in addr else socket.AF_INET
+LINE_MAX = 4096
 
 
-def serve_tcp(addr, port):
-    s = socket.socket(family(addr), socket.SOCK_STREAM)
+def sockaddr(addr, port):
+    """(family, address tuple) for bind; fe80::1%eth0 carries its scope."""
+    if ":" not in addr:
+        return socket.AF_INET, (addr, int(port))
+    host, _, scope = addr.partition("%")
+    return socket.AF_INET6, (host, int(port), 0, socket.if_nametoindex(scope) if scope else 0)
+
+
+def bound(kind, addr, port):
+    fam, sa = sockaddr(addr, port)
+    s = socket.socket(fam, kind)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    s.bind((addr, int(port)))
-    s.listen(64)
-    while True:
-        c, _ = s.accept()
-        try:
-            c.settimeout(1)
-            c.sendall(b"ok\n")
-        except OSError:
-            pass
+    if fam == socket.AF_INET6:
+        s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+    # The world's addresses may be added a moment after the server starts.
+    s.setsockopt(socket.SOL_IP, 15, 1)  # IP_FREEBIND
+    s.bind(sa)
+    return s
+
+
+def read_line(c):
+    data = b""
+    while b"\n" not in data and len(data) < LINE_MAX:
+        chunk = c.recv(LINE_MAX - len(data))
+        if not chunk:
+            break
+        data += chunk
+    return data
+
+
+def tcp_conn(c, addr, port):
+    try:
+        c.settimeout(2)
+        line = read_line(c)
+        if line.startswith(b"GET "):
+            path = line.split(b" ")[1][:200].decode("ascii", "replace")
+            # headers: read up to the blank line (bounded), then answer
+            rest = line
+            while b"\r\n\r\n" not in rest and len(rest) < 4 * LINE_MAX:
+                chunk = c.recv(LINE_MAX)
+                if not chunk:
+                    break
+                rest += chunk
+            body = ("seatd-world %s:%s %s\n" % (addr, port, path)).encode()
+            c.sendall(b"HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+        elif line:
+            c.sendall(line if line.endswith(b"\n") else line + b"\n")
+    except OSError:
+        pass
+    finally:
         c.close()
 
 
-def serve_udp(addr, port):
-    s = socket.socket(family(addr), socket.SOCK_DGRAM)
-    s.bind((addr, int(port)))
+def serve_tcp(addr, port):
+    s = bound(socket.SOCK_STREAM, addr, port)
+    s.listen(128)
     while True:
-        _, peer = s.recvfrom(2048)
-        s.sendto(b"ok", peer)
+        c, _ = s.accept()
+        threading.Thread(target=tcp_conn, args=(c, addr, port), daemon=True).start()
 
 
-def serve_dns(addr):
-    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    s.bind((addr, 53))
+def serve_udp(addr, port):
+    s = bound(socket.SOCK_DGRAM, addr, port)
+    while True:
+        data, peer = s.recvfrom(2048)
+        s.sendto(data, peer)
+
+
+def dns_question(q):
+    """(name, qtype, end) of the first question, or None. Bounded: no pointers allowed."""
+    labels, off = [], 12
+    while off < len(q) and q[off] != 0:
+        n = q[off]
+        if n > 63 or off + 1 + n > len(q):
+            return None
+        labels.append(q[off + 1:off + 1 + n].decode("ascii", "replace").lower())
+        off += 1 + n
+    if off + 5 > len(q):
+        return None
+    qtype = struct.unpack("!H", q[off + 1:off + 3])[0]
+    return ".".join(labels), qtype, off + 5
+
+
+def serve_dns(addr, *zone):
+    names = dict(z.split("=", 1) for z in zone)
+    s = bound(socket.SOCK_DGRAM, addr, 53)
     while True:
         q, peer = s.recvfrom(512)
-        if len(q) < 12:
+        if len(q) < 12 or q[2] & 0x80:
             continue
-        # Copy id and question; one A answer pointing at the question name.
-        qid = q[:2]
-        end = 12
-        while end < len(q) and q[end] != 0:
-            end += q[end] + 1
-        question = q[12:end + 5]
-        header = qid + b"\x81\x80" + b"\x00\x01\x00\x01\x00\x00\x00\x00"
-        answer = b"\xc0\x0c\x00\x01\x00\x01\x00\x00\x00\x3c\x00\x04" + socket.inet_aton("198.51.100.10")
-        s.sendto(header + question + answer, peer)
+        qd = struct.unpack("!H", q[4:6])[0]
+        parsed = dns_question(q) if qd == 1 else None
+        if parsed is None:
+            s.sendto(q[:2] + b"\x81\x01" + b"\x00" * 8, peer)  # FORMERR, no question
+            continue
+        name, qtype, end = parsed
+        question = q[12:end]
+        if name not in names:
+            s.sendto(q[:2] + b"\x81\x83" + b"\x00\x01\x00\x00\x00\x00\x00\x00" + question, peer)
+            continue
+        answers = b""
+        if qtype == 1:
+            answers = b"\xc0\x0c\x00\x01\x00\x01\x00\x00\x00\x3c\x00\x04" + socket.inet_aton(names[name])
+        header = q[:2] + b"\x81\x80" + struct.pack("!HHHH", 1, 1 if answers else 0, 0, 0)
+        s.sendto(header + question + answers, peer)
 
 
-def tcp(addr, port, src=None):
-    s = socket.socket(family(addr), socket.SOCK_STREAM)
-    s.settimeout(TIMEOUT)
-    try:
-        if src:
-            s.bind((src, 0))
-        s.connect((addr, int(port)))
-        return 0 if s.recv(16).startswith(b"ok") else 1
-    except OSError:
-        return 1
-    finally:
-        s.close()
-
-
-def udp(addr, port):
-    s = socket.socket(family(addr), socket.SOCK_DGRAM)
-    s.settimeout(TIMEOUT)
-    try:
-        s.sendto(b"hi", (addr, int(port)))
-        data, _ = s.recvfrom(16)
-        return 0 if data == b"ok" else 1
-    except OSError:
-        return 1
-    finally:
-        s.close()
-
-
-def checksum(b):
-    if len(b) % 2:
-        b += b"\0"
-    s = sum(struct.unpack("!%dH" % (len(b) // 2), b))
-    s = (s >> 16) + (s & 0xffff)
-    s += s >> 16
-    return ~s & 0xffff
-
-
-def icmp(addr):
-    s = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP)
-    ident = os.getpid() & 0xffff
-    body = b"seatd-netprobe"
-    hdr = struct.pack("!BBHHH", 8, 0, 0, ident, 1)
-    pkt = struct.pack("!BBHHH", 8, 0, checksum(hdr + body), ident, 1) + body
-    s.sendto(pkt, (addr, 0))
-    deadline = time.monotonic() + TIMEOUT
+def serve_record(addr, port, log):
+    s = bound(socket.SOCK_DGRAM, addr, port)
+    fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     while True:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            return 1
-        s.settimeout(left)
-        try:
-            data, peer = s.recvfrom(2048)
-        except OSError:
-            return 1
-        ihl = (data[0] & 0x0f) * 4
-        t, _, _, rid, _ = struct.unpack("!BBHHH", data[ihl:ihl + 8])
-        if t == 0 and rid == ident and peer[0] == addr:
-            return 0
-
-
-def dns(server, name):
-    q = b"\x12\x34\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00"
-    for label in name.split("."):
-        q += bytes([len(label)]) + label.encode()
-    q += b"\x00\x00\x01\x00\x01"
-    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    s.settimeout(TIMEOUT)
-    try:
-        s.sendto(q, (server, 53))
-        data, _ = s.recvfrom(512)
-        return 0 if data[:2] == b"\x12\x34" and struct.unpack("!H", data[6:8])[0] > 0 else 1
-    except OSError:
-        return 1
-    finally:
-        s.close()
-
-
-def scan(addr):
-    """Non-blocking connects in batches; a dropped SYN never answers, a closed port
-    answers RST (ECONNREFUSED) and an open one accepts: both count as answered."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    batch = max(64, min(4096, hard - 64))
-    resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, batch + 64), hard))
-    answered = []
-    for start in range(1, 65536, batch):
-        sel = selectors.DefaultSelector()
-        socks = []
-        for port in range(start, min(start + batch, 65536)):
-            s = socket.socket(family(addr), socket.SOCK_STREAM)
-            s.setblocking(False)
-            e = s.connect_ex((addr, port))
-            if e not in (errno.EINPROGRESS, 0):
-                if e == errno.ECONNREFUSED:
-                    answered.append(port)
-                s.close()
-                continue
-            sel.register(s, selectors.EVENT_WRITE, port)
-            socks.append(s)
-        deadline = time.monotonic() + 0.5
-        while socks and time.monotonic() < deadline:
-            for key, _ in sel.select(max(0.0, deadline - time.monotonic())):
-                err = key.fileobj.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
-                if err in (0, errno.ECONNREFUSED):
-                    answered.append(key.data)
-                sel.unregister(key.fileobj)
-        for s in socks:
-            s.close()
-        sel.close()
-    if answered:
-        print("answered: %s" % answered[:20])
-        return 1
-    return 0
+        data, peer = s.recvfrom(2048)
+        key = "-"
+        if data.startswith(b"seatd-probe key="):
+            key = data[16:].split(b" ")[0][:64].decode("ascii", "replace")
+            key = "".join(ch if ch.isalnum() or ch in "-_." else "?" for ch in key)
+        os.write(fd, ("key=%s port=%s src=%s\n" % (key, port, peer[0])).encode())
 
 
 def main(argv):
-    cmd, args = argv[1], argv[2:]
-    servers = {"serve-tcp": serve_tcp, "serve-udp": serve_udp, "serve-dns": serve_dns}
-    clients = {"tcp": tcp, "udp": udp, "icmp": icmp, "dns": dns, "scan": scan}
-    if cmd in servers:
-        servers[cmd](*args)
-        return 0
-    return clients[cmd](*args)
+    servers = {"serve-tcp": serve_tcp, "serve-udp": serve_udp, "serve-dns": serve_dns, "serve-record": serve_record}
+    if len(argv) < 2 or argv[1] not in servers:
+        sys.stderr.write(__doc__)
+        return 2
+    servers[argv[1]](*argv[2:])
+    return 0
 
 
 if __name__ == "__main__":

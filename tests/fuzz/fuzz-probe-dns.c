@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* guest-probe's DNS reply parser (tests/network/probe-dns.c) on hostile replies. The query
+ * it answers is fixed (id 0x1234, "allowed.test"), as the probe's own would be; every
+ * name in the message also goes through dns_read_name at every offset. Whatever parses
+ * must be within the parser's stated bounds. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "probe-dns.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+        char name[DNS_NAME_MAX + 1];
+        DnsReply reply;
+
+        if (dns_parse_reply(data, size, 0x1234, "allowed.test", &reply) == 0) {
+                if (reply.n_a > DNS_MAX_A || reply.n_answers > DNS_MAX_RECORDS || reply.rcode > 15)
+                        abort();
+        }
+        for (size_t off = 0; off < size && off < 512; off++) {
+                size_t o = off;
+                if (dns_read_name(data, size, &o, name) < 0)
+                        continue;
+                if (o <= off || o > size || strlen(name) > DNS_NAME_MAX)
+                        abort();
+        }
+
+        /* the query side: any text as a name either encodes within bounds or is refused */
+        char text[300];
+        size_t n = size < sizeof(text) - 1 ? size : sizeof(text) - 1;
+        memcpy(text, data, n);
+        text[n] = 0;
+        uint8_t q[DNS_UDP_MAX];
+        size_t qlen;
+        if (dns_build_query(0x1234, text, q, sizeof(q), &qlen) == 0) {
+                size_t o = 12;
+                if (qlen > sizeof(q) || dns_read_name(q, qlen, &o, name) < 0 || o + 4 != qlen)
+                        abort();
+        }
+        return 0;
+}
