@@ -397,7 +397,13 @@ static int build_ingress(json_object *rules, const NftSeatSpec *spec) {
         json_object_array_add(protos, j_str("arp"));
         if (spec->profile->ipv6)
                 json_object_array_add(protos, j_str("ip6"));
-        int r = RULE(rules, j_verdict("accept"), j_match("==", j_keyed("meta", "protocol"), j_obj1("set", protos)));
+        /* The kernel takes a VLAN tag off before this hook (and meta protocol is then the
+         * inner one); nftables puts it back for matches on the link-layer header. */
+        int r = RULE(rules, j_verdict("drop"), j_match("==", j_payload("ether", "type"), j_str("8021q")));
+        if (r >= 0)
+                r = RULE(rules, j_verdict("drop"), j_match("==", j_payload("ether", "type"), j_str("8021ad")));
+        if (r >= 0)
+                r = RULE(rules, j_verdict("accept"), j_match("==", j_keyed("meta", "protocol"), j_obj1("set", protos)));
         return r < 0 ? r : add_deny_tail(rules, spec->seat);
 }
 

@@ -257,13 +257,11 @@ static int load_profile(SeatNetManager *nm, SeatNet *n, const char *saved, SeatE
                 r = egress_profile_parse("", 0, &n->profile, ret_error);
         else if (asprintf(&path, "%s/%s.profile", nm->config->egress_dir, n->profile_name) < 0)
                 return -ENOMEM;
-        else {
+        else if (access(path, F_OK) < 0 && errno == ENOENT)
+                return seat_error_set(ret_error, ENOENT, "no egress profile '%s' (looked for '%s'; see docs/egress.md)",
+                                      n->profile_name, path);
+        else
                 r = egress_profile_load(path, &n->profile, ret_error);
-                if (r == -ENOENT)
-                        return seat_error_set(ret_error, ENOENT,
-                                              "no egress profile '%s' (looked for '%s'; see docs/egress.md)",
-                                              n->profile_name, path);
-        }
         if (r < 0)
                 return seat_error_wrap(ret_error, "egress profile '%s'", n->profile_name);
         if (egress_profile_format(n->profile, &n->profile_text) < 0)

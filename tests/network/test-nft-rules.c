@@ -54,9 +54,11 @@ static void test_chains(void **state) {
         const char *ingc = json_object_to_json_string_ext(json_object_object_get(ing, "chain"), JSON_C_TO_STRING_PLAIN);
         assert_non_null(strstr(ingc, "\"hook\":\"ingress\""));
         assert_non_null(strstr(ingc, "\"dev\":\"seat-s1\""));
-        assert_string_equal(rule_text(ing, 0), "[{\"match\":{\"op\":\"==\",\"left\":{\"meta\":{\"key\":\"protocol\"}},"
+        assert_non_null(strstr(rule_text(ing, 0), "\"right\":\"8021q\"}},{\"counter\":null},{\"drop\":null}]"));
+        assert_non_null(strstr(rule_text(ing, 1), "\"right\":\"8021ad\"}},{\"counter\":null},{\"drop\":null}]"));
+        assert_string_equal(rule_text(ing, 2), "[{\"match\":{\"op\":\"==\",\"left\":{\"meta\":{\"key\":\"protocol\"}},"
                                                "\"right\":{\"set\":[\"ip\",\"arp\"]}}},{\"counter\":null},{\"accept\":null}]");
-        assert_string_equal(rule_text(ing, 2), "[{\"counter\":null},{\"drop\":null}]");
+        assert_string_equal(rule_text(ing, 4), "[{\"counter\":null},{\"drop\":null}]");
         assert_null(chain(chains, "nat-seat-s1"));
         json_object *fwd = chain(chains, "fwd-seat-s1");
         assert_non_null(fwd);
@@ -108,7 +110,7 @@ static void test_profile_options(void **state) {
         _cleanup_json_ json_object *chains = NULL;
         assert_int_equal(nft_seat_expected(&s, &chains, NULL), 0);
         assert_int_equal(json_object_array_length(chains), 7);
-        assert_non_null(strstr(rule_text(chain(chains, "ing-seat-s1"), 0), "[\"ip\",\"arp\",\"ip6\"]"));
+        assert_non_null(strstr(rule_text(chain(chains, "ing-seat-s1"), 2), "[\"ip\",\"arp\",\"ip6\"]"));
         json_object *nat = chain(chains, "nat-seat-s1");
         assert_non_null(strstr(rule_text(nat, 0), "{\"masquerade\":null}"));
         assert_non_null(strstr(rule_text(nat, 0), "\"up0\""));
