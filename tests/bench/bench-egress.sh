@@ -1,0 +1,144 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+#
+# What the egress filter costs (docs/egress.md):
+#   1. TCP throughput and connection rate from a guest to an allowed server in the test
+#      world, through the seat's filter (network/nft.c via nftest) and through the very same
+#      bridge, routing and uplink with no filter; medians of 5 runs each, interleaved;
+#   2. seatd provision time (real VMs) with a 500-entry allowlist and with none.
+# Summary: egress: filtered_over_unfiltered=R conn_filtered_over_unfiltered=R provision_500_over_0=R
+#
+# usage: bench-egress.sh BUILD_DIR
+set -uo pipefail
+
+build=$(realpath "${1:?usage: $0 BUILD_DIR}")
+src=$(cd "$(dirname "$0")/../.." && pwd)
+NFTEST=$build/tests/network/nftest
+[[ $(id -u) == 0 ]] || { echo "bench-egress: needs root" >&2; exit 1; }
+# shellcheck source=../network/world.sh
+. "$src/tests/network/world.sh"
+
+UP=sdb-up0 BR=seat-bench VETH=sdb-g1 GNS=seatd-b-g1 TABLE=5216
+GUEST=10.216.0.2 HOST=10.216.0.1 MAC=52:54:00:d5:01:01
+t=$(mktemp -d /var/tmp/seatd-bench-egress.XXXXXX)
+chmod 0755 "$t"
+SEAT=(--seat bench --bridge $BR --uplink $UP --guest $GUEST --mac $MAC --profile "$t/bench.profile")
+seatd_pid=
+
+cleanup() {
+  [[ -n $seatd_pid ]] && { kill "$seatd_pid" 2>/dev/null; wait "$seatd_pid" 2>/dev/null; }
+  "$NFTEST" remove "${SEAT[@]}" >/dev/null 2>&1
+  world_unroute $TABLE >/dev/null 2>&1
+  world_guest_down $GNS $BR $VETH >/dev/null 2>&1
+  world_down >/dev/null 2>&1
+  rm -rf "$t"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+world_up $UP >/dev/null || { echo "bench-egress: the test world did not come up" >&2; exit 1; }
+world_guest_up $GNS $BR $VETH $HOST $GUEST/30 $MAC || exit 1
+world_route $TABLE $BR || exit 1
+echo "allow tcp $WORLD_ALLOWED port 5201-5202" >"$t/bench.profile"
+
+# The server: a sink on 5201 (reads until EOF, says how much) and an accept-and-close on 5202.
+cat >"$t/srv.py" <<'PY'
+import socket, sys, threading
+host = sys.argv[1]
+def sink():
+    s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind((host, 5201)); s.listen(16)
+    while True:
+        c, _ = s.accept()
+        n = 0
+        while True:
+            b = c.recv(1 << 20)
+            if not b: break
+            n += len(b)
+        c.sendall(str(n).encode()); c.close()
+def closer():
+    s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind((host, 5202)); s.listen(1024)
+    while True:
+        s.accept()[0].close()
+threading.Thread(target=sink, daemon=True).start()
+closer()
+PY
+cat >"$t/cli.py" <<'PY'
+import socket, sys, time
+host, what, secs = sys.argv[1], sys.argv[2], float(sys.argv[3])
+socket.setdefaulttimeout(10) # a stalled path fails the run instead of hanging it
+end = time.monotonic() + secs
+if what == "bulk":
+    c = socket.create_connection((host, 5201)); buf = b"\0" * (1 << 20); n = 0; t0 = time.monotonic()
+    while time.monotonic() < end:
+        c.sendall(buf); n += len(buf)
+    c.shutdown(socket.SHUT_WR); got = int(c.recv(64)); dt = time.monotonic() - t0
+    print("%.1f" % (got / dt / (1 << 20)))
+else:
+    k = 0; t0 = time.monotonic()
+    while time.monotonic() < end:
+        c = socket.create_connection((host, 5202)); c.close(); k += 1
+    print("%.0f" % (k / (time.monotonic() - t0)))
+PY
+ip netns exec "$WORLD_NS" python3 "$t/srv.py" "$WORLD_ALLOWED" </dev/null >/dev/null 2>&1 &
+echo $! >>"$WORLD_DIR/pids" # world_down stops it
+sleep 0.5
+
+median() { sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
+# Forwarding on the uplink again before each run: another seatd's forwarding_lockdown
+# (docs/egress.md) would switch it off for every interface but its own.
+run() {
+  sysctl -qw "net.ipv4.conf.$UP.forwarding=1" "net.ipv4.conf.$BR.forwarding=1"
+  ip netns exec $GNS timeout 30 python3 "$t/cli.py" "$WORLD_ALLOWED" "$1" 1.5 || echo 0
+}
+: >"$t/bf" && : >"$t/bu" && : >"$t/cf" && : >"$t/cu"
+for i in 1 2 3 4 5; do
+  "$NFTEST" install "${SEAT[@]}" >/dev/null || { echo "bench-egress: nftest install failed" >&2; exit 1; }
+  run bulk >>"$t/bf"; run conn >>"$t/cf"
+  "$NFTEST" remove "${SEAT[@]}" >/dev/null
+  run bulk >>"$t/bu"; run conn >>"$t/cu"
+done
+bf=$(median <"$t/bf") bu=$(median <"$t/bu") cf=$(median <"$t/cf") cu=$(median <"$t/cu")
+echo "throughput MiB/s: filtered $(tr '\n' ' ' <"$t/bf")(median $bf), unfiltered $(tr '\n' ' ' <"$t/bu")(median $bu)"
+echo "connections/s:    filtered $(tr '\n' ' ' <"$t/cf")(median $cf), unfiltered $(tr '\n' ' ' <"$t/cu")(median $cu)"
+
+# ---------------------------------------------------------------- provision with 500 rules
+SEATD=$build/seatd/seatd CTL=$build/seatctl/seatctl
+export SEATD_SOCKET=$t/ctl.sock
+mkdir -p "$t/keys" "$t/state" "$t/egress"
+for i in $(seq 0 499); do echo "allow tcp 198.51.100.$((i % 250 + 1)) port $((10000 + i))"; done >"$t/egress/big.profile"
+"$build/signing/seat-sign" keygen -W -p "$t/k.pub" -s "$t/k.key" >/dev/null 2>&1 && cp "$t/k.pub" "$t/keys/"
+"$src/images/recipes/test-image" --guest-init "$build/guest-init/guest-init" --out "$t/img" --quiet \
+  --sign-key "$t/k.key" --tools "$build/images:$build/signing" >/dev/null 2>&1 || { echo "bench-egress: image build failed" >&2; exit 1; }
+cat >"$t/seatd.conf" <<EOF
+state_dir = $t/state
+socket_path = $t/ctl.sock
+trusted_keys_dir = $t/keys
+accel = tcg
+allow_tcg = true
+inspect_images = false
+warm_reset = false
+net_pool = 10.217.0.0/24
+uplink = $UP
+uplink_gateway = $WORLD_NET.2
+route_table = 5217
+route_priority = 5217
+egress_dir = $t/egress
+EOF
+"$SEATD" -c "$t/seatd.conf" >"$t/seatd.log" 2>&1 &
+seatd_pid=$!
+for _ in $(seq 1 300); do "$CTL" list >/dev/null 2>&1 && break; sleep 0.1; done
+"$CTL" -q image import "$t/img/manifest.json" >/dev/null || { echo "bench-egress: import failed" >&2; exit 1; }
+prov() { # PROFILE -> ms
+  local s0 ms id
+  s0=$EPOCHREALTIME
+  id=$("$CTL" -q provision --image test-image --egress "$1" | awk 'NR==2 {print $1}')
+  ms=$(awk -v a="$s0" -v b="$EPOCHREALTIME" 'BEGIN {printf "%d", (b - a) * 1000}')
+  "$CTL" -q release "$id" >/dev/null 2>&1
+  echo "$ms"
+}
+: >"$t/p0" && : >"$t/p500"
+for i in 1 2 3; do prov none >>"$t/p0"; prov big >>"$t/p500"; done
+p0=$(median <"$t/p0") p500=$(median <"$t/p500")
+echo "provision ms:     none $(tr '\n' ' ' <"$t/p0")(median $p0), 500 rules $(tr '\n' ' ' <"$t/p500")(median $p500)"
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", (b > 0) ? a / b : 0}'; }
+echo "egress: filtered_over_unfiltered=$(ratio "$bf" "$bu") conn_filtered_over_unfiltered=$(ratio "$cf" "$cu") provision_500_over_0=$(ratio "$p500" "$p0") throughput_mib_s=$bf conn_per_s=$cf provision_p50_ms=$p0 provision_500_p50_ms=$p500"
