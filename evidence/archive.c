@@ -5,7 +5,9 @@
 #include <sodium.h>
 #include <stdio.h>
 #include <string.h>
+#include <stddef.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "archive.h"
 #include "fileio.h"
@@ -27,7 +29,7 @@ static void sodium_freep(void *p) {
 }
 #define _cleanup_sodium_ _cleanup_(sodium_freep)
 
-static const char *const roles[] = { "audit", "console", "capture", "file" };
+static const char *const roles[] = { "audit", "console", "capture", "file", "symlink" };
 
 static bool role_valid(const char *r) {
         for (size_t i = 0; i < ELEMENTSOF(roles); i++)
@@ -143,7 +145,40 @@ static int add_hex(json_object *o, const char *key, const uint8_t *d, size_t n) 
         return json_add(o, key, json_object_new_string(hex));
 }
 
-static int manifest_format(const ArchiveManifest *m, char **ret, size_t *ret_len) {
+static const struct {
+        const char *key;
+        size_t offset;
+} collection_counts[] = {
+        { "files", offsetof(ArchiveCollection, files) },
+        { "symlinks", offsetof(ArchiveCollection, symlinks) },
+        { "bytes", offsetof(ArchiveCollection, bytes) },
+        { "truncated", offsetof(ArchiveCollection, truncated) },
+        { "skipped", offsetof(ArchiveCollection, skipped) },
+        { "max_bytes", offsetof(ArchiveCollection, max_bytes) },
+        { "max_file_bytes", offsetof(ArchiveCollection, max_file_bytes) },
+        { "max_files", offsetof(ArchiveCollection, max_files) },
+};
+
+static uint64_t *collection_count(ArchiveCollection *c, size_t i) {
+        return (uint64_t *) ((char *) c + collection_counts[i].offset);
+}
+
+static int collection_to_json(const ArchiveCollection *c, json_object **ret) {
+        _cleanup_json_ json_object *o = json_object_new_object();
+        ArchiveCollection copy = *c;
+        int r = 0;
+        if (!o)
+                return -ENOMEM;
+        r |= json_add(o, "complete", json_object_new_boolean(c->complete));
+        for (size_t i = 0; i < ELEMENTSOF(collection_counts); i++)
+                r |= json_add(o, collection_counts[i].key, json_object_new_int64((int64_t) *collection_count(&copy, i)));
+        if (r != 0)
+                return -ENOMEM;
+        *ret = TAKE_PTR(o);
+        return 0;
+}
+
+int archive_manifest_to_json(const ArchiveManifest *m, json_object **ret) {
         _cleanup_json_ json_object *o = json_object_new_object();
         json_object *list = json_object_new_array();
         int r = 0;
@@ -166,6 +201,10 @@ static int manifest_format(const ArchiveManifest *m, char **ret, size_t *ret_len
         r |= add_hex(o, "payload_blake2b", m->payload_digest, 64);
         if (m->has_audit_key)
                 r |= add_hex(o, "audit_key_sealed", m->audit_key_sealed, ARCHIVE_SEALED_AUDIT_KEY_BYTES);
+        if (m->has_collection) {
+                json_object *c = NULL;
+                r |= collection_to_json(&m->collection, &c) < 0 ? 1 : json_add(o, "guest", c);
+        }
         if (json_add(o, "members", list) < 0)
                 return -ENOMEM;
         for (size_t i = 0; i < m->n_members; i++) {
@@ -186,6 +225,38 @@ static int manifest_format(const ArchiveManifest *m, char **ret, size_t *ret_len
         }
         if (r != 0)
                 return -ENOMEM;
+        *ret = TAKE_PTR(o);
+        return 0;
+}
+
+void archive_manifest_describe(const ArchiveManifest *m, FILE *f) {
+        char when[64] = "?";
+        time_t t = (time_t) (m->created_ms / 1000);
+        struct tm tm;
+        if (gmtime_r(&t, &tm))
+                strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+        fprintf(f, "seat:    %s\nsession: %s\ncreated: %s\nimage:   %s\n", m->seat, m->session, when,
+                m->image[0] ? m->image : "-");
+        if (m->has_collection) {
+                const ArchiveCollection *c = &m->collection;
+                fprintf(f, "guest:   %s: %" PRIu64 " file(s), %" PRIu64 " symlink(s), %" PRIu64 " bytes; %" PRIu64
+                        " cut at a cap, %" PRIu64 " skipped (caps: %" PRIu64 " bytes, %" PRIu64 " per file, %" PRIu64
+                        " files)\n", c->complete ? "complete" : "INCOMPLETE", c->files, c->symlinks, c->bytes,
+                        c->truncated, c->skipped, c->max_bytes, c->max_file_bytes, c->max_files);
+        }
+        fprintf(f, "members:\n");
+        for (size_t i = 0; i < m->n_members; i++) {
+                const ArchiveMember *a = m->members + i;
+                fprintf(f, "  %-8s %12" PRIu64 "%s  %s  (from '%s')\n", a->role, a->size, a->truncated ? " TRUNCATED" : "",
+                        a->name, a->origin);
+        }
+}
+
+static int manifest_format(const ArchiveManifest *m, char **ret, size_t *ret_len) {
+        _cleanup_json_ json_object *o = NULL;
+        int r = archive_manifest_to_json(m, &o);
+        if (r < 0)
+                return r;
         return json_frame_format(o, ARCHIVE_MANIFEST_MAX, ret, ret_len);
 }
 
@@ -244,6 +315,25 @@ static int member_parse(json_object *e, size_t i, ArchiveMember *a, SeatError **
         return 0;
 }
 
+static int collection_parse(json_object *o, ArchiveManifest *m, SeatError **ret_error) {
+        json_object *g = NULL;
+        ArchiveCollection *c = &m->collection;
+        int64_t v;
+        if (!json_object_object_get_ex(o, "guest", &g))
+                return 0;
+        if (!json_object_is_type(g, json_type_object) || json_get_bool(g, "complete", true, &c->complete) < 0)
+                return mf_fail(ret_error, "manifest: bad \"%s\"", "guest");
+        for (size_t i = 0; i < ELEMENTSOF(collection_counts); i++) {
+                if (json_get_int64(g, collection_counts[i].key, true, 0, (int64_t) ARCHIVE_COUNT_MAX, &v) < 0)
+                        return seat_error_set(ret_error, EBADMSG, "manifest: bad \"guest\".\"%s\"", collection_counts[i].key);
+                *collection_count(c, i) = (uint64_t) v;
+        }
+        if (c->complete != (c->truncated == 0 && c->skipped == 0))
+                return mf_fail(ret_error, "manifest: %s", "\"guest\".\"complete\" contradicts its counts");
+        m->has_collection = true;
+        return 0;
+}
+
 static int manifest_check(const ArchiveManifest *m, SeatError **ret_error) {
         uint64_t stream = 2 * TAR_BLOCK;
         size_t audits = 0;
@@ -257,6 +347,13 @@ static int manifest_check(const ArchiveManifest *m, SeatError **ret_error) {
                                 return seat_error_set(ret_error, EBADMSG, "manifest: members %zu and %zu share the name '%s'",
                                                       j + 1, i + 1, m->members[i].name);
         }
+        if (m->has_collection) {
+                uint64_t links = 0;
+                for (size_t i = 0; i < m->n_members; i++)
+                        links += strcmp(m->members[i].role, "symlink") == 0;
+                if (links != m->collection.symlinks)
+                        return mf_fail(ret_error, "manifest: %s", "\"guest\".\"symlinks\" does not count the symlink members");
+        }
         if (m->chunk_size != ARCHIVE_CHUNK_SIZE)
                 return mf_fail(ret_error, "manifest: %s is not 65536", "chunk_size");
         if (m->stream_size != stream)
@@ -267,6 +364,7 @@ static int manifest_check(const ArchiveManifest *m, SeatError **ret_error) {
                 return mf_fail(ret_error, "manifest: %s does not match stream_size", "payload_size");
         if (audits > 1)
                 return mf_fail(ret_error, "manifest: %s", "more than one audit log");
+
         if (audits == 1 && !m->has_audit_key)
                 return mf_fail(ret_error, "manifest: %s", "an audit log without its sealed initial key");
         return 0;
@@ -321,6 +419,9 @@ int archive_manifest_parse(const char *json, size_t len, ArchiveManifest **ret, 
                         return mf_fail(ret_error, "manifest: bad \"%s\"", "audit_key_sealed");
                 m->has_audit_key = true;
         }
+        r = collection_parse(o, m, ret_error);
+        if (r < 0)
+                return r;
         if (json_get_array(o, "members", true, ARCHIVE_MEMBERS_MAX, &list) < 0)
                 return seat_error_set(ret_error, EBADMSG, "manifest: \"members\" missing or more than %u",
                                       ARCHIVE_MEMBERS_MAX);
@@ -493,8 +594,10 @@ static int open_input(const ArchiveInput *in, uint64_t cap, ArchiveMember *a, in
         }
         if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
                 return seat_error_set(ret_error, EBADFD, "input '%s' is not a regular file: refused", in->path);
-        a->original_size = (uint64_t) st.st_size;
-        a->size = MIN(a->original_size, cap);
+        if (in->original_size != 0 && in->original_size < (uint64_t) st.st_size)
+                return seat_error_set(ret_error, EINVAL, "input '%s' is larger than the size it was cut from", in->path);
+        a->original_size = in->original_size ? in->original_size : (uint64_t) st.st_size;
+        a->size = MIN((uint64_t) st.st_size, cap);
         a->truncated = a->original_size > a->size;
         *ret_fd = TAKE_FD(fd);
         return 0;
@@ -514,7 +617,7 @@ static int plan_members(const ArchiveSealParams *p, ArchiveManifest *m, SealInpu
                 ArchiveMember *a = m->members + i;
                 if (!src->name || !src->path || !src->role || !role_valid(src->role))
                         return seat_error_set(ret_error, EINVAL, "input %zu: name, path and a role (audit, console, "
-                                              "capture, file) are needed", i + 1);
+                                              "capture, file, symlink) are needed", i + 1);
                 audits += strcmp(src->role, "audit") == 0;
                 snprintf(a->path, sizeof(a->path), "members/%04u", (unsigned) (i + 1));
                 sanitise_name(i, src->name, a->name);
@@ -658,6 +761,10 @@ static int seal_to_fd(int fd, const char *path, const ArchiveSealParams *p, Seat
                 if (archive_seal_audit_key(p->facilitator, p->audit_key, m->audit_key_sealed) < 0)
                         return seat_error_set(ret_error, EIO, "cannot seal the audit key");
                 m->has_audit_key = true;
+        }
+        if (p->collection) {
+                m->collection = *p->collection;
+                m->has_collection = true;
         }
         r = plan_members(p, m, &in, ret_error);
         if (r < 0)

@@ -35,6 +35,12 @@ typedef struct SeatConfig {
         long pull_low_speed_limit;
         long pull_low_speed_time;
         long pull_connect_timeout;
+        /* Evidence: where archives go (default <state_dir>/evidence/archives), and the caps
+         * on what is taken from the guest's evidence_paths (docs/seatd.conf.md). */
+        char *evidence_archive_dir;
+        unsigned long long evidence_max_bytes;      /* all guest files of a session */
+        unsigned long long evidence_max_file_bytes; /* one guest file (cut there) */
+        long evidence_max_files;                    /* guest files and links taken */
 } SeatConfig;
 
 #define SEATD_CONFIG_MAX_BYTES (64u * 1024u)
