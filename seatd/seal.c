@@ -2,6 +2,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/file.h>
@@ -195,8 +196,12 @@ static int collect_guest(const SealContext *ctx, const char *qdir, const Session
                                  .max_files = (uint64_t) c->evidence_max_files };
         ImageInspectOptions opts = { .cache_dir = cache, .force_tcg = c->accel == SEAT_ACCEL_TCG };
         _cleanup_error_ SeatError *err = NULL;
+        /* One appliance at a time: each is a VM (384 MiB, a vCPU) beside the seats. */
+        static pthread_mutex_t one_appliance = PTHREAD_MUTEX_INITIALIZER;
+        pthread_mutex_lock(&one_appliance);
         r = guest_files_collect(overlay, IMAGE_FORMAT_QCOW2, info->filesystem, info->paths, &lim, &opts, context, staging,
                                 &g->files, &err);
+        pthread_mutex_unlock(&one_appliance);
         if (r == -ENODEV) {
                 log_warning("%s: %s (sealed as incomplete)", context, err ? err->message : "?");
                 return guest_unreadable(staging, err ? err->message : "?", g, ret_error);

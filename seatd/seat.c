@@ -1093,8 +1093,17 @@ static char *quarantine_seat_id(const char *name) {
 /* Sessions a dead seatd left unsealed (killed while sealing, or sealing had failed): sealed
  * again now; a failure faults their seat as it would have then. */
 static void resume_pending_seals(SeatManager *m) {
-        DIR *d = opendir(m->quarantine_dir);
+        DIR *d = opendir(m->archives_dir);
         struct dirent *de;
+        /* An archive being written when seatd died: never valid (only a finished one is
+         * renamed into place); its session is sealed again below. */
+        while (d && (de = readdir(d)))
+                if (de->d_name[0] == '.' && strstr(de->d_name, ".tmp-") && de->d_type == DT_REG &&
+                    unlinkat(dirfd(d), de->d_name, 0) == 0)
+                        log_notice("removed '%s/%s', an archive an earlier seatd did not finish", m->archives_dir, de->d_name);
+        if (d)
+                closedir(d);
+        d = opendir(m->quarantine_dir);
         while (d && (de = readdir(d))) {
                 _cleanup_free_ char *id = quarantine_seat_id(de->d_name), *dir = NULL;
                 if (!id || asprintf(&dir, "%s/%s", m->quarantine_dir, de->d_name) < 0 || !seal_dir_is_pending(dir))
