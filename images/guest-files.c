@@ -147,6 +147,10 @@ static int take_symlink(Collector *c, const char *path, SeatError **ret_error) {
         if (!target)
                 return entry_failed(c, path, "readlink", ret_error);
         size_t len = strlen(target);
+        if (c->out->bytes + len > c->lim->max_bytes) {
+                skip(c, path, "symlink", "max_bytes reached");
+                return 0;
+        }
         if (next_staging_path(c, &host) < 0 || write_file_atomic(host, target, len, 0600) < 0)
                 return seat_error_set(ret_error, errno ? errno : EIO, "%s: cannot stage a symlink record in '%s': %m",
                                       c->context, c->staging);
@@ -171,9 +175,13 @@ static int take_file(Collector *c, const char *path, uint64_t size, SeatError **
                 _cleanup_close_ int fd = open(host, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
                 if (fd < 0)
                         return seat_error_set(ret_error, errno, "%s: cannot create '%s': %m", c->context, host);
-        } else if (guestfs_download_offset(c->g, path, host, 0, (int64_t) want) < 0) {
-                (void) unlink(host);
-                return entry_failed(c, path, "download", ret_error);
+        } else {
+                int64_t t0 = now_monotonic_ms();
+                if (guestfs_download_offset(c->g, path, host, 0, (int64_t) want) < 0) {
+                        (void) unlink(host);
+                        return entry_failed(c, path, "download", ret_error);
+                }
+                log_debug("%s: %" PRIu64 " bytes downloaded in %" PRId64 " ms", c->context, want, now_monotonic_ms() - t0);
         }
         struct stat st;
         if (lstat(host, &st) < 0 || !S_ISREG(st.st_mode) || (uint64_t) st.st_size != want) {
