@@ -22,8 +22,10 @@
  * expected), -ENOSPC, -EEXIST, -ELOOP (a symlink), -EFBIG, -errno.
  */
 
+#include <json-c/json.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "audit.h"
 #include "boxkey.h"
@@ -49,9 +51,24 @@
 
 typedef struct ArchiveInput {
         const char *name; /* as given (e.g. the guest path): sanitised for the archive */
-        const char *role; /* "audit", "console", "capture" or "file" */
+        const char *role; /* "audit", "console", "capture", "file" or "symlink" (the file
+                           * holds the link's target, never followed) */
         const char *path; /* host path: a regular file, never followed if a symlink */
+        uint64_t original_size; /* 0: the file's own size; else the size of what the file
+                                 * was already cut from (≥ its size): marked truncated */
 } ArchiveInput;
+
+/* What was taken from the guest's evidence paths, and what not (signed, in the manifest's
+ * "guest" object): counts, and the caps that applied. */
+typedef struct ArchiveCollection {
+        bool complete;            /* nothing cut, nothing skipped */
+        uint64_t files, symlinks; /* members taken */
+        uint64_t bytes;           /* their bytes in the archive */
+        uint64_t truncated;       /* files cut at a cap (they are members, marked truncated) */
+        uint64_t skipped;         /* entries not taken: over max_files, special files, unreadable */
+        uint64_t max_bytes, max_file_bytes, max_files;
+} ArchiveCollection;
+#define ARCHIVE_COUNT_MAX (1ULL << 53)
 
 typedef struct ArchiveSealParams {
         const char *seat_id;              /* [A-Za-z0-9._-]{1,64} */
@@ -68,6 +85,7 @@ typedef struct ArchiveSealParams {
         const uint8_t *audit_key_sealed;
         uint64_t max_member_size;         /* 0: ARCHIVE_MEMBER_MAX_DEFAULT; larger files are
                                            * cut there and marked "truncated" */
+        const ArchiveCollection *collection; /* the guest files' summary, or NULL */
         int64_t created_ms;               /* 0: now */
 } ArchiveSealParams;
 
@@ -92,6 +110,8 @@ typedef struct ArchiveManifest {
         uint8_t payload_digest[64];
         bool has_audit_key;
         uint8_t audit_key_sealed[ARCHIVE_SEALED_AUDIT_KEY_BYTES];
+        bool has_collection;
+        ArchiveCollection collection;
         size_t n_members;
         ArchiveMember *members;
 } ArchiveManifest;
@@ -101,6 +121,12 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(ArchiveManifest *, archive_manifest_free)
 
 /* Pure parser with every consistency check that needs no key (fuzzed). */
 int archive_manifest_parse(const char *json, size_t len, ArchiveManifest **ret, SeatError **ret_error);
+
+/* The manifest as JSON (the fields of docs/evidence-format.md, digests in hex). */
+int archive_manifest_to_json(const ArchiveManifest *m, json_object **ret);
+/* For people: seat, session, times, the guest collection and every member, one per line,
+ * written to f (the only function here that writes anywhere but its arguments). */
+void archive_manifest_describe(const ArchiveManifest *m, FILE *f);
 
 /* A name safe to create under a directory: 1..100 of [A-Za-z0-9._-], not starting with '.'. */
 bool archive_name_is_safe(const char *name);

@@ -69,18 +69,7 @@ static int parse_key_hex(const char *hex, uint8_t key[AUDIT_KEY_BYTES], SeatErro
 }
 
 static void print_manifest(const ArchiveManifest *m) {
-        char when[64] = "?";
-        time_t t = (time_t) (m->created_ms / 1000);
-        struct tm tm;
-        if (gmtime_r(&t, &tm))
-                strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
-        printf("seat:    %s\nsession: %s\ncreated: %s\nimage:   %s\nmembers:\n", m->seat, m->session, when,
-               m->image[0] ? m->image : "-");
-        for (size_t i = 0; i < m->n_members; i++) {
-                const ArchiveMember *a = m->members + i;
-                printf("  %-8s %12" PRIu64 "%s  %s  (from '%s')\n", a->role, a->size, a->truncated ? " TRUNCATED" : "",
-                       a->name, a->origin);
-        }
+        archive_manifest_describe(m, stdout);
 }
 
 /* ---- verify / open ------------------------------------------------------------------ */

@@ -11,7 +11,7 @@
 #include "log.h"
 
 #if HAVE_LIBGUESTFS
-#include <guestfs.h>
+#include "guestfs-util.h"
 #endif
 
 /* ---- the protocol marker: a pure function of the binary's bytes ---- */
@@ -46,11 +46,9 @@ int image_inspect_find_protocol(const void *buf, size_t len, int64_t *ret) {
 
 #if HAVE_LIBGUESTFS
 
-#define INSPECT_MEMSIZE_MIB 384
 #define INSPECT_READ_PIECE (1024 * 1024)
 #define INSPECT_MOUNTPOINT "/"
 
-DEFINE_TRIVIAL_CLEANUP_FUNC(guestfs_h *, guestfs_close)
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct guestfs_statns *, guestfs_free_statns)
 
 /* What the messages call the disk: the manifest's first disk (the appliance's /dev/sda). */
@@ -61,67 +59,28 @@ static const char *first_disk_name(const ImageManifest *m) {
         return "?";
 }
 
-/* A libguestfs failure as a SeatError: its own text, escaped (it may quote guest data). */
 static int guestfs_error(guestfs_h *g, const ImageManifest *m, int fallback_errno, const char *what,
                          SeatError **ret_error) {
-        const char *msg = guestfs_last_error(g);
-        int e = guestfs_last_errno(g);
-        if (!msg)
-                msg = "unknown libguestfs error";
-        /* Its multi-line messages on one line; anything else unprintable escaped. */
-        _cleanup_free_ char *flat = strndup(msg, 1024);
-        if (!flat)
+        _cleanup_free_ char *ctx = NULL;
+        if (asprintf(&ctx, "inspect image '%s'", m->name) < 0)
                 return -ENOMEM;
-        for (char *c = flat; *c; c++)
-                if (*c == '\n' || *c == '\r' || *c == '\t')
-                        *c = ' ';
-        _cleanup_free_ char *esc = log_escape(flat, strlen(flat), 1024);
-        return seat_error_set(ret_error, e > 0 ? e : fallback_errno, "inspect image '%s': %s: %s", m->name, what,
-                              esc ? esc : "(out of memory)");
+        return image_guestfs_error(g, ctx, fallback_errno, what, ret_error);
 }
 
 static int handle_new(const ImageManifest *m, const ImageInspectOptions *opts, guestfs_h **ret,
                       SeatError **ret_error) {
-        /* No environment: LIBGUESTFS_* variables must not change how a blob is opened. */
-        _cleanup_(guestfs_closep) guestfs_h *g =
-                guestfs_create_flags(GUESTFS_CREATE_NO_ENVIRONMENT);
-        if (!g)
-                return seat_error_set(ret_error, errno > 0 ? errno : ENOMEM, "inspect image '%s': create a libguestfs handle: %m",
-                                      m->name);
-        guestfs_set_error_handler(g, NULL, NULL); /* a library does not print: errors come back to the caller */
-
-        char *tcg[] = { (char *) "force_tcg", NULL }, *none[] = { NULL };
-        if (guestfs_set_backend(g, "direct") < 0 || guestfs_set_backend_settings(g, opts && opts->force_tcg ? tcg : none) < 0 ||
-            guestfs_set_memsize(g, INSPECT_MEMSIZE_MIB) < 0 || guestfs_set_smp(g, 1) < 0 ||
-            guestfs_set_network(g, 0) < 0 || guestfs_set_autosync(g, 0) < 0 ||
-            (opts && opts->cache_dir && guestfs_set_cachedir(g, opts->cache_dir) < 0))
-                return guestfs_error(g, m, EINVAL, "configure libguestfs", ret_error);
-        *ret = TAKE_PTR(g);
-        return 0;
+        _cleanup_free_ char *ctx = NULL;
+        if (asprintf(&ctx, "inspect image '%s'", m->name) < 0)
+                return -ENOMEM;
+        return image_guestfs_new(ctx, opts, ret, ret_error);
 }
 
 static int add_blob_and_launch(guestfs_h *g, const char *blob_path, ImageFormat format, const ImageManifest *m,
                                const ImageInspectOptions *opts, SeatError **ret_error) {
-        /* Read-only (libguestfs writes to an overlay of its own) and the format pinned:
-         * never probed, so a raw disk can never be read as a qcow2 pointing elsewhere. */
-        if (guestfs_add_drive_opts(g, blob_path, GUESTFS_ADD_DRIVE_OPTS_READONLY, 1, GUESTFS_ADD_DRIVE_OPTS_FORMAT,
-                                   image_format_to_string(format), -1) < 0)
-                return guestfs_error(g, m, EIO, "add the stored disk", ret_error);
-
-        struct timespec t0, t1;
-        clock_gettime(CLOCK_MONOTONIC, &t0);
-        if (guestfs_launch(g) < 0) {
-                _cleanup_error_ SeatError *inner = NULL;
-                (void) guestfs_error(g, m, EIO, "launch the libguestfs appliance", &inner);
-                return seat_error_set(ret_error, inner ? inner->code : EIO, "%s%s",
-                                      inner ? inner->message : "launch the libguestfs appliance",
-                                      opts && opts->force_tcg ? "" : " (if /dev/kvm is unusable on this host, set accel = tcg in seatd.conf)");
-        }
-        clock_gettime(CLOCK_MONOTONIC, &t1);
-        log_debug("inspect image '%s': appliance up in %.1f s%s", m->name,
-                  (double) (t1.tv_sec - t0.tv_sec) + (double) (t1.tv_nsec - t0.tv_nsec) / 1e9,
-                  opts && opts->force_tcg ? " (TCG)" : "");
-        return 0;
+        _cleanup_free_ char *ctx = NULL;
+        if (asprintf(&ctx, "inspect image '%s'", m->name) < 0)
+                return -ENOMEM;
+        return image_guestfs_add_and_launch(g, ctx, blob_path, image_format_to_string(format), opts, ret_error);
 }
 
 static bool strv_contains(char **l, const char *s) {

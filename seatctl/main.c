@@ -28,6 +28,7 @@ static const struct {
         { "reset", verb_reset, "wipe a seat: a new machine from the verified image, new token" },
         { "release", verb_release, "stop and remove a seat, its session set aside for evidence" },
         { "image", verb_image, "import, pull, list, verify and remove signed guest images" },
+        { "evidence", verb_evidence, "list, verify and open sealed evidence archives; retry sealing" },
         { "host", verb_host, "host check: can this host run seats? (probes KVM with a guest)" },
 };
 

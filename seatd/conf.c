@@ -50,6 +50,16 @@ static bool ifname_ok(const char *v) {
                strcmp(v, "all") != 0 && strcmp(v, "default") != 0 && strcmp(v, ".") != 0 && strcmp(v, "..") != 0;
 }
 
+static int parse_bytes(const char *v, unsigned long long *ret) {
+        char *end = NULL;
+        errno = 0;
+        unsigned long long n = strtoull(v, &end, 10);
+        if (errno || !end || *end || n == 0 || v[0] == '-')
+                return -EINVAL;
+        *ret = n;
+        return 0;
+}
+
 static int apply(SeatConfig *c, const char *key, const char *v) {
         if (!strcmp(key, "state_dir"))
                 return parse_path(&c->state_dir, v);
@@ -141,6 +151,16 @@ static int apply(SeatConfig *c, const char *key, const char *v) {
                 c->max_image_bytes = n;
                 return 0;
         }
+        if (!strcmp(key, "max_image_bytes"))
+                return parse_bytes(v, &c->max_image_bytes);
+        if (!strcmp(key, "evidence_archive_dir"))
+                return parse_path(&c->evidence_archive_dir, v);
+        if (!strcmp(key, "evidence_max_bytes"))
+                return parse_bytes(v, &c->evidence_max_bytes);
+        if (!strcmp(key, "evidence_max_file_bytes"))
+                return parse_bytes(v, &c->evidence_max_file_bytes);
+        if (!strcmp(key, "evidence_max_files"))
+                return parse_long_range(v, 1, 4000, &c->evidence_max_files);
         return -ENOKEY;
 }
 
@@ -165,6 +185,14 @@ static int set_defaults(SeatConfig *c) {
                 return -ENOMEM;
         if (!c->max_image_bytes)
                 c->max_image_bytes = 64ULL << 30;
+        if (!c->evidence_archive_dir && asprintf(&c->evidence_archive_dir, "%s/evidence/archives", c->state_dir) < 0)
+                return -ENOMEM;
+        if (!c->evidence_max_bytes)
+                c->evidence_max_bytes = 256ULL << 20;
+        if (!c->evidence_max_file_bytes)
+                c->evidence_max_file_bytes = 64ULL << 20;
+        if (!c->evidence_max_files)
+                c->evidence_max_files = 1000;
         if (!c->pull_low_speed_limit)
                 c->pull_low_speed_limit = 1;
         if (!c->pull_low_speed_time)
@@ -280,6 +308,7 @@ SeatConfig *seat_config_free(SeatConfig *c) {
         free(c->uplink_gateway);
         free(c->egress_dir);
         free(c->default_egress);
+        free(c->evidence_archive_dir);
         free(c);
         return NULL;
 }

@@ -55,6 +55,12 @@ typedef struct SeatConfig {
         /* Warm reset (docs/warm-reset.md): each seat slot keeps saved machine states and
          * a reset restores one instead of booting (default true). */
         bool warm_reset;
+        /* Evidence: where archives go (default <state_dir>/evidence/archives), and the caps
+         * on what is taken from the guest's evidence_paths (docs/seatd.conf.md). */
+        char *evidence_archive_dir;
+        unsigned long long evidence_max_bytes;      /* all guest files of a session */
+        unsigned long long evidence_max_file_bytes; /* one guest file (cut there) */
+        long evidence_max_files;                    /* guest files and links taken */
 } SeatConfig;
 
 #define SEATD_CONFIG_MAX_BYTES (64u * 1024u)

@@ -8,6 +8,9 @@ int seatd_methods_init(Server *s, SeatError **ret_error) {
         r = seat_methods_init(s, ret_error);
         if (r < 0)
                 return r;
+        r = evidence_methods_init(s, ret_error);
+        if (r < 0)
+                return r;
         return host_methods_init(s, ret_error);
 }
 

@@ -22,6 +22,7 @@
 #include "boxkey.h"
 #include "minisign.h"
 #include "warm-state.h"
+#include "seal.h"
 
 #define AGENT_BOOT_TIMEOUT_KVM_MS 60000
 #define AGENT_BOOT_TIMEOUT_TCG_MS 180000
@@ -75,6 +76,8 @@ struct Seat {
         bool prep_running;              /* under s->lock */
         bool prep_cancel;               /* under m->prep_lock */
         WarmSeen seen[2];               /* by the prep thread, or under s->lock once it is joined */
+        char **evidence_paths;    /* the image's evidence_paths for this session (NULL: unknown) */
+        char *evidence_fs;        /* and the filesystem holding them (guest_init's), or NULL */
 };
 
 struct SeatManager {
@@ -85,7 +88,8 @@ struct SeatManager {
         pthread_mutex_t lock;
         Seat **seats;
         size_t n_seats;
-        char *seats_dir, *quarantine_dir, *archives_dir;
+        char *seats_dir, *quarantine_dir;
+        const char *archives_dir;         /* config->evidence_archive_dir */
         SeatSecretKey *host_key;          /* signs evidence archives */
         SeatBoxPublicKey facilitator;     /* archives are sealed to it */
         bool have_facilitator;
@@ -138,6 +142,8 @@ static void seat_free(Seat *s) {
         json_object_put(s->last_tamper);
         pthread_mutex_destroy(&s->audit_lock);
         free(s->seal_fault);
+        strv_free(s->evidence_paths);
+        free(s->evidence_fs);
         agent_client_free(s->agent);
         if (s->dom)
                 virDomainFree(s->dom);
@@ -631,6 +637,45 @@ static void move_pre_restart_segments(Seat *s, const char *q) {
                 closedir(d);
 }
 
+/* What the image of this session names for evidence. An adopted seat learns it from the
+ * store, if the image there is still the version the session runs. */
+static int remember_evidence_paths(Seat *s, const ImageManifest *man) {
+        strv_free(s->evidence_paths);
+        free(s->evidence_fs);
+        s->evidence_paths = NULL;
+        s->evidence_fs = NULL;
+        size_t n = 0;
+        while (man->evidence_paths && man->evidence_paths[n])
+                n++;
+        s->evidence_paths = calloc(n + 1, sizeof(char *));
+        if (!s->evidence_paths)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++)
+                if (!(s->evidence_paths[i] = strdup(man->evidence_paths[i])))
+                        return -ENOMEM;
+        if (man->guest_init_filesystem && !(s->evidence_fs = strdup(man->guest_init_filesystem)))
+                return -ENOMEM;
+        return 0;
+}
+
+static int write_session_info(SeatManager *m, Seat *s, const char *q, SeatError **ret_error) {
+        if (!s->evidence_paths) {
+                _cleanup_(image_manifest_freep) ImageManifest *man = NULL;
+                char digest[2 * SEAT_HASH_BYTES + 1] = "";
+                if (image_store_get(m->store, s->rec.image, &man, NULL) >= 0)
+                        (void) digest_to_hex(man->digest, SEAT_HASH_BYTES, digest, sizeof(digest));
+                if (man && !strcmp(digest, s->rec.image_digest))
+                        (void) remember_evidence_paths(s, man);
+                else
+                        log_warning("seat '%s': the image version of this session is not in the store any more: its guest files are not taken for evidence",
+                                    s->rec.id);
+        }
+        SealSessionInfo info = { .seat_id = s->rec.id, .generation = s->rec.generation, .image = s->rec.image,
+                                 .image_digest = s->rec.image_digest, .filesystem = s->evidence_fs,
+                                 .evidence_paths = s->evidence_paths };
+        return seal_write_session_info(q, &info, ret_error);
+}
+
 static int quarantine(SeatManager *m, Seat *s, char **ret_dir, SeatError **ret_error) {
         _cleanup_free_ char *q = NULL, *o = NULL, *c = NULL, *al = NULL, *ak = NULL, *qal = NULL, *qak = NULL;
         if (asprintf(&q, "%s/%s-g%" PRId64 "-%lld", m->quarantine_dir, s->rec.id, s->rec.generation,
@@ -647,6 +692,9 @@ static int quarantine(SeatManager *m, Seat *s, char **ret_dir, SeatError **ret_e
         if ((rename(al, qal) < 0 && errno != ENOENT) || (rename(ak, qak) < 0 && errno != ENOENT))
                 return seat_error_set(ret_error, errno, "set aside the audit log of seat '%s': %m", s->rec.id);
         move_pre_restart_segments(s, q);
+        int r = write_session_info(m, s, q, ret_error);
+        if (r < 0)
+                return r;
         if (ret_dir)
                 *ret_dir = TAKE_PTR(q);
         return 0;
@@ -735,51 +783,12 @@ int seat_audit(Seat *s, const char *type, json_object *data) {
 typedef struct SealJob {
         SeatManager *m;
         Seat *s;                  /* a reference, or NULL for a released seat */
-        char *dir, *seat_id, *image_digest;
-        int64_t generation;
+        char *dir, *seat_id;
 } SealJob;
 
-static int seal_session(SealJob *j, char **ret_archive, SeatError **ret_error) {
-        SeatManager *m = j->m;
-        _cleanup_free_ char *audit = NULL, *console = NULL, *key_path = NULL, *archive = NULL, *sealed = NULL;
-        size_t sealed_len = 0;
-        if (asprintf(&audit, "%s/audit.log", j->dir) < 0 || asprintf(&console, "%s/console.log", j->dir) < 0 ||
-            asprintf(&key_path, "%s/audit.key", j->dir) < 0 ||
-            asprintf(&archive, "%s/%s-g%" PRId64 "-%lld.seatdev", m->archives_dir, j->seat_id, j->generation,
-                     (long long) time(NULL)) < 0)
-                return -ENOMEM;
-        int r = read_file_capped(key_path, 4096, &sealed, &sealed_len);
-        if (r < 0 || sealed_len != ARCHIVE_SEALED_AUDIT_KEY_BYTES)
-                return seat_error_set(ret_error, r < 0 ? -r : EBADMSG, "the sealed audit key in '%s' is missing or damaged", j->dir);
-        ArchiveInput inputs[2 + 16];
-        char *extra[16] = {};
-        size_t n = 0, n_extra = 0;
-        if (access(audit, F_OK) == 0)
-                inputs[n++] = (ArchiveInput) { .name = "audit.log", .role = "audit", .path = audit };
-        if (access(console, F_OK) == 0)
-                inputs[n++] = (ArchiveInput) { .name = "console.log", .role = "console", .path = console };
-        /* Segments from before a seatd restart: cut off where the old seatd died, their
-         * first keys sealed beside them. */
-        DIR *d = opendir(j->dir);
-        struct dirent *de;
-        while (d && (de = readdir(d)) && n_extra < ELEMENTSOF(extra))
-                if (!strncmp(de->d_name, "audit-pre-", 10) && asprintf(&extra[n_extra], "%s/%s", j->dir, de->d_name) >= 0) {
-                        inputs[n++] = (ArchiveInput) { .name = strrchr(extra[n_extra], '/') + 1, .role = "file",
-                                                       .path = extra[n_extra] };
-                        n_extra++;
-                }
-        if (d)
-                closedir(d);
-        ArchiveSealParams p = { .seat_id = j->seat_id, .image_digest = j->image_digest, .inputs = inputs, .n_inputs = n,
-                                .host_key = m->host_key, .facilitator = &m->facilitator,
-                                .audit_key_sealed = (const uint8_t *) sealed };
-        r = archive_seal(archive, &p, ret_error);
-        for (size_t i = 0; i < n_extra; i++)
-                free(extra[i]);
-        if (r < 0)
-                return r;
-        *ret_archive = TAKE_PTR(archive);
-        return 0;
+static SealContext seal_context(SeatManager *m) {
+        return (SealContext) { .config = m->config, .archives_dir = m->archives_dir, .host_key = m->host_key,
+                               .facilitator = &m->facilitator };
 }
 
 static void seal_job_free(SealJob *j) {
@@ -787,8 +796,21 @@ static void seal_job_free(SealJob *j) {
                 seat_unref(j->s);
         free(j->dir);
         free(j->seat_id);
-        free(j->image_digest);
         free(j);
+}
+
+/* Sealing failed: the seat goes FAULTED and is not reset before an operator has the
+ * evidence stored (seatctl evidence retry). */
+static void seat_fault(Seat *s, const char *why);
+static void seat_seal_failed(Seat *s, const char *dir, const char *why) {
+        _cleanup_free_ char *fault = NULL;
+        pthread_mutex_lock(&s->lock);
+        free(s->seal_fault);
+        s->seal_fault = strdup(why);
+        if (seat_state(s) != SEAT_RELEASED &&
+            asprintf(&fault, "the evidence of an earlier session is not sealed (kept in '%s'): %s", dir, why) >= 0)
+                seat_fault(s, fault);
+        pthread_mutex_unlock(&s->lock);
 }
 
 /* Reset never waits for evidence: the session is sealed here, beside the next one, and
@@ -797,46 +819,31 @@ static void *seal_thread(void *p) {
         SealJob *j = p;
         _cleanup_error_ SeatError *err = NULL;
         _cleanup_free_ char *archive = NULL;
-        int r = seal_session(j, &archive, &err);
-        if (r >= 0) {
-                /* The overlay stays in the quarantine until the guest paths the manifest names
-                 * are read out of it into the archive (libguestfs, still to come). */
-                DIR *d = opendir(j->dir);
-                struct dirent *de;
-                while (d && (de = readdir(d)))
-                        if (!strncmp(de->d_name, "audit", 5) || !strcmp(de->d_name, "console.log")) {
-                                _cleanup_free_ char *f = NULL;
-                                if (asprintf(&f, "%s/%s", j->dir, de->d_name) >= 0)
-                                        (void) unlink(f);
-                        }
-                if (d)
-                        closedir(d);
-                (void) rmdir(j->dir);
-                log_notice("sealed the session of seat '%s' generation %" PRId64 " into '%s'", j->seat_id, j->generation,
-                           archive);
-        } else {
+        SealContext ctx = seal_context(j->m);
+        int r = seal_session_dir(&ctx, j->dir, &archive, &err);
+        if (r >= 0)
+                log_notice("sealed a session of seat '%s' into '%s'", j->seat_id, archive);
+        else if (r != -EBUSY) {
                 const char *why = err ? err->message : strerror(-r);
                 log_error("cannot seal the session of seat '%s' (kept in '%s'): %s", j->seat_id, j->dir, why);
-                if (j->s) {
-                        pthread_mutex_lock(&j->s->lock);
-                        free(j->s->seal_fault);
-                        j->s->seal_fault = strdup(why);
-                        pthread_mutex_unlock(&j->s->lock);
-                }
+                if (j->s)
+                        seat_seal_failed(j->s, j->dir, why);
         }
         seal_job_free(j);
         return NULL;
 }
 
-static void seal_in_background(SeatManager *m, Seat *s, bool keep_ref, char *dir) {
+/* s (may be NULL): the seat to fault if sealing fails; its lock is held by the caller, or
+ * it is not shared yet. dir is consumed. */
+static void seal_dir_in_background(SeatManager *m, Seat *s, const char *seat_id, char *dir) {
         if (!m->have_facilitator) {
-                log_warning("the session of seat '%s' stays unsealed in '%s': set facilitator_key in seatd.conf", s->rec.id, dir);
+                log_warning("the session of seat '%s' stays unsealed in '%s': set facilitator_key in seatd.conf", seat_id, dir);
                 free(dir);
                 return;
         }
         SealJob *j = calloc(1, sizeof(*j));
         pthread_t t;
-        if (!j || !(j->seat_id = strdup(s->rec.id)) || !(j->image_digest = strdup(s->rec.image_digest))) {
+        if (!j || !(j->seat_id = strdup(seat_id))) {
                 free(dir);
                 if (j)
                         seal_job_free(j);
@@ -844,19 +851,26 @@ static void seal_in_background(SeatManager *m, Seat *s, bool keep_ref, char *dir
         }
         j->m = m;
         j->dir = dir;
-        j->generation = s->rec.generation;
-        if (keep_ref) {
+        if (s) {
                 pthread_mutex_lock(&m->lock);
                 s->refs++;
                 pthread_mutex_unlock(&m->lock);
                 j->s = s;
         }
         if (pthread_create(&t, NULL, seal_thread, j) != 0) {
-                log_error("cannot start sealing the session of seat '%s': it stays in '%s'", s->rec.id, j->dir);
+                log_error("cannot start sealing the session of seat '%s': it stays in '%s'", seat_id, j->dir);
+                if (s) { /* the caller holds s->lock, or s is not shared yet */
+                        free(s->seal_fault);
+                        s->seal_fault = strdup("seatd could not start a thread to seal it: seatctl evidence retry");
+                }
                 seal_job_free(j);
                 return;
         }
         pthread_detach(t);
+}
+
+static void seal_in_background(SeatManager *m, Seat *s, bool keep_ref, char *dir) {
+        seal_dir_in_background(m, keep_ref ? s : NULL, s->rec.id, dir);
 }
 
 /* ---- warm reset: saved states per slot identity ---- */
@@ -1259,6 +1273,8 @@ static int boot_seat(SeatManager *m, Seat *s, const char *cold_why, SeatError **
                          man->version);
         s->rec.image_version = man->version;
         (void) digest_to_hex(man->digest, SEAT_HASH_BYTES, s->rec.image_digest, sizeof(s->rec.image_digest));
+        if (remember_evidence_paths(s, man) < 0)
+                return -ENOMEM;
         if (mkdir(s->dir, 0755) < 0 && errno != EEXIST)
                 return seat_error_set(ret_error, errno, "create seat directory '%s': %m", s->dir);
         r = disk_admit_image(m, s, man, ret_error);
@@ -1378,14 +1394,26 @@ static void seat_fault(Seat *s, const char *why) {
         log_warning("seat '%s' faulted: %s", s->rec.id, why);
 }
 
-/* Returns NULL when the domain is gone, else a malloc'd reason. */
+typedef struct DestroyJob {
+        SeatManager *m;
+        Seat *s;        /* a reference */
+        virDomainPtr dom;
+        char *qdir;     /* the old session's quarantine, sealed once the machine is gone */
+} DestroyJob;
+
+/* Returns NULL when the domain is gone, else a malloc'd reason. Then the old session is
+ * sealed: libguestfs reads its overlay, which QEMU held until now. */
 static void *destroy_thread(void *p) {
-        virDomainPtr dom = p;
-        int r = domain_stop(dom);
+        DestroyJob *j = p;
+        int r = domain_stop(j->dom);
         char *why = r < 0 ? strdup(domain_last_error()) : NULL;
         if (r < 0 && !why)
                 why = strdup("destroy failed");
-        virDomainFree(dom);
+        virDomainFree(j->dom);
+        if (j->qdir)
+                seal_dir_in_background(j->m, j->s, j->s->rec.id, TAKE_PTR(j->qdir));
+        seat_unref(j->s);
+        free(j);
         return why;
 }
 
@@ -1401,8 +1429,8 @@ int seat_reset(SeatManager *m, Seat *s, bool cold, char **ret_token, SeatError *
         }
         if (s->seal_fault) {
                 int e = seat_error_set(ret_error, EBUSY,
-                                       "seat '%s' is not reset while the evidence of its previous session is not sealed (%s): fix that (e.g. free disk space) and release the seat",
-                                       s->rec.id, s->seal_fault);
+                                       "seat '%s' is not reset while the evidence of an earlier session is not sealed (%s): fix that (e.g. free disk space), then 'seatctl evidence retry %s'",
+                                       s->rec.id, s->seal_fault, s->rec.id);
                 pthread_mutex_unlock(&s->lock);
                 return e;
         }
@@ -1421,24 +1449,29 @@ int seat_reset(SeatManager *m, Seat *s, bool cold, char **ret_token, SeatError *
          * identity joins it first. */
         s->agent = agent_client_free(s->agent);
         int old_k = seat_identity(s->rec.generation);
-        if (s->dom) {
-                virDomainPtr old = TAKE_PTR(s->dom);
+        session_close(s);
+        char *qdir = NULL;
+        r = quarantine(m, s, &qdir, ret_error);
+        DestroyJob *dj = s->dom ? calloc(1, sizeof(*dj)) : NULL;
+        if (dj) {
+                *dj = (DestroyJob) { .m = m, .s = s, .dom = TAKE_PTR(s->dom), .qdir = TAKE_PTR(qdir) };
+                pthread_mutex_lock(&m->lock);
+                s->refs++;
+                pthread_mutex_unlock(&m->lock);
                 pthread_t t;
-                if (pthread_create(&t, NULL, destroy_thread, old) == 0) {
+                if (pthread_create(&t, NULL, destroy_thread, dj) == 0) {
                         pthread_mutex_lock(&s->warm_lock);
                         s->destroyer[old_k] = t;
                         s->destroying[old_k] = true;
                         pthread_mutex_unlock(&s->warm_lock);
-                } else {
-                        (void) domain_stop(old);
-                        virDomainFree(old);
-                }
+                } else
+                        free(destroy_thread(dj)); /* here, then */
+        } else if (s->dom) {
+                (void) domain_stop(s->dom);
+                s->dom = (virDomainFree(s->dom), NULL);
         }
-        session_close(s);
-        char *qdir = NULL;
-        r = quarantine(m, s, &qdir, ret_error);
-        if (r >= 0)
-                seal_in_background(m, s, true, qdir);
+        if (qdir) /* no machine to wait for */
+                seal_in_background(m, s, true, TAKE_PTR(qdir));
         if (r >= 0) {
                 /* The new generation's files have names of their own: the old machine's
                  * console may still be held open by virtlogd while its destroy completes. */
@@ -1793,8 +1826,7 @@ int seat_manager_new(const SeatConfig *config, ImageStore *store, SeatManager **
                 r = -ENOMEM;
         if (r >= 0 && mkdir(m->quarantine_dir, 0700) < 0 && errno != EEXIST)
                 r = seat_error_set(ret_error, errno, "create '%s': %m", m->quarantine_dir);
-        if (r >= 0 && (asprintf(&m->archives_dir, "%s/evidence/archives", config->state_dir) < 0))
-                r = -ENOMEM;
+        m->archives_dir = config->evidence_archive_dir;
         if (r >= 0 && mkdir(m->archives_dir, 0700) < 0 && errno != EEXIST)
                 r = seat_error_set(ret_error, errno, "create '%s': %m", m->archives_dir);
         if (r >= 0)
@@ -1833,7 +1865,6 @@ SeatManager *seat_manager_free(SeatManager *m) {
                 virConnectClose(m->conn);
         free(m->seats_dir);
         free(m->quarantine_dir);
-        free(m->archives_dir);
         free(m->warm_dir);
         sodium_memzero(m->warm_key, sizeof(m->warm_key));
         pthread_mutex_destroy(&m->prep_lock);
@@ -2021,6 +2052,120 @@ static void sweep_warm_dirs(SeatManager *m) {
         closedir(d);
 }
 
+/* ---- evidence still to seal ---- */
+
+/* The seat id of a quarantine directory named "<id>-g<generation>-<time>" (NULL: not one). */
+static char *quarantine_seat_id(const char *name) {
+        const char *g = strstr(name, "-g");
+        return g && g > name && g[2] >= '0' && g[2] <= '9' ? strndup(name, (size_t) (g - name)) : NULL;
+}
+
+/* Sessions a dead seatd left unsealed (killed while sealing, or sealing had failed): sealed
+ * again now; a failure faults their seat as it would have then. */
+static void resume_pending_seals(SeatManager *m) {
+        DIR *d = opendir(m->archives_dir);
+        struct dirent *de;
+        /* An archive being written when seatd died: never valid (only a finished one is
+         * renamed into place); its session is sealed again below. */
+        while (d && (de = readdir(d)))
+                if (de->d_name[0] == '.' && strstr(de->d_name, ".tmp-") && de->d_type == DT_REG &&
+                    unlinkat(dirfd(d), de->d_name, 0) == 0)
+                        log_notice("removed '%s/%s', an archive an earlier seatd did not finish", m->archives_dir, de->d_name);
+        if (d)
+                closedir(d);
+        d = opendir(m->quarantine_dir);
+        while (d && (de = readdir(d))) {
+                _cleanup_free_ char *id = quarantine_seat_id(de->d_name), *dir = NULL;
+                if (!id || asprintf(&dir, "%s/%s", m->quarantine_dir, de->d_name) < 0 || !seal_dir_is_pending(dir))
+                        continue;
+                _cleanup_(seat_unrefp) Seat *s = seat_manager_get(m, id);
+                log_notice("sealing the session left in '%s' by an earlier seatd", dir);
+                seal_dir_in_background(m, s, id, TAKE_PTR(dir));
+        }
+        if (d)
+                closedir(d);
+}
+
+const char *seat_manager_archives_dir(SeatManager *m) {
+        return m->archives_dir;
+}
+
+const char *seat_manager_quarantine_dir(SeatManager *m) {
+        return m->quarantine_dir;
+}
+
+void seat_manager_host_public_key(SeatManager *m, SeatPublicKey *ret) {
+        seat_secret_key_public(m->host_key, ret);
+}
+
+/* The seat's sealing failed and everything is stored now: a seat FAULTED for that alone,
+ * whose machine still answers, is READY again; any other fault stays. */
+static void seat_seal_recovered(Seat *s) {
+        pthread_mutex_lock(&s->lock);
+        free(s->seal_fault);
+        s->seal_fault = NULL;
+        if (seat_state(s) == SEAT_FAULTED && s->fault && s->agent && s->dom &&
+            !strncmp(s->fault, "the evidence of an earlier session", 34)) {
+                free(s->fault);
+                s->fault = NULL;
+                seat_set_state(s, SEAT_READY);
+                (void) domain_set_record(s->dom, &s->rec, NULL);
+                log_notice("seat '%s' is ready again: its evidence is sealed", s->rec.id);
+        }
+        pthread_mutex_unlock(&s->lock);
+}
+
+int seat_evidence_retry(SeatManager *m, const char *seat_id, json_object **ret_result, SeatError **ret_error) {
+        _cleanup_json_ json_object *res = json_object_new_object();
+        json_object *sealed = json_object_new_array();
+        SealContext ctx = seal_context(m);
+        int first = 0;
+        if (!res || !sealed) {
+                json_object_put(sealed);
+                return -ENOMEM;
+        }
+        json_object_object_add(res, "sealed", sealed);
+        if (!m->have_facilitator)
+                return seat_error_set(ret_error, EINVAL, "no facilitator_key in seatd.conf: nothing can be sealed");
+        DIR *d = opendir(m->quarantine_dir);
+        if (!d)
+                return seat_error_set(ret_error, errno, "cannot list '%s': %m", m->quarantine_dir);
+        struct dirent *de;
+        while ((de = readdir(d))) {
+                _cleanup_free_ char *id = quarantine_seat_id(de->d_name), *dir = NULL, *archive = NULL;
+                _cleanup_error_ SeatError *err = NULL;
+                if (!id || (seat_id && strcmp(id, seat_id)) || asprintf(&dir, "%s/%s", m->quarantine_dir, de->d_name) < 0 ||
+                    !seal_dir_is_pending(dir))
+                        continue;
+                int r = seal_session_dir(&ctx, dir, &archive, &err);
+                if (r >= 0) {
+                        log_notice("sealed the session of seat '%s' left in '%s' into '%s'", id, dir, archive);
+                        json_object_array_add(sealed, json_object_new_string(archive));
+                        continue;
+                }
+                log_error("cannot seal the session of seat '%s' in '%s': %s", id, dir, err ? err->message : strerror(-r));
+                if (first == 0) {
+                        first = r;
+                        seat_error_set(ret_error, r == -EBUSY ? EBUSY : -r, "%s%s", err ? err->message : strerror(-r),
+                                       r == -EBUSY ? ": try again when it is done" : "");
+                }
+        }
+        closedir(d);
+        if (first < 0)
+                return first;
+        if (seat_id) {
+                _cleanup_(seat_unrefp) Seat *s = seat_manager_get(m, seat_id);
+                if (s) {
+                        seat_seal_recovered(s);
+                        json_object *o = NULL;
+                        if (seat_to_json(s, &o) >= 0)
+                                json_object_object_add(res, "seat", o);
+                }
+        }
+        *ret_result = TAKE_PTR(res);
+        return 0;
+}
+
 int seat_manager_adopt(SeatManager *m, SeatError **ret_error) {
         virDomainPtr *doms = NULL;
         size_t n = 0;
@@ -2036,5 +2181,6 @@ int seat_manager_adopt(SeatManager *m, SeatError **ret_error) {
         free(doms);
         sweep_orphan_dirs(m);
         sweep_warm_dirs(m);
+        resume_pending_seals(m);
         return 0;
 }

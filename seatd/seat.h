@@ -15,6 +15,7 @@
 #include "conf.h"
 #include "domain.h"
 #include "error.h"
+#include "minisign.h"
 #include "store.h"
 
 typedef enum SeatState {
@@ -76,3 +77,12 @@ int seat_exec(Seat *s, AgentMsg *req, AgentOutputFn on_output, bool (*cancelled)
 int seat_agent_call(Seat *s, AgentMsg *req, int timeout_ms, AgentMsg **ret_reply, SeatError **ret_error);
 /* One record in the seat's session audit log (forward-secure, hash-chained). */
 int seat_audit(Seat *s, const char *type, json_object *data);
+
+/* Evidence: where archives go, where unsealed sessions wait, the key archives are signed with. */
+const char *seat_manager_archives_dir(SeatManager *m);
+const char *seat_manager_quarantine_dir(SeatManager *m);
+void seat_manager_host_public_key(SeatManager *m, SeatPublicKey *ret);
+/* Seal the sessions of seat_id (NULL: of every seat) still in the quarantine, now, one
+ * after another. When all are stored, a seat FAULTED only for that is READY again.
+ * Result: {"sealed": [archive paths], "seat": record}. */
+int seat_evidence_retry(SeatManager *m, const char *seat_id, json_object **ret_result, SeatError **ret_error);

@@ -1,13 +1,15 @@
 #!/bin/bash
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # Evidence archives and audit logs against tampering, in TAP (docs/evidence-format.md).
-# usage: evidence.sh /path/to/seat-sign /path/to/seat-evidence
+# usage: evidence.sh /path/to/seat-sign /path/to/seat-evidence [/path/to/seatctl]
 set -u
 
 SEAT_SIGN=${1:?usage: evidence.sh SEAT_SIGN SEAT_EVIDENCE}
 SEV=${2:?usage: evidence.sh SEAT_SIGN SEAT_EVIDENCE}
 case $SEAT_SIGN in /*) ;; *) SEAT_SIGN=$PWD/$SEAT_SIGN ;; esac
 case $SEV in /*) ;; *) SEV=$PWD/$SEV ;; esac
+CTL=${3:-}
+case $CTL in /*|'') ;; *) CTL=$PWD/$CTL ;; esac
 n=0
 failed=0
 
@@ -141,6 +143,40 @@ refuse "... but open checks the chain and refuses it, writing nothing" "edited" 
         "$SEV" open edited.sev --host-key host.pub --key fac.key --out edited-out
 [ -z "$(ls -A edited-out 2>/dev/null)" ] && ok "nothing left in the output directory" || not_ok "nothing left"
 # (a record re-authenticated with a later epoch's key: tests/unit/test-audit.c)
+
+# --- the same through seatctl evidence (SECURITY-TESTS: "detected by seatctl evidence verify") ---
+if [ -n "$CTL" ]; then
+        refuse "seatctl evidence verify: a flipped byte in the ciphertext" "does not match the signed manifest" \
+                "$CTL" evidence verify ./f.sev --host-key host.pub
+        refuse "seatctl evidence verify: a truncated archive" "truncated" "$CTL" evidence verify ./t.sev --host-key host.pub
+        refuse "seatctl evidence verify: an archive re-sealed with only the facilitator's public key" "key" \
+                "$CTL" evidence verify ./evil.sev --host-key host.pub
+        # Records dropped, reordered or cut inside a sealed archive: the log is encrypted, so
+        # whoever changes it re-encrypts it (they hold the facilitator's public key only) and
+        # puts the new payload under the host-signed manifest.
+        for kind in drop reorder trunc; do
+                "$SEV" seal --seat s1 --session $S --host-key evil.key --to fac.pub --audit $kind.log --audit-key "$K" \
+                        --console console.log --file /var/log/data=data.bin --out $kind-evil.sev >/dev/null
+                elen=$(od -An -tu4 -j 8 -N4 --endian=little $kind-evil.sev | tr -d ' ')
+                eslen=$(od -An -tu4 -j $((12 + elen)) -N4 --endian=little $kind-evil.sev | tr -d ' ')
+                { head -c "$pay" a.sev; tail -c +$((16 + elen + eslen + 1)) $kind-evil.sev; } > $kind-spliced.sev
+                refuse "seatctl evidence verify: audit records ${kind/trunc/truncat}ed in a sealed archive" \
+                        "does not match\|bytes, .* expected" "$CTL" evidence verify ./$kind-spliced.sev --host-key host.pub
+        done
+        # Sealed so by the host itself (compromised before sealing): the signature holds,
+        # and open checks the chain with the facilitator's key.
+        for kind in drop reorder trunc; do
+                "$SEV" seal --seat s1 --host-key host.key --to fac.pub --audit $kind.log --audit-key "$K" --out $kind-host.sev >/dev/null
+                refuse "seatctl evidence open: an audit log sealed with records ${kind/trunc/truncat}ed is refused" \
+                        "dropped\|where record 2 was expected\|without an end record" \
+                        "$CTL" evidence open ./$kind-host.sev --host-key host.pub --key fac.key --out $kind-host-out
+        done
+        check "seatctl evidence open unpacks the untouched archive" \
+                "$CTL" evidence open ./a.sev --host-key host.pub --key fac.key --out ctl-opened
+        cmp -s ctl-opened/0003-_var_log_data data.bin && ok "... byte-identical" || not_ok "... byte-identical"
+else
+        skip "seatctl evidence verify/open" "seatctl not given"
+fi
 
 # --- guest-controlled content -------------------------------------------------------------
 mkdir guest; printf 'a' > guest/a; ln -s /etc/shadow guest/link

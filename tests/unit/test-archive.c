@@ -172,6 +172,78 @@ static void test_inputs(void **state) {
         archive_manifest_free(m);
 }
 
+/* Guest files: a summary of what was taken (signed, in the manifest), symlinks as records
+ * of their target, files already cut before sealing. */
+static void test_guest_collection(void **state) {
+        SeatError *e = NULL;
+        ArchiveManifest *m = NULL;
+        char out[300], target[300], opened[300];
+        snprintf(target, sizeof(target), "%s/link-target", dir);
+        assert_int_equal(write_file_atomic(target, "/etc/shadow", 11, 0600), 0);
+        ArchiveInput in[] = {
+                { .name = "audit.log", .role = "audit", .path = audit_path },
+                { .name = "guest/root/link", .role = "symlink", .path = target },
+                { .name = "guest/root/big", .role = "file", .path = data_path, .original_size = 5000000 },
+        };
+        ArchiveCollection c = { .complete = false, .files = 1, .symlinks = 1, .bytes = 200011, .truncated = 1,
+                                .skipped = 3, .max_bytes = 1 << 20, .max_file_bytes = 200000, .max_files = 2 };
+        ArchiveSealParams p = { .seat_id = "seat-1", .session = SESSION, .inputs = in, .n_inputs = 3, .host_key = host,
+                                .facilitator = &fac_pk, .audit_key = akey, .collection = &c };
+        snprintf(out, sizeof(out), "%s/guest.sev", dir);
+        assert_int_equal(archive_seal(out, &p, &e), 0);
+        assert_int_equal(archive_verify(out, &host_pk, NULL, NULL, &m, &e), 0);
+        assert_true(m->has_collection);
+        assert_false(m->collection.complete);
+        assert_int_equal(m->collection.skipped, 3);
+        assert_int_equal(m->collection.max_files, 2);
+        assert_string_equal(m->members[1].role, "symlink");
+        assert_true(m->members[2].truncated);
+        assert_int_equal(m->members[2].size, 200000);
+        assert_int_equal(m->members[2].original_size, 5000000);
+        m = archive_manifest_free(m);
+        /* the link opens as a plain file holding its target: nothing is followed */
+        snprintf(opened, sizeof(opened), "%s/guest-out", dir);
+        assert_int_equal(archive_open(out, &host_pk, fac, opened, &m, &e), 0);
+        char lp[512];
+        struct stat st;
+        snprintf(lp, sizeof(lp), "%s/%s", opened, m->members[1].name);
+        assert_int_equal(lstat(lp, &st), 0);
+        assert_true(S_ISREG(st.st_mode));
+        assert_int_equal(st.st_size, 11);
+        m = archive_manifest_free(m);
+
+        /* a file larger than what it was said to be cut from is refused */
+        in[2].original_size = 10;
+        snprintf(out, sizeof(out), "%s/guest2.sev", dir);
+        assert_int_equal(archive_seal(out, &p, &e), -EINVAL);
+        e = seat_error_free(e);
+
+        /* the summary must agree with itself and with the members */
+        static const char *bad[] = {
+                "\"guest\":{\"complete\":true,\"files\":1,\"symlinks\":0,\"bytes\":1,\"truncated\":1,\"skipped\":0,"
+                "\"max_bytes\":1,\"max_file_bytes\":1,\"max_files\":1}",
+                "\"guest\":{\"complete\":true,\"files\":1,\"symlinks\":2,\"bytes\":1,\"truncated\":0,\"skipped\":0,"
+                "\"max_bytes\":1,\"max_file_bytes\":1,\"max_files\":1}",
+                "\"guest\":{\"complete\":true,\"files\":-1,\"symlinks\":0,\"bytes\":1,\"truncated\":0,\"skipped\":0,"
+                "\"max_bytes\":1,\"max_file_bytes\":1,\"max_files\":1}",
+                "\"guest\":[]",
+        };
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                char json[2048];
+                snprintf(json, sizeof(json),
+                         "{\"format\":\"seatd-evidence\",\"version\":1,\"seat\":\"s1\",\"session\":\"%s\",\"image\":\"\","
+                         "\"created\":1,\"facilitator_key_id\":\"0011223344556677\",\"chunk_size\":65536,"
+                         "\"stream_size\":2048,\"chunks\":1,\"payload_size\":1,\"payload_blake2b\":\"%0128d\",%s,"
+                         "\"members\":[{\"path\":\"members/0001\",\"name\":\"0001-a\",\"origin\":\"a\",\"role\":\"file\","
+                         "\"size\":1,\"truncated\":false,\"original_size\":1,\"blake2b\":\"%0128d\"}]}",
+                         SESSION, 0, bad[i], 0);
+                assert_true(archive_manifest_parse(json, strlen(json), &m, &e) < 0);
+                assert_non_null(e);
+                assert_non_null(strstr(e->message, "guest"));
+                e = seat_error_free(e);
+        }
+}
+
 static void test_manifest_parse(void **state) {
         static const char *bad[] = {
                 "{}",
@@ -200,6 +272,7 @@ int main(void) {
                 cmocka_unit_test(test_flips_and_truncation),
                 cmocka_unit_test(test_wrong_keys),
                 cmocka_unit_test(test_inputs),
+                cmocka_unit_test(test_guest_collection),
                 cmocka_unit_test(test_manifest_parse),
         };
         return cmocka_run_group_tests_name("archive", tests, setup, teardown);

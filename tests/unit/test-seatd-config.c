@@ -40,6 +40,10 @@ static void test_defaults(void **state) {
         assert_int_equal(c->pull_low_speed_limit, 1);
         assert_int_equal(c->pull_low_speed_time, 30);
         assert_int_equal(c->pull_connect_timeout, 30);
+        assert_string_equal(c->evidence_archive_dir, "/var/lib/seatd/evidence/archives");
+        assert_int_equal(c->evidence_max_bytes, 256ULL << 20);
+        assert_int_equal(c->evidence_max_file_bytes, 64ULL << 20);
+        assert_int_equal(c->evidence_max_files, 1000);
 }
 
 static void test_values(void **state) {
@@ -64,6 +68,12 @@ static void test_values(void **state) {
         assert_int_equal(c->pull_low_speed_limit, 1024);
         assert_int_equal(c->pull_low_speed_time, 3);
         assert_int_equal(c->pull_connect_timeout, 5);
+        _cleanup_(seat_config_freep) SeatConfig *ev = parse(
+                "evidence_archive_dir = /mnt/ev\nevidence_max_bytes = 4096\nevidence_max_file_bytes = 512\nevidence_max_files = 7\n");
+        assert_string_equal(ev->evidence_archive_dir, "/mnt/ev");
+        assert_int_equal(ev->evidence_max_bytes, 4096);
+        assert_int_equal(ev->evidence_max_file_bytes, 512);
+        assert_int_equal(ev->evidence_max_files, 7);
         _cleanup_(seat_config_freep) SeatConfig *off = parse("inspect_images = false\n");
         assert_false(off->inspect_images);
 }
@@ -81,6 +91,9 @@ static void test_errors_name_the_line(void **state) {
         refused("pull_low_speed_limit = -1\n", "pull_low_speed_limit");
         refused("pull_connect_timeout = 601\n", "pull_connect_timeout");
         refused("ca_file = relative.pem\n", "ca_file");
+        refused("evidence_archive_dir = archives\n", "evidence_archive_dir");
+        refused("evidence_max_bytes = 0\n", "evidence_max_bytes");
+        refused("evidence_max_files = 4001\n", "evidence_max_files");
         refused("admin_group = a\x1b[31m\n", "control character");
         char big[5000];
         memset(big, 'a', sizeof(big) - 1);

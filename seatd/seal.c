@@ -1,0 +1,382 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <dirent.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "archive.h"
+#include "fileio.h"
+#include "guest-files.h"
+#include "jsonframe.h"
+#include "log.h"
+#include "seal.h"
+
+#define SESSION_INFO_MAX (256U * 1024U)
+#define PRE_SEGMENTS_MAX 16
+#define GUEST_STAGING "guest"
+
+/* ---- session.json ---- */
+
+int seal_write_session_info(const char *qdir, const SealSessionInfo *info, SeatError **ret_error) {
+        _cleanup_json_ json_object *o = json_object_new_object();
+        json_object *paths = json_object_new_array();
+        _cleanup_free_ char *path = NULL, *text = NULL;
+        size_t len = 0;
+        if (!o || !paths || asprintf(&path, "%s/" SEAL_SESSION_INFO, qdir) < 0) {
+                json_object_put(paths);
+                return -ENOMEM;
+        }
+        json_object_object_add(o, "seat", json_object_new_string(info->seat_id));
+        json_object_object_add(o, "generation", json_object_new_int64(info->generation));
+        json_object_object_add(o, "image", json_object_new_string(info->image ? info->image : ""));
+        json_object_object_add(o, "image_digest", json_object_new_string(info->image_digest ? info->image_digest : ""));
+        if (info->filesystem)
+                json_object_object_add(o, "filesystem", json_object_new_string(info->filesystem));
+        for (char *const *p = info->evidence_paths; p && *p; p++)
+                json_object_array_add(paths, json_object_new_string(*p));
+        json_object_object_add(o, "evidence_paths", paths);
+        int r = json_frame_format(o, SESSION_INFO_MAX, &text, &len);
+        if (r >= 0)
+                r = write_file_atomic(path, text, len, 0600);
+        if (r < 0)
+                return seat_error_set(ret_error, -r, "write '%s': %s", path, strerror(-r));
+        return 0;
+}
+
+typedef struct SessionInfo {
+        json_object *json;
+        const char *seat, *image_digest, *filesystem;
+        int64_t generation;
+        char **paths;
+} SessionInfo;
+
+static void session_info_done(SessionInfo *i) {
+        free(i->paths);           /* the strings belong to json */
+        json_object_put(i->json);
+}
+
+static int read_session_info(const char *qdir, SessionInfo *ret, SeatError **ret_error) {
+        _cleanup_free_ char *path = NULL, *text = NULL;
+        json_object *list = NULL;
+        size_t len = 0;
+        if (asprintf(&path, "%s/" SEAL_SESSION_INFO, qdir) < 0)
+                return -ENOMEM;
+        int r = read_file_capped(path, SESSION_INFO_MAX, &text, &len);
+        if (r < 0)
+                return seat_error_set(ret_error, -r, "cannot read '%s': %s", path, strerror(-r));
+        if (json_frame_parse(text, len, 4, &ret->json) < 0 ||
+            json_get_string(ret->json, "seat", true, ARCHIVE_SEAT_ID_MAX, &ret->seat) < 0 ||
+            json_get_int64(ret->json, "generation", true, 1, INT64_MAX, &ret->generation) < 0 ||
+            json_get_string(ret->json, "image_digest", true, ARCHIVE_IMAGE_MAX, &ret->image_digest) < 0 ||
+            json_get_string(ret->json, "filesystem", false, 4096, &ret->filesystem) < 0 ||
+            json_get_array(ret->json, "evidence_paths", true, 64, &list) < 0)
+                return seat_error_set(ret_error, EBADMSG, "'%s' is damaged: seal this session by hand (seat-evidence seal)",
+                                      path);
+        size_t n = json_object_array_length(list);
+        ret->paths = calloc(n + 1, sizeof(char *));
+        if (!ret->paths)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                json_object *e = json_object_array_get_idx(list, i);
+                if (!json_object_is_type(e, json_type_string))
+                        return seat_error_set(ret_error, EBADMSG, "'%s': evidence_paths holds a non-string", path);
+                ret->paths[i] = (char *) json_object_get_string(e);
+        }
+        return 0;
+}
+
+bool seal_dir_is_pending(const char *qdir) {
+        _cleanup_free_ char *p = NULL;
+        return asprintf(&p, "%s/" SEAL_SESSION_INFO, qdir) >= 0 && access(p, F_OK) == 0;
+}
+
+char *seal_dir_failure(const char *qdir) {
+        _cleanup_free_ char *p = NULL;
+        char *text = NULL;
+        size_t len = 0;
+        if (asprintf(&p, "%s/" SEAL_FAILED_NOTE, qdir) < 0 || read_file_capped(p, 4096, &text, &len) < 0)
+                return NULL;
+        while (len > 0 && text[len - 1] == '\n')
+                text[--len] = '\0';
+        return text;
+}
+
+/* ---- removal of what seatd itself put there ---- */
+
+/* Regular files of dfd/name (a directory), and of its subdirectories one level down. */
+static int remove_tree_at(int dfd, const char *name, unsigned depth) {
+        _cleanup_close_ int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return errno == ENOENT ? 0 : -errno;
+        DIR *d = fdopendir(fd);
+        if (!d)
+                return -errno;
+        fd = -EBADF; /* the DIR owns it now */
+        struct dirent *de;
+        int r = 0;
+        while ((de = readdir(d))) {
+                if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+                        continue;
+                if (unlinkat(dirfd(d), de->d_name, 0) == 0)
+                        continue;
+                if (errno == EISDIR && depth > 0)
+                        r = remove_tree_at(dirfd(d), de->d_name, depth - 1);
+                else
+                        r = -errno;
+                if (r < 0)
+                        break;
+        }
+        closedir(d);
+        if (r >= 0 && unlinkat(dfd, name, AT_REMOVEDIR) < 0)
+                r = -errno;
+        return r;
+}
+
+static int remove_dir(const char *path, unsigned depth) {
+        return remove_tree_at(AT_FDCWD, path, depth);
+}
+
+/* ---- the guest's files ---- */
+
+typedef struct GuestPart {
+        GuestFiles *files;
+        ArchiveCollection summary;
+        char *index_path;         /* an index of our own when the disk could not be read */
+} GuestPart;
+
+static void guest_part_done(GuestPart *g) {
+        guest_files_free(g->files);
+        free(g->index_path);
+}
+
+/* The guest's own filesystem may be unreadable (it is the guest's to break): that is
+ * evidence too, sealed as an incomplete collection with the reason in the index. Anything
+ * else (the appliance does not start, the host's disk) fails the seal. */
+static int guest_unreadable(const char *staging, const char *why, GuestPart *g, SeatError **ret_error) {
+        _cleanup_free_ char *esc = log_escape(why, strlen(why), 2000);
+        _cleanup_free_ char *text = NULL;
+        if (asprintf(&g->index_path, "%s/index.txt", staging) < 0 ||
+            asprintf(&text, "# the guest's filesystem could not be read: %s\n", esc ? esc : "?") < 0)
+                return -ENOMEM;
+        (void) unlink(g->index_path);
+        int r = write_file_atomic(g->index_path, text, strlen(text), 0600);
+        if (r < 0)
+                return seat_error_set(ret_error, -r, "cannot write '%s': %s", g->index_path, strerror(-r));
+        g->summary.skipped = 1;
+        g->summary.complete = false;
+        return 0;
+}
+
+static int collect_guest(const SealContext *ctx, const char *qdir, const SessionInfo *info, GuestPart *g,
+                         SeatError **ret_error) {
+        const SeatConfig *c = ctx->config;
+        _cleanup_free_ char *overlay = NULL, *staging = NULL, *cache = NULL, *context = NULL;
+        if (asprintf(&overlay, "%s/overlay.qcow2", qdir) < 0 || asprintf(&staging, "%s/" GUEST_STAGING, qdir) < 0 ||
+            asprintf(&cache, "%s/guestfs-cache", c->state_dir) < 0 ||
+            asprintf(&context, "collect the guest files of seat '%s' generation %" PRId64, info->seat, info->generation) < 0)
+                return -ENOMEM;
+        g->summary = (ArchiveCollection) { .complete = true, .max_bytes = c->evidence_max_bytes,
+                                           .max_file_bytes = c->evidence_max_file_bytes,
+                                           .max_files = (uint64_t) c->evidence_max_files };
+        if (access(overlay, F_OK) < 0) {
+                log_warning("%s: the session's disk is not in '%s': sealing without it", context, qdir);
+                return 0;
+        }
+        int r = remove_dir(staging, 1); /* a failed attempt's copies */
+        if (r < 0 || mkdir(staging, 0700) < 0)
+                return seat_error_set(ret_error, r < 0 ? -r : errno, "cannot make '%s': %s", staging,
+                                      strerror(r < 0 ? -r : errno));
+        GuestFilesLimits lim = { .max_bytes = c->evidence_max_bytes, .max_file_bytes = c->evidence_max_file_bytes,
+                                 .max_files = (uint64_t) c->evidence_max_files };
+        ImageInspectOptions opts = { .cache_dir = cache, .force_tcg = c->accel == SEAT_ACCEL_TCG };
+        _cleanup_error_ SeatError *err = NULL;
+        /* One appliance at a time: each is a VM (384 MiB, a vCPU) beside the seats. */
+        static pthread_mutex_t one_appliance = PTHREAD_MUTEX_INITIALIZER;
+        pthread_mutex_lock(&one_appliance);
+        r = guest_files_collect(overlay, IMAGE_FORMAT_QCOW2, info->filesystem, info->paths, &lim, &opts, context, staging,
+                                &g->files, &err);
+        pthread_mutex_unlock(&one_appliance);
+        if (r == -ENODEV) {
+                log_warning("%s: %s (sealed as incomplete)", context, err ? err->message : "?");
+                return guest_unreadable(staging, err ? err->message : "?", g, ret_error);
+        }
+        if (r < 0) {
+                if (ret_error && err)
+                        *ret_error = TAKE_PTR(err);
+                return r;
+        }
+        g->summary.files = g->files->files;
+        g->summary.symlinks = g->files->symlinks;
+        g->summary.bytes = g->files->bytes;
+        g->summary.truncated = g->files->truncated;
+        g->summary.skipped = g->files->skipped;
+        g->summary.complete = g->summary.truncated == 0 && g->summary.skipped == 0;
+        log_info("%s: %" PRIu64 " file(s), %" PRIu64 " symlink(s), %" PRIu64 " bytes, %" PRIu64 " cut, %" PRIu64 " skipped",
+                 context, g->summary.files, g->summary.symlinks, g->summary.bytes, g->summary.truncated,
+                 g->summary.skipped);
+        return 0;
+}
+
+/* ---- sealing ---- */
+
+typedef struct Inputs {
+        ArchiveInput *v;
+        size_t n;
+        char **owned;             /* strings the inputs point to */
+        size_t n_owned;
+} Inputs;
+
+static void inputs_done(Inputs *in) {
+        for (size_t i = 0; i < in->n_owned; i++)
+                free(in->owned[i]);
+        free(in->owned);
+        free(in->v);
+}
+
+static const char *own(Inputs *in, char *s) {
+        if (s)
+                in->owned[in->n_owned++] = s;
+        return s;
+}
+
+static int host_inputs(Inputs *in, const char *qdir) {
+        static const struct { const char *file, *role; } fixed[] = {
+                { "audit.log", "audit" },
+                { "console.log", "console" },
+                { "capture.pcap", "capture" },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(fixed); i++) {
+                char *p = NULL;
+                if (asprintf(&p, "%s/%s", qdir, fixed[i].file) < 0)
+                        return -ENOMEM;
+                own(in, p);
+                if (access(p, F_OK) == 0)
+                        in->v[in->n++] = (ArchiveInput) { .name = fixed[i].file, .role = fixed[i].role, .path = p };
+        }
+        /* Segments from before a seatd restart: cut off where the old seatd died, their
+         * first keys sealed beside them. */
+        DIR *d = opendir(qdir);
+        struct dirent *de;
+        size_t n = 0;
+        while (d && (de = readdir(d)) && n < 2 * PRE_SEGMENTS_MAX)
+                if (!strncmp(de->d_name, "audit-pre-", 10)) {
+                        char *p = NULL, *name = strdup(de->d_name);
+                        if (!name || asprintf(&p, "%s/%s", qdir, de->d_name) < 0) {
+                                free(name);
+                                closedir(d);
+                                return -ENOMEM;
+                        }
+                        in->v[in->n++] = (ArchiveInput) { .name = own(in, name), .role = "file", .path = own(in, p) };
+                        n++;
+                }
+        if (d)
+                closedir(d);
+        return 0;
+}
+
+static int guest_inputs(Inputs *in, const GuestPart *g) {
+        for (size_t i = 0; g->files && i < g->files->n_entries; i++) {
+                const GuestEntry *e = g->files->entries + i;
+                char *name = NULL;
+                if (asprintf(&name, "guest%s", e->guest_path) < 0)
+                        return -ENOMEM;
+                in->v[in->n++] = (ArchiveInput) { .name = own(in, name),
+                                                  .role = e->kind == GUEST_ENTRY_SYMLINK ? "symlink" : "file",
+                                                  .path = e->host_path, .original_size = e->original_size };
+        }
+        const char *index = g->files ? g->files->index_path : g->index_path;
+        if (index)
+                in->v[in->n++] = (ArchiveInput) { .name = "guest-index.txt", .role = "file", .path = index };
+        return 0;
+}
+
+static int seal_locked(const SealContext *ctx, const char *qdir, char **ret_archive, SeatError **ret_error) {
+        _cleanup_(session_info_done) SessionInfo info = {};
+        _cleanup_(guest_part_done) GuestPart g = {};
+        _cleanup_(inputs_done) Inputs in = {};
+        _cleanup_free_ char *key_path = NULL, *sealed = NULL, *archive = NULL;
+        size_t sealed_len = 0;
+
+        int r = read_session_info(qdir, &info, ret_error);
+        if (r < 0)
+                return r;
+        if (asprintf(&key_path, "%s/audit.key", qdir) < 0)
+                return -ENOMEM;
+        r = read_file_capped(key_path, 4096, &sealed, &sealed_len);
+        if (r < 0 || sealed_len != ARCHIVE_SEALED_AUDIT_KEY_BYTES)
+                return seat_error_set(ret_error, r < 0 ? -r : EBADMSG,
+                                      "the sealed audit key in '%s' is missing or damaged: seal this session by hand", qdir);
+        if (info.paths[0]) {
+                r = collect_guest(ctx, qdir, &info, &g, ret_error);
+                if (r < 0)
+                        return r;
+        }
+
+        size_t max = 3 + 2 * PRE_SEGMENTS_MAX + (g.files ? g.files->n_entries : 0) + 1;
+        in.v = calloc(max, sizeof(ArchiveInput));
+        in.owned = calloc(2 * max, sizeof(char *));
+        if (!in.v || !in.owned)
+                return -ENOMEM;
+        r = host_inputs(&in, qdir);
+        if (r >= 0)
+                r = guest_inputs(&in, &g);
+        if (r < 0)
+                return r;
+
+        if (mkdir(ctx->archives_dir, 0700) < 0 && errno != EEXIST)
+                return seat_error_set(ret_error, errno, "cannot create the archive directory '%s': %m", ctx->archives_dir);
+        if (asprintf(&archive, "%s/%s-g%" PRId64 "-%lld.seatdev", ctx->archives_dir, info.seat, info.generation,
+                     (long long) time(NULL)) < 0)
+                return -ENOMEM;
+        ArchiveSealParams p = { .seat_id = info.seat, .image_digest = info.image_digest, .inputs = in.v,
+                                .n_inputs = in.n, .host_key = ctx->host_key, .facilitator = ctx->facilitator,
+                                .audit_key_sealed = (const uint8_t *) sealed,
+                                .collection = info.paths[0] ? &g.summary : NULL };
+        r = archive_seal(archive, &p, ret_error);
+        if (r < 0)
+                return r;
+        if (ret_archive)
+                *ret_archive = TAKE_PTR(archive);
+        return 0;
+}
+
+int seal_session_dir(const SealContext *ctx, const char *qdir, char **ret_archive, SeatError **ret_error) {
+        _cleanup_close_ int dfd = open(qdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        _cleanup_free_ char *archive = NULL, *staging = NULL;
+        if (dfd < 0)
+                return seat_error_set(ret_error, errno, "cannot open the quarantine '%s': %m", qdir);
+        if (flock(dfd, LOCK_EX | LOCK_NB) < 0)
+                return seat_error_set(ret_error, errno == EWOULDBLOCK ? EBUSY : errno,
+                                      "the session in '%s' is being sealed right now", qdir);
+        if (!seal_dir_is_pending(qdir))
+                return seat_error_set(ret_error, ENOENT, "'%s' holds no session to seal (sealed already?)", qdir);
+        int r = seal_locked(ctx, qdir, &archive, ret_error);
+        if (asprintf(&staging, "%s/" GUEST_STAGING, qdir) < 0)
+                return -ENOMEM;
+        if (r < 0) {
+                /* The copies are made again on the next attempt: give their space back now. */
+                (void) remove_dir(staging, 1);
+                const char *why = ret_error && *ret_error ? (*ret_error)->message : strerror(-r);
+                _cleanup_free_ char *note = NULL, *line = NULL;
+                if (asprintf(&note, "%s/" SEAL_FAILED_NOTE, qdir) >= 0 && asprintf(&line, "%s\n", why) >= 0)
+                        (void) write_file_atomic(note, line, strlen(line), 0600);
+                return r;
+        }
+        /* Sealed and fsync'ed: the session's files go, the overlay with them. session.json
+         * goes first: a crash in between leaves a directory that is not sealed again. */
+        _cleanup_free_ char *info = NULL;
+        if (asprintf(&info, "%s/" SEAL_SESSION_INFO, qdir) >= 0)
+                (void) unlink(info);
+        r = remove_dir(qdir, 1);
+        if (r < 0)
+                log_warning("sealed into '%s', but cannot remove '%s': %s", archive, qdir, strerror(-r));
+        if (ret_archive)
+                *ret_archive = TAKE_PTR(archive);
+        return 0;
+}

@@ -1,0 +1,278 @@
+#!/usr/bin/env bash
+# evidence-vm.sh: evidence through a private seatd and a real seat (TCG here). A guest
+# writes hostile files into an evidence path (names with '..' and terminal escapes, a
+# newline, symlinks to /etc/shadow and to /, a fifo, files over the caps, more files than
+# max_files); a reset seals them, read from the stopped overlay with libguestfs; seatctl
+# evidence list / verify / open check and unpack the archive, with the caps recorded and
+# no host path touched. Then disk full while sealing (a small tmpfs for the archives):
+# the seat goes FAULTED, its quarantine is kept, its next reset refused, and 'seatctl
+# evidence retry' seals it once space is free. Last, seatd SIGKILLed while sealing: the
+# restarted seatd seals the session again, no partial archive stays. Speaks TAP.
+#   usage: evidence-vm.sh BUILD_DIR
+set -uo pipefail
+
+build=$(realpath "${1:?usage: $0 BUILD_DIR}")
+src=$(cd "$(dirname "$0")/../.." && pwd)
+SIGN=$build/signing/seat-sign
+SEATD=$build/seatd/seatd
+CTL=$build/seatctl/seatctl
+GUEST_INIT=$build/guest-init/guest-init
+RECIPE=$src/images/recipes/test-image
+VIRSH=(virsh -q -c qemu:///system)
+for b in "$SIGN" "$SEATD" "$CTL" "$GUEST_INIT" "$build/images/seat-manifest"; do
+  [[ -x $b ]] || { echo "1..0 # SKIP $b not built"; exit 0; }
+done
+[[ $(id -u) == 0 ]] || { echo "1..0 # SKIP needs root (libvirt qemu:///system, tmpfs mounts)"; exit 0; }
+for c in virsh qemu-img guestfish python3 mount; do
+  command -v "$c" >/dev/null || { echo "1..0 # SKIP $c is not installed"; exit 0; }
+done
+"${VIRSH[@]}" version >/dev/null 2>&1 || { echo "1..0 # SKIP libvirtd does not answer on qemu:///system (scripts/lib/host.sh: host_start_libvirt)"; exit 0; }
+
+# Under /var/tmp with 0755 parents: QEMU runs as libvirt-qemu and must reach the overlays.
+t=$(mktemp -d /var/tmp/seatd-evidence-vm.XXXXXX)
+chmod 0755 "$t"
+seatd_pid= mnt=
+t_start=$SECONDS
+# The libguestfs appliance is built once (a minute) and kept for the next runs.
+GUESTFS_CACHE=/var/tmp/seatd-evidence-vm-guestfs-cache
+
+our_domains() {
+  local d
+  for d in $("${VIRSH[@]}" list --name 2>/dev/null); do
+    [[ $d == seatd-* && $("${VIRSH[@]}" dumpxml "$d" 2>/dev/null) == *"file='$t/state/seats/"* ]] && echo "$d"
+  done
+}
+cleanup() {
+  local d p
+  if [[ -n $seatd_pid ]]; then
+    p=$(pgrep -P "$seatd_pid" 2>/dev/null) # a libguestfs appliance it may be running
+    kill -9 "$seatd_pid" 2>/dev/null; wait "$seatd_pid" 2>/dev/null
+    for d in $p; do kill "$d" 2>/dev/null; done
+  fi
+  for d in $(our_domains); do "${VIRSH[@]}" destroy "$d" >/dev/null 2>&1; done
+  [[ -n $mnt ]] && umount "$mnt" 2>/dev/null
+  [[ -f $t/seatd.log ]] && cp "$t/seatd.log" "$build/meson-logs/evidence-vm-seatd.log" 2>/dev/null
+  rm -rf "$t"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+n=0 failed=0
+ok() { n=$((n + 1)); echo "ok $n - $1"; }
+not_ok() {
+  n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $1"
+  [[ -s $t/out ]] && sed 's/^/#   /' "$t/out" | head -25
+  return 0
+}
+check() { local d=$1; shift; if "$@" >"$t/out" 2>&1; then ok "$d"; else not_ok "$d"; fi; }
+bail() { echo "Bail out! $*"; [[ -f $t/seatd.log ]] && tail -30 "$t/seatd.log" | sed 's/^/# /'; exit 1; }
+# wait_for SECONDS COMMAND...: until the command succeeds (run anew each time).
+wait_for() { local end=$((SECONDS + $1)); shift; until "$@" >/dev/null 2>&1; do ((SECONDS < end)) || return 1; sleep 0.5; done; }
+
+export SEATD_SOCKET=$t/ctl.sock
+unset SEATD_TOKEN
+mkdir -p "$t/keys" "$t/state" "$t/archives" "$GUESTFS_CACHE"
+ln -s "$GUESTFS_CACHE" "$t/state/guestfs-cache"
+# The archives on a small filesystem of their own: disk full is made by filling it.
+mount -t tmpfs -o size=16m,mode=0700 seatd-evidence-vm "$t/archives" || bail "cannot mount a tmpfs for the archives"
+mnt=$t/archives
+"$SIGN" keygen --box -p "$t/facilitator.pub" -s "$t/facilitator.key" >/dev/null 2>&1 || bail "seat-sign keygen --box failed"
+cat >"$t/seatd.conf" <<CONF
+state_dir = $t/state
+socket_path = $t/ctl.sock
+trusted_keys_dir = $t/keys
+accel = tcg
+allow_tcg = true
+inspect_images = false
+facilitator_key = $t/facilitator.pub
+evidence_archive_dir = $t/archives
+evidence_max_file_bytes = 1048576
+evidence_max_bytes = 2621440
+evidence_max_files = 40
+CONF
+
+start_seatd() {
+  rm -f "$t/ctl.sock"
+  "$SEATD" -c "$t/seatd.conf" -l debug >>"$t/seatd.log" 2>&1 &
+  seatd_pid=$!
+  for _ in $(seq 1 900); do
+    kill -0 "$seatd_pid" 2>/dev/null || bail "seatd exited"
+    [[ -S $t/ctl.sock ]] && "$CTL" list >/dev/null 2>&1 && return 0
+    sleep 0.1
+  done
+  bail "seatd did not start"
+}
+json_field() { python3 -c 'import json,sys; d=json.load(sys.stdin); print(eval(sys.argv[1]))' "$1"; }
+state_of() { "$CTL" --json status "$1" 2>/dev/null | json_field 'd["state"]' 2>/dev/null; }
+archive_of() { ls "$t/archives/$1-g$2-"*.seatdev 2>/dev/null | head -1; }
+quarantine_of() { ls -d "$t/state/evidence/quarantine/$1-g$2-"* 2>/dev/null | head -1; }
+has_archive() { [[ -n $(archive_of "$1" "$2") ]]; }
+no_quarantine() { [[ -z $(quarantine_of "$1" "$2") ]]; }
+in_state() { [[ $(state_of "$1") == "$2" ]]; }
+no_partial_archive() { [[ -z $(ls -A "$t/archives" | grep '^\.') ]]; }
+
+# What must not change on the host, whatever the guest wrote.
+host_state() { sha256sum /etc/shadow /etc/passwd 2>/dev/null; ls -la --time-style=full-iso /etc/cron.d /root 2>/dev/null; }
+host_before=$(host_state)
+touch "$t/marker"
+
+# ---------------------------------------------------------------- setup: a signed image, a seat
+"$SIGN" keygen -W -p "$t/test.pub" -s "$t/test.key" >/dev/null 2>&1 || bail "seat-sign keygen failed"
+cp "$t/test.pub" "$t/keys/test.pub"
+"$RECIPE" --guest-init "$GUEST_INIT" --out "$t/img" --quiet --sign-key "$t/test.key" \
+  --tools "$build/images:$build/signing" >"$t/out" 2>&1 || { cat "$t/out"; bail "building the test image failed"; }
+grep -q '"/root"' "$t/img/manifest.json" || bail "the test image names no evidence path /root"
+start_seatd
+"$CTL" -q image import "$t/img/manifest.json" >"$t/out" 2>&1 || { cat "$t/out"; bail "image import failed"; }
+"$CTL" -q provision --image test-image --participant mallory >"$t/prov" 2>"$t/out" || { cat "$t/prov" "$t/out"; bail "provision failed"; }
+A=$(awk 'NR==2 {print $1}' "$t/prov")
+[[ $A =~ ^s[0-9a-f]{8}$ ]] || bail "no seat id in: $(cat "$t/prov")"
+echo "# seat $A up ($((SECONDS - t_start)) s)"
+
+# ---------------------------------------------------------------- 1. hostile guest files
+"$CTL" exec "$A" -- sh -c '
+  set -e
+  d=/root/ev; mkdir -p $d/zz-many
+  echo hello-evidence > $d/hello.txt
+  echo dots > "$d/..evil"; echo dots > "$d/..."; echo dots > "$d/..%2f..%2fetc%2fpasswd"
+  esc=$(printf "esc\033[2J\033]0;pwn\007name"); echo escape-content > "$d/$esc"
+  nl=$(printf "new\nline"); echo newline-content > "$d/$nl"
+  ln -s /etc/shadow $d/shadowlink
+  ln -s / $d/rootlink
+  mkfifo $d/fifo
+  dd if=/dev/urandom of=$d/big bs=1M count=3 2>/dev/null
+  dd if=/dev/urandom of=$d/big2 bs=1M count=2 2>/dev/null
+  dd if=/dev/urandom of=$d/zz-big3 bs=1M count=1 2>/dev/null
+  i=0; while [ $i -lt 60 ]; do echo $i > $d/zz-many/f$i; i=$((i + 1)); done
+  sync; echo written' >"$t/out" 2>&1
+grep -q written "$t/out" && ok "the guest wrote hostile files into /root/ev (an evidence path)" || not_ok "the guest wrote hostile files into /root/ev"
+
+t0=$SECONDS
+"$CTL" reset "$A" >"$t/reset" 2>"$t/out"; rc=$?
+reset_s=$((SECONDS - t0))
+cat "$t/reset" >>"$t/out"
+[[ $rc == 0 ]] && grep -qE "^$A +ready " "$t/reset" && ok "reset: READY again in $reset_s s, not waiting for the evidence" || not_ok "reset (rc $rc)"
+wait_for 300 has_archive "$A" 1
+arch=$(archive_of "$A" 1)
+[[ -n $arch ]] && ok "the session is sealed into $(basename "${arch:-none}") ($((SECONDS - t0)) s after the reset)" || not_ok "the session is sealed into an archive"
+wait_for 20 no_quarantine "$A" 1
+[[ -z $(quarantine_of "$A" 1) ]] && ok "its quarantine (overlay included) is deleted once the archive is stored" || { ls -laR "$t/state/evidence" >"$t/out"; not_ok "its quarantine is deleted once the archive is stored"; }
+grep -q "appliance up in" "$t/seatd.log" && ok "the guest files were read by a libguestfs appliance ($(grep -o 'appliance up in [0-9.]* s' "$t/seatd.log" | head -1))" || not_ok "the guest files were read by a libguestfs appliance"
+
+# ---------------------------------------------------------------- 2. seatctl evidence list, verify, open
+"$CTL" evidence list >"$t/list" 2>"$t/out"; rc=$?
+cat "$t/list" >>"$t/out"
+[[ $rc == 0 ]] && grep -qE "^$(basename "$arch") +$A .* ok +INCOMPLETE" "$t/list" && ok "evidence list: the archive, its seat, signature ok, guest files incomplete (caps)" || not_ok "evidence list"
+"$CTL" --json evidence list >"$t/listj" 2>"$t/out"
+json_field "[a for a in d['archives'] if a['seat']=='$A' and a['signature']=='ok' and a['guest_complete'] is False][0]['members']" <"$t/listj" >/dev/null 2>&1 \
+  && ok "evidence list --json: the same as JSON" || { cat "$t/listj" >>"$t/out"; not_ok "evidence list --json"; }
+check "evidence verify NAME (host key from seatd) --seat $A" "$CTL" evidence verify "$(basename "$arch")" --seat "$A"
+"$CTL" evidence verify "$arch" --host-key "$t/state/trust/host.pub" >"$t/verify" 2>"$t/out"; rc=$?
+cat "$t/verify" >>"$t/out"
+[[ $rc == 0 ]] && grep -qE "^guest: +INCOMPLETE: [0-9]+ file\(s\), 2 symlink\(s\)" "$t/verify" \
+  && ok "evidence verify PATH --host-key: OK, and the manifest says the collection is incomplete" || not_ok "evidence verify PATH --host-key"
+"$CTL" evidence verify "$arch" --seat snotthis >"$t/out" 2>&1; rc=$?
+[[ $rc == 1 ]] && grep -q "from seat '$A', not 'snotthis'" "$t/out" && ok "evidence verify --seat of another seat: refused" || not_ok "evidence verify --seat of another seat: refused (rc $rc)"
+cp "$arch" "$t/flip.seatdev"
+python3 -c 'import sys; p=sys.argv[1]; b=bytearray(open(p,"rb").read()); b[len(b)*2//3]^=4; open(p,"wb").write(b)' "$t/flip.seatdev"
+"$CTL" evidence verify "$t/flip.seatdev" >"$t/out" 2>&1; rc=$?
+[[ $rc == 1 ]] && grep -q "does not match the signed manifest" "$t/out" && ok "evidence verify: a flipped byte is refused" || not_ok "evidence verify: a flipped byte is refused (rc $rc)"
+
+"$CTL" --json evidence open "$arch" --key "$t/facilitator.key" --out "$t/opened" >"$t/open.json" 2>"$t/out"; rc=$?
+[[ $rc == 0 ]] && ok "evidence open unpacks it (members, audit chain checked)" || not_ok "evidence open (rc $rc)"
+man() { json_field "$1" <"$t/open.json"; }
+member() { ls "$t/opened" | grep -E -- "^[0-9]{4}-$1\$" | head -1; }
+bad_names=$(ls -A "$t/opened" | LC_ALL=C grep -vE '^[0-9]{4}-[A-Za-z0-9._-]+$')
+[[ -z $bad_names && -z $(find "$t/opened" -mindepth 1 ! -type f) ]] \
+  && ok "every opened member is a plain file with a plain name ($(ls "$t/opened" | wc -l) files)" || { echo "$bad_names" >"$t/out"; not_ok "every opened member is a plain file with a plain name"; }
+[[ $(cat "$t/opened/$(member guest_root_ev_hello.txt)" 2>/dev/null) == hello-evidence ]] && ok "a guest file's content is there" || not_ok "a guest file's content is there"
+esc=$(member 'guest_root_ev_esc__2J__0_pwn_name')
+[[ -n $esc && $(cat "$t/opened/$esc") == escape-content ]] && ok "a name with terminal escapes is sanitised ($esc)" || { ls "$t/opened" >"$t/out"; not_ok "a name with terminal escapes is sanitised"; }
+nl=$(member 'guest_root_ev_new_line')
+[[ -n $nl && $(cat "$t/opened/$nl") == newline-content ]] && ok "a name with a newline is sanitised ($nl)" || not_ok "a name with a newline is sanitised"
+[[ -n $(member "guest_root_ev_..evil") && -n $(member 'guest_root_ev_...') && -n $(member 'guest_root_ev_.._2f.._2fetc_2fpasswd') ]] \
+  && ok "names with '..' stay inside the directory as plain names" || { ls "$t/opened" >"$t/out"; not_ok "names with '..' stay plain names"; }
+sl=$(member guest_root_ev_shadowlink)
+[[ -n $sl && $(cat "$t/opened/$sl") == /etc/shadow ]] \
+  && man "[m for m in d['manifest']['members'] if m['name']=='$sl'][0]['role']" | grep -qx symlink \
+  && ok "a symlink to /etc/shadow is kept as a record of its target, never followed" || not_ok "a symlink to /etc/shadow is kept as a record, never followed"
+rl=$(member guest_root_ev_rootlink)
+[[ -n $rl && $(cat "$t/opened/$rl") == / ]] && ! ls "$t/opened" | grep -q guest_root_ev_rootlink_ \
+  && ok "a symlink to / is a record too: the walk does not go through it" || not_ok "a symlink to / is a record, not walked"
+big=$(member guest_root_ev_big)
+[[ -n $big && $(stat -c %s "$t/opened/$big") == 1048576 ]] \
+  && man "[m for m in d['manifest']['members'] if m['name']=='$big'][0]" | grep -q "'truncated': True, 'original_size': 3145728" \
+  && ok "a 3 MiB file is cut at evidence_max_file_bytes (1 MiB), marked truncated, its real size kept" || { man "[m for m in d['manifest']['members'] if 'big' in m['name']]" >"$t/out"; not_ok "a 3 MiB file is cut at the per-file cap"; }
+big3=$(member guest_root_ev_zz-big3)
+total=$(man "d['manifest']['guest']['bytes']")
+[[ -n $big3 && $(stat -c %s "$t/opened/$big3") -gt 0 && $(stat -c %s "$t/opened/$big3") -lt 1048576 && $total -le 2621440 ]] \
+  && grep -q '^cut file [0-9]*/1048576 /root/ev/zz-big3 (max_bytes reached)' "$t/opened/$(member guest-index.txt)" \
+  && ok "a later file is cut where evidence_max_bytes (2.5 MiB) runs out (guest bytes: $total)" || not_ok "the total cap (guest bytes ${total:-?})"
+[[ $(man "d['manifest']['guest']['files'] + d['manifest']['guest']['symlinks']") == 40 && $(man "d['manifest']['guest']['skipped']") -ge 20 && $(man "d['manifest']['guest']['complete']") == False ]] \
+  && ok "at most evidence_max_files (40) taken, the rest counted as skipped, the collection marked incomplete ($(man "d['manifest']['guest']"))" || { man "d['manifest']['guest']" >"$t/out"; not_ok "the file count cap"; }
+idx=$t/opened/$(member guest-index.txt)
+grep -q '^skipped fifo - /root/ev/fifo' "$idx" 2>/dev/null && grep -q '^cut file 1048576/3145728 /root/ev/big (max_file_bytes)' "$idx" \
+  && grep -q 'over max_files' "$idx" && grep -q '^taken symlink 11 /root/ev/shadowlink -> /etc/shadow' "$idx" && ! LC_ALL=C grep -q $'[\x01-\x09\x0b-\x1f\x7f]' "$idx" \
+  && ok "the index lists what was cut and skipped and why, escaped" || { head -30 "$idx" >"$t/out" 2>&1; not_ok "the index lists what was cut and skipped, escaped"; }
+audit=$t/opened/$(member audit.log)
+grep -q '"type":"exec"' "$audit" 2>/dev/null && grep -q '"type":"end"' "$audit" && ok "the audit log of the session is in it" || not_ok "the audit log of the session is in it"
+"$CTL" evidence open "$arch" --key "$t/facilitator.key" --out "$t/opened" >"$t/out" 2>&1; rc=$?
+[[ $rc == 1 ]] && grep -q "already exists" "$t/out" && ok "evidence open refuses to overwrite existing files" || not_ok "evidence open refuses to overwrite existing files (rc $rc)"
+ln -s /etc "$t/etc-link"
+"$CTL" evidence open "$arch" --key "$t/facilitator.key" --out "$t/etc-link" >"$t/out" 2>&1; rc=$?
+[[ $rc == 1 ]] && grep -q "symlink" "$t/out" && ok "evidence open refuses an output directory that is a symlink" || not_ok "evidence open refuses a symlinked output directory (rc $rc)"
+[[ $(host_state) == "$host_before" && -z $(find /tmp /etc /root /var/tmp -xdev -newer "$t/marker" \( -name '*pwn*' -o -name '*evil*' -o -name 'shadowlink' -o -name '*passwd*' \) -not -path "$t/*" 2>/dev/null) ]] \
+  && ok "no host path was touched (/etc/shadow, /etc/passwd, /etc/cron.d, /root the same; no stray files)" || not_ok "no host path was touched"
+
+# ---------------------------------------------------------------- 3. disk full while sealing
+"$CTL" exec "$A" -- sh -c 'mkdir -p /root/ev && dd if=/dev/urandom of=/root/ev/session2 bs=1k count=512 2>/dev/null && sync' >"$t/out" 2>&1
+free=$(df --output=avail -B1 "$t/archives" | tail -1)
+head -c $((free - 32768)) /dev/zero >"$t/archives/.filler" 2>/dev/null
+archives_before=$(ls -A "$t/archives" | sort)
+"$CTL" reset "$A" >"$t/out" 2>&1; rc=$?
+[[ $rc == 0 ]] && ok "with the archive disk full, the reset itself still goes through (it never waits for evidence)" || not_ok "reset with the archive disk full (rc $rc)"
+wait_for 300 in_state "$A" faulted
+st=$("$CTL" status "$A" 2>&1)
+echo "$st" >"$t/out"
+[[ $(state_of "$A") == faulted ]] && grep -qi "disk full" <<<"$st" && ok "sealing fails: the seat goes FAULTED and says why (disk full)" || not_ok "sealing fails: the seat goes FAULTED (state $(state_of "$A"))"
+q2=$(quarantine_of "$A" 2)
+[[ -n $q2 && -s $q2/overlay.qcow2 && -s $q2/audit.log ]] && grep -qi "disk full" "$q2/seal-failed" 2>/dev/null \
+  && ok "the session is kept in the quarantine (overlay, audit log) with the reason" || { ls -la "$q2" >"$t/out" 2>&1; not_ok "the session is kept in the quarantine with the reason"; }
+[[ $(ls -A "$t/archives" | sort) == "$archives_before" ]] && ok "no partial archive is left on the full disk" || { ls -la "$t/archives" >"$t/out"; not_ok "no partial archive is left on the full disk"; }
+"$CTL" evidence list >"$t/out" 2>&1
+grep -q "UNSEALED session in $q2: .*disk full" "$t/out" && ok "evidence list shows the unsealed session and why" || not_ok "evidence list shows the unsealed session and why"
+"$CTL" reset "$A" >"$t/out" 2>&1; rc=$?
+[[ $rc == 1 ]] && grep -q "not reset while the evidence of an earlier session is not sealed" "$t/out" && grep -q "seatctl evidence retry $A" "$t/out" \
+  && ok "its next reset is refused, saying what to do" || not_ok "its next reset is refused, saying what to do (rc $rc)"
+"$CTL" evidence retry "$A" >"$t/out" 2>&1; rc=$?
+[[ $rc == 1 ]] && grep -qi "disk full" "$t/out" && [[ $(state_of "$A") == faulted ]] && ok "evidence retry while the disk is still full: refused, still FAULTED" || not_ok "evidence retry while still full (rc $rc)"
+rm -f "$t/archives/.filler"
+"$CTL" evidence retry "$A" >"$t/out" 2>&1; rc=$?
+[[ $rc == 0 ]] && grep -q "^sealed $t/archives/$A-g2-" "$t/out" && grep -q "seat $A is ready" "$t/out" \
+  && ok "space freed: evidence retry seals it, the seat is READY again" || not_ok "space freed: evidence retry seals it (rc $rc)"
+a2=$(archive_of "$A" 2)
+[[ -z $(quarantine_of "$A" 2) && -n $a2 ]] && "$CTL" evidence verify "$(basename "$a2")" --seat "$A" >"$t/out" 2>&1 \
+  && ok "its archive verifies and the quarantine is gone" || not_ok "its archive verifies and the quarantine is gone"
+"$CTL" exec "$A" -- true >"$t/out" 2>&1 && ok "the seat answers exec again" || not_ok "the seat answers exec again"
+
+# ---------------------------------------------------------------- 4. seatd killed while sealing
+"$CTL" reset "$A" >"$t/out" 2>&1 || not_ok "reset after the retry"
+sleep 1 # the seal job has started: its appliance takes 10-20 s to come up under TCG
+appliances=$(pgrep -P "$seatd_pid" 2>/dev/null | tr '\n' ' ')
+kill -9 "$seatd_pid"; wait "$seatd_pid" 2>/dev/null; seatd_pid=
+sealed_before_kill=$(archive_of "$A" 3)
+echo "# seatd SIGKILLed ${sealed_before_kill:+after}${sealed_before_kill:-while} sealing generation 3 (its children: ${appliances:-none})"
+for p in $appliances; do kill "$p" 2>/dev/null; done
+start_seatd
+wait_for 300 has_archive "$A" 3
+a3=$(archive_of "$A" 3)
+[[ -n $a3 ]] && "$CTL" evidence verify "$(basename "$a3")" --seat "$A" >"$t/out" 2>&1 && [[ -z $(quarantine_of "$A" 3) ]] \
+  && ok "seatd SIGKILLed while sealing: the restarted seatd seals the session, the archive verifies" || not_ok "seatd SIGKILLed while sealing: sealed after the restart"
+wait_for 20 no_partial_archive
+[[ -z $(ls -A "$t/archives" | grep '^\.') && $(ls "$t/archives" | wc -l) == 3 ]] && ok "no half-written archive stays beside the three whole ones" || { ls -la "$t/archives" >"$t/out"; not_ok "no half-written archive stays"; }
+[[ $(state_of "$A") == ready ]] && ok "the seat was adopted and is READY" || not_ok "the seat was adopted and is READY ($(state_of "$A"))"
+
+check "release" "$CTL" release "$A"
+echo "# took $((SECONDS - t_start)) s"
+echo "1..$n"
+exit $((failed > 0))
