@@ -320,3 +320,70 @@ int overlay_create(const char *base, const char *base_format, const char *overla
                 return seat_error_set(ret_error, EIO, "qemu-img could not create overlay '%s' of '%s'", overlay, base);
         return 0;
 }
+
+static int pid_of(const char *run_dir, const char *name, pid_t *ret) {
+        _cleanup_free_ char *path = NULL, *text = NULL;
+        if (asprintf(&path, "%s/%s.pid", run_dir, name) < 0)
+                return -ENOMEM;
+        int r = read_file_capped(path, 64, &text, NULL);
+        if (r < 0)
+                return r;
+        char *end = NULL;
+        long v = strtol(text, &end, 10);
+        if (v <= 1 || (end && *end && *end != '\n'))
+                return -EBADMSG;
+        *ret = (pid_t) v;
+        return 0;
+}
+
+static int proc_uid(pid_t pid, uid_t *ret) {
+        _cleanup_free_ char *path = NULL, *text = NULL;
+        if (asprintf(&path, "/proc/%d/status", (int) pid) < 0)
+                return -ENOMEM;
+        int r = read_file_capped(path, 16384, &text, NULL);
+        if (r < 0)
+                return r;
+        const char *u = strstr(text, "\nUid:");
+        if (!u)
+                return -EBADMSG;
+        *ret = (uid_t) strtoul(u + 5, NULL, 10); /* the real uid; QEMU drops all four alike */
+        return 0;
+}
+
+/* "-sandbox on,..." among QEMU's arguments. */
+static bool proc_seccomp(pid_t pid) {
+        _cleanup_free_ char *path = NULL, *args = NULL;
+        size_t len = 0;
+        if (asprintf(&path, "/proc/%d/cmdline", (int) pid) < 0 || read_file_capped(path, 1 << 20, &args, &len) < 0)
+                return false;
+        for (size_t i = 0; i < len;) {
+                const char *a = args + i;
+                size_t n = strnlen(a, len - i);
+                if (!strcmp(a, "-sandbox") && i + n + 1 < len)
+                        return !strncmp(args + i + n + 1, "on", 2);
+                i += n + 1;
+        }
+        return false;
+}
+
+int domain_confinement(virDomainPtr dom, const char *run_dir, DomainConfinement *ret) {
+        DomainConfinement c = {};
+        virSecurityLabelPtr labels = NULL;
+        pid_t pid = 0;
+        const char *name = virDomainGetName(dom);
+
+        if (name && pid_of(run_dir, name, &pid) >= 0 && proc_uid(pid, &c.uid) >= 0) {
+                c.known = true;
+                c.seccomp = proc_seccomp(pid);
+        }
+        int n = virDomainGetSecurityLabelList(dom, &labels);
+        for (int i = 0; i < n; i++) {
+                virSecurityModel model = {};
+                if (labels[i].enforcing && labels[i].label[0] && virNodeGetSecurityModel(virDomainGetConnect(dom), &model) == 0 &&
+                    (!strcmp(model.model, "apparmor") || !strcmp(model.model, "selinux")))
+                        (void) snprintf(c.mac, sizeof(c.mac), "%.15s", model.model);
+        }
+        free(labels);
+        *ret = c;
+        return c.known ? 0 : -ESRCH;
+}

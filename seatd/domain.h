@@ -12,6 +12,7 @@
 #include <libvirt/virterror.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "error.h"
 #include "manifest.h"
@@ -71,3 +72,14 @@ int domain_list_seats(virConnectPtr conn, virDomainPtr **ret, size_t *ret_n);
 const char *domain_last_error(void);
 /* qemu-img create -f qcow2 -F <format> -b <base> <overlay> (backing format pinned). */
 int overlay_create(const char *base, const char *base_format, const char *overlay, SeatError **ret_error);
+
+/* How a running seat's QEMU is confined (docs/security.md): the user it runs as, whether
+ * QEMU's seccomp sandbox is on, and the MAC model of its label (apparmor, selinux; ""
+ * when none). Read from libvirt's pid file and /proc, and the domain's security label. */
+typedef struct DomainConfinement {
+        bool known;          /* the process was found */
+        uid_t uid;
+        bool seccomp;        /* -sandbox on */
+        char mac[16];
+} DomainConfinement;
+int domain_confinement(virDomainPtr dom, const char *run_dir, DomainConfinement *ret);

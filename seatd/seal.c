@@ -188,6 +188,9 @@ static int collect_guest(const SealContext *ctx, const char *qdir, const Session
                 log_warning("%s: the session's disk is not in '%s': sealing without it", context, qdir);
                 return 0;
         }
+        /* Import makes it only when it inspects images (inspect_images). */
+        if (mkdir(cache, 0700) < 0 && errno != EEXIST)
+                return seat_error_set(ret_error, errno, "cannot make the libguestfs cache '%s': %m", cache);
         int r = remove_dir(staging, 1); /* a failed attempt's copies */
         if (r < 0 || mkdir(staging, 0700) < 0)
                 return seat_error_set(ret_error, r < 0 ? -r : errno, "cannot make '%s': %s", staging,

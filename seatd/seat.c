@@ -1790,7 +1790,7 @@ void seat_manager_tick(SeatManager *m) {
                         json_object_object_add(o, "packets", json_object_new_int64((int64_t) d));
                         (void) seat_audit(*p, "egress.denied", o);
                         json_object_put(o);
-                        log_info("seat '%s': %" PRIu64 " packets denied by its egress filter", seat_id(*p), d);
+                        log_debug("seat '%s': %" PRIu64 " packets denied by its egress filter", seat_id(*p), d);
                 }
                 seat_unref(*p);
         }
