@@ -1056,3 +1056,37 @@ int nft_seat_counters(NftContext *c, const char *bridge, json_object **ret, Seat
         *ret = TAKE_PTR(out);
         return 0;
 }
+
+int nft_seat_bridges(NftContext *c, char ***ret, SeatError **ret_error) {
+        _cleanup_json_ json_object *items = NULL;
+        _cleanup_strv_free_ char **l = NULL;
+        size_t n = 0;
+        int r = list_table(c, &items, ret_error);
+        if (r < 0)
+                return r;
+        if (!(l = calloc(1, sizeof(char *))))
+                return -ENOMEM;
+        for (size_t i = 0; items && i < json_object_array_length(items); i++) {
+                json_object *ch, *name;
+                if (!json_object_object_get_ex(json_object_array_get_idx(items, i), "chain", &ch) ||
+                    !json_object_object_get_ex(ch, "name", &name))
+                        continue;
+                const char *nm = json_object_get_string(name), *dash = strchr(nm, '-');
+                if (!dash || !ifname_valid(dash + 1) || chain_kind_of(nm, dash + 1) < 0)
+                        continue;
+                bool seen = false;
+                for (size_t k = 0; k < n && !seen; k++)
+                        seen = !strcmp(l[k], dash + 1);
+                if (seen)
+                        continue;
+                char **m = reallocarray(l, n + 2, sizeof(char *));
+                if (!m)
+                        return -ENOMEM;
+                l = m;
+                if (!(l[n] = strdup(dash + 1)))
+                        return -ENOMEM;
+                l[++n] = NULL;
+        }
+        *ret = TAKE_PTR(l);
+        return 0;
+}

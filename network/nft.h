@@ -88,3 +88,6 @@ int nft_seat_denied(NftContext *c, const char *bridge, uint64_t *ret_packets, Se
  * accept", "packets": N, "bytes": N}. The text is made from what nftables lists, so it
  * shows what is enforced, not what was meant. */
 int nft_seat_counters(NftContext *c, const char *bridge, json_object **ret, SeatError **ret_error);
+
+/* Bridges that have chains in table inet seatd (NULL-terminated, strv_free() it). */
+int nft_seat_bridges(NftContext *c, char ***ret, SeatError **ret_error);

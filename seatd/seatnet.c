@@ -161,6 +161,18 @@ static int uplink_routes(const SeatConfig *c, SeatError **ret_error) {
         return 0;
 }
 
+/* Chains of seat bridges that no longer exist (a seatd killed with its seats, then the
+ * networks removed): nothing can use them; they only clutter the table. A bridge that
+ * exists may be another seatd's and is left alone. */
+static void sweep_stale_chains(SeatNetManager *nm) {
+        _cleanup_strv_free_ char **bridges = NULL;
+        if (nft_seat_bridges(nm->nft, &bridges, NULL) < 0)
+                return;
+        for (char **b = bridges; *b; b++)
+                if (is_seat_bridge(*b) && if_nametoindex(*b) == 0 && nft_seat_remove(nm->nft, *b, NULL) >= 0)
+                        log_info("removed the egress chains of '%s', a seat bridge that is gone", *b);
+}
+
 int seatnet_manager_new(const SeatConfig *config, SeatNetTamperFn fn, void *userdata, SeatNetManager **ret,
                         SeatError **ret_error) {
         _cleanup_(seatnet_manager_freep) SeatNetManager *nm = calloc(1, sizeof(*nm));
@@ -188,6 +200,8 @@ int seatnet_manager_new(const SeatConfig *config, SeatNetTamperFn fn, void *user
                 r = uplink_routes(config, ret_error);
         if (r >= 0)
                 forwarding_lockdown(nm);
+        if (r >= 0)
+                sweep_stale_chains(nm);
         if (r < 0)
                 return seat_error_wrap(ret_error, "seat networks (set network = false in seatd.conf to run seats without a NIC)");
         *ret = TAKE_PTR(nm);
