@@ -128,6 +128,13 @@ static int apply(SeatConfig *c, const char *key, const char *v) {
                                : -EINVAL;
         if (!strcmp(key, "egress_check_interval"))
                 return parse_long_range(v, 1, 3600, &c->egress_check_interval);
+        if (!strcmp(key, "require_confinement"))
+                return !strcmp(v, "dac") || !strcmp(v, "mac") || !strcmp(v, "none") ? set_string(&c->require_confinement, v)
+                                                                                      : -EINVAL;
+        if (!strcmp(key, "require_seccomp"))
+                return parse_bool(v, &c->require_seccomp);
+        if (!strcmp(key, "qemu_run_dir"))
+                return parse_path(&c->qemu_run_dir, v);
         if (!strcmp(key, "forwarding_lockdown"))
                 return parse_bool(v, &c->forwarding_lockdown);
         if (!strcmp(key, "tamper_resume"))
@@ -201,7 +208,9 @@ static int set_defaults(SeatConfig *c) {
                 c->pull_connect_timeout = 30;
         if ((!c->net_pool && set_string(&c->net_pool, "10.213.0.0/16") < 0) ||
             (!c->egress_dir && set_string(&c->egress_dir, "/etc/seatd/egress") < 0) ||
-            (!c->default_egress && set_string(&c->default_egress, "none") < 0))
+            (!c->default_egress && set_string(&c->default_egress, "none") < 0) ||
+            (!c->require_confinement && set_string(&c->require_confinement, "dac") < 0) ||
+            (!c->qemu_run_dir && set_string(&c->qemu_run_dir, "/run/libvirt/qemu") < 0))
                 return -ENOMEM;
         if (!c->net_subnet_len)
                 c->net_subnet_len = 30;
@@ -255,6 +264,7 @@ int seat_config_parse(const char *text, size_t len, const char *origin, SeatConf
         c->masquerade = true;
         c->tamper_resume = true;
         c->forwarding_lockdown = true;
+        c->require_seccomp = true;
         c->warm_reset = true;
         if (len > SEATD_CONFIG_MAX_BYTES)
                 return seat_error_set(ret_error, EFBIG, "%s: larger than %u bytes", origin, SEATD_CONFIG_MAX_BYTES);
@@ -308,6 +318,8 @@ SeatConfig *seat_config_free(SeatConfig *c) {
         free(c->uplink_gateway);
         free(c->egress_dir);
         free(c->default_egress);
+        free(c->require_confinement);
+        free(c->qemu_run_dir);
         free(c->evidence_archive_dir);
         free(c);
         return NULL;

@@ -55,6 +55,12 @@ typedef struct SeatConfig {
         /* Warm reset (docs/warm-reset.md): each seat slot keeps saved machine states and
          * a reset restores one instead of booting (default true). */
         bool warm_reset;
+        /* Confinement every seat's QEMU must have, checked on the running process
+         * (docs/security.md): "dac" (default: not root), "mac" (also an AppArmor or
+         * SELinux label), "none"; and QEMU's seccomp sandbox (default required). */
+        char *require_confinement;
+        bool require_seccomp;
+        char *qemu_run_dir;     /* where libvirt keeps <domain>.pid (default /run/libvirt/qemu) */
         /* Evidence: where archives go (default <state_dir>/evidence/archives), and the caps
          * on what is taken from the guest's evidence_paths (docs/seatd.conf.md). */
         char *evidence_archive_dir;

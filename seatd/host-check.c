@@ -22,7 +22,6 @@
 #include "store.h"
 
 #define PROBE_TIMEOUT_MS 25000
-#define DISK_RESERVE_BYTES (10ull << 30)
 
 static void add_check(json_object *arr, const char *name, bool ok, const char *fmt, ...) _printf_(4, 5);
 static void add_check(json_object *arr, const char *name, bool ok, const char *fmt, ...) {
@@ -152,23 +151,36 @@ static int host_check_job(Request *req, void *data, json_object **ret_result, Se
                   c->allow_tcg ? "software emulation allowed by the config (allow_tcg = true): slow, for tests"
                                : "software emulation refused by the config (allow_tcg = false)");
 
-        virSecurityModel sm = {};
-        bool confined = virNodeGetSecurityModel(conn, &sm) == 0 && sm.model[0] && strcmp(sm.model, "none");
-        add_check(checks, "confinement", confined,
-                  confined ? "QEMU is confined by %s (sVirt)" : "no sVirt confinement of QEMU (%s): no AppArmor or SELinux driver",
-                  sm.model[0] ? sm.model : "none");
-        add_check(checks, "cgroups", file_exists("/sys/fs/cgroup/cgroup.controllers"),
-                  file_exists("/sys/fs/cgroup/cgroup.controllers") ? "cgroup v2 at /sys/fs/cgroup"
-                                                                   : "no cgroup v2 hierarchy at /sys/fs/cgroup: no CPU/memory limits per seat");
+        /* What seats' QEMU will be confined by, against require_confinement (checked on every
+         * seat's running process as well). */
+        _cleanup_free_ char *caps = virConnectGetCapabilities(conn);
+        bool has_dac = caps && strstr(caps, "<model>dac</model>"),
+             has_mac = caps && (strstr(caps, "<model>apparmor</model>") || strstr(caps, "<model>selinux</model>"));
+        const char *need = c->require_confinement;
+        bool conf_ok = !strcmp(need, "none") || (!strcmp(need, "dac") && (has_dac || has_mac)) || (!strcmp(need, "mac") && has_mac);
+        add_check(checks, "confinement", conf_ok, "QEMU runs %s%s; require_confinement = %s",
+                  has_dac ? "as an unprivileged user (libvirt DAC)" : "without libvirt's DAC driver (as root?)",
+                  has_mac ? " with an AppArmor/SELinux label" : ", with no AppArmor or SELinux label", need);
+        _cleanup_free_ char *qconf = NULL;
+        bool seccomp_off = read_file_capped("/etc/libvirt/qemu.conf", 1 << 20, &qconf, NULL) >= 0 &&
+                           strstr(qconf, "\nseccomp_sandbox = 0");
+        add_check(checks, "seccomp", !seccomp_off || !c->require_seccomp,
+                  seccomp_off ? "QEMU's seccomp sandbox is off in /etc/libvirt/qemu.conf%s"
+                              : "QEMU runs with its seccomp sandbox (-sandbox on)%s",
+                  c->require_seccomp ? " (require_seccomp = true)" : "");
+        bool v2 = file_exists("/sys/fs/cgroup/cgroup.controllers"), v1 = file_exists("/sys/fs/cgroup/memory");
+        add_check(checks, "cgroups", v2 || v1,
+                  v2 ? "cgroup v2 at /sys/fs/cgroup" : v1 ? "cgroup v1 at /sys/fs/cgroup (libvirt applies <memory> and CPU shares there)"
+                                                       : "no cgroup hierarchy at /sys/fs/cgroup: each seat is bounded by its VM alone");
         bool nft = file_exists("/usr/sbin/nft") || file_exists("/sbin/nft");
         add_check(checks, "nftables", nft, nft ? "nft is installed" : "nftables is missing (apt-get install nftables)");
         struct statvfs vfs;
         uint64_t free_bytes = statvfs(c->state_dir, &vfs) == 0 ? (uint64_t) vfs.f_bavail * vfs.f_frsize : 0;
-        add_check(checks, "disk", free_bytes >= DISK_RESERVE_BYTES, "%.1f GiB free in '%s' (reserve %llu GiB)",
-                  free_bytes / 1073741824.0, c->state_dir, DISK_RESERVE_BYTES >> 30);
+        add_check(checks, "disk", free_bytes >= c->disk_reserve_bytes, "%.1f GiB free in '%s' (disk_reserve_bytes %.1f GiB)",
+                  free_bytes / 1073741824.0, c->state_dir, c->disk_reserve_bytes / 1073741824.0);
 
         const char *accel = kvm_ok ? "kvm" : c->allow_tcg ? "tcg" : "none";
-        ready = kvm_ok || c->allow_tcg;
+        ready = (kvm_ok || c->allow_tcg) && conf_ok && (!seccomp_off || !c->require_seccomp);
         /* Remembered for accel = auto. */
         _cleanup_free_ char *mark = NULL;
         if (asprintf(&mark, "%s/kvm-usable", c->state_dir) >= 0)

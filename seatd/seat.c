@@ -60,6 +60,7 @@ struct Seat {
         char live_domain[64];     /* the running domain's name; under the manager's lock */
         uint64_t disk_virtual;    /* its disk's virtual size: what its overlay may grow to */
         uint64_t disk_pending;    /* admitted for its boot, settled when the boot is over */
+        DomainConfinement confinement; /* of its running QEMU, as checked at its start */
         bool net_paused;          /* atomic: stopped because its egress rules were changed */
         unsigned tamper_count;    /* under the manager's lock */
         json_object *last_tamper; /* under the manager's lock */
@@ -1257,6 +1258,33 @@ static void set_reset_mode(Seat *s, const char *mode, const char *why) {
         pthread_mutex_unlock(&s->warm_lock);
 }
 
+/* The running QEMU has at least the confinement the config requires, or the seat does not
+ * start: never a seat with less protection than configured. Recorded for status. */
+static int check_confinement(SeatManager *m, Seat *s, SeatError **ret_error) {
+        const SeatConfig *c = m->config;
+        DomainConfinement dc = {};
+        bool none = !strcmp(c->require_confinement, "none");
+        int r = domain_confinement(s->dom, c->qemu_run_dir, &dc);
+        s->confinement = dc;
+        if (r < 0 && !none)
+                return seat_error_set(ret_error, ESRCH,
+                                      "seat '%s': cannot find its QEMU process in '%s' to check its confinement (qemu_run_dir; require_confinement = none skips the check)",
+                                      s->rec.id, c->qemu_run_dir);
+        if (!none && dc.uid == 0)
+                return seat_error_set(ret_error, EPERM,
+                                      "seat '%s': QEMU runs as root; require_confinement = %s needs libvirt's DAC driver to run it as an unprivileged user (user/group in /etc/libvirt/qemu.conf)",
+                                      s->rec.id, c->require_confinement);
+        if (!strcmp(c->require_confinement, "mac") && !dc.mac[0])
+                return seat_error_set(ret_error, EPERM,
+                                      "seat '%s': require_confinement = mac, but QEMU has no AppArmor or SELinux label on this host (enable one for libvirt, or set require_confinement = dac)",
+                                      s->rec.id);
+        if (c->require_seccomp && r >= 0 && !dc.seccomp)
+                return seat_error_set(ret_error, EPERM,
+                                      "seat '%s': QEMU runs without its seccomp sandbox (seccomp_sandbox in /etc/libvirt/qemu.conf), and require_seccomp = true",
+                                      s->rec.id);
+        return 0;
+}
+
 /* Restore the slot's saved state (cold_why NULL) or boot from the verified image, and bring
  * the agent up: provision's and reset's core. cold_why: why not warm. */
 static int boot_seat(SeatManager *m, Seat *s, const char *cold_why, SeatError **ret_error) {
@@ -1318,6 +1346,11 @@ static int boot_seat(SeatManager *m, Seat *s, const char *cold_why, SeatError **
         }
         set_reset_mode(s, warm ? "warm" : "cold", warm ? NULL : why ? why : "unknown");
         set_live_domain(m, s, virDomainGetName(s->dom));
+        r = check_confinement(m, s, ret_error);
+        if (r < 0) {
+                (void) domain_stop(s->dom); /* not one moment longer than the check */
+                return r;
+        }
         log_debug("seat '%s': agent up at +%" PRId64 " ms", s->rec.id, now_monotonic_ms() - t0);
         r = configure_identity(s, ret_error);
         if (r < 0)
@@ -1626,6 +1659,13 @@ int seat_to_json(Seat *s, json_object **ret) {
         json_object_object_add(o, "generation", json_object_new_int64(s->rec.generation));
         json_object_object_add(o, "created", json_object_new_string(created));
         json_object_object_add(o, "domain", json_object_new_string(s->dom ? virDomainGetName(s->dom) : ""));
+        if (s->confinement.known) {
+                json_object *cf = json_object_new_object();
+                json_object_object_add(cf, "uid", json_object_new_int64((int64_t) s->confinement.uid));
+                json_object_object_add(cf, "seccomp", json_object_new_boolean(s->confinement.seccomp));
+                json_object_object_add(cf, "mac", json_object_new_string(s->confinement.mac[0] ? s->confinement.mac : "none"));
+                json_object_object_add(o, "confinement", cf);
+        }
         if (s->disk_virtual) {
                 json_object *d = json_object_new_object();
                 json_object_object_add(d, "virtual_bytes", json_object_new_int64((int64_t) s->disk_virtual));

@@ -81,6 +81,7 @@ allow_tcg = true
 inspect_images = false
 net_pool = 10.215.0.0/24
 disk_reserve_bytes = $1
+${2:-}
 EOF
 }
 free_bytes() { df -B1 --output=avail "$t/state" | tail -1 | tr -d ' '; }
@@ -103,8 +104,26 @@ start_seatd
   || not_ok "a seat whose disk does not fit beside the reserve is refused (rc $rc)"
 stop_seatd
 
-# ---------------------------------------------------------------- a guest fills its disk
+# ---------------------------------------------------------------- confinement
+# This host has no AppArmor or SELinux driver for libvirt: a config that requires one
+# must refuse seats (and say why); one that requires DAC gets unprivileged, seccomp'd QEMUs.
 reserve=$((256 * 1024 * 1024))
+if virsh -c qemu:///system capabilities | grep -qE '<model>(apparmor|selinux)</model>'; then
+  diag "this host has MAC confinement for QEMU: the refusal case does not apply"
+else
+  write_conf $reserve "require_confinement = mac"
+  start_seatd
+  "$CTL" -q provision --image test-image >"$t/out" 2>&1; rc=$?
+  [[ $rc != 0 ]] && grep -q "require_confinement = mac" "$t/out" && [[ -z $(ls "$t/state/seats") && -z $(our_domains) ]] \
+    && ok "require_confinement = mac on a host without AppArmor/SELinux: the seat is refused, nothing left" \
+    || not_ok "require_confinement = mac without MAC: the seat is refused (rc $rc)"
+  "$CTL" --json host check >"$t/hc" 2>&1
+  python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); c={x["name"]:x for x in d["checks"]}; assert not c["confinement"]["ok"] and not d["ready"], d' "$t/hc" \
+    && ok "host check says confinement is not met and the host is not ready" || { cp "$t/hc" "$t/out"; not_ok "host check reports the unmet confinement"; }
+  stop_seatd
+fi
+
+# ---------------------------------------------------------------- a guest fills its disk
 write_conf $reserve
 start_seatd
 "$CTL" -q provision --image test-image --count 2 >"$t/prov" 2>"$t/out" || { cat "$t/out"; bail "provision failed"; }
@@ -120,6 +139,9 @@ grep -qi "no space" "$t/out" && ((used > virt / 2 && used <= virt + virt / 8)) \
 "$CTL" exec "$A" -- echo alive >"$t/out" 2>&1 && grep -q alive "$t/out" \
   && ok "the seat with the full disk still serves" || not_ok "the seat with the full disk still serves"
 "$CTL" status "$A" >/dev/null 2>&1 && ok "status reports its disk use" || not_ok "status reports its disk use"
+"$CTL" --json status "$B" | python3 -c 'import json,sys; c=json.load(sys.stdin)["confinement"]; assert c["uid"] != 0 and c["seccomp"], c' >"$t/out" 2>&1 \
+  && ok "status: the seat's QEMU runs unprivileged with its seccomp sandbox (checked on the process)" \
+  || not_ok "status shows the QEMU confinement"
 
 # ---------------------------------------------------------------- console flood
 dom=$("${VIRSH[@]}" list --name | grep "^seatd-$A-")

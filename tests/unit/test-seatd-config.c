@@ -134,6 +134,11 @@ static void test_network(void **state) {
         refused("default_egress = ../x\n", "default_egress");
         refused("egress_dir = rel\n", "egress_dir");
         refused("route_priority = 0\n", "route_priority");
+        assert_string_equal(d->require_confinement, "dac");
+        assert_true(d->require_seccomp);
+        assert_string_equal(d->qemu_run_dir, "/run/libvirt/qemu");
+        refused("require_confinement = some\n", "require_confinement");
+        refused("qemu_run_dir = run\n", "qemu_run_dir");
 }
 
 int main(void) {
