@@ -429,7 +429,19 @@ consistent() {
   local ids doms dirs
   ids=$(listed_ids | sort) doms=$(our_domains | sed -E "s/^seatd-//; s/-g[0-9]+$//" | sort) dirs=$(seat_dirs)
   echo "listed: $(echo $ids) / domains: $(echo $doms) / dirs: $(echo $dirs)"
-  [[ $doms == "$ids" && $dirs == "$ids" ]]
+  [[ $doms == "$ids" && $dirs == "$ids" ]] || return 1
+  # No seat runs without its network and egress rules; no orphan keeps its network.
+  local id q
+  for id in $ids; do
+    "${VIRSH[@]}" net-info "seatd-$id" >/dev/null 2>&1 && nft list chain inet seatd "out-seat-$id" >/dev/null 2>&1 ||
+      { echo "seat $id has no network or no egress rules"; return 1; }
+  done
+  for q in "$t"/state/evidence/quarantine/*-orphan-*; do
+    [[ -e $q ]] || continue
+    id=${q##*/} id=${id%%-orphan-*}
+    ! "${VIRSH[@]}" net-info "seatd-$id" >/dev/null 2>&1 || { echo "orphan $id kept its network"; return 1; }
+    ! nft list chain inet seatd "out-seat-$id" >/dev/null 2>&1 || { echo "orphan $id kept its egress rules"; return 1; }
+  done
 }
 seat_works() { [[ $(x "$1" -- hostname 2>/dev/null) == "seat-$1" ]]; }
 
@@ -450,7 +462,7 @@ echo "# killed seatd during the provision of ${new:-?} (seatctl provision exited
 [[ -n $new && $prc != 0 ]] && ! grep -qE '[0-9a-f]{64}' "$t/p8" \
   && ok "seatd SIGKILLed while provisioning ${new:-?} (domain started, no token handed out)" || not_ok "seatd SIGKILLed while provisioning"
 start_seatd
-check "after restart: every seatd-* domain of ours has a seat in list, no orphaned seat directory" consistent
+check "after restart: every seatd-* domain of ours has a seat in list, no orphaned seat directory, network or egress rules; every seat has both" consistent
 [[ -n $new ]] && ! our_domains | grep -qx "$new" && nid=${new#seatd-}; ls -d "$t/state/evidence/quarantine/${nid%-g*}-orphan-"* >/dev/null 2>&1 \
   && ok "the half-made seat's domain is gone and its files are set aside" || not_ok "the half-made seat's domain is gone and its files are set aside"
 good=1; : >"$t/out"
@@ -482,7 +494,7 @@ for attempt in 1 2 3; do
 done
 [[ -n $cur && $cur != "$old_id" && $rrc != 0 ]] && ok "seatd SIGKILLed while resetting $C (new domain booting)" || not_ok "seatd SIGKILLed while resetting $C"
 start_seatd
-check "after restart: every seatd-* domain of ours has a seat in list, no orphaned seat directory" consistent
+check "after restart: every seatd-* domain of ours has a seat in list, no orphaned seat directory, network or egress rules; every seat has both" consistent
 ! listed_ids | grep -qx "$C" && ! our_domains | grep -qE "^seatd-$C-g[0-9]+$" && kept "$C" \
   && ok "the half-reset seat is removed (not adopted), its old session kept in quarantine" || not_ok "the half-reset seat is removed, its old session kept in quarantine"
 good=1; : >"$t/out"

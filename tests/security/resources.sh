@@ -174,6 +174,37 @@ wait $bomb $hog 2>/dev/null
   || not_ok "the other seat stays responsive"
 "$CTL" -q reset "$A" >"$t/out" 2>&1 && "$CTL" exec "$A" -- true >>"$t/out" 2>&1 \
   && ok "a reset brings the bombed seat back" || not_ok "a reset brings the bombed seat back"
+# ---------------------------------------------------------------- credential canaries
+# Secrets on the host and in the other seat, tried from guest A and with A's token.
+tokA=$(awk 'NR==2 {print $2}' "$t/prov") tokB=$(awk 'NR==3 {print $2}' "$t/prov")
+printf '%s\n' "$tokA" >"$t/tokA"; chown nobody:nogroup "$t/tokA" 2>/dev/null; chmod 0600 "$t/tokA"
+chmod 0666 "$t/ctl.sock"
+nob() { setpriv --reuid=nobody --regid=nogroup --clear-groups -- "$CTL" --token-file "$t/tokA" "$@"; }
+canary=canary-$RANDOM$RANDOM
+"$CTL" exec "$B" -- sh -c "echo $canary-B > /root/secret; sync" >/dev/null 2>&1
+hostkey=$(sed -n 2p "$t/state/trust/host.key" 2>/dev/null | cut -c41-80)
+# Guest A reads every block device it has, raw: neither B's secret nor the host key is there.
+"$CTL" exec --timeout 120 "$A" -- sh -c "for d in /dev/vd* /dev/sd* /dev/nvme*; do [ -b \$d ] && cat \$d; done 2>/dev/null | grep -a -c -e '$canary-B' -e '${hostkey:-no-host-key}' || true" >"$t/out" 2>&1
+[[ $(tail -1 "$t/out") == 0 && -n $hostkey ]] && ok "guest A's raw disks hold neither seat B's secret nor seatd's host key" \
+  || not_ok "guest A's raw disks hold neither seat B's secret nor seatd's host key"
+# A's token opens A only: not B's status, exec, files; not admin verbs, images, evidence.
+denied_all=1
+for args in "status $B" "exec $B -- cat /root/secret" "cp $B:/root/secret $t/nobody-got" "console $B" "reset $A" "release $A" \
+            "image list" "evidence list" "list" "provision --image test-image"; do
+  # shellcheck disable=SC2086
+  if nob $args >"$t/out" 2>&1 || grep -q "$canary" "$t/out"; then denied_all=0; echo "allowed: $args" >>"$t/denials"; fi
+done
+[[ $denied_all == 1 && ! -e $t/nobody-got ]] && ok "seat A's token reaches nothing of seat B and no operator verb" \
+  || { cp "$t/denials" "$t/out" 2>/dev/null; not_ok "seat A's token reaches nothing of seat B and no operator verb"; }
+# A's own file calls read the guest, never the host: /etc/shadow is the guest's.
+nob cp "$A:/../../../etc/shadow" "$t/shadow-a" >/dev/null 2>&1 || true
+[[ -s $t/shadow-a ]] && ! cmp -s "$t/shadow-a" /etc/shadow && grep -q '^root:\*:' "$t/shadow-a" \
+  && ok "a '../' path through seat A's token reads the guest's /etc/shadow, not the host's" \
+  || not_ok "a '../' path reads the guest's file, not the host's"
+# Nothing secret in seatd's log: no token, no host key.
+! grep -qF -e "$tokA" -e "$tokB" "$t/seatd.log" && ! grep -qF -e "${hostkey:-no-host-key}" "$t/seatd.log" \
+  && ok "seatd's log holds no participant token and no key" || not_ok "seatd's log holds no participant token and no key"
+
 # ---------------------------------------------------------------- interrupted seatctl
 head -c $((20 * 1024 * 1024)) /dev/urandom >"$t/big"
 "$CTL" -q cp "$t/big" "$B:/root/big" >/dev/null 2>&1 &
