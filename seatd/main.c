@@ -14,6 +14,7 @@
 #include "conf.h"
 #include "event.h"
 #include "log.h"
+#include "sandbox.h"
 #include "methods.h"
 #include "server.h"
 
@@ -131,6 +132,13 @@ int main(int argc, char *argv[]) {
                        config->pull_low_speed_time, config->pull_connect_timeout);
                 return 0;
         }
+
+        /* Before any thread, any library, any child. */
+        r = sandbox_seatd();
+        if (r < 0)
+                log_warning("no seccomp filter for seatd: %s", strerror(-r));
+        else
+                log_debug("seccomp filter installed");
 
         if (make_state_dirs(config, &err) < 0) {
                 log_error("%s", err ? err->message : "out of memory");

@@ -181,6 +181,7 @@ printf '%s\n' "$tokA" >"$t/tokA"; chown nobody:nogroup "$t/tokA" 2>/dev/null; ch
 chmod 0666 "$t/ctl.sock"
 nob() { setpriv --reuid=nobody --regid=nogroup --clear-groups -- "$CTL" --token-file "$t/tokA" "$@"; }
 canary=canary-$RANDOM$RANDOM
+diag "tokens: ${#tokA} and ${#tokB} characters"
 "$CTL" exec "$B" -- sh -c "echo $canary-B > /root/secret; sync" >/dev/null 2>&1
 hostkey=$(sed -n 2p "$t/state/trust/host.key" 2>/dev/null | cut -c41-80)
 # Guest A reads every block device it has, raw: neither B's secret nor the host key is there.
