@@ -21,7 +21,7 @@
 
 #define SEATNET_STANDBY_NETWORK "seatd-standby"
 #define SEATNET_STANDBY_BRIDGE "seat-standby"
-#define CREATE_TRIES 16       /* subnets tried when another network holds one */
+#define CREATE_TRIES 256      /* subnets tried when another network holds one */
 #define UPLINK_METRIC 100
 #define BLACKHOLE_METRIC 0xffffffffu
 
@@ -360,7 +360,7 @@ static int make_network(SeatNetManager *nm, virConnectPtr conn, SeatNet *n, int 
                                 free_index(nm, i);
                         return r;
                 }
-                log_info("subnet %d of the seat pool is taken elsewhere, trying the next: %s", i, err->message);
+                log_debug("subnet %d of the seat pool is taken elsewhere, trying the next: %s", i, err->message);
                 from = i + 1;
         }
 }
