@@ -17,6 +17,9 @@
 #   return route: 10.0.0.0/8 via $WORLD_NET.1 (seat subnets, for unfiltered controls)
 #
 # Functions (each returns non-zero on failure, with the reason on stderr):
+#   world_lock                    wait (up to 10 min) for the machine-wide egress test lock:
+#                                 tests that install or flush seatd's table, or use fixed
+#                                 names, take it first (held until the shell exits, fd 9)
 #   world_up UPLINK               load the guard, build the namespace and start the servers
 #   world_down                    stop everything world_* started and delete it
 #   world_route TABLE BRIDGE...   host side: policy routing from the bridges to the uplink
@@ -51,6 +54,13 @@ WORLD_RECORD_PORT=9000
 WORLD_ZONE=(allowed.test=$WORLD_ALLOWED blocked.test=$WORLD_BLOCKED metadata.test=$WORLD_METADATA)
 
 world_err() { echo "world: $*" >&2; return 1; }
+
+WORLD_LOCK=/run/lock/seatd-egress-test.lock
+world_lock() {
+        command -v flock >/dev/null || world_err "flock is missing (util-linux)" || return
+        mkdir -p "${WORLD_LOCK%/*}" && exec 9>"$WORLD_LOCK" || world_err "cannot open $WORLD_LOCK" || return
+        flock -w 600 9 || world_err "another egress test holds $WORLD_LOCK"
+}
 
 # A server in the background; its pid goes to the pid file. Started as a plain command
 # (not through a function), so the pid is the server's own and world_down can stop it.
