@@ -5,8 +5,8 @@
 # without VMs (docs/egress.md). Network namespaces stand in for two seats' guests; the
 # outside world is world.sh's:
 #
-#   netns seatd-nt-g1 (guest 10.213.0.6, 52:54:00:d5:00:01) --veth-- bridge seat-nt1 (10.213.0.5)
-#   netns seatd-nt-g2 (guest 10.213.0.10)                   --veth-- bridge seat-nt2 (10.213.0.9)
+#   netns seatd-nt-g1 (guest 10.218.0.6, 52:54:00:d5:00:01) --veth-- bridge seat-nt1 (10.218.0.5)
+#   netns seatd-nt-g2 (guest 10.218.0.10)                   --veth-- bridge seat-nt2 (10.218.0.9)
 #   host: policy routing table 213 for traffic from the seat bridges -> veth uplink sdnt-up0
 #     (10.255.213.1/30) -> netns seatd-nt-out (world.sh: allowed, blocked, metadata, DNS
 #     servers and the recorder)
@@ -20,6 +20,9 @@
 # same path, does. Then tamper detection: the table flushed and rules changed behind
 # seatd's back, with the detection window measured.
 #
+# The stand-in seats use 10.218.0.0/24: not in seatd's default net_pool (10.213.0.0/16), so a
+# seatd running beside this test cannot hold the same subnets.
+#
 # usage: egress.sh NFTEST GUEST_PROBE
 set -u
 
@@ -31,8 +34,8 @@ BR1=seat-nt1 BR2=seat-nt2 UP=sdnt-up0 V1=sdnt-g1 V2=sdnt-g2
 NS1=seatd-nt-g1 NS2=seatd-nt-g2
 RT=213
 MAC1=52:54:00:d5:00:01 MAC2=52:54:00:d5:00:02
-SEAT1=(--seat nt1 --bridge $BR1 --uplink $UP --guest 10.213.0.6 --mac $MAC1 --masquerade)
-SEAT2=(--seat nt2 --bridge $BR2 --uplink $UP --guest 10.213.0.10 --mac $MAC2 --masquerade)
+SEAT1=(--seat nt1 --bridge $BR1 --uplink $UP --guest 10.218.0.6 --mac $MAC1 --masquerade)
+SEAT2=(--seat nt2 --bridge $BR2 --uplink $UP --guest 10.218.0.10 --mac $MAC2 --masquerade)
 UPLINK_IP=10.255.213.1
 
 n=0
@@ -44,6 +47,9 @@ check() { # check DESCRIPTION COMMAND...
         if "$@"; then ok "$d"; else not_ok "$d"; fi
 }
 diag() { echo "# $*"; }
+# A seatd running beside the test may switch forwarding off on the test's uplink
+# (forwarding_lockdown): each phase starts with it on again, and the log says so.
+forwarding() { local m; m=$(world_forwarding); [[ -z $m ]] || diag "$m"; }
 
 if [[ $(id -u) != 0 ]]; then
         echo "1..0 # SKIP needs root (network namespaces, nftables)"
@@ -56,12 +62,11 @@ for tool in ip ss nft python3 bridge setpriv flock; do
         fi
 done
 
-# One run at a time on this machine: the names, table 213 and the subnets are fixed.
-exec 9>/run/lock/seatd-egress-test.lock
-flock -w 600 9 || { echo "Bail out! another egress.sh holds /run/lock/seatd-egress-test.lock"; exit 1; }
-
 # shellcheck source=world.sh
 . "$HERE/world.sh"
+# One egress test at a time on this machine: the names, table 213 and the subnets are
+# fixed, and the tamper cases change table inet seatd.
+world_lock || { echo "Bail out! cannot take the egress test lock"; exit 1; }
 WORLD_NS=seatd-nt-out WORLD_NET=10.255.213
 TMP=$(mktemp -d /tmp/seatd-egress.XXXXXX)
 WORLD_DIR=$TMP/world
@@ -75,7 +80,7 @@ cleanup() {
         "$NFTEST" remove "${SEAT1[@]}" 2>/dev/null
         "$NFTEST" remove "${SEAT2[@]}" 2>/dev/null
         world_unroute $RT
-        ip route del 10.213.9.9/32 dev $BR1 2>/dev/null
+        ip route del 10.218.9.9/32 dev $BR1 2>/dev/null
         world_guest_down $NS1 $BR1 $V1
         world_guest_down $NS2 $BR2 $V2
         world_down
@@ -94,15 +99,15 @@ trap 'exit 130' INT TERM
 
 setup() {
         world_up $UP || return
-        world_guest_up $NS1 $BR1 $V1 10.213.0.5 10.213.0.6/30 $MAC1 || return
-        world_guest_up $NS2 $BR2 $V2 10.213.0.9 10.213.0.10/30 $MAC2 || return
+        world_guest_up $NS1 $BR1 $V1 10.218.0.5 10.218.0.6/30 $MAC1 || return
+        world_guest_up $NS2 $BR2 $V2 10.218.0.9 10.218.0.10/30 $MAC2 || return
         world_route $RT $BR1 $BR2 || return
         (
                 set -e
                 ip addr add 2001:db8:5ea7::1/64 dev $BR1 nodad
                 ip -n $NS1 addr add 2001:db8:5ea7::2/64 dev eth0 nodad
-                ip -n $NS1 addr add 10.213.9.9/32 dev eth0 # the spoofed source
-                ip route add 10.213.9.9/32 dev $BR1
+                ip -n $NS1 addr add 10.218.9.9/32 dev eth0 # the spoofed source
+                ip route add 10.218.9.9/32 dev $BR1
         ) || return
         # The host's link-local address on the seat bridge (the kernel adds it: wait).
         local i
@@ -112,11 +117,11 @@ setup() {
                 sleep 0.05
         done
         [[ -n $HOST_LL ]] || { echo "no link-local address on $BR1" >&2; return 1; }
-        world_serve host serve-tcp 10.213.0.5 2222
-        world_serve host serve-udp 10.213.0.5 53
+        world_serve host serve-tcp 10.218.0.5 2222
+        world_serve host serve-udp 10.218.0.5 53
         world_serve host serve-tcp $UPLINK_IP 2223
         world_serve host serve-tcp 2001:db8:5ea7::1 2224
-        world_serve $NS2 serve-tcp 10.213.0.10 8080
+        world_serve $NS2 serve-tcp 10.218.0.10 8080
         world_wait_listening host 3 2222 2223 2224 || return
         world_wait_listening $NS2 1 8080 || return
         world_host_receiver 2001:db8:5ea7::1 9001 || return
@@ -182,17 +187,17 @@ BLOCKED=(
         "allowed server, ICMP echo|icmp 198.51.100.10"
         "metadata service 169.254.169.254 HTTP GET|http 169.254.169.254 80 /latest/meta-data/"
         "DNS server not in the profile 203.0.113.53|dns 203.0.113.53 allowed.test"
-        "host bridge address tcp/2222|tcp 10.213.0.5 2222"
-        "host bridge address udp/53 (a resolver on the host)|udp 10.213.0.5 53"
-        "host bridge address ICMP echo|icmp 10.213.0.5"
+        "host bridge address tcp/2222|tcp 10.218.0.5 2222"
+        "host bridge address udp/53 (a resolver on the host)|udp 10.218.0.5 53"
+        "host bridge address ICMP echo|icmp 10.218.0.5"
         "host's uplink address $UPLINK_IP tcp/2223|tcp $UPLINK_IP 2223"
         "IPv6 to the host 2001:db8:5ea7::1 tcp/2224|tcp 2001:db8:5ea7::1 2224"
-        "another seat's guest 10.213.0.10 tcp/8080|tcp 10.213.0.10 8080"
-        "spoofed source 10.213.9.9 (an address on the guest's interface)|tcp 198.51.100.10 8080 --bind 10.213.9.9"
+        "another seat's guest 10.218.0.10 tcp/8080|tcp 10.218.0.10 8080"
+        "spoofed source 10.218.9.9 (an address on the guest's interface)|tcp 198.51.100.10 8080 --bind 10.218.9.9"
 )
 # name | crafted frame (guest-probe via AF_PACKET or a socket); judged by the recorder
 FRAMES_BLOCKED=(
-        "forged source IP 10.213.9.9 (AF_PACKET)|spoof-ip eth0 10.213.9.9 $WORLD_ALLOWED $WORLD_RECORD_PORT"
+        "forged source IP 10.218.9.9 (AF_PACKET)|spoof-ip eth0 10.218.9.9 $WORLD_ALLOWED $WORLD_RECORD_PORT"
         "forged source MAC 52:54:00:aa:bb:cc (AF_PACKET)|spoof-mac eth0 52:54:00:aa:bb:cc $WORLD_ALLOWED $WORLD_RECORD_PORT"
         "IPv6 UDP to the host 2001:db8:5ea7::1 (socket)|ipv6 eth0 2001:db8:5ea7::1 9001"
         "IPv6 UDP to the host's link-local address (AF_PACKET)|ipv6 --raw eth0 HOST_LL 9002"
@@ -200,6 +205,7 @@ FRAMES_BLOCKED=(
 )
 
 # --- without the filter: the world is wired (every path works) -----------------------
+forwarding
 for c in "${ALLOWED[@]}" "${BLOCKED[@]}"; do
         IFS='|' read -r name args <<<"$c"
         # shellcheck disable=SC2086
@@ -217,7 +223,7 @@ done
 # there is no unfiltered path to prove; the filtered case below still needs its control.
 check "unfiltered: VLAN-tagged frame (VID 100) does not arrive, its untagged control does" \
         blocked_frame vlan eth0 100 $WORLD_ALLOWED $WORLD_RECORD_PORT
-check "unfiltered control: some port of the host bridge answers a scan" probe scan 10.213.0.5 1-65535
+check "unfiltered control: some port of the host bridge answers a scan" probe scan 10.218.0.5 1-65535
 diag "scan: $(cat "$TMP/probe.out")"
 
 # --- install --------------------------------------------------------------------------
@@ -232,6 +238,7 @@ check "verify seat nt1: ok" bash -c "[[ \$('$NFTEST' verify ${SEAT1[*]}) == ok ]
 check "reinstall replaces the seat's chains in one transaction" "$NFTEST" install "${SEAT1[@]}"
 
 # --- with the filter --------------------------------------------------------------------
+forwarding
 for c in "${ALLOWED[@]}"; do
         IFS='|' read -r name args <<<"$c"
         # shellcheck disable=SC2086
@@ -277,10 +284,14 @@ else
 fi
 
 # Spoofed MAC, the kernel's way: the guest changes its MAC and tries the allowed server.
+forwarding
 before=$(denied)
 ip -n $NS1 link set eth0 address 52:54:00:aa:bb:cc
 if probe tcp 198.51.100.10 8080 --send hi --expect hi; then res=reached; else res=failed; fi
 ip -n $NS1 link set eth0 address $MAC1
+# The host may have learnt the forged MAC from the guest's ARP meanwhile: forget it (a
+# guest that changes its MAC back has to wait for ARP to age out; the test need not).
+ip neigh flush dev $BR1 2>/dev/null
 after=$(denied)
 if [[ $res == failed && $after -gt $before ]]; then ok "filtered: guest's MAC changed: fails and is counted (denied $before -> $after)"
 else not_ok "filtered: guest's MAC changed: $res, denied $before -> $after"; fi
@@ -288,7 +299,7 @@ check "filtered: allowed server works again with the real MAC" probe tcp 198.51.
 
 # Every TCP port of the host's bridge address.
 before=$(denied)
-if probe scan 10.213.0.5 1-65535 --timeout-ms 250; then res="answered: $(cat "$TMP/probe.out")"; else res=failed; fi
+if probe scan 10.218.0.5 1-65535 --timeout-ms 250; then res="answered: $(cat "$TMP/probe.out")"; else res=failed; fi
 after=$(denied)
 if [[ $res == failed && $((after - before)) -ge 65535 ]]; then
         ok "filtered: all 65535 TCP ports of the host bridge address fail and are counted (denied +$((after - before)))"
@@ -303,6 +314,7 @@ if dmesg >/dev/null 2>&1; then
 fi
 
 # --- tamper detection ------------------------------------------------------------------
+forwarding
 # watch_for DESCRIPTION COMMAND...: start the watcher, run the command, report the window.
 watch_for() {
         local d=$1; shift

@@ -743,39 +743,37 @@ static int scan_run(const Addr *dst, unsigned from, unsigned to, unsigned window
                         tail++;
                 }
 
+                /* Take every answer there is (epoll_wait hands over a bounded batch)
+                 * before judging anyone silent at its deadline. */
                 struct epoll_event evs[256];
                 int timeout = head == tail ? 0 : remaining_ms(ring[head % window].deadline);
                 if (next <= to && tail - head < window)
                         timeout = 0;
-                int n = epoll_wait(ep, evs, ELEMENTSOF(evs), timeout);
-                if (n < 0 && errno != EINTR)
-                        return negative_errno();
-                for (int i = 0; i < n; i++) {
-                        ScanSlot *s = &ring[evs[i].data.u32];
-                        int err = 0;
-                        socklen_t l = sizeof(err);
-                        if (getsockopt(s->fd, SOL_SOCKET, SO_ERROR, &err, &l) < 0)
-                                err = errno;
-                        scan_result(c, s->port, err);
-                        close(s->fd); /* also removes it from the epoll set */
-                        s->fd = -1;
-                }
+                int n;
+                do {
+                        n = epoll_wait(ep, evs, ELEMENTSOF(evs), timeout);
+                        if (n < 0) {
+                                if (errno != EINTR)
+                                        return negative_errno();
+                                break;
+                        }
+                        for (int i = 0; i < n; i++) {
+                                ScanSlot *s = &ring[evs[i].data.u32];
+                                int err = 0;
+                                socklen_t l = sizeof(err);
+                                if (getsockopt(s->fd, SOL_SOCKET, SO_ERROR, &err, &l) < 0)
+                                        err = errno;
+                                scan_result(c, s->port, err);
+                                close(s->fd); /* also removes it from the epoll set */
+                                s->fd = -1;
+                        }
+                        timeout = 0;
+                } while (n == (int) ELEMENTSOF(evs));
                 int64_t now = now_ms();
                 while (head != tail && (ring[head % window].fd < 0 || ring[head % window].deadline <= now)) {
                         ScanSlot *s = &ring[head % window];
                         if (s->fd >= 0) {
-                                /* An answer may be waiting that epoll_wait has not handed
-                                 * over yet (it returns a bounded batch): ask the socket. */
-                                struct pollfd p = { .fd = s->fd, .events = POLLOUT };
-                                if (poll(&p, 1, 0) > 0) {
-                                        int err = 0;
-                                        socklen_t l = sizeof(err);
-                                        if (getsockopt(s->fd, SOL_SOCKET, SO_ERROR, &err, &l) < 0)
-                                                err = errno;
-                                        scan_result(c, s->port, err);
-                                } else {
-                                        c->silent++;
-                                }
+                                c->silent++;
                                 close(s->fd);
                                 s->fd = -1;
                         }

@@ -17,10 +17,17 @@
 #   return route: 10.0.0.0/8 via $WORLD_NET.1 (seat subnets, for unfiltered controls)
 #
 # Functions (each returns non-zero on failure, with the reason on stderr):
-#   world_up UPLINK               load the guard, build the namespace and start the servers
+#   world_lock                    wait (up to 10 min) for the machine-wide egress test lock
+#                                 (held until the shell exits, fd 9). world_up takes it; a
+#                                 test that installs or flushes seatd's table before
+#                                 world_up takes it first
+#   world_up UPLINK               take the lock, load the guard, build the namespace and
+#                                 start the servers
 #   world_down                    stop everything world_* started and delete it
 #   world_route TABLE BRIDGE...   host side: policy routing from the bridges to the uplink
 #   world_unroute TABLE           undo world_route
+#   world_forwarding              forwarding on the uplink and routed bridges again where a
+#                                 seatd switched it off (forwarding_lockdown); says so
 #   world_serve NS|host CMD ARGS  start another netprobe.py server (stopped by world_down)
 #   world_host_receiver ADDR PORT a recorder on the host (e.g. the seat bridge's address)
 #   world_received KEY            prints the recorder lines for KEY; 0 when there is one
@@ -48,9 +55,20 @@ WORLD_METADATA=169.254.169.254
 WORLD_DNS=198.51.100.53
 WORLD_DNS_OTHER=203.0.113.53
 WORLD_RECORD_PORT=9000
+WORLD_ROUTED=()
 WORLD_ZONE=(allowed.test=$WORLD_ALLOWED blocked.test=$WORLD_BLOCKED metadata.test=$WORLD_METADATA)
 
 world_err() { echo "world: $*" >&2; return 1; }
+
+WORLD_LOCK=/run/lock/seatd-egress-test.lock
+WORLD_LOCKED=0
+world_lock() {
+        ((WORLD_LOCKED)) && return 0
+        command -v flock >/dev/null || world_err "flock is missing (util-linux)" || return
+        mkdir -p "${WORLD_LOCK%/*}" && exec 9>"$WORLD_LOCK" || world_err "cannot open $WORLD_LOCK" || return
+        flock -w 600 9 || world_err "another egress test has held $WORLD_LOCK for 10 minutes" || return
+        WORLD_LOCKED=1
+}
 
 # A server in the background; its pid goes to the pid file. Started as a plain command
 # (not through a function), so the pid is the server's own and world_down can stop it.
@@ -80,6 +98,14 @@ world_wait_listening() {
         world_err "servers in $where did not come up ($n of $want listening on $ports; see $WORLD_DIR/servers.log)"
 }
 
+# Refuses an address some other interface already routes (not the default route): a
+# seatd on this machine hands out its net_pool (default 10.213.0.0/16) to real seats.
+world_subnet_free() {
+        local used
+        used=$(ip -4 -o route show to match "$1" | grep -v '^default')
+        [[ -z $used ]] || world_err "$1 is already routed here ($used): pick another subnet"
+}
+
 world_up() {
         local uplink=${1:?usage: world_up UPLINK}
         local ns=${WORLD_NS:-seatd-w-out} net=${WORLD_NET:-10.255.0} a
@@ -87,6 +113,7 @@ world_up() {
         for a in ip ss nft python3; do command -v $a >/dev/null || world_err "$a is missing" || return; done
         [[ $uplink =~ ^[A-Za-z0-9_.-]{1,15}$ && $uplink != eth0 ]] || world_err "bad uplink name '$uplink'" || return
         [[ $net =~ ^10\.[0-9]{1,3}\.[0-9]{1,3}$ ]] || world_err "WORLD_NET must be 10.X.Y, not '$net'" || return
+        world_lock || return
         # The guard first, and it must be there (host_load_guard exits on failure: subshell).
         (host_load_guard) && nft list table inet seat_guard >/dev/null 2>&1 ||
                 world_err "cannot load the guard ruleset (table inet seat_guard)" || return
@@ -100,6 +127,7 @@ world_up() {
         # Leftovers of a run that was killed.
         ip netns del "$ns" 2>/dev/null
         ip link del "$uplink" 2>/dev/null
+        world_subnet_free "$net.1" || return
 
         (
                 set -e
@@ -168,11 +196,26 @@ world_route() {
                 done
                 ip route replace blackhole default table "$table"
                 sysctl -qw "net.ipv4.conf.$WORLD_UPLINK.forwarding=1"
-        ) || world_err "cannot set up routing table $table for $*"
+        ) || world_err "cannot set up routing table $table for $*" || return
+        WORLD_ROUTED+=("$@")
+}
+
+# Any seatd on this machine with forwarding_lockdown (the default) switches forwarding off
+# on every interface but its seat bridges and its own uplink, when it starts and whenever
+# it installs a seat: a test world's uplink beside it stops forwarding. Put it back, and
+# print what was off (for the test's log).
+world_forwarding() {
+        local i
+        for i in ${WORLD_UPLINK-} "${WORLD_ROUTED[@]}"; do
+                [[ -n $i && $(sysctl -n "net.ipv4.conf.$i.forwarding" 2>/dev/null) == 0 ]] || continue
+                echo "net.ipv4.conf.$i.forwarding was switched off (a seatd's forwarding_lockdown?): on again"
+                sysctl -qw "net.ipv4.conf.$i.forwarding=1"
+        done
 }
 
 world_unroute() {
         local table=${1:?usage: world_unroute TABLE}
+        WORLD_ROUTED=()
         while ip rule del lookup "$table" 2>/dev/null; do :; done
         ip route flush table "$table" 2>/dev/null
         return 0
@@ -206,6 +249,7 @@ world_guest_up() {
         ip netns del "$ns" 2>/dev/null
         ip link del "$br" 2>/dev/null
         ip link del "$veth" 2>/dev/null
+        world_subnet_free "$hostip" || return
         (
                 set -e
                 ip netns add "$ns"
