@@ -268,14 +268,17 @@ static int host_inputs(Inputs *in, const char *qdir) {
         struct dirent *de;
         size_t n = 0;
         while (d && (de = readdir(d)) && n < 2 * PRE_SEGMENTS_MAX)
-                if (!strncmp(de->d_name, "audit-pre-", 10)) {
+                if (!strncmp(de->d_name, "audit-pre-", 10) || !strncmp(de->d_name, "console.log.", 12)) {
                         char *p = NULL, *name = strdup(de->d_name);
                         if (!name || asprintf(&p, "%s/%s", qdir, de->d_name) < 0) {
                                 free(name);
                                 closedir(d);
                                 return -ENOMEM;
                         }
-                        in->v[in->n++] = (ArchiveInput) { .name = own(in, name), .role = "file", .path = own(in, p) };
+                        /* console.log.N: what virtlogd rotated out of the console log */
+                        in->v[in->n++] = (ArchiveInput) { .name = own(in, name),
+                                                          .role = name[0] == 'c' ? "console" : "file",
+                                                          .path = own(in, p) };
                         n++;
                 }
         if (d)

@@ -690,6 +690,13 @@ static int quarantine(SeatManager *m, Seat *s, char **ret_dir, SeatError **ret_e
                 return seat_error_set(ret_error, errno, "set aside the overlay of seat '%s': %m", s->rec.id);
         if (rename(s->console_log, c) < 0 && errno != ENOENT)
                 return seat_error_set(ret_error, errno, "set aside the console log of seat '%s': %m", s->rec.id);
+        /* What virtlogd rotated out of it (console-gN.log.0, .1, ...: it keeps a few). */
+        for (int k = 0; k < 10; k++) {
+                _cleanup_free_ char *from = NULL, *to = NULL;
+                if (asprintf(&from, "%s.%d", s->console_log, k) >= 0 && asprintf(&to, "%s.%d", c, k) >= 0 &&
+                    rename(from, to) < 0 && errno != ENOENT)
+                        log_warning("seat '%s': cannot set aside '%s': %m", s->rec.id, from);
+        }
         if ((rename(al, qal) < 0 && errno != ENOENT) || (rename(ak, qak) < 0 && errno != ENOENT))
                 return seat_error_set(ret_error, errno, "set aside the audit log of seat '%s': %m", s->rec.id);
         move_pre_restart_segments(s, q);
