@@ -3,7 +3,8 @@
 """The test world's servers (tests/network/world.sh). They run until killed; every read
 is bounded and every connection has a timeout. The clients are guest-probe's.
 
-  serve-tcp ADDR PORT        per connection: reads one line (2 s); "GET PATH ..." gets an
+  serve-tcp ADDR PORT        per connection: reads one line (2 s); "GET /redirect/H:P/X"
+                             gets a 302 to http://H:P/X; "GET PATH ..." gets an
                              HTTP/1.0 200 whose body names the server, anything else is
                              echoed back as one line
   serve-udp ADDR PORT        echoes every datagram
@@ -66,6 +67,11 @@ def tcp_conn(c, addr, port):
                 if not chunk:
                     break
                 rest += chunk
+            if path.startswith("/redirect/"):
+                # "/redirect/HOST:PORT/PATH": 302 to http://HOST:PORT/PATH (the redirect egress case)
+                target = "http://" + "".join(ch for ch in path[len("/redirect/"):] if ch.isalnum() or ch in ".:/-_")
+                c.sendall(b"HTTP/1.0 302 Found\r\nLocation: %s\r\nContent-Length: 0\r\n\r\n" % target.encode())
+                return
             body = ("seatd-world %s:%s %s\n" % (addr, port, path)).encode()
             c.sendall(b"HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
         elif line:
