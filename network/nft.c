@@ -1090,3 +1090,49 @@ int nft_seat_bridges(NftContext *c, char ***ret, SeatError **ret_error) {
         *ret = TAKE_PTR(l);
         return 0;
 }
+
+static int strv_add_unique(char ***l, size_t *n, const char *v) {
+        for (size_t k = 0; k < *n; k++)
+                if (!strcmp((*l)[k], v))
+                        return 0;
+        char **m = reallocarray(*l, *n + 2, sizeof(char *));
+        if (!m)
+                return -ENOMEM;
+        *l = m;
+        if (!(m[*n] = strdup(v)))
+                return -ENOMEM;
+        m[++*n] = NULL;
+        return 0;
+}
+
+int nft_seat_uplinks(NftContext *c, char ***ret, SeatError **ret_error) {
+        _cleanup_json_ json_object *items = NULL;
+        _cleanup_strv_free_ char **l = calloc(1, sizeof(char *));
+        size_t n = 0;
+        if (!l)
+                return -ENOMEM;
+        int r = list_table(c, &items, ret_error);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; items && i < json_object_array_length(items); i++) {
+                json_object *o, *name, *expr;
+                if (!json_object_object_get_ex(json_object_array_get_idx(items, i), "rule", &o) ||
+                    !json_object_object_get_ex(o, "chain", &name) || !json_object_object_get_ex(o, "expr", &expr) ||
+                    strncmp(json_object_get_string(name), chain_prefix[CHAIN_OUT], strlen(chain_prefix[CHAIN_OUT])) != 0)
+                        continue;
+                /* "oifname != U drop": U is that seat's uplink */
+                for (size_t k = 0; k < json_object_array_length(expr); k++) {
+                        json_object *m, *op, *left, *meta, *key, *right;
+                        if (json_object_object_get_ex(json_object_array_get_idx(expr, k), "match", &m) &&
+                            json_object_object_get_ex(m, "op", &op) && !strcmp(json_object_get_string(op), "!=") &&
+                            json_object_object_get_ex(m, "left", &left) && json_object_object_get_ex(left, "meta", &meta) &&
+                            json_object_object_get_ex(meta, "key", &key) && !strcmp(json_object_get_string(key), "oifname") &&
+                            json_object_object_get_ex(m, "right", &right) && json_object_is_type(right, json_type_string) &&
+                            ifname_valid(json_object_get_string(right)) &&
+                            (r = strv_add_unique(&l, &n, json_object_get_string(right))) < 0)
+                                return r;
+                }
+        }
+        *ret = TAKE_PTR(l);
+        return 0;
+}

@@ -91,3 +91,7 @@ int nft_seat_counters(NftContext *c, const char *bridge, json_object **ret, Seat
 
 /* Bridges that have chains in table inet seatd (NULL-terminated, strv_free() it). */
 int nft_seat_bridges(NftContext *c, char ***ret, SeatError **ret_error);
+
+/* The uplinks the seats in table inet seatd leave by (every seatd's: the interface their
+ * out chains let traffic through), NULL-terminated, strv_free() it. */
+int nft_seat_uplinks(NftContext *c, char ***ret, SeatError **ret_error);

@@ -83,16 +83,26 @@ static bool is_seat_bridge(const char *name) {
  * says the host routes for others too (forwarding_lockdown = false), switch it off again
  * for everything but the seat bridges and the uplink: forwarding is a per-input-interface
  * setting, so this leaves exactly the paths the egress filter governs. */
+static bool strv_contains(char **l, const char *s) {
+        for (; l && *l; l++)
+                if (!strcmp(*l, s))
+                        return true;
+        return false;
+}
+
 static void forwarding_lockdown(SeatNetManager *nm) {
         _cleanup_(closedirp) DIR *d = NULL;
+        _cleanup_strv_free_ char **uplinks = NULL;
         struct dirent *de;
 
         if (!nm->lockdown || !(d = opendir("/proc/sys/net/ipv4/conf")))
                 return;
+        /* Every seat's uplink in the table (another seatd's too: its seats keep working). */
+        (void) nft_seat_uplinks(nm->nft, &uplinks, NULL);
         while ((de = readdir(d))) {
                 const char *n = de->d_name;
                 if (n[0] == '.' || !strcmp(n, "all") || is_seat_bridge(n) ||
-                    (nm->config->uplink && !strcmp(n, nm->config->uplink)))
+                    (nm->config->uplink && !strcmp(n, nm->config->uplink)) || strv_contains(uplinks, n))
                         continue;
                 (void) sysctl_forwarding(n, false); /* "default" too: new interfaces start off */
         }

@@ -201,17 +201,16 @@ allowed "$A" "ICMP echo to the allowed server: answered" "${T[@]}" icmp "$WORLD_
 denied_case "$A" "ICMP echo to the blocked server: dropped" "${T[@]}" icmp "$WORLD_BLOCKED"
 denied_case "$A" "cloud metadata 169.254.169.254:80: dropped" "${T[@]}" tcp "$WORLD_METADATA" 80
 denied_case "$A" "DNS to another resolver: dropped" "${T[@]}" dns "$WORLD_DNS_OTHER" allowed.test
-# An allowed server redirects: the client's next connection is to wherever it points.
-"$CTL" exec --timeout 60 "$A" -- wget -q -T 3 -O - "http://$WORLD_ALLOWED:8080/redirect/$WORLD_ALLOWED:8080/ok" >"$t/out" 2>&1 &&
-  grep -q "seatd-world $WORLD_ALLOWED:8080 /ok" "$t/out" && ok "control: a redirect to the allowed server is followed" \
-  || not_ok "control: a redirect to the allowed server is followed"
-before=$(denied "$A")
-"$CTL" exec --timeout 60 "$A" -- wget -q -T 3 -O - "http://$WORLD_ALLOWED:8080/redirect/$WORLD_BLOCKED:8080/secret" >"$t/out" 2>&1; rc=$?
-sleep 0.2
-after=$(denied "$A")
-[[ $rc != 0 ]] && ! grep -q "seatd-world $WORLD_BLOCKED" "$t/out" && ((after > before)) \
-  && ok "an allowed server's redirect to the blocked server: the second connection is dropped (denied: +$((after - before)))" \
-  || not_ok "a redirect to the blocked server is dropped (rc $rc, denied $before -> $after)"
+# An allowed server redirects: the client's next connection is to wherever it points (the
+# guest follows by hand: guest-probe http does not follow, busybox's static wget cannot run).
+probe "$A" "${T[@]}" http "$WORLD_ALLOWED" 8080 "/redirect/$WORLD_ALLOWED:8080/ok" && grep -q 'code=302' "$t/out" &&
+  probe "$A" "${T[@]}" http "$WORLD_ALLOWED" 8080 /ok && grep -q "seatd-world" "$t/out" \
+  && ok "control: an allowed server's redirect to itself is delivered and followed" \
+  || not_ok "control: an allowed server's redirect to itself is delivered and followed"
+probe "$A" "${T[@]}" http "$WORLD_ALLOWED" 8080 "/redirect/$WORLD_BLOCKED:8080/secret" && grep -q 'code=302' "$t/out" \
+  && ok "an allowed server's redirect to the blocked server is delivered (the server is allowed)" \
+  || not_ok "an allowed server's redirect to the blocked server is delivered"
+denied_case "$A" "following that redirect to the blocked server: dropped" "${T[@]}" http "$WORLD_BLOCKED" 8080 /secret
 denied_case "$A" "another seat's guest ($GB): unreachable" "${T[@]}" tcp "$GB" 22
 denied_case "$A" "the host's bridge address ($HA) on TCP 22: dropped" "${T[@]}" tcp "$HA" 22
 denied_case "$A" "the host's bridge address, DNS (no dns host in the profile): dropped" "${T[@]}" dns "$HA" allowed.test
