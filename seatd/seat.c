@@ -500,17 +500,21 @@ static int connect_agent(Seat *s, int timeout_ms, SeatError **ret_error) {
         return 0;
 }
 
-/* A new identity for whoever sits down next: hostname, machine id, fresh RNG entropy. */
+/* A new identity for whoever sits down next: hostname, machine id, fresh RNG entropy,
+ * and the host's clock (a restored machine's is behind by its saved state's age). */
 static int configure_identity(Seat *s, SeatError **ret_error) {
         char hostname[64], machine_id[33];
         uint8_t entropy[64];
         AgentAddress addr;
+        struct timespec now;
         snprintf(hostname, sizeof(hostname), "seat-%s", s->rec.id);
         random_hex(machine_id, 16);
         randombytes_buf(entropy, sizeof(entropy));
+        (void) clock_gettime(CLOCK_REALTIME, &now);
         AgentMsg req = { .type = AGENT_MSG_CONFIGURE,
                          .configure = { .hostname = hostname, .seat_id = s->rec.id, .machine_id = machine_id,
-                                        .entropy = entropy, .entropy_len = sizeof(entropy) } };
+                                        .entropy = entropy, .entropy_len = sizeof(entropy), .has_time = true,
+                                        .time_sec = now.tv_sec, .time_nsec = now.tv_nsec } };
         if (s->net) {
                 seatnet_guest_address(s->net, &addr);
                 req.configure.addresses = &addr;
