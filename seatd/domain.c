@@ -151,12 +151,12 @@ int domain_save(virDomainPtr dom, const char *path, SeatError **ret_error) {
         return 0;
 }
 
-int domain_restore(virConnectPtr conn, const char *path, const DomainSpec *spec, virDomainPtr *ret,
+int domain_restore(virConnectPtr conn, const char *path, const DomainSpec *spec, bool paused, virDomainPtr *ret,
                    SeatError **ret_error) {
         _cleanup_free_ char *xml = domain_xml(spec);
         if (!xml)
                 return seat_error_set(ret_error, ENOMEM, "out of memory building the domain XML");
-        if (virDomainRestoreFlags(conn, path, xml, VIR_DOMAIN_SAVE_RUNNING) < 0)
+        if (virDomainRestoreFlags(conn, path, xml, paused ? VIR_DOMAIN_SAVE_PAUSED : VIR_DOMAIN_SAVE_RUNNING) < 0)
                 return seat_error_set(ret_error, EIO, "restore domain '%s' from '%s': %s", spec->name, path,
                                       domain_last_error());
         virDomainPtr d = virDomainLookupByName(conn, spec->name);

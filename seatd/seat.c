@@ -485,19 +485,29 @@ static int build_spec_and_start(SeatManager *m, Seat *s, const ImageManifest *ma
         return start_fresh(m, man, kvm, name, s->overlay, s->console_log, &s->rec, iface, &s->dom, ret_error);
 }
 
-static int connect_agent(Seat *s, int timeout_ms, SeatError **ret_error) {
+/* The host end of the agent channel (libvirt's socket for it). */
+static int open_agent(Seat *s, int timeout_ms, SeatError **ret_error) {
         _cleanup_free_ char *sock = NULL;
-        _cleanup_agent_msg_ AgentMsg *hello = NULL;
         int r = domain_agent_socket(s->dom, &sock);
         if (r < 0)
                 return seat_error_set(ret_error, -r, "seat '%s' has no agent channel", s->rec.id);
         s->agent = agent_client_free(s->agent);
-        r = agent_client_connect_unix(sock, timeout_ms, &s->agent, ret_error);
-        if (r >= 0)
-                r = agent_client_hello(s->agent, timeout_ms, &hello, ret_error);
+        return agent_client_connect_unix(sock, timeout_ms, &s->agent, ret_error);
+}
+
+static int greet_agent(Seat *s, int timeout_ms, SeatError **ret_error) {
+        _cleanup_agent_msg_ AgentMsg *hello = NULL;
+        int r = agent_client_hello(s->agent, timeout_ms, &hello, ret_error);
         if (r < 0)
                 return seat_error_wrap(ret_error, "seat '%s': guest-init did not come up", s->rec.id);
         return 0;
+}
+
+static int connect_agent(Seat *s, int timeout_ms, SeatError **ret_error) {
+        int r = open_agent(s, timeout_ms, ret_error);
+        if (r < 0)
+                return seat_error_wrap(ret_error, "seat '%s': guest-init did not come up", s->rec.id);
+        return greet_agent(s, timeout_ms, ret_error);
 }
 
 /* A new identity for whoever sits down next: hostname, machine id, fresh RNG entropy,
@@ -971,7 +981,12 @@ static int warm_check(SeatManager *m, Seat *s, int k, const char *image_digest, 
 
 /* Boot identity k from the verified image to agent-ready, before anyone is configured in
  * it, and save it (the domain stops): the slot's saved state for k. The host end of the
- * agent channel is closed before the save, so every restore starts a fresh session. */
+ * agent channel stays connected through the save and is closed only once the machine is
+ * gone: a host that hangs up just before the save leaves the guest with that hang-up still
+ * unseen (virtio-serial tells the guest through a control queue, behind its data), and a
+ * restore would then deliver it after the next host's first bytes, ending that host's
+ * session under it. Saved connected, nothing is pending; a restore connects before the
+ * machine runs (warm_restore), and its hello starts the new session. */
 static int warm_make(SeatManager *m, Seat *s, int k, const SeatRecord *rec, const ImageManifest *man,
                      const char *image_digest, const WarmPaths *wp, SeatError **ret_error) {
         char name[64], uuid[VIR_UUID_STRING_BUFLEN];
@@ -1006,11 +1021,11 @@ static int warm_make(SeatManager *m, Seat *s, int k, const SeatRecord *rec, cons
                                               ret_error);
         if (r >= 0)
                 r = agent_client_hello(agent, kvm ? AGENT_BOOT_TIMEOUT_KVM_MS : AGENT_BOOT_TIMEOUT_TCG_MS, &hello, ret_error);
-        agent = agent_client_free(agent);
         if (r >= 0 && virDomainGetUUIDString(dom, uuid) < 0)
                 r = seat_error_set(ret_error, EIO, "the UUID of domain '%s': %s", name, domain_last_error());
         if (r >= 0)
                 r = domain_save(dom, wp->save_tmp, ret_error);
+        agent = agent_client_free(agent); /* after the save: see above */
         if (dom) {
                 if (r < 0)
                         (void) domain_stop(dom);
@@ -1173,9 +1188,24 @@ static void prep_stop(SeatManager *m, Seat *s) {
         s->prep_running = false;
 }
 
+/* The restored machine is still paused: connect to its agent channel first, then let it
+ * run. The guest's channel was saved connected (warm_make), so it never sees the host
+ * leave and come back, and the hello that follows is the first thing it reads. */
+static int warm_connect_and_resume(Seat *s, char **ret_why) {
+        _cleanup_error_ SeatError *err = NULL;
+        int r = open_agent(s, WARM_AGENT_TIMEOUT_MS, &err);
+        if (r < 0)
+                return asprintf(ret_why, "the restored machine's agent channel: %s", err ? err->message : strerror(-r)) < 0
+                               ? -ENOMEM : r;
+        if (virDomainResume(s->dom) < 0)
+                return asprintf(ret_why, "resume the restored machine: %s", domain_last_error()) < 0 ? -ENOMEM : -EIO;
+        return 0;
+}
+
 /* Restore the saved state of the seat's current identity as its new machine: a fresh copy
  * of the saved overlay, and the saved definition with only the source paths (overlay,
- * console) and the record changed. 0, or < 0 with the reason in *ret_why (boot cold). */
+ * console) and the record changed; running, with the agent channel connected. 0, or < 0
+ * with the reason in *ret_why (boot cold). */
 static int warm_restore(SeatManager *m, Seat *s, const ImageManifest *man, bool kvm, char **ret_why) {
         _cleanup_(warm_paths_done) WarmPaths wp = {};
         _cleanup_(spec_files_done) SpecFiles f = {};
@@ -1228,14 +1258,21 @@ static int warm_restore(SeatManager *m, Seat *s, const ImageManifest *man, bool 
                             .base = f.base, .overlay = s->overlay, .console_log = s->console_log, .record = &s->rec,
                             .uuid = meta.uuid, .interface_xml = iface };
         virConnectPtr c = manager_conn(m, &err);
-        r = c ? domain_restore(c, wp.save, &spec, &s->dom, &err) : -ECONNREFUSED;
+        r = c ? domain_restore(c, wp.save, &spec, true, &s->dom, &err) : -ECONNREFUSED;
         if (c)
                 virConnectClose(c);
         if (r < 0) {
                 (void) unlink(s->overlay);
                 return asprintf(ret_why, "%s", err ? err->message : strerror(-r)) < 0 ? -ENOMEM : r;
         }
-        return 0;
+        r = warm_connect_and_resume(s, ret_why);
+        if (r < 0) {
+                s->agent = agent_client_free(s->agent);
+                (void) domain_stop(s->dom);
+                s->dom = (virDomainFree(s->dom), NULL);
+                (void) unlink(s->overlay);
+        }
+        return r;
 }
 
 static void set_reset_mode(Seat *s, const char *mode, const char *why) {
@@ -1278,7 +1315,7 @@ static int boot_seat(SeatManager *m, Seat *s, const char *cold_why, SeatError **
         else if (warm_restore(m, s, man, kvm, &why) >= 0) {
                 warm = true;
                 log_debug("seat '%s': restored at +%" PRId64 " ms", s->rec.id, now_monotonic_ms() - t0);
-                r = connect_agent(s, WARM_AGENT_TIMEOUT_MS, ret_error);
+                r = greet_agent(s, WARM_AGENT_TIMEOUT_MS, ret_error);
                 if (r < 0) {
                         /* Not this state again: the next preparation makes a new one. */
                         _cleanup_(warm_paths_done) WarmPaths wp = {};
