@@ -55,6 +55,11 @@ typedef struct SeatConfig {
         /* Warm reset (docs/warm-reset.md): each seat slot keeps saved machine states and
          * a reset restores one instead of booting (default true). */
         bool warm_reset;
+        /* Pools (docs/pools.md): what their background refill may fill the host up to, counting
+         * every seat it runs: seats (default 16) and machine memory in MiB (0, the default:
+         * half of the host's RAM). */
+        long pool_max_seats;
+        long pool_max_memory_mib;
 } SeatConfig;
 
 #define SEATD_CONFIG_MAX_BYTES (64u * 1024u)

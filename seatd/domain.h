@@ -36,6 +36,7 @@ typedef struct SeatRecord {
         int64_t created;     /* seconds since the epoch */
         int64_t net_index;   /* the seat's subnet in the pool; -1: no network */
         char egress[33];     /* its egress profile's name ("" without a network) */
+        bool pooled;         /* kept ready in a pool, not handed out yet (docs/pools.md) */
 } SeatRecord;
 
 typedef struct DomainSpec {

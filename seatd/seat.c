@@ -30,6 +30,7 @@
 #define PARTICIPANT_MAX 64
 #define WARM_AGENT_TIMEOUT_MS 20000 /* a restored guest answers at once: its agent was up when saved */
 #define WARM_PREP_PARALLEL 1        /* saved states made at a time (each is a boot beside the seats) */
+#define POOL_CLAIM_PING_MS 2000     /* a pooled seat's agent answers a ping in milliseconds when healthy */
 
 /* The save file as it was when last hashed: the same inode, size, mtime and ctime (which
  * nothing but a write changes) is the same bytes, so a reset need not hash it again. */
@@ -71,6 +72,12 @@ struct Seat {
         char *teardown_fault;           /* an old machine's destroy failed */
         pthread_t destroyer[2];
         bool destroying[2];
+        /* Pools (seatd/pool.c): under the manager's lock. */
+        bool pooled;                    /* READY in its pool, nobody's: claimable (rec.pooled in libvirt) */
+        bool pool_broken;               /* failed its health check when claimed: the pool releases it */
+        bool from_pool;                 /* this participant's seat was claimed from a pool */
+        uint64_t pool_seq;              /* claims take the oldest pooled seat first */
+        uint64_t memory_mib;            /* its machine's memory, for the pools' host limit */
         pthread_t prep;                 /* makes or checks the standby identity's state */
         bool prep_running;              /* under s->lock */
         bool prep_cancel;               /* under m->prep_lock */
@@ -96,6 +103,9 @@ struct SeatManager {
         pthread_mutex_t prep_lock;
         pthread_cond_t prep_cond;
         unsigned prep_active;
+        SeatPoolFn pool_fn;               /* told when a pool's seats change (seatd/pool.c) */
+        void *pool_userdata;
+        uint64_t pool_seq;                /* under lock */
 };
 
 static const char *const state_names[] = {
@@ -1300,6 +1310,9 @@ static int boot_seat(SeatManager *m, Seat *s, const char *cold_why, SeatError **
                          man->version);
         s->rec.image_version = man->version;
         (void) digest_to_hex(man->digest, SEAT_HASH_BYTES, s->rec.image_digest, sizeof(s->rec.image_digest));
+        pthread_mutex_lock(&m->lock);
+        s->memory_mib = man->memory_mib > 0 ? (uint64_t) man->memory_mib : 0;
+        pthread_mutex_unlock(&m->lock);
         if (mkdir(s->dir, 0755) < 0 && errno != EEXIST)
                 return seat_error_set(ret_error, errno, "create seat directory '%s': %m", s->dir);
         r = disk_admit_image(m, s, man, ret_error);
@@ -1352,16 +1365,12 @@ static int boot_seat(SeatManager *m, Seat *s, const char *cold_why, SeatError **
 
 /* ---- transitions ---- */
 
-int seat_provision(SeatManager *m, const char *image, const char *participant, const char *egress, Seat **ret,
-                   char **ret_token, SeatError **ret_error) {
+/* A new seat, booted cold. pooled: for a pool, nobody's (its token is never handed out). */
+static int provision_new(SeatManager *m, const char *image, const char *participant, const char *egress, bool pooled,
+                         Seat **ret, char **ret_token, SeatError **ret_error) {
         _cleanup_free_ char *token = NULL;
         int r;
 
-        if (!image_name_valid(image))
-                return seat_error_set(ret_error, EINVAL, "'%s' is not an image name", image);
-        if (!participant_valid(participant))
-                return seat_error_set(ret_error, EINVAL,
-                                      "participant names are at most %d letters, digits, spaces and @._+-", PARTICIPANT_MAX);
         Seat *s = calloc(1, sizeof(*s));
         if (!s)
                 return -ENOMEM;
@@ -1377,6 +1386,7 @@ int seat_provision(SeatManager *m, const char *image, const char *participant, c
         snprintf(s->rec.participant, sizeof(s->rec.participant), "%s", participant);
         s->rec.generation = 1;
         s->rec.created = (int64_t) time(NULL);
+        s->rec.pooled = pooled;
         seat_set_state(s, SEAT_PROVISIONING);
 
         r = seat_paths(m, s);
@@ -1392,6 +1402,12 @@ int seat_provision(SeatManager *m, const char *image, const char *participant, c
                 seat_set_state(s, SEAT_READY);
                 r = domain_set_record(s->dom, &s->rec, ret_error);
         }
+        if (r >= 0 && pooled) {
+                pthread_mutex_lock(&m->lock);
+                s->pooled = true;
+                s->pool_seq = ++m->pool_seq;
+                pthread_mutex_unlock(&m->lock);
+        }
         if (r >= 0)
                 r = table_add(m, s);
         disk_settle(m, s);
@@ -1403,8 +1419,11 @@ int seat_provision(SeatManager *m, const char *image, const char *participant, c
                 seat_free(s);
                 return r;
         }
-        log_notice("seat '%s' ready: image '%s' version %" PRId64 ", participant '%s'", s->rec.id, image,
-                   s->rec.image_version, participant);
+        if (pooled)
+                log_notice("seat '%s' ready in the pool of image '%s' (egress '%s')", s->rec.id, image, s->rec.egress);
+        else
+                log_notice("seat '%s' ready: image '%s' version %" PRId64 ", participant '%s'", s->rec.id, image,
+                           s->rec.image_version, participant);
         *ret = s; /* the caller's reference */
         *ret_token = TAKE_PTR(token);
         return 0;
@@ -1417,6 +1436,184 @@ static void seat_fault(Seat *s, const char *why) {
         if (s->dom)
                 (void) domain_set_record(s->dom, &s->rec, NULL);
         log_warning("seat '%s' faulted: %s", s->rec.id, why);
+}
+
+/* ---- pools: seats kept READY for nobody, claimed by provision (docs/pools.md) ---- */
+
+void seat_manager_set_pool_fn(SeatManager *m, SeatPoolFn fn, void *userdata) {
+        pthread_mutex_lock(&m->lock);
+        m->pool_fn = fn;
+        m->pool_userdata = userdata;
+        pthread_mutex_unlock(&m->lock);
+}
+
+static void pool_notify(SeatManager *m, SeatPoolEvent ev, const char *image, const char *egress) {
+        pthread_mutex_lock(&m->lock);
+        SeatPoolFn fn = m->pool_fn;
+        void *u = m->pool_userdata;
+        pthread_mutex_unlock(&m->lock);
+        if (fn)
+                fn(ev, image, egress, u);
+}
+
+const char *seat_manager_egress_name(SeatManager *m, const char *egress) {
+        if (!m->config->network)
+                return "";
+        return egress ? egress : m->config->default_egress;
+}
+
+bool seat_pooled(Seat *s) {
+        pthread_mutex_lock(&s->m->lock);
+        bool p = s->pooled;
+        pthread_mutex_unlock(&s->m->lock);
+        return p;
+}
+
+int seat_provision_pooled(SeatManager *m, const char *image, const char *egress, SeatError **ret_error) {
+        _cleanup_(seat_unrefp) Seat *s = NULL;
+        char *token = NULL;
+        if (!image_name_valid(image))
+                return seat_error_set(ret_error, EINVAL, "'%s' is not an image name", image);
+        int r = provision_new(m, image, "", egress, true, &s, &token, ret_error);
+        if (token) /* nobody ever learns it: a claim makes a new one */
+                sodium_memzero(token, strlen(token));
+        free(token);
+        return r;
+}
+
+int seat_manager_pooled(SeatManager *m, SeatPoolEntry **ret, size_t *ret_n) {
+        pthread_mutex_lock(&m->lock);
+        SeatPoolEntry *e = calloc(m->n_seats + 1, sizeof(*e));
+        size_t n = 0;
+        for (size_t i = 0; e && i < m->n_seats; i++) {
+                const Seat *s = m->seats[i];
+                if (!s->pooled || seat_state((Seat *) s) != SEAT_READY)
+                        continue;
+                snprintf(e[n].image, sizeof(e[n].image), "%s", s->rec.image);
+                snprintf(e[n].egress, sizeof(e[n].egress), "%s", s->rec.egress);
+                n++;
+        }
+        pthread_mutex_unlock(&m->lock);
+        if (!e)
+                return -ENOMEM;
+        *ret = e;
+        *ret_n = n;
+        return 0;
+}
+
+void seat_manager_usage(SeatManager *m, unsigned *ret_seats, uint64_t *ret_memory_mib) {
+        uint64_t mem = 0;
+        pthread_mutex_lock(&m->lock);
+        for (size_t i = 0; i < m->n_seats; i++)
+                mem += m->seats[i]->memory_mib;
+        *ret_seats = (unsigned) m->n_seats;
+        pthread_mutex_unlock(&m->lock);
+        *ret_memory_mib = mem;
+}
+
+/* Under the manager's lock a pooled seat stops being pooled: whoever took it is the only
+ * one who ever will (two claims never get one seat). The oldest first; NULL: none. */
+Seat *seat_pool_take(SeatManager *m, const char *image, const char *egress) {
+        Seat *best = NULL;
+        pthread_mutex_lock(&m->lock);
+        for (size_t i = 0; i < m->n_seats; i++) {
+                Seat *s = m->seats[i];
+                if (!s->pooled || seat_state(s) != SEAT_READY || __atomic_load_n(&s->net_paused, __ATOMIC_ACQUIRE) ||
+                    strcmp(s->rec.image, image) != 0 || strcmp(s->rec.egress, egress) != 0)
+                        continue;
+                if (!best || s->pool_seq < best->pool_seq)
+                        best = s;
+        }
+        if (best) {
+                best->pooled = false;
+                best->refs++;
+        }
+        pthread_mutex_unlock(&m->lock);
+        return best;
+}
+
+Seat *seat_pool_take_broken(SeatManager *m) {
+        Seat *r = NULL;
+        pthread_mutex_lock(&m->lock);
+        for (size_t i = 0; i < m->n_seats && !r; i++)
+                if (m->seats[i]->pool_broken) {
+                        r = m->seats[i];
+                        r->pool_broken = false;
+                        r->refs++;
+                }
+        pthread_mutex_unlock(&m->lock);
+        return r;
+}
+
+/* Bind a seat just taken from its pool to a participant: only after its agent answers a
+ * ping, with a new token, recorded in libvirt before anyone learns the token. A seat that
+ * fails is faulted and left to the pool to release (never handed out). */
+static int pool_claim(SeatManager *m, Seat *s, const char *participant, char **ret_token, SeatError **ret_error) {
+        _cleanup_free_ char *token = NULL;
+        SeatRecord old;
+        int r;
+        pthread_mutex_lock(&s->lock);
+        old = s->rec;
+        if (seat_state(s) != SEAT_READY || !s->agent)
+                r = seat_error_set(ret_error, EBUSY, "seat '%s' is %s", s->rec.id, seat_state_to_string(seat_state(s)));
+        else if ((r = agent_client_ping(s->agent, POOL_CLAIM_PING_MS, ret_error)) < 0)
+                (void) seat_error_wrap(ret_error, "its agent did not answer a ping within %d ms", POOL_CLAIM_PING_MS);
+        else if ((r = new_token(s, &token)) >= 0) {
+                snprintf(s->rec.participant, sizeof(s->rec.participant), "%s", participant);
+                s->rec.pooled = false;
+                r = domain_set_record(s->dom, &s->rec, ret_error);
+        }
+        if (r < 0) {
+                _cleanup_free_ char *why = NULL;
+                s->rec = old;
+                if (asprintf(&why, "failed its health check when claimed from the pool: %s",
+                             *ret_error ? (*ret_error)->message : strerror(-r)) < 0)
+                        why = NULL;
+                seat_fault(s, why ? why : "failed its health check when claimed from the pool");
+                pthread_mutex_lock(&m->lock);
+                s->pool_broken = true;
+                pthread_mutex_unlock(&m->lock);
+                pthread_mutex_unlock(&s->lock);
+                return r;
+        }
+        pthread_mutex_lock(&m->lock);
+        s->from_pool = true;
+        pthread_mutex_unlock(&m->lock);
+        json_object *o = json_object_new_object();
+        json_object_object_add(o, "participant", json_object_new_string(participant));
+        (void) seat_audit(s, "claim", o);
+        json_object_put(o);
+        pthread_mutex_unlock(&s->lock);
+        *ret_token = TAKE_PTR(token);
+        return 0;
+}
+
+int seat_provision(SeatManager *m, const char *image, const char *participant, const char *egress, Seat **ret,
+                   char **ret_token, SeatError **ret_error) {
+        if (!image_name_valid(image))
+                return seat_error_set(ret_error, EINVAL, "'%s' is not an image name", image);
+        if (!participant_valid(participant))
+                return seat_error_set(ret_error, EINVAL,
+                                      "participant names are at most %d letters, digits, spaces and @._+-", PARTICIPANT_MAX);
+        const char *eg = seat_manager_egress_name(m, egress);
+        Seat *s;
+        while ((s = seat_pool_take(m, image, eg))) {
+                _cleanup_error_ SeatError *err = NULL;
+                char *token = NULL;
+                if (pool_claim(m, s, participant, &token, &err) >= 0) {
+                        log_notice("seat '%s' claimed from the pool of image '%s' (egress '%s'): participant '%s'", s->rec.id,
+                                   image, eg, participant);
+                        pool_notify(m, SEAT_POOL_CLAIMED, image, eg);
+                        *ret = s;
+                        *ret_token = token;
+                        return 0;
+                }
+                log_warning("pooled seat '%s' is not handed out: %s; the pool releases and replaces it", s->rec.id,
+                            err ? err->message : "?");
+                pool_notify(m, SEAT_POOL_BROKEN, image, eg);
+                seat_unref(s);
+        }
+        return provision_new(m, image, participant, egress, false, ret, ret_token, ret_error);
 }
 
 /* Returns NULL when the domain is gone, else a malloc'd reason. */
@@ -1439,6 +1636,13 @@ int seat_reset(SeatManager *m, Seat *s, bool cold, char **ret_token, SeatError *
         if (st != SEAT_READY && st != SEAT_FAULTED) {
                 pthread_mutex_unlock(&s->lock);
                 return seat_error_set(ret_error, EBUSY, "seat '%s' is %s", s->rec.id, seat_state_to_string(st));
+        }
+        if (seat_pooled(s)) {
+                /* Its token would reach the operator: a pooled seat is nobody's. */
+                pthread_mutex_unlock(&s->lock);
+                return seat_error_set(ret_error, EBUSY,
+                                      "seat '%s' is kept ready in the pool of image '%s': it is handed out by provision; shrink the pool ('seatctl pool set') or release it",
+                                      s->rec.id, s->rec.image);
         }
         if (s->seal_fault) {
                 int e = seat_error_set(ret_error, EBUSY,
@@ -1557,10 +1761,16 @@ int seat_release(SeatManager *m, Seat *s, SeatError **ret_error) {
         seat_net_down(m, s);
         (void) rmdir(s->dir);
         seat_set_state(s, SEAT_RELEASED);
+        pthread_mutex_lock(&m->lock);
+        bool was_pooled = s->pooled;
+        s->pooled = false;
+        pthread_mutex_unlock(&m->lock);
         pthread_mutex_unlock(&s->lock);
         table_remove(m, s);
         if (r >= 0)
                 log_notice("seat '%s' released", s->rec.id);
+        /* A pool's seat or the host's room for one changed. */
+        pool_notify(m, was_pooled ? SEAT_POOL_BROKEN : SEAT_POOL_CHANGED, s->rec.image, s->rec.egress);
         return r;
 }
 
@@ -1631,6 +1841,12 @@ int seat_to_json(Seat *s, json_object **ret) {
         json_object_object_add(o, "image", json_object_new_string(s->rec.image));
         json_object_object_add(o, "image_version", json_object_new_int64(s->rec.image_version));
         json_object_object_add(o, "participant", json_object_new_string(s->rec.participant));
+        pthread_mutex_lock(&s->m->lock);
+        if (s->pooled)
+                json_object_object_add(o, "pool", json_object_new_boolean(true));
+        if (s->from_pool)
+                json_object_object_add(o, "from_pool", json_object_new_boolean(true));
+        pthread_mutex_unlock(&s->m->lock);
         json_object_object_add(o, "generation", json_object_new_int64(s->rec.generation));
         json_object_object_add(o, "created", json_object_new_string(created));
         json_object_object_add(o, "domain", json_object_new_string(s->dom ? virDomainGetName(s->dom) : ""));
@@ -1922,6 +2138,9 @@ static void adopt_disk(SeatManager *m, Seat *s) {
         _cleanup_free_ char *base = NULL;
         if (image_store_get(m->store, s->rec.image, &man, NULL) < 0)
                 return;
+        pthread_mutex_lock(&m->lock);
+        s->memory_mib = man->memory_mib > 0 ? (uint64_t) man->memory_mib : 0;
+        pthread_mutex_unlock(&m->lock);
         for (size_t i = 0; i < man->n_files; i++)
                 if (man->files[i].role == IMAGE_ROLE_DISK && (base = image_store_blob_path(m->store, &man->files[i])) &&
                     image_disk_virtual_size(man->files[i].format, base, &s->disk_virtual) >= 0)
@@ -1997,6 +2216,13 @@ static int adopt_one(SeatManager *m, virDomainPtr dom) {
                 return 0;
         }
         adopt_disk(m, s);
+        if (rec.pooled) {
+                /* Nobody ever had its token: back to its pool. */
+                pthread_mutex_lock(&m->lock);
+                s->pooled = true;
+                s->pool_seq = ++m->pool_seq;
+                pthread_mutex_unlock(&m->lock);
+        }
         continue_session_after_restart(m, s);
         set_reset_mode(s, "unknown", "adopted after a seatd restart");
         pthread_mutex_lock(&s->lock);
