@@ -115,7 +115,7 @@ static int pool_set(int argc, char *argv[], SeatError **ret_error) {
         long ready = -1;
         int c;
         /* argv[0] is "set" */
-        while ((c = getopt_long(argc, argv, "+h", options, NULL)) >= 0)
+        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0)
                 switch (c) {
                 case 'r': {
                         char *end = NULL;
