@@ -1554,6 +1554,11 @@ static int pool_claim(SeatManager *m, Seat *s, const char *participant, char **r
         int r;
         pthread_mutex_lock(&s->lock);
         old = s->rec;
+        if (seat_state(s) == SEAT_RELEASED) {
+                /* An operator released it while it was being taken: nothing to fault. */
+                pthread_mutex_unlock(&s->lock);
+                return seat_error_set(ret_error, ESTALE, "seat '%s' was released meanwhile", s->rec.id);
+        }
         if (seat_state(s) != SEAT_READY || !s->agent)
                 r = seat_error_set(ret_error, EBUSY, "seat '%s' is %s", s->rec.id, seat_state_to_string(seat_state(s)));
         else if ((r = agent_client_ping(s->agent, POOL_CLAIM_PING_MS, ret_error)) < 0)
@@ -1608,9 +1613,10 @@ int seat_provision(SeatManager *m, const char *image, const char *participant, c
                         *ret_token = token;
                         return 0;
                 }
-                log_warning("pooled seat '%s' is not handed out: %s; the pool releases and replaces it", s->rec.id,
-                            err ? err->message : "?");
-                pool_notify(m, SEAT_POOL_BROKEN, image, eg);
+                log_warning("pooled seat '%s' is not handed out: %s%s", s->rec.id, err ? err->message : "?",
+                            seat_state(s) == SEAT_RELEASED ? "" : "; the pool releases and replaces it");
+                if (seat_state(s) != SEAT_RELEASED)
+                        pool_notify(m, SEAT_POOL_BROKEN, image, eg);
                 seat_unref(s);
         }
         return provision_new(m, image, participant, egress, false, ret, ret_token, ret_error);
