@@ -20,9 +20,9 @@ cleanup() {
   if [[ -n $seatd_pid ]]; then
     "$CTL" --json list 2>/dev/null | python3 -c 'import json,sys; [print(s["id"]) for s in json.load(sys.stdin)["seats"]]' 2>/dev/null \
       | xargs -r -P 4 -n 1 "$CTL" -q release >/dev/null 2>&1 || true
-    kill "$seatd_pid"
+    kill "$seatd_pid" 2>/dev/null || true
   fi
-  wait 2>/dev/null; [[ -n ${BENCH_LOG:-} ]] && cp "$t/seatd.log" "$BENCH_LOG"; rm -rf "$t"
+  [[ -n $seatd_pid ]] && wait "$seatd_pid" 2>/dev/null; [[ -n ${BENCH_LOG:-} ]] && cp "$t/seatd.log" "$BENCH_LOG"; rm -rf "$t"
 }
 trap cleanup EXIT
 ms() { local t=${EPOCHREALTIME/[.,]/}; echo $((t / 1000)); }
@@ -50,11 +50,13 @@ for _ in $(seq 1 100); do [[ -S $SEATD_SOCKET ]] && break; sleep 0.05; done
 
 before=$(avail_mib)
 a=$(ms)
+pids=()
 for i in $(seq 1 "$seats"); do
   ( s=$(ms); "$CTL" -q --json provision --image test-image --participant "bench-$i" >"$t/p$i.json" 2>"$t/p$i.err"
     echo "$? $(($(ms) - s))" >"$t/p$i.rc" ) &
+  pids+=($!)
 done
-wait
+wait "${pids[@]}" # (not seatd, also a child of this shell)
 all_ready=$(($(ms) - a))
 failed=0
 for i in $(seq 1 "$seats"); do
