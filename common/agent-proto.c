@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -268,6 +269,23 @@ static int parse_address(ParseCtx *c, json_object *a, AgentAddress *ret) {
         return 0;
 }
 
+/* "time": {"sec": S, "nsec": N}: the host's wall clock, for the guest to take. */
+static int parse_time(ParseCtx *c, AgentMsg *m) {
+        json_object *t = NULL;
+        int r = json_get_object(c->o, "time", false, &t);
+        if (r < 0)
+                return field_fail(c, "time", r);
+        if (!t)
+                return 0;
+        ParseCtx sub = { .o = t, .err = c->err, .id = c->id };
+        if ((r = get_int(&sub, "sec", true, 0, AGENT_TIME_SEC_MAX, &m->configure.time_sec)) < 0 ||
+            (r = get_int(&sub, "nsec", true, 0, 999999999, &m->configure.time_nsec)) < 0)
+                return parse_fail(c, -EINVAL, AGENT_ERR_INVALID,
+                                  "field 'time' must be {\"sec\": 0..%" PRId64 ", \"nsec\": 0..999999999}", AGENT_TIME_SEC_MAX);
+        m->configure.has_time = true;
+        return 0;
+}
+
 static int parse_configure(ParseCtx *c, AgentMsg *m) {
         json_object *a = NULL;
         int r;
@@ -282,6 +300,8 @@ static int parse_configure(ParseCtx *c, AgentMsg *m) {
                 return field_fail(c, "seat_id", -EINVAL);
         if (m->configure.machine_id && !machine_id_valid(m->configure.machine_id))
                 return field_fail(c, "machine_id", -EINVAL);
+        if ((r = parse_time(c, m)) < 0)
+                return r;
 
         r = json_get_array(c->o, "addresses", false, AGENT_ADDR_MAX, &a);
         if (r < 0)
@@ -576,6 +596,15 @@ static int format_configure(json_object *o, const AgentMsg *m) {
                 return r;
         if (m->configure.entropy && (r = add_b64(o, "entropy", m->configure.entropy, m->configure.entropy_len)) < 0)
                 return r;
+        if (m->configure.has_time) {
+                if (m->configure.time_sec < 0 || m->configure.time_sec > AGENT_TIME_SEC_MAX || m->configure.time_nsec < 0 ||
+                    m->configure.time_nsec > 999999999)
+                        return -EINVAL;
+                json_object *t = json_object_new_object();
+                if ((r = add(o, "time", t)) < 0 || (r = add_int(t, "sec", m->configure.time_sec)) < 0 ||
+                    (r = add_int(t, "nsec", m->configure.time_nsec)) < 0)
+                        return r;
+        }
         if (!m->configure.addresses)
                 return 0;
         json_object *a = json_object_new_array();

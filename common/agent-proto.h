@@ -29,6 +29,7 @@
 #define AGENT_ADDR_MAX 16
 #define AGENT_CAPS_MAX 64
 #define AGENT_ID_MAX ((int64_t) 1 << 53) /* ids are integers JSON represents exactly */
+#define AGENT_TIME_SEC_MAX INT64_C(253402300799) /* configure.time: 9999-12-31T23:59:59Z */
 
 typedef enum AgentMsgType {
         /* host -> agent requests */
@@ -89,6 +90,9 @@ typedef struct AgentMsg {
                         size_t entropy_len;
                         AgentAddress *addresses;
                         size_t n_addresses;
+                        bool has_time;         /* set the wall clock (CLOCK_REALTIME) to: */
+                        int64_t time_sec;      /* 0..AGENT_TIME_SEC_MAX, seconds since the epoch */
+                        int64_t time_nsec;     /* 0..999999999 */
                 } configure;
                 struct {
                         char **argv;           /* NULL-terminated, at least one entry */

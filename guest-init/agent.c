@@ -575,7 +575,14 @@ static void agent_dispatch_transport(Agent *a, const PollSet *s) {
         if (a->pfd_transport >= 0 && t->connected) {
                 short rev = s->fds[a->pfd_transport].revents;
 
-                if (rev & POLLIN)
+                /* A virtio port reports POLLIN beside POLLHUP while no host is connected, and
+                 * data may already wait there: the next host's, sent before the guest has
+                 * seen that host connect (control events and data travel separate queues).
+                 * Read nothing then: the data stays in the port for the session it belongs
+                 * to, which starts when the port says a host is there (agent_probe()). */
+                if (t->mode == TRANSPORT_VIRTIO && (rev & (POLLHUP | POLLERR | POLLNVAL)))
+                        agent_disconnected(a, "hangup");
+                else if (rev & POLLIN)
                         agent_read_transport(a);
                 else if (rev & (POLLHUP | POLLERR | POLLNVAL)) {
                         if (t->mode == TRANSPORT_STDIO)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * configure: hostname, machine-id, entropy, IPv4 addresses. Each step is small and checked;
+ * configure: wall clock, hostname, machine-id, entropy, IPv4 addresses. Each step is small and checked;
  * the first failure is the reply (steps already done stay done: they are idempotent, the
  * host can simply send the same configure again).
  */
@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "agent.h"
@@ -28,6 +29,21 @@
 #endif
 
 #define MACHINE_ID_PATH "/etc/machine-id"
+
+/* A restored machine's clock resumes where it was saved: the host's time replaces it. */
+static int configure_time(Agent *a, const AgentMsg *m) {
+        struct timespec ts = { .tv_sec = (time_t) m->configure.time_sec, .tv_nsec = (long) m->configure.time_nsec };
+
+        if (!m->configure.has_time)
+                return 1;
+        if (m->configure.time_sec < 0 || m->configure.time_sec > AGENT_TIME_SEC_MAX || m->configure.time_nsec < 0 ||
+            m->configure.time_nsec > 999999999)
+                return agent_send_error(a, m->id, AGENT_ERR_INVALID, "field 'time' is out of range");
+        if (clock_settime(CLOCK_REALTIME, &ts) < 0)
+                return agent_send_error(a, m->id, AGENT_ERR_IO, "clock_settime: %s", strerror(errno));
+        log_info("Clock set to %" PRId64 ".%09" PRId64, m->configure.time_sec, m->configure.time_nsec);
+        return 1;
+}
 
 static int configure_hostname(Agent *a, int64_t id, const char *hostname) {
         _cleanup_free_ char *e = NULL;
@@ -169,6 +185,9 @@ static int configure_address(Agent *a, int64_t id, const AgentAddress *addr) {
 int configure_handle(Agent *a, const AgentMsg *m) {
         int r;
 
+        r = configure_time(a, m);
+        if (r <= 0)
+                return r;
         r = configure_hostname(a, m->id, m->configure.hostname);
         if (r <= 0)
                 return r;

@@ -27,6 +27,7 @@ static const struct {
         { "console", verb_console, "the seat's serial console log (read-only, --follow)" },
         { "reset", verb_reset, "wipe a seat: a new machine from the verified image, new token" },
         { "release", verb_release, "stop and remove a seat, its session set aside for evidence" },
+        { "pool", verb_pool, "keep seats of an image booted and ready: provision hands them out" },
         { "image", verb_image, "import, pull, list, verify and remove signed guest images" },
         { "evidence", verb_evidence, "list, verify and open sealed evidence archives; retry sealing" },
         { "host", verb_host, "host check: can this host run seats? (probes KVM with a guest)" },

@@ -88,7 +88,10 @@ static void print_seat_row(json_object *s) {
         printf(" %7" PRId64 " %4" PRId64 "  ", version, gen);
         print_cell(str(s, "created"), 20);
         printf("  ");
-        print_cell(str(s, "participant"), 0);
+        if (json_object_get_boolean(json_object_object_get(s, "pool")))
+                printf("(pool: ready for provision)");
+        else
+                print_cell(str(s, "participant"), 0);
         printf("\n");
         const char *fault = str(s, "fault");
         if (*fault) {

@@ -31,6 +31,7 @@ int verb_reset(int argc, char *argv[], SeatError **ret_error);
 int verb_release(int argc, char *argv[], SeatError **ret_error);
 int verb_host(int argc, char *argv[], SeatError **ret_error);
 int verb_evidence(int argc, char *argv[], SeatError **ret_error);
+int verb_pool(int argc, char *argv[], SeatError **ret_error);
 
 /* Prints a JSON value (pretty) to stdout. */
 void ctl_print_json(json_object *o);

@@ -85,6 +85,10 @@ static int apply(SeatConfig *c, const char *key, const char *v) {
                 return parse_bool(v, &c->inspect_images);
         if (!strcmp(key, "warm_reset"))
                 return parse_bool(v, &c->warm_reset);
+        if (!strcmp(key, "pool_max_seats"))
+                return parse_long_range(v, 1, 4096, &c->pool_max_seats);
+        if (!strcmp(key, "pool_max_memory_mib"))
+                return parse_long_range(v, 0, 1L << 30, &c->pool_max_memory_mib);
         if (!strcmp(key, "accel")) {
                 if (!strcmp(v, "auto"))
                         c->accel = SEAT_ACCEL_AUTO;
@@ -222,6 +226,8 @@ static int set_defaults(SeatConfig *c) {
                 c->disk_reserve_bytes = 1ULL << 30;
         if (!c->egress_check_interval)
                 c->egress_check_interval = 10;
+        if (!c->pool_max_seats)
+                c->pool_max_seats = 16;
         return 0;
 }
 

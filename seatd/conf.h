@@ -67,6 +67,11 @@ typedef struct SeatConfig {
         unsigned long long evidence_max_bytes;      /* all guest files of a session */
         unsigned long long evidence_max_file_bytes; /* one guest file (cut there) */
         long evidence_max_files;                    /* guest files and links taken */
+        /* Pools (docs/pools.md): what their background refill may fill the host up to, counting
+         * every seat it runs: seats (default 16) and machine memory in MiB (0, the default:
+         * half of the host's RAM). */
+        long pool_max_seats;
+        long pool_max_memory_mib;
 } SeatConfig;
 
 #define SEATD_CONFIG_MAX_BYTES (64u * 1024u)

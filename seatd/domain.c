@@ -55,10 +55,10 @@ static char *record_xml(const SeatRecord *r) {
                      "<seat><id>%s</id><image>%s</image><image_version>%lld</image_version>"
                      "<image_digest>%s</image_digest><participant>%s</participant><token_hash>%s</token_hash>"
                      "<state>%s</state><generation>%lld</generation><created>%lld</created>"
-                     "<net_index>%lld</net_index><egress>%s</egress></seat>",
+                     "<net_index>%lld</net_index><egress>%s</egress><pooled>%d</pooled></seat>",
                      r->id, image, (long long) r->image_version, r->image_digest, participant, r->token_hash,
                      r->state, (long long) r->generation, (long long) r->created, (long long) r->net_index,
-                     r->egress) < 0)
+                     r->egress, r->pooled ? 1 : 0) < 0)
                 return NULL;
         return x;
 }
@@ -151,12 +151,12 @@ int domain_save(virDomainPtr dom, const char *path, SeatError **ret_error) {
         return 0;
 }
 
-int domain_restore(virConnectPtr conn, const char *path, const DomainSpec *spec, virDomainPtr *ret,
+int domain_restore(virConnectPtr conn, const char *path, const DomainSpec *spec, bool paused, virDomainPtr *ret,
                    SeatError **ret_error) {
         _cleanup_free_ char *xml = domain_xml(spec);
         if (!xml)
                 return seat_error_set(ret_error, ENOMEM, "out of memory building the domain XML");
-        if (virDomainRestoreFlags(conn, path, xml, VIR_DOMAIN_SAVE_RUNNING) < 0)
+        if (virDomainRestoreFlags(conn, path, xml, paused ? VIR_DOMAIN_SAVE_PAUSED : VIR_DOMAIN_SAVE_RUNNING) < 0)
                 return seat_error_set(ret_error, EIO, "restore domain '%s' from '%s': %s", spec->name, path,
                                       domain_last_error());
         virDomainPtr d = virDomainLookupByName(conn, spec->name);
@@ -259,6 +259,8 @@ int domain_get_record(virDomainPtr dom, SeatRecord *ret) {
         r.net_index = extract(x, "net_index", num, sizeof(num)) >= 0 && num[0] ? atoll(num) : -1;
         if (extract(x, "egress", r.egress, sizeof(r.egress)) < 0)
                 r.egress[0] = '\0';
+        /* A seat recorded before pools existed was never pooled. */
+        r.pooled = extract(x, "pooled", num, sizeof(num)) >= 0 && !strcmp(num, "1");
         if (r.net_index < -1 || r.net_index > 65535)
                 return -EBADMSG;
         *ret = r;

@@ -37,6 +37,7 @@ typedef struct SeatRecord {
         int64_t created;     /* seconds since the epoch */
         int64_t net_index;   /* the seat's subnet in the pool; -1: no network */
         char egress[33];     /* its egress profile's name ("" without a network) */
+        bool pooled;         /* kept ready in a pool, not handed out yet (docs/pools.md) */
 } SeatRecord;
 
 typedef struct DomainSpec {
@@ -56,9 +57,10 @@ int domain_open(const char *uri, virConnectPtr *ret, SeatError **ret_error);
 char *domain_xml(const DomainSpec *spec);
 int domain_create(virConnectPtr conn, const DomainSpec *spec, virDomainPtr *ret, SeatError **ret_error);
 /* Save a running domain's memory state to path (the domain stops), and restore one under
- * spec's XML: libvirt allows only source paths to differ from the saved definition. */
+ * spec's XML: libvirt allows only source paths to differ from the saved definition.
+ * paused: the restored domain is left paused (virDomainResume() starts it). */
 int domain_save(virDomainPtr dom, const char *path, SeatError **ret_error);
-int domain_restore(virConnectPtr conn, const char *path, const DomainSpec *spec, virDomainPtr *ret,
+int domain_restore(virConnectPtr conn, const char *path, const DomainSpec *spec, bool paused, virDomainPtr *ret,
                    SeatError **ret_error);
 /* The unix socket libvirt made for the agent channel. */
 int domain_agent_socket(virDomainPtr dom, char **ret);

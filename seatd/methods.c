@@ -9,12 +9,15 @@ int seatd_methods_init(Server *s, SeatError **ret_error) {
         if (r < 0)
                 return r;
         r = evidence_methods_init(s, ret_error);
+        if (r >= 0)
+                r = pool_methods_init(s, ret_error);
         if (r < 0)
                 return r;
         return host_methods_init(s, ret_error);
 }
 
 void seatd_methods_done(void) {
+        pool_methods_done(); /* its worker stops before the seats go */
         seat_methods_done();
         image_methods_done();
 }

@@ -15,3 +15,5 @@ int seat_methods_init(Server *s, SeatError **ret_error);
 void seat_methods_done(void);
 int host_methods_init(Server *s, SeatError **ret_error);
 int evidence_methods_init(Server *s, SeatError **ret_error);
+int pool_methods_init(Server *s, SeatError **ret_error);
+void pool_methods_done(void);

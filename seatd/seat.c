@@ -31,6 +31,7 @@
 #define PARTICIPANT_MAX 64
 #define WARM_AGENT_TIMEOUT_MS 20000 /* a restored guest answers at once: its agent was up when saved */
 #define WARM_PREP_PARALLEL 1        /* saved states made at a time (each is a boot beside the seats) */
+#define POOL_CLAIM_PING_MS 2000     /* a pooled seat's agent answers a ping in milliseconds when healthy */
 
 /* The save file as it was when last hashed: the same inode, size, mtime and ctime (which
  * nothing but a write changes) is the same bytes, so a reset need not hash it again. */
@@ -73,6 +74,12 @@ struct Seat {
         char *teardown_fault;           /* an old machine's destroy failed */
         pthread_t destroyer[2];
         bool destroying[2];
+        /* Pools (seatd/pool.c): under the manager's lock. */
+        bool pooled;                    /* READY in its pool, nobody's: claimable (rec.pooled in libvirt) */
+        bool pool_broken;               /* failed its health check when claimed: the pool releases it */
+        bool from_pool;                 /* this participant's seat was claimed from a pool */
+        uint64_t pool_seq;              /* claims take the oldest pooled seat first */
+        uint64_t memory_mib;            /* its machine's memory, for the pools' host limit */
         pthread_t prep;                 /* makes or checks the standby identity's state */
         bool prep_running;              /* under s->lock */
         bool prep_cancel;               /* under m->prep_lock */
@@ -101,6 +108,9 @@ struct SeatManager {
         pthread_mutex_t prep_lock;
         pthread_cond_t prep_cond;
         unsigned prep_active;
+        SeatPoolFn pool_fn;               /* told when a pool's seats change (seatd/pool.c) */
+        void *pool_userdata;
+        uint64_t pool_seq;                /* under lock */
 };
 
 static const char *const state_names[] = {
@@ -492,32 +502,46 @@ static int build_spec_and_start(SeatManager *m, Seat *s, const ImageManifest *ma
         return start_fresh(m, man, kvm, name, s->overlay, s->console_log, &s->rec, iface, &s->dom, ret_error);
 }
 
-static int connect_agent(Seat *s, int timeout_ms, SeatError **ret_error) {
+/* The host end of the agent channel (libvirt's socket for it). */
+static int open_agent(Seat *s, int timeout_ms, SeatError **ret_error) {
         _cleanup_free_ char *sock = NULL;
-        _cleanup_agent_msg_ AgentMsg *hello = NULL;
         int r = domain_agent_socket(s->dom, &sock);
         if (r < 0)
                 return seat_error_set(ret_error, -r, "seat '%s' has no agent channel", s->rec.id);
         s->agent = agent_client_free(s->agent);
-        r = agent_client_connect_unix(sock, timeout_ms, &s->agent, ret_error);
-        if (r >= 0)
-                r = agent_client_hello(s->agent, timeout_ms, &hello, ret_error);
+        return agent_client_connect_unix(sock, timeout_ms, &s->agent, ret_error);
+}
+
+static int greet_agent(Seat *s, int timeout_ms, SeatError **ret_error) {
+        _cleanup_agent_msg_ AgentMsg *hello = NULL;
+        int r = agent_client_hello(s->agent, timeout_ms, &hello, ret_error);
         if (r < 0)
                 return seat_error_wrap(ret_error, "seat '%s': guest-init did not come up", s->rec.id);
         return 0;
 }
 
-/* A new identity for whoever sits down next: hostname, machine id, fresh RNG entropy. */
+static int connect_agent(Seat *s, int timeout_ms, SeatError **ret_error) {
+        int r = open_agent(s, timeout_ms, ret_error);
+        if (r < 0)
+                return seat_error_wrap(ret_error, "seat '%s': guest-init did not come up", s->rec.id);
+        return greet_agent(s, timeout_ms, ret_error);
+}
+
+/* A new identity for whoever sits down next: hostname, machine id, fresh RNG entropy,
+ * and the host's clock (a restored machine's is behind by its saved state's age). */
 static int configure_identity(Seat *s, SeatError **ret_error) {
         char hostname[64], machine_id[33];
         uint8_t entropy[64];
         AgentAddress addr;
+        struct timespec now;
         snprintf(hostname, sizeof(hostname), "seat-%s", s->rec.id);
         random_hex(machine_id, 16);
         randombytes_buf(entropy, sizeof(entropy));
+        (void) clock_gettime(CLOCK_REALTIME, &now);
         AgentMsg req = { .type = AGENT_MSG_CONFIGURE,
                          .configure = { .hostname = hostname, .seat_id = s->rec.id, .machine_id = machine_id,
-                                        .entropy = entropy, .entropy_len = sizeof(entropy) } };
+                                        .entropy = entropy, .entropy_len = sizeof(entropy), .has_time = true,
+                                        .time_sec = now.tv_sec, .time_nsec = now.tv_nsec } };
         if (s->net) {
                 seatnet_guest_address(s->net, &addr);
                 req.configure.addresses = &addr;
@@ -989,7 +1013,12 @@ static int warm_check(SeatManager *m, Seat *s, int k, const char *image_digest, 
 
 /* Boot identity k from the verified image to agent-ready, before anyone is configured in
  * it, and save it (the domain stops): the slot's saved state for k. The host end of the
- * agent channel is closed before the save, so every restore starts a fresh session. */
+ * agent channel stays connected through the save and is closed only once the machine is
+ * gone: a host that hangs up just before the save leaves the guest with that hang-up still
+ * unseen (virtio-serial tells the guest through a control queue, behind its data), and a
+ * restore would then deliver it after the next host's first bytes, ending that host's
+ * session under it. Saved connected, nothing is pending; a restore connects before the
+ * machine runs (warm_restore), and its hello starts the new session. */
 static int warm_make(SeatManager *m, Seat *s, int k, const SeatRecord *rec, const ImageManifest *man,
                      const char *image_digest, const WarmPaths *wp, SeatError **ret_error) {
         char name[64], uuid[VIR_UUID_STRING_BUFLEN];
@@ -1024,11 +1053,11 @@ static int warm_make(SeatManager *m, Seat *s, int k, const SeatRecord *rec, cons
                                               ret_error);
         if (r >= 0)
                 r = agent_client_hello(agent, kvm ? AGENT_BOOT_TIMEOUT_KVM_MS : AGENT_BOOT_TIMEOUT_TCG_MS, &hello, ret_error);
-        agent = agent_client_free(agent);
         if (r >= 0 && virDomainGetUUIDString(dom, uuid) < 0)
                 r = seat_error_set(ret_error, EIO, "the UUID of domain '%s': %s", name, domain_last_error());
         if (r >= 0)
                 r = domain_save(dom, wp->save_tmp, ret_error);
+        agent = agent_client_free(agent); /* after the save: see above */
         if (dom) {
                 if (r < 0)
                         (void) domain_stop(dom);
@@ -1191,9 +1220,24 @@ static void prep_stop(SeatManager *m, Seat *s) {
         s->prep_running = false;
 }
 
+/* The restored machine is still paused: connect to its agent channel first, then let it
+ * run. The guest's channel was saved connected (warm_make), so it never sees the host
+ * leave and come back, and the hello that follows is the first thing it reads. */
+static int warm_connect_and_resume(Seat *s, char **ret_why) {
+        _cleanup_error_ SeatError *err = NULL;
+        int r = open_agent(s, WARM_AGENT_TIMEOUT_MS, &err);
+        if (r < 0)
+                return asprintf(ret_why, "the restored machine's agent channel: %s", err ? err->message : strerror(-r)) < 0
+                               ? -ENOMEM : r;
+        if (virDomainResume(s->dom) < 0)
+                return asprintf(ret_why, "resume the restored machine: %s", domain_last_error()) < 0 ? -ENOMEM : -EIO;
+        return 0;
+}
+
 /* Restore the saved state of the seat's current identity as its new machine: a fresh copy
  * of the saved overlay, and the saved definition with only the source paths (overlay,
- * console) and the record changed. 0, or < 0 with the reason in *ret_why (boot cold). */
+ * console) and the record changed; running, with the agent channel connected. 0, or < 0
+ * with the reason in *ret_why (boot cold). */
 static int warm_restore(SeatManager *m, Seat *s, const ImageManifest *man, bool kvm, char **ret_why) {
         _cleanup_(warm_paths_done) WarmPaths wp = {};
         _cleanup_(spec_files_done) SpecFiles f = {};
@@ -1246,14 +1290,21 @@ static int warm_restore(SeatManager *m, Seat *s, const ImageManifest *man, bool 
                             .base = f.base, .overlay = s->overlay, .console_log = s->console_log, .record = &s->rec,
                             .uuid = meta.uuid, .interface_xml = iface };
         virConnectPtr c = manager_conn(m, &err);
-        r = c ? domain_restore(c, wp.save, &spec, &s->dom, &err) : -ECONNREFUSED;
+        r = c ? domain_restore(c, wp.save, &spec, true, &s->dom, &err) : -ECONNREFUSED;
         if (c)
                 virConnectClose(c);
         if (r < 0) {
                 (void) unlink(s->overlay);
                 return asprintf(ret_why, "%s", err ? err->message : strerror(-r)) < 0 ? -ENOMEM : r;
         }
-        return 0;
+        r = warm_connect_and_resume(s, ret_why);
+        if (r < 0) {
+                s->agent = agent_client_free(s->agent);
+                (void) domain_stop(s->dom);
+                s->dom = (virDomainFree(s->dom), NULL);
+                (void) unlink(s->overlay);
+        }
+        return r;
 }
 
 static void set_reset_mode(Seat *s, const char *mode, const char *why) {
@@ -1310,6 +1361,9 @@ static int boot_seat(SeatManager *m, Seat *s, const char *cold_why, SeatError **
         (void) digest_to_hex(man->digest, SEAT_HASH_BYTES, s->rec.image_digest, sizeof(s->rec.image_digest));
         if (remember_evidence_paths(s, man) < 0)
                 return -ENOMEM;
+        pthread_mutex_lock(&m->lock);
+        s->memory_mib = man->memory_mib > 0 ? (uint64_t) man->memory_mib : 0;
+        pthread_mutex_unlock(&m->lock);
         if (mkdir(s->dir, 0755) < 0 && errno != EEXIST)
                 return seat_error_set(ret_error, errno, "create seat directory '%s': %m", s->dir);
         r = disk_admit_image(m, s, man, ret_error);
@@ -1325,7 +1379,7 @@ static int boot_seat(SeatManager *m, Seat *s, const char *cold_why, SeatError **
         else if (warm_restore(m, s, man, kvm, &why) >= 0) {
                 warm = true;
                 log_debug("seat '%s': restored at +%" PRId64 " ms", s->rec.id, now_monotonic_ms() - t0);
-                r = connect_agent(s, WARM_AGENT_TIMEOUT_MS, ret_error);
+                r = greet_agent(s, WARM_AGENT_TIMEOUT_MS, ret_error);
                 if (r < 0) {
                         /* Not this state again: the next preparation makes a new one. */
                         _cleanup_(warm_paths_done) WarmPaths wp = {};
@@ -1367,16 +1421,12 @@ static int boot_seat(SeatManager *m, Seat *s, const char *cold_why, SeatError **
 
 /* ---- transitions ---- */
 
-int seat_provision(SeatManager *m, const char *image, const char *participant, const char *egress, Seat **ret,
-                   char **ret_token, SeatError **ret_error) {
+/* A new seat, booted cold. pooled: for a pool, nobody's (its token is never handed out). */
+static int provision_new(SeatManager *m, const char *image, const char *participant, const char *egress, bool pooled,
+                         Seat **ret, char **ret_token, SeatError **ret_error) {
         _cleanup_free_ char *token = NULL;
         int r;
 
-        if (!image_name_valid(image))
-                return seat_error_set(ret_error, EINVAL, "'%s' is not an image name", image);
-        if (!participant_valid(participant))
-                return seat_error_set(ret_error, EINVAL,
-                                      "participant names are at most %d letters, digits, spaces and @._+-", PARTICIPANT_MAX);
         Seat *s = calloc(1, sizeof(*s));
         if (!s)
                 return -ENOMEM;
@@ -1392,6 +1442,7 @@ int seat_provision(SeatManager *m, const char *image, const char *participant, c
         snprintf(s->rec.participant, sizeof(s->rec.participant), "%s", participant);
         s->rec.generation = 1;
         s->rec.created = (int64_t) time(NULL);
+        s->rec.pooled = pooled;
         seat_set_state(s, SEAT_PROVISIONING);
 
         r = seat_paths(m, s);
@@ -1407,6 +1458,12 @@ int seat_provision(SeatManager *m, const char *image, const char *participant, c
                 seat_set_state(s, SEAT_READY);
                 r = domain_set_record(s->dom, &s->rec, ret_error);
         }
+        if (r >= 0 && pooled) {
+                pthread_mutex_lock(&m->lock);
+                s->pooled = true;
+                s->pool_seq = ++m->pool_seq;
+                pthread_mutex_unlock(&m->lock);
+        }
         if (r >= 0)
                 r = table_add(m, s);
         disk_settle(m, s);
@@ -1418,8 +1475,11 @@ int seat_provision(SeatManager *m, const char *image, const char *participant, c
                 seat_free(s);
                 return r;
         }
-        log_notice("seat '%s' ready: image '%s' version %" PRId64 ", participant '%s'", s->rec.id, image,
-                   s->rec.image_version, participant);
+        if (pooled)
+                log_notice("seat '%s' ready in the pool of image '%s' (egress '%s')", s->rec.id, image, s->rec.egress);
+        else
+                log_notice("seat '%s' ready: image '%s' version %" PRId64 ", participant '%s'", s->rec.id, image,
+                           s->rec.image_version, participant);
         *ret = s; /* the caller's reference */
         *ret_token = TAKE_PTR(token);
         return 0;
@@ -1432,6 +1492,190 @@ static void seat_fault(Seat *s, const char *why) {
         if (s->dom)
                 (void) domain_set_record(s->dom, &s->rec, NULL);
         log_warning("seat '%s' faulted: %s", s->rec.id, why);
+}
+
+/* ---- pools: seats kept READY for nobody, claimed by provision (docs/pools.md) ---- */
+
+void seat_manager_set_pool_fn(SeatManager *m, SeatPoolFn fn, void *userdata) {
+        pthread_mutex_lock(&m->lock);
+        m->pool_fn = fn;
+        m->pool_userdata = userdata;
+        pthread_mutex_unlock(&m->lock);
+}
+
+static void pool_notify(SeatManager *m, SeatPoolEvent ev, const char *image, const char *egress) {
+        pthread_mutex_lock(&m->lock);
+        SeatPoolFn fn = m->pool_fn;
+        void *u = m->pool_userdata;
+        pthread_mutex_unlock(&m->lock);
+        if (fn)
+                fn(ev, image, egress, u);
+}
+
+const char *seat_manager_egress_name(SeatManager *m, const char *egress) {
+        if (!m->config->network)
+                return "";
+        return egress ? egress : m->config->default_egress;
+}
+
+bool seat_pooled(Seat *s) {
+        pthread_mutex_lock(&s->m->lock);
+        bool p = s->pooled;
+        pthread_mutex_unlock(&s->m->lock);
+        return p;
+}
+
+int seat_provision_pooled(SeatManager *m, const char *image, const char *egress, SeatError **ret_error) {
+        _cleanup_(seat_unrefp) Seat *s = NULL;
+        char *token = NULL;
+        if (!image_name_valid(image))
+                return seat_error_set(ret_error, EINVAL, "'%s' is not an image name", image);
+        int r = provision_new(m, image, "", egress, true, &s, &token, ret_error);
+        if (token) /* nobody ever learns it: a claim makes a new one */
+                sodium_memzero(token, strlen(token));
+        free(token);
+        return r;
+}
+
+int seat_manager_pooled(SeatManager *m, SeatPoolEntry **ret, size_t *ret_n) {
+        pthread_mutex_lock(&m->lock);
+        SeatPoolEntry *e = calloc(m->n_seats + 1, sizeof(*e));
+        size_t n = 0;
+        for (size_t i = 0; e && i < m->n_seats; i++) {
+                const Seat *s = m->seats[i];
+                if (!s->pooled || seat_state((Seat *) s) != SEAT_READY)
+                        continue;
+                snprintf(e[n].image, sizeof(e[n].image), "%s", s->rec.image);
+                snprintf(e[n].egress, sizeof(e[n].egress), "%s", s->rec.egress);
+                n++;
+        }
+        pthread_mutex_unlock(&m->lock);
+        if (!e)
+                return -ENOMEM;
+        *ret = e;
+        *ret_n = n;
+        return 0;
+}
+
+void seat_manager_usage(SeatManager *m, unsigned *ret_seats, uint64_t *ret_memory_mib) {
+        uint64_t mem = 0;
+        pthread_mutex_lock(&m->lock);
+        for (size_t i = 0; i < m->n_seats; i++)
+                mem += m->seats[i]->memory_mib;
+        *ret_seats = (unsigned) m->n_seats;
+        pthread_mutex_unlock(&m->lock);
+        *ret_memory_mib = mem;
+}
+
+/* Under the manager's lock a pooled seat stops being pooled: whoever took it is the only
+ * one who ever will (two claims never get one seat). The oldest first; NULL: none. */
+Seat *seat_pool_take(SeatManager *m, const char *image, const char *egress) {
+        Seat *best = NULL;
+        pthread_mutex_lock(&m->lock);
+        for (size_t i = 0; i < m->n_seats; i++) {
+                Seat *s = m->seats[i];
+                if (!s->pooled || seat_state(s) != SEAT_READY || __atomic_load_n(&s->net_paused, __ATOMIC_ACQUIRE) ||
+                    strcmp(s->rec.image, image) != 0 || strcmp(s->rec.egress, egress) != 0)
+                        continue;
+                if (!best || s->pool_seq < best->pool_seq)
+                        best = s;
+        }
+        if (best) {
+                best->pooled = false;
+                best->refs++;
+        }
+        pthread_mutex_unlock(&m->lock);
+        return best;
+}
+
+Seat *seat_pool_take_broken(SeatManager *m) {
+        Seat *r = NULL;
+        pthread_mutex_lock(&m->lock);
+        for (size_t i = 0; i < m->n_seats && !r; i++)
+                if (m->seats[i]->pool_broken) {
+                        r = m->seats[i];
+                        r->pool_broken = false;
+                        r->refs++;
+                }
+        pthread_mutex_unlock(&m->lock);
+        return r;
+}
+
+/* Bind a seat just taken from its pool to a participant: only after its agent answers a
+ * ping, with a new token, recorded in libvirt before anyone learns the token. A seat that
+ * fails is faulted and left to the pool to release (never handed out). */
+static int pool_claim(SeatManager *m, Seat *s, const char *participant, char **ret_token, SeatError **ret_error) {
+        _cleanup_free_ char *token = NULL;
+        SeatRecord old;
+        int r;
+        pthread_mutex_lock(&s->lock);
+        old = s->rec;
+        if (seat_state(s) == SEAT_RELEASED) {
+                /* An operator released it while it was being taken: nothing to fault. */
+                pthread_mutex_unlock(&s->lock);
+                return seat_error_set(ret_error, ESTALE, "seat '%s' was released meanwhile", s->rec.id);
+        }
+        if (seat_state(s) != SEAT_READY || !s->agent)
+                r = seat_error_set(ret_error, EBUSY, "seat '%s' is %s", s->rec.id, seat_state_to_string(seat_state(s)));
+        else if ((r = agent_client_ping(s->agent, POOL_CLAIM_PING_MS, ret_error)) < 0)
+                (void) seat_error_wrap(ret_error, "its agent did not answer a ping within %d ms", POOL_CLAIM_PING_MS);
+        else if ((r = new_token(s, &token)) >= 0) {
+                snprintf(s->rec.participant, sizeof(s->rec.participant), "%s", participant);
+                s->rec.pooled = false;
+                r = domain_set_record(s->dom, &s->rec, ret_error);
+        }
+        if (r < 0) {
+                _cleanup_free_ char *why = NULL;
+                s->rec = old;
+                if (asprintf(&why, "failed its health check when claimed from the pool: %s",
+                             *ret_error ? (*ret_error)->message : strerror(-r)) < 0)
+                        why = NULL;
+                seat_fault(s, why ? why : "failed its health check when claimed from the pool");
+                pthread_mutex_lock(&m->lock);
+                s->pool_broken = true;
+                pthread_mutex_unlock(&m->lock);
+                pthread_mutex_unlock(&s->lock);
+                return r;
+        }
+        pthread_mutex_lock(&m->lock);
+        s->from_pool = true;
+        pthread_mutex_unlock(&m->lock);
+        json_object *o = json_object_new_object();
+        json_object_object_add(o, "participant", json_object_new_string(participant));
+        (void) seat_audit(s, "claim", o);
+        json_object_put(o);
+        pthread_mutex_unlock(&s->lock);
+        *ret_token = TAKE_PTR(token);
+        return 0;
+}
+
+int seat_provision(SeatManager *m, const char *image, const char *participant, const char *egress, Seat **ret,
+                   char **ret_token, SeatError **ret_error) {
+        if (!image_name_valid(image))
+                return seat_error_set(ret_error, EINVAL, "'%s' is not an image name", image);
+        if (!participant_valid(participant))
+                return seat_error_set(ret_error, EINVAL,
+                                      "participant names are at most %d letters, digits, spaces and @._+-", PARTICIPANT_MAX);
+        const char *eg = seat_manager_egress_name(m, egress);
+        Seat *s;
+        while ((s = seat_pool_take(m, image, eg))) {
+                _cleanup_error_ SeatError *err = NULL;
+                char *token = NULL;
+                if (pool_claim(m, s, participant, &token, &err) >= 0) {
+                        log_notice("seat '%s' claimed from the pool of image '%s' (egress '%s'): participant '%s'", s->rec.id,
+                                   image, eg, participant);
+                        pool_notify(m, SEAT_POOL_CLAIMED, image, eg);
+                        *ret = s;
+                        *ret_token = token;
+                        return 0;
+                }
+                log_warning("pooled seat '%s' is not handed out: %s%s", s->rec.id, err ? err->message : "?",
+                            seat_state(s) == SEAT_RELEASED ? "" : "; the pool releases and replaces it");
+                if (seat_state(s) != SEAT_RELEASED)
+                        pool_notify(m, SEAT_POOL_BROKEN, image, eg);
+                seat_unref(s);
+        }
+        return provision_new(m, image, participant, egress, false, ret, ret_token, ret_error);
 }
 
 typedef struct DestroyJob {
@@ -1466,6 +1710,13 @@ int seat_reset(SeatManager *m, Seat *s, bool cold, char **ret_token, SeatError *
         if (st != SEAT_READY && st != SEAT_FAULTED) {
                 pthread_mutex_unlock(&s->lock);
                 return seat_error_set(ret_error, EBUSY, "seat '%s' is %s", s->rec.id, seat_state_to_string(st));
+        }
+        if (seat_pooled(s)) {
+                /* Its token would reach the operator: a pooled seat is nobody's. */
+                pthread_mutex_unlock(&s->lock);
+                return seat_error_set(ret_error, EBUSY,
+                                      "seat '%s' is kept ready in the pool of image '%s': it is handed out by provision; shrink the pool ('seatctl pool set') or release it",
+                                      s->rec.id, s->rec.image);
         }
         if (s->seal_fault) {
                 int e = seat_error_set(ret_error, EBUSY,
@@ -1589,10 +1840,16 @@ int seat_release(SeatManager *m, Seat *s, SeatError **ret_error) {
         seat_net_down(m, s);
         (void) rmdir(s->dir);
         seat_set_state(s, SEAT_RELEASED);
+        pthread_mutex_lock(&m->lock);
+        bool was_pooled = s->pooled;
+        s->pooled = false;
+        pthread_mutex_unlock(&m->lock);
         pthread_mutex_unlock(&s->lock);
         table_remove(m, s);
         if (r >= 0)
                 log_notice("seat '%s' released", s->rec.id);
+        /* A pool's seat or the host's room for one changed. */
+        pool_notify(m, was_pooled ? SEAT_POOL_BROKEN : SEAT_POOL_CHANGED, s->rec.image, s->rec.egress);
         return r;
 }
 
@@ -1663,6 +1920,12 @@ int seat_to_json(Seat *s, json_object **ret) {
         json_object_object_add(o, "image", json_object_new_string(s->rec.image));
         json_object_object_add(o, "image_version", json_object_new_int64(s->rec.image_version));
         json_object_object_add(o, "participant", json_object_new_string(s->rec.participant));
+        pthread_mutex_lock(&s->m->lock);
+        if (s->pooled)
+                json_object_object_add(o, "pool", json_object_new_boolean(true));
+        if (s->from_pool)
+                json_object_object_add(o, "from_pool", json_object_new_boolean(true));
+        pthread_mutex_unlock(&s->m->lock);
         json_object_object_add(o, "generation", json_object_new_int64(s->rec.generation));
         json_object_object_add(o, "created", json_object_new_string(created));
         json_object_object_add(o, "domain", json_object_new_string(s->dom ? virDomainGetName(s->dom) : ""));
@@ -1959,6 +2222,9 @@ static void adopt_disk(SeatManager *m, Seat *s) {
         _cleanup_free_ char *base = NULL;
         if (image_store_get(m->store, s->rec.image, &man, NULL) < 0)
                 return;
+        pthread_mutex_lock(&m->lock);
+        s->memory_mib = man->memory_mib > 0 ? (uint64_t) man->memory_mib : 0;
+        pthread_mutex_unlock(&m->lock);
         for (size_t i = 0; i < man->n_files; i++)
                 if (man->files[i].role == IMAGE_ROLE_DISK && (base = image_store_blob_path(m->store, &man->files[i])) &&
                     image_disk_virtual_size(man->files[i].format, base, &s->disk_virtual) >= 0)
@@ -2034,6 +2300,13 @@ static int adopt_one(SeatManager *m, virDomainPtr dom) {
                 return 0;
         }
         adopt_disk(m, s);
+        if (rec.pooled) {
+                /* Nobody ever had its token: back to its pool. */
+                pthread_mutex_lock(&m->lock);
+                s->pooled = true;
+                s->pool_seq = ++m->pool_seq;
+                pthread_mutex_unlock(&m->lock);
+        }
         continue_session_after_restart(m, s);
         set_reset_mode(s, "unknown", "adopted after a seatd restart");
         pthread_mutex_lock(&s->lock);

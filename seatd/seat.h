@@ -54,6 +54,34 @@ int seat_provision(SeatManager *m, const char *image, const char *participant, c
 int seat_reset(SeatManager *m, Seat *s, bool cold, char **ret_token, SeatError **ret_error);
 int seat_release(SeatManager *m, Seat *s, SeatError **ret_error);
 
+/* ---- pools (seatd/pool.c keeps them filled; docs/pools.md) ----
+ * seat_provision() claims a pooled seat of its image and egress profile when there is one
+ * whose agent answers a ping (new token, participant bound); else it boots one. */
+typedef enum SeatPoolEvent {
+        SEAT_POOL_CLAIMED, /* a pooled seat was handed out */
+        SEAT_POOL_BROKEN,  /* a pooled seat failed at its claim (or was released): replace it */
+        SEAT_POOL_CHANGED, /* some seat went away: there may be room now */
+} SeatPoolEvent;
+typedef void (*SeatPoolFn)(SeatPoolEvent ev, const char *image, const char *egress, void *userdata);
+void seat_manager_set_pool_fn(SeatManager *m, SeatPoolFn fn, void *userdata);
+/* The egress profile a seat provisioned with egress (NULL: the default) gets; "" without networks. */
+const char *seat_manager_egress_name(SeatManager *m, const char *egress);
+/* Boot a seat into the pool of image and egress: READY, no participant, a token nobody knows. */
+int seat_provision_pooled(SeatManager *m, const char *image, const char *egress, SeatError **ret_error);
+typedef struct SeatPoolEntry {
+        char image[IMAGE_NAME_MAX + 1];
+        char egress[33];
+} SeatPoolEntry;
+/* Image and egress of every pooled READY seat (free() the array). */
+int seat_manager_pooled(SeatManager *m, SeatPoolEntry **ret, size_t *ret_n);
+/* Seats in the table and the memory their machines were given. */
+void seat_manager_usage(SeatManager *m, unsigned *ret_seats, uint64_t *ret_memory_mib);
+/* Take the oldest pooled seat of image and egress out of its pool (a reference), or NULL. */
+Seat *seat_pool_take(SeatManager *m, const char *image, const char *egress);
+/* A seat that failed its health check when claimed (a reference, faulted), or NULL. */
+Seat *seat_pool_take_broken(SeatManager *m);
+bool seat_pooled(Seat *s);
+
 /* Look up a seat (a reference: seat_unref() it). */
 Seat *seat_manager_get(SeatManager *m, const char *id);
 /* References to every seat, NULL-terminated. */

@@ -7,7 +7,9 @@
 #   virsh_restore  a plain `virsh restore` of the same kind of saved state until its agent
 #          answers hello (no new identity, no seatd)
 #   naive  virsh destroy / new overlay / virsh create / wait for the agent
-# Pools are not built yet: claim_p50_ms=NA. Prints numbers; asserts nothing about time.
+#   claim  seatctl provision answered from a pool of ready seats (docs/pools.md), the pool
+#          full before each claim (its refill boots after the measurement)
+# Prints numbers; asserts nothing about time.
 #   usage: bench-reset.sh BUILD_DIR [RUNS]
 set -euo pipefail
 build=$(realpath "${1:?usage: $0 BUILD_DIR [RUNS]}")
@@ -121,12 +123,29 @@ for i in $(seq 1 "$runs"); do
   naive+=($((b - a)))
 done
 
+"${V[@]}" destroy "naive-bench-$$" >/dev/null 2>&1 || true
+
+# claim: provision answered from a pool of one ready seat, the pool refilled before each.
+claim=()
+pool_ready() { "$CTL" --json pool status | python3 -c 'import json,sys; p=json.load(sys.stdin)["pools"]; print(p[0]["ready"] if p else 0)'; }
+"$CTL" -q pool set test-image --ready 1 >/dev/null
+for i in $(seq 1 "$runs"); do
+  for _ in $(seq 1 1800); do [[ $(pool_ready) == 1 ]] && break; sleep 0.1; done
+  a=$(ms); out=$("$CTL" -q --json provision --image test-image --participant bench); b=$(ms)
+  [[ $(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["seats"][0].get("from_pool"))' "$out") == True ]] \
+    || { echo "provision $i was not answered from the pool" >&2; exit 1; }
+  claim+=($((b - a)))
+  "$CTL" -q release "$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["seats"][0]["id"])' "$out")" >/dev/null
+done
+"$CTL" -q pool set test-image --ready 0 >/dev/null
+
 c=$(printf '%s\n' "${cold[@]}" | median) w=$(printf '%s\n' "${warm[@]}" | median)
+p=$(printf '%s\n' "${claim[@]}" | median)
 r=$(printf '%s\n' "${restore[@]}" | median) n=$(printf '%s\n' "${naive[@]}" | median)
 ratio() { awk "BEGIN { printf \"%.2f\", $1 / $2 }"; }
 echo "cold provision-to-ready: ${cold[*]} ms (median $c)"
 echo "warm reset-to-ready (seatctl reset, the whole reset as the participant waits): ${warm[*]} ms (median $w)"
 echo "plain virsh restore of a saved state to agent hello: ${restore[*]} ms (median $r)"
 echo "naive cycle (virsh destroy, new overlay, virsh create, agent hello): ${naive[*]} ms (median $n)"
-echo "pool claim: not measured (pools are not built yet)"
-echo "reset: cold_p50_ms=$c warm_p50_ms=$w warm_over_cold=$(ratio "$w" "$c") warm_over_virsh_restore=$(ratio "$w" "$r") cycle_over_naive=$(ratio "$w" "$n") claim_p50_ms=NA naive_p50_ms=$n"
+echo "pool claim (seatctl provision from a ready pool): ${claim[*]} ms (median $p)"
+echo "reset: cold_p50_ms=$c warm_p50_ms=$w warm_over_cold=$(ratio "$w" "$c") warm_over_virsh_restore=$(ratio "$w" "$r") cycle_over_naive=$(ratio "$w" "$n") claim_p50_ms=$p naive_p50_ms=$n"

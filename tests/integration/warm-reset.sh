@@ -162,6 +162,13 @@ mid2=$(echo "$id_a2" | cut -d' ' -f2) mid4=$(echo "$id_a4" | cut -d' ' -f2) mid1
 [[ $mid2 =~ ^[0-9a-f]{32}$ && $mid4 =~ ^[0-9a-f]{32}$ && $mid2 != "$mid4" && $mid1 != "$mid2" ]] \
   && ok "two restores of one state have different machine ids" || not_ok "two restores of one state have different machine ids"
 [[ $(echo "$id_a4" | cut -d' ' -f3) == "seat-$A" ]] && ok "the restored machine has the seat's hostname, not the saved one's" || not_ok "the restored machine has the seat's hostname"
+# The state restored here was saved at the start of the test: without configure's time the
+# guest's clock would be behind by its age.
+saved_at=$(sed -n 's/^created=//p' "$t/state/warm/$A/g2.meta")
+guest_now=$(x "$A" -- date +%s 2>/dev/null) host_now=$(date +%s)
+echo "guest $guest_now host $host_now state saved at $saved_at" >"$t/out"
+[[ $guest_now =~ ^[0-9]+$ && $saved_at =~ ^[0-9]+$ ]] && (( guest_now - host_now <= 3 && host_now - guest_now <= 3 )) \
+  && ok "the restored guest's clock is the host's (within 3 s; its state is $((host_now - saved_at)) s old)" || not_ok "the restored guest's clock is the host's"
 console_gen=$("$CTL" --json status "$A" | python3 -c 'import json,sys; print(json.load(sys.stdin)["generation"])')
 [[ -n $(ls "$t/state/seats/$A/console-g$console_gen.log" 2>/dev/null) ]] && ok "the restored machine writes its console to this generation's log" || not_ok "the restored machine writes its console to this generation's log"
 

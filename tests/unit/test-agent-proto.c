@@ -82,6 +82,15 @@ static void test_errors_name_the_field_and_keep_the_id(void **state) {
         parse_fails("{\"type\":\"configure\",\"id\":2,\"hostname\":\"a b\"}", -EINVAL, 2, AGENT_ERR_INVALID, "'hostname'");
         parse_fails("{\"type\":\"configure\",\"id\":2,\"machine_id\":\"XYZ\"}", -EINVAL, 2, AGENT_ERR_INVALID,
                     "'machine_id'");
+        parse_fails("{\"type\":\"configure\",\"id\":2,\"time\":1796000000}", -EINVAL, 2, AGENT_ERR_INVALID, "'time'");
+        parse_fails("{\"type\":\"configure\",\"id\":2,\"time\":{\"sec\":1796000000}}", -EINVAL, 2, AGENT_ERR_INVALID,
+                    "'time'");
+        parse_fails("{\"type\":\"configure\",\"id\":2,\"time\":{\"sec\":-1,\"nsec\":0}}", -EINVAL, 2,
+                    AGENT_ERR_INVALID, "'time'");
+        parse_fails("{\"type\":\"configure\",\"id\":2,\"time\":{\"sec\":1,\"nsec\":1000000000}}", -EINVAL, 2,
+                    AGENT_ERR_INVALID, "'time'");
+        parse_fails("{\"type\":\"configure\",\"id\":2,\"time\":{\"sec\":253402300800,\"nsec\":0}}", -EINVAL, 2,
+                    AGENT_ERR_INVALID, "'time'");
         parse_fails("{\"type\":\"file_get\",\"id\":2,\"path\":\"etc/passwd\"}", -EINVAL, 2, AGENT_ERR_INVALID, "'path'");
         parse_fails("{\"type\":\"file_get\",\"id\":2,\"path\":\"/x\",\"length\":999999999}", -EINVAL, 2,
                     AGENT_ERR_INVALID, "'length'");
@@ -149,6 +158,18 @@ static void test_roundtrips(void **state) {
         assert_string_equal(c->configure.addresses[0].address, "10.0.0.2/24");
         assert_null(c->configure.addresses[0].gateway);
         assert_int_equal(c->configure.entropy_len, 32);
+        assert_false(c->configure.has_time);
+
+        AgentMsg timed = { .type = AGENT_MSG_CONFIGURE, .id = 3,
+                           .configure = { .has_time = true, .time_sec = 1796026523, .time_nsec = 999999999 } };
+        _cleanup_agent_msg_ AgentMsg *t = roundtrip(&timed);
+        assert_true(t->configure.has_time);
+        assert_int_equal(t->configure.time_sec, 1796026523);
+        assert_int_equal(t->configure.time_nsec, 999999999);
+        char *none = NULL;
+        size_t n;
+        timed.configure.time_nsec = 1000000000;
+        assert_int_equal(agent_msg_format(&timed, AGENT_MAX_FRAME_DEFAULT, &none, &n), -EINVAL);
 }
 
 static void test_format_refuses_what_parse_refuses(void **state) {

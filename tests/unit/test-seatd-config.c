@@ -141,8 +141,20 @@ static void test_network(void **state) {
         refused("qemu_run_dir = run\n", "qemu_run_dir");
 }
 
+static void test_pools(void **state) {
+        _cleanup_(seat_config_freep) SeatConfig *d = parse("");
+        assert_int_equal(d->pool_max_seats, 16);
+        assert_int_equal(d->pool_max_memory_mib, 0);
+        _cleanup_(seat_config_freep) SeatConfig *c = parse("pool_max_seats = 3\npool_max_memory_mib = 2048\n");
+        assert_int_equal(c->pool_max_seats, 3);
+        assert_int_equal(c->pool_max_memory_mib, 2048);
+        refused("pool_max_seats = 0\n", "pool_max_seats");
+        refused("pool_max_memory_mib = -1\n", "pool_max_memory_mib");
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_pools),
                 cmocka_unit_test(test_network),
                 cmocka_unit_test(test_defaults),
                 cmocka_unit_test(test_values),

@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* pool.* methods: size the pools of ready seats and show them (docs/pools.md). */
+#include <string.h>
+
+#include "control-proto.h"
+#include "jsonframe.h"
+#include "methods.h"
+#include "pool-state.h"
+#include "pool.h"
+
+static PoolManager *the_pools;
+
+static int pool_set_method(Request *req) {
+        _cleanup_error_ SeatError *err = NULL;
+        const char *image = NULL, *egress = NULL;
+        int64_t ready = -1;
+        json_object *o = NULL;
+        if (json_get_string(req->params, "image", true, IMAGE_NAME_MAX, &image) < 0 ||
+            json_get_int64(req->params, "ready", true, 0, POOL_READY_MAX, &ready) < 0 ||
+            json_get_string(req->params, "egress", false, 32, &egress) < 0)
+                return request_reply_error(req, CONTROL_ERR_INVALID,
+                                           "pool.set needs 'image' and 'ready' (0..%d; 0 removes the pool), and takes 'egress' (a profile name)",
+                                           POOL_READY_MAX);
+        /* Quick: the pools' worker boots the seats. */
+        if (pool_manager_set(the_pools, image, egress, ready, &o, &err) < 0)
+                return err ? request_reply_seat_error(req, err) : request_reply_error(req, CONTROL_ERR_IO, "out of memory");
+        return request_reply_result(req, o);
+}
+
+static int pool_status_method(Request *req) {
+        json_object *o = NULL;
+        int r = pool_manager_status(the_pools, &o);
+        if (r < 0)
+                return r;
+        return request_reply_result(req, o);
+}
+
+static const Method pool_methods[] = {
+        { "pool.set", pool_set_method, true },
+        { "pool.status", pool_status_method, true },
+};
+
+int pool_methods_init(Server *srv, SeatError **ret_error) {
+        SeatManager *seats = server_get_userdata(srv, "seats");
+        ImageStore *store = server_get_userdata(srv, "image-store");
+        int r = pool_manager_new(server_config(srv), seats, store, &the_pools, ret_error);
+        if (r < 0)
+                return r;
+        return server_add_methods(srv, pool_methods, ELEMENTSOF(pool_methods));
+}
+
+void pool_methods_done(void) {
+        the_pools = pool_manager_free(the_pools);
+}
