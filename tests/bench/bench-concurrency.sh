@@ -10,6 +10,8 @@ set -euo pipefail
 build=$(realpath "${1:?usage: $0 BUILD_DIR [SEATS [MEMORY_MIB]]}")
 seats=${2:-20} mem=${3:-128}
 src=$(dirname "$(realpath "$0")")/../..
+# shellcheck source=../lib/leftovers.sh
+. "$src/tests/lib/leftovers.sh"
 SIGN=$build/signing/seat-sign SEATD=$build/seatd/seatd CTL=$build/seatctl/seatctl
 V=(virsh -q -c qemu:///system)
 
@@ -22,7 +24,7 @@ cleanup() {
       | xargs -r -P 4 -n 1 "$CTL" -q release >/dev/null 2>&1 || true
     kill "$seatd_pid" 2>/dev/null || true
   fi
-  [[ -n $seatd_pid ]] && wait "$seatd_pid" 2>/dev/null; [[ -n ${BENCH_LOG:-} ]] && cp "$t/seatd.log" "$BENCH_LOG"; rm -rf "$t"
+  [[ -n $seatd_pid ]] && wait "$seatd_pid" 2>/dev/null; [[ -n ${BENCH_LOG:-} ]] && cp "$t/seatd.log" "$BENCH_LOG"; seat_leftovers_remove "$t/state"; rm -rf "$t"
 }
 trap cleanup EXIT
 ms() { local t=${EPOCHREALTIME/[.,]/}; echo $((t / 1000)); }

@@ -8,6 +8,8 @@ set -euo pipefail
 build=$(realpath "${1:?usage: $0 BUILD_DIR [RUNS]}")
 runs=${2:-5}
 src=$(dirname "$(realpath "$0")")/../..
+# shellcheck source=../lib/leftovers.sh
+. "$src/tests/lib/leftovers.sh"
 SIGN=$build/signing/seat-sign SEATD=$build/seatd/seatd CTL=$build/seatctl/seatctl
 
 t=$(mktemp -d /var/tmp/seatd-bench-lifecycle.XXXXXX)
@@ -16,7 +18,7 @@ seatd_pid=
 cleanup() {
   virsh -q -c qemu:///system destroy "naive-bench-$$" >/dev/null 2>&1 || true
   [[ -n $seatd_pid ]] && { "$CTL" --json list 2>/dev/null | python3 -c 'import json,sys; [print(s["id"]) for s in json.load(sys.stdin)["seats"]]' 2>/dev/null | while read -r s; do "$CTL" -q release "$s" >/dev/null 2>&1; done; kill "$seatd_pid"; }
-  wait 2>/dev/null; rm -rf "$t"
+  wait 2>/dev/null; seat_leftovers_remove "$t/state"; rm -rf "$t"
 }
 trap cleanup EXIT
 [[ -n ${BENCH_DEBUG:-} ]] && set -x

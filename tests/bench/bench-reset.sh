@@ -15,6 +15,8 @@ set -euo pipefail
 build=$(realpath "${1:?usage: $0 BUILD_DIR [RUNS]}")
 runs=${2:-5}
 src=$(dirname "$(realpath "$0")")/../..
+# shellcheck source=../lib/leftovers.sh
+. "$src/tests/lib/leftovers.sh"
 SIGN=$build/signing/seat-sign SEATD=$build/seatd/seatd CTL=$build/seatctl/seatctl
 V=(virsh -q -c qemu:///system)
 
@@ -25,7 +27,7 @@ cleanup() {
   "${V[@]}" destroy "naive-bench-$$" >/dev/null 2>&1 || true
   [[ -n $plain ]] && "${V[@]}" destroy "$plain" >/dev/null 2>&1 || true
   [[ -n $seatd_pid ]] && { "$CTL" --json list 2>/dev/null | python3 -c 'import json,sys; [print(s["id"]) for s in json.load(sys.stdin)["seats"]]' 2>/dev/null | while read -r s; do "$CTL" -q release "$s" >/dev/null 2>&1; done; kill "$seatd_pid"; }
-  wait 2>/dev/null; [[ -n ${BENCH_LOG:-} ]] && cp "$t/seatd.log" "$BENCH_LOG"; rm -rf "$t"
+  wait 2>/dev/null; [[ -n ${BENCH_LOG:-} ]] && cp "$t/seatd.log" "$BENCH_LOG"; seat_leftovers_remove "$t/state"; rm -rf "$t"
 }
 trap cleanup EXIT
 [[ -n ${BENCH_DEBUG:-} ]] && set -x

@@ -13,6 +13,8 @@ set -uo pipefail
 
 build=$(realpath "${1:?usage: $0 BUILD_DIR}")
 src=$(cd "$(dirname "$0")/../.." && pwd)
+# shellcheck source=../lib/leftovers.sh
+. "$src/tests/lib/leftovers.sh"
 SIGN=$build/signing/seat-sign
 SEATD=$build/seatd/seatd
 CTL=$build/seatctl/seatctl
@@ -52,7 +54,7 @@ cleanup() {
   for d in $(our_domains); do "${VIRSH[@]}" destroy "$d" >/dev/null 2>&1; done
   [[ -n $mnt ]] && umount "$mnt" 2>/dev/null
   [[ -f $t/seatd.log ]] && cp "$t/seatd.log" "$build/meson-logs/evidence-vm-seatd.log" 2>/dev/null
-  rm -rf "$t"
+  seat_leftovers_remove "$t/state"; rm -rf "$t"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM

@@ -12,6 +12,8 @@ set -uo pipefail
 
 build=$(realpath "${1:?usage: $0 BUILD_DIR}")
 src=$(cd "$(dirname "$0")/../.." && pwd)
+# shellcheck source=../lib/leftovers.sh
+. "$src/tests/lib/leftovers.sh"
 SIGN=$build/signing/seat-sign SEATD=$build/seatd/seatd CTL=$build/seatctl/seatctl
 GUEST_INIT=$build/guest-init/guest-init RECIPE=$src/images/recipes/test-image
 VIRSH=(virsh -q -c qemu:///system)
@@ -40,7 +42,7 @@ cleanup() {
   if [[ -n $seatd_pid ]]; then kill -9 "$seatd_pid" 2>/dev/null; wait "$seatd_pid" 2>/dev/null; fi
   for d in $(our_domains); do "${VIRSH[@]}" destroy "$d" >/dev/null 2>&1; done
   [[ -f $t/seatd.log ]] && cp "$t/seatd.log" "$build/meson-logs/pools-seatd.log" 2>/dev/null
-  rm -rf "$t"
+  seat_leftovers_remove "$t/state"; rm -rf "$t"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM

@@ -15,6 +15,8 @@ set -uo pipefail
 
 build=$(realpath "${1:?usage: $0 BUILD_DIR}")
 src=$(cd "$(dirname "$0")/../.." && pwd)
+# shellcheck source=../lib/leftovers.sh
+. "$src/tests/lib/leftovers.sh"
 SEATD=$build/seatd/seatd
 CTL=$build/seatctl/seatctl
 PROBE=$build/tests/network/guest-probe
@@ -69,7 +71,7 @@ cleanup() {
   ip route flush table $TABLE 2>/dev/null
   world_down >/dev/null 2>&1
   [[ -f $t/seatd.log ]] && cp "$t/seatd.log" "$build/meson-logs/egress-vm-seatd.log" 2>/dev/null
-  rm -rf "$t"
+  seat_leftovers_remove "$t/state"; rm -rf "$t"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM

@@ -7,6 +7,8 @@
 set -uo pipefail
 build=$(realpath "${1:?usage: $0 BUILD_DIR}")
 src=$(dirname "$(realpath "$0")")/../..
+# shellcheck source=../lib/leftovers.sh
+. "$src/tests/lib/leftovers.sh"
 SIGN=$build/signing/seat-sign SEATD=$build/seatd/seatd CTL=$build/seatctl/seatctl
 VIRSH=(virsh -q -c qemu:///system)
 
@@ -25,7 +27,7 @@ cleanup() {
   [[ -n $seatd_pid ]] && kill "$seatd_pid" 2>/dev/null
   wait 2>/dev/null
   cp "$t/seatd.log" "$build/meson-logs/hostile-seatd.log" 2>/dev/null
-  rm -rf "$t"
+  seat_leftovers_remove "$t/state"; rm -rf "$t"
 }
 trap cleanup EXIT
 

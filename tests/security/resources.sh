@@ -13,6 +13,8 @@ set -uo pipefail
 
 build=$(realpath "${1:?usage: $0 BUILD_DIR}")
 src=$(cd "$(dirname "$0")/../.." && pwd)
+# shellcheck source=../lib/leftovers.sh
+. "$src/tests/lib/leftovers.sh"
 SEATD=$build/seatd/seatd
 CTL=$build/seatctl/seatctl
 VIRSH=(virsh -q -c qemu:///system)
@@ -53,7 +55,7 @@ cleanup() {
     [[ $d == seatd-s* && -d $t/state/seats/${d#seatd-} ]] && "${VIRSH[@]}" net-destroy "$d" >/dev/null 2>&1
   done
   [[ -f $t/seatd.log ]] && cp "$t/seatd.log" "$build/meson-logs/resources-seatd.log" 2>/dev/null
-  rm -rf "$t"
+  seat_leftovers_remove "$t/state"; rm -rf "$t"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
