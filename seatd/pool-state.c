@@ -21,7 +21,8 @@ static bool spec_valid(const PoolSpec *p) {
                p->ready <= POOL_READY_MAX;
 }
 
-/* "key=value" at *s, the value up to the next space or the end; advances *s past it. */
+/* "key=value" at *s, the value up to the next space or the end; leaves *s at that space
+ * or end (the caller says which it wants: the text must format back byte for byte). */
 static int take_field(const char **s, const char *key, char *out, size_t size) {
         size_t k = strlen(key);
         if (strncmp(*s, key, k) != 0 || (*s)[k] != '=')
@@ -32,7 +33,7 @@ static int take_field(const char **s, const char *key, char *out, size_t size) {
                 return -EBADMSG;
         memcpy(out, v, n);
         out[n] = '\0';
-        *s = end ? end + 1 : v + n;
+        *s = v + n;
         return 0;
 }
 
@@ -53,7 +54,8 @@ static int parse_line(const char *line, PoolSpec *ret) {
         if (strncmp(s, "pool ", 5) != 0)
                 return -EBADMSG;
         s += 5;
-        if (take_field(&s, "image", p.image, sizeof(p.image)) < 0 || take_field(&s, "egress", p.egress, sizeof(p.egress)) < 0 ||
+        if (take_field(&s, "image", p.image, sizeof(p.image)) < 0 || *s++ != ' ' ||
+            take_field(&s, "egress", p.egress, sizeof(p.egress)) < 0 || *s++ != ' ' ||
             take_field(&s, "ready", ready, sizeof(ready)) < 0 || *s || parse_ready(ready, &p.ready) < 0)
                 return -EBADMSG;
         if (!strcmp(p.egress, "-"))
