@@ -115,8 +115,10 @@ int warm_meta_parse(const char *text, size_t len, const uint8_t key[WARM_KEY_BYT
                 return -EBADMSG;
         m.created = (int64_t) created;
         size_t body_len = pos;
+        /* lowercase only, as written: what parses must format back byte for byte */
         if (take_line(text, len, &pos, "mac", mac_hex, sizeof(mac_hex)) < 0 || pos != len ||
-            digest_from_hex(mac_hex, strlen(mac_hex), mac, sizeof(mac)) < 0 || !meta_valid(&m))
+            !hex_ok(mac_hex, 2 * WARM_MAC_BYTES) || digest_from_hex(mac_hex, strlen(mac_hex), mac, sizeof(mac)) < 0 ||
+            !meta_valid(&m))
                 return -EBADMSG;
         mac_of(text, body_len, key, want);
         if (sodium_memcmp(mac, want, sizeof(mac)) != 0)
