@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 
 #include "domain.h"
 #include "fileio.h"
@@ -277,6 +278,17 @@ int domain_stop(virDomainPtr dom) {
                 return -EIO;
         }
         return 0;
+}
+
+int domain_stop_after(virDomainPtr dom, int grace_ms) {
+        for (int waited = 0; waited < grace_ms; waited += 50) {
+                int state = 0, reason = 0;
+                if (virDomainGetState(dom, &state, &reason, 0) < 0 || state == VIR_DOMAIN_SHUTOFF)
+                        return 0; /* powered off by itself (a transient domain is gone then) */
+                struct timespec ts = { .tv_nsec = 50 * 1000000L };
+                (void) nanosleep(&ts, NULL);
+        }
+        return domain_stop(dom);
 }
 
 int domain_list_seats(virConnectPtr conn, virDomainPtr **ret, size_t *ret_n) {

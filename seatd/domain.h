@@ -68,6 +68,8 @@ int domain_set_record(virDomainPtr dom, const SeatRecord *rec, SeatError **ret_e
 int domain_get_record(virDomainPtr dom, SeatRecord *ret);
 /* Stops QEMU (destroy). Gone already is fine. */
 int domain_stop(virDomainPtr dom);
+/* Gives the domain grace_ms to power off by itself, then stops it. */
+int domain_stop_after(virDomainPtr dom, int grace_ms);
 /* Every running domain named seatd-*: NULL-terminated array (free each, then the array). */
 int domain_list_seats(virConnectPtr conn, virDomainPtr **ret, size_t *ret_n);
 /* libvirt's last error text, escaped, for messages. */

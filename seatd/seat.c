@@ -1678,10 +1678,24 @@ int seat_provision(SeatManager *m, const char *image, const char *participant, c
         return provision_new(m, image, participant, egress, false, ret, ret_token, ret_error);
 }
 
+#define SESSION_END_GRACE_MS 3000 /* for the old guest to sync its disk and power off */
+
+/* The session is over: ask the guest to sync and power off (guest-init: kill everything,
+ * sync, remount read-only, power off), so what it wrote reaches the disk the evidence is
+ * read from. A guest that does not comply is destroyed after the grace anyway. Returns
+ * the grace to give the machine (0: not asked). */
+static int end_session_in_guest(Seat *s, bool healthy) {
+        if (!s->agent || !healthy)
+                return 0;
+        AgentMsg req = { .type = AGENT_MSG_SHUTDOWN, .shutdown = { .action = (char *) "poweroff" } };
+        return agent_client_call(s->agent, &req, 2000, NULL, NULL) >= 0 ? SESSION_END_GRACE_MS : 0;
+}
+
 typedef struct DestroyJob {
         SeatManager *m;
         Seat *s;        /* a reference */
         virDomainPtr dom;
+        int grace_ms;   /* for it to power off by itself first */
         char *qdir;     /* the old session's quarantine, sealed once the machine is gone */
 } DestroyJob;
 
@@ -1689,7 +1703,7 @@ typedef struct DestroyJob {
  * sealed: libguestfs reads its overlay, which QEMU held until now. */
 static void *destroy_thread(void *p) {
         DestroyJob *j = p;
-        int r = domain_stop(j->dom);
+        int r = domain_stop_after(j->dom, j->grace_ms);
         char *why = r < 0 ? strdup(domain_last_error()) : NULL;
         if (r < 0 && !why)
                 why = strdup("destroy failed");
@@ -1738,6 +1752,7 @@ int seat_reset(SeatManager *m, Seat *s, bool cold, char **ret_token, SeatError *
          * is gone in milliseconds) and libvirt finishes it beside the new machine's start,
          * under the slot's other identity: nobody waits for it. Whoever next needs this
          * identity joins it first. */
+        int grace = end_session_in_guest(s, st == SEAT_READY);
         s->agent = agent_client_free(s->agent);
         int old_k = seat_identity(s->rec.generation);
         session_close(s);
@@ -1745,7 +1760,7 @@ int seat_reset(SeatManager *m, Seat *s, bool cold, char **ret_token, SeatError *
         r = quarantine(m, s, &qdir, ret_error);
         DestroyJob *dj = s->dom ? calloc(1, sizeof(*dj)) : NULL;
         if (dj) {
-                *dj = (DestroyJob) { .m = m, .s = s, .dom = TAKE_PTR(s->dom), .qdir = TAKE_PTR(qdir) };
+                *dj = (DestroyJob) { .m = m, .s = s, .dom = TAKE_PTR(s->dom), .grace_ms = grace, .qdir = TAKE_PTR(qdir) };
                 pthread_mutex_lock(&m->lock);
                 s->refs++;
                 pthread_mutex_unlock(&m->lock);
@@ -1824,9 +1839,10 @@ int seat_release(SeatManager *m, Seat *s, SeatError **ret_error) {
                 pthread_mutex_unlock(&s->lock);
                 return r;
         }
+        int grace = end_session_in_guest(s, seat_state(s) == SEAT_READY);
         s->agent = agent_client_free(s->agent);
         if (s->dom) {
-                (void) domain_stop(s->dom);
+                (void) domain_stop_after(s->dom, grace);
                 virDomainFree(s->dom);
                 s->dom = NULL;
         }
