@@ -18,7 +18,7 @@ NFTEST=$build/tests/network/nftest
 # shellcheck source=../network/world.sh
 . "$src/tests/network/world.sh"
 
-UP=sdb-up0 BR=seat-bench VETH=sdb-g1 GNS=seatd-b-g1 TABLE=5216
+UP=sdb-up0 BR=seat-bench VETH=sdb-g1 GNS=seatd-b-g1 TABLE=216 # world_route: rule pref TABLE*10 must come before main (32766)
 GUEST=10.216.0.2 HOST=10.216.0.1 MAC=52:54:00:d5:01:01
 t=$(mktemp -d /var/tmp/seatd-bench-egress.XXXXXX)
 chmod 0755 "$t"
