@@ -2,15 +2,20 @@
 # ready, idempotently. Installs only what dpkg says is missing; starts virtlogd and
 # libvirtd only when they are not running (nothing starts them here, CI included).
 
+# Every package seatd, its scripts and its tests call at build or run time. Run time
+# counts: libvirt only *recommends* dnsmasq-base, yet libvirtd segfaults on restart with
+# active networks when it is missing, so --no-install-recommends must not lose it.
 SEATD_PACKAGES=(
-  meson ninja-build pkg-config gcc clang libclang-rt-14-dev
-  libjson-c-dev libcmocka-dev libvirt-dev libsodium-dev
-  qemu-system-x86 qemu-utils libvirt-daemon-system libvirt-clients
-  linux-image-amd64 busybox-static e2fsprogs cpio xz-utils kmod file
-  nftables libnftables-dev iproute2 python3 minisign
-  libcurl4-openssl-dev openssl bsdutils
-  libguestfs-dev libguestfs-tools
-  procps
+  # build
+  meson ninja-build pkg-config gcc clang libclang-rt-14-dev git ca-certificates
+  libjson-c-dev libcmocka-dev libvirt-dev libsodium-dev libnftables-dev
+  libcurl4-openssl-dev libguestfs-dev
+  # run: libvirt, QEMU (TCG), the seat network, libguestfs' appliance
+  qemu-system-x86 qemu-utils libvirt-daemon-system libvirt-clients dnsmasq-base
+  libguestfs-tools supermin linux-image-amd64 nftables iproute2
+  # the test image recipe and the scripts
+  busybox-static e2fsprogs cpio xz-utils zstd kmod file python3 minisign openssl
+  bsdutils util-linux procps coreutils
 )
 
 say() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
@@ -39,6 +44,10 @@ host_install_packages() {
 }
 
 host_start_libvirt() {
+  # /var/lib/libvirt/dnsmasq belongs to no package: libvirt makes it only when it runs
+  # dnsmasq for a network (never, for seat networks) yet writes their MAC files there.
+  # (The seatd package's tmpfiles.d makes it too.)
+  mkdir -p /var/lib/libvirt/dnsmasq
   if virsh -c qemu:///system version >/dev/null 2>&1; then
     return 0
   fi
