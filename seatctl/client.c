@@ -10,6 +10,7 @@
 #include "log.h"
 
 #define DEFAULT_SOCKET "/run/seatd/control.sock"
+#define PARTICIPANT_SOCKET_NAME "participant.sock"
 
 struct CtlClient {
         int fd;
@@ -96,9 +97,24 @@ int ctl_call(CtlClient *c, const char *method, json_object *params, CtlEventFn o
         }
 }
 
-int ctl_connect(const char *path, CtlClient **ret, SeatError **ret_error) {
+/* A participant talks to the participant socket: $SEATD_PARTICIPANT_SOCKET, else the one
+ * beside the operator socket (seatd's default: participant.sock in the same directory). */
+static char *participant_socket_of(const char *operator_path) {
+        const char *env = getenv("SEATD_PARTICIPANT_SOCKET");
+        char *p = NULL;
+        if (env && *env)
+                return strdup(env);
+        const char *slash = strrchr(operator_path, '/');
+        int dirlen = slash ? (int) (slash - operator_path) : 1;
+        if (asprintf(&p, "%.*s/" PARTICIPANT_SOCKET_NAME, dirlen, slash ? operator_path : ".") < 0)
+                return NULL;
+        return p;
+}
+
+int ctl_connect_as(const char *path, bool participant, CtlClient **ret, SeatError **ret_error) {
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
         _cleanup_(ctl_client_freep) CtlClient *c = calloc(1, sizeof(*c));
+        _cleanup_free_ char *ppath = NULL;
 
         if (!c)
                 return -ENOMEM;
@@ -106,6 +122,12 @@ int ctl_connect(const char *path, CtlClient **ret, SeatError **ret_error) {
         c->next_id = 1;
         if (!path)
                 path = getenv("SEATD_SOCKET") ?: DEFAULT_SOCKET;
+        if (participant) {
+                ppath = participant_socket_of(path);
+                if (!ppath)
+                        return -ENOMEM;
+                path = ppath;
+        }
         if (strlen(path) >= sizeof(sa.sun_path))
                 return seat_error_set(ret_error, ENAMETOOLONG, "socket path '%s' is too long", path);
         strcpy(sa.sun_path, path);
@@ -117,8 +139,8 @@ int ctl_connect(const char *path, CtlClient **ret, SeatError **ret_error) {
                 int e = errno;
                 if (e == ENOENT || e == ECONNREFUSED)
                         return seat_error_set(ret_error, e, "seatd is not running at '%s' (start it, or set SEATD_SOCKET or --socket)", path);
-                if (e == EACCES)
-                        return seat_error_set(ret_error, e, "no permission to talk to seatd at '%s' (run as root or as a member of seatd's admin group)", path);
+                if (e == EACCES && !participant)
+                        return seat_error_set(ret_error, e, "no permission to talk to seatd at '%s' (run as root or as a member of seatd's admin group; a participant gives its seat token with --token-file or $SEATD_TOKEN)", path);
                 return seat_error_set(ret_error, e, "connect to seatd at '%s': %s", path, strerror(e));
         }
 
@@ -134,6 +156,10 @@ int ctl_connect(const char *path, CtlClient **ret, SeatError **ret_error) {
         c->operator = op;
         *ret = TAKE_PTR(c);
         return 0;
+}
+
+int ctl_connect(const char *path, CtlClient **ret, SeatError **ret_error) {
+        return ctl_connect_as(path, false, ret, ret_error);
 }
 
 static bool bar_shown;

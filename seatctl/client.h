@@ -11,6 +11,9 @@ typedef struct CtlClient CtlClient;
 
 /* Connect to seatd ($SEATD_SOCKET, or path) and say hello. */
 int ctl_connect(const char *path, CtlClient **ret, SeatError **ret_error);
+/* participant: the participant socket beside path (or $SEATD_PARTICIPANT_SOCKET), for
+ * token-scoped calls; seatd serves only those there. */
+int ctl_connect_as(const char *path, bool participant, CtlClient **ret, SeatError **ret_error);
 CtlClient *ctl_client_free(CtlClient *c);
 DEFINE_TRIVIAL_CLEANUP_FUNC(CtlClient *, ctl_client_free)
 bool ctl_is_operator(const CtlClient *c);

@@ -46,7 +46,8 @@ static int seat_call(const char *method, json_object *params, CtlEventFn on_even
                 return r;
         if (token)
                 json_object_object_add(params, "token", json_object_new_string(token));
-        r = ctl_connect(ctl_opts.socket, &c, ret_error);
+        /* With a token, seatctl acts for a participant: the participant socket. */
+        r = ctl_connect_as(ctl_opts.socket, token != NULL, &c, ret_error);
         if (r < 0)
                 return r;
         r = ctl_call(c, method, params, on_event, userdata, ret, NULL, ret_error);

@@ -65,6 +65,12 @@ static int apply(SeatConfig *c, const char *key, const char *v) {
                 return parse_path(&c->state_dir, v);
         if (!strcmp(key, "socket_path"))
                 return parse_path(&c->socket_path, v);
+        if (!strcmp(key, "participant_socket_path"))
+                return parse_path(&c->participant_socket_path, v);
+        if (!strcmp(key, "participant_max_connections"))
+                return parse_long_range(v, 1, 256, &c->participant_max_connections);
+        if (!strcmp(key, "participant_idle_timeout"))
+                return parse_long_range(v, 1, 86400, &c->participant_idle_timeout);
         if (!strcmp(key, "trusted_keys_dir"))
                 return parse_path(&c->trusted_keys_dir, v);
         if (!strcmp(key, "ca_file"))
@@ -190,6 +196,18 @@ static int set_defaults(SeatConfig *c) {
             (!c->admin_group && set_string(&c->admin_group, "seatd") < 0) ||
             (!c->libvirt_uri && set_string(&c->libvirt_uri, "qemu:///system") < 0))
                 return -ENOMEM;
+        if (!c->participant_socket_path) {
+                /* Beside the operator socket, so a private seatd (tests, a second instance)
+                 * gets its own pair from one key. */
+                const char *slash = strrchr(c->socket_path, '/');
+                int dirlen = slash ? (int) (slash - c->socket_path) : 0;
+                if (asprintf(&c->participant_socket_path, "%.*s/participant.sock", dirlen, c->socket_path) < 0)
+                        return -ENOMEM;
+        }
+        if (!c->participant_max_connections)
+                c->participant_max_connections = 16;
+        if (!c->participant_idle_timeout)
+                c->participant_idle_timeout = 600;
         if (!c->trusted_keys_dir && asprintf(&c->trusted_keys_dir, "%s/trust/keys", c->state_dir) < 0)
                 return -ENOMEM;
         if (!c->host_key && asprintf(&c->host_key, "%s/trust/host.key", c->state_dir) < 0)
@@ -295,6 +313,11 @@ int seat_config_parse(const char *text, size_t len, const char *origin, SeatConf
         r = set_defaults(c);
         if (r < 0)
                 return r;
+        if (!strcmp(c->socket_path, c->participant_socket_path))
+                return seat_error_set(ret_error, EINVAL,
+                                      "%s: participant_socket_path and socket_path are both '%s': the participant "
+                                      "socket is open to every local user and must be a path of its own",
+                                      origin, c->socket_path);
         *ret = TAKE_PTR(c);
         return 0;
 }
@@ -313,6 +336,7 @@ SeatConfig *seat_config_free(SeatConfig *c) {
                 return NULL;
         free(c->state_dir);
         free(c->socket_path);
+        free(c->participant_socket_path);
         free(c->trusted_keys_dir);
         free(c->admin_group);
         free(c->libvirt_uri);

@@ -17,7 +17,12 @@ typedef enum SeatAccel {
 
 typedef struct SeatConfig {
         char *state_dir;        /* /var/lib/seatd: images/, seats/, evidence/, trust/ */
-        char *socket_path;      /* /run/seatd/control.sock */
+        char *socket_path;      /* operator socket, /run/seatd/control.sock (0660, admin_group) */
+        /* Participant socket: any local user may connect; it serves only the token-scoped
+         * methods (default: participant.sock beside socket_path). */
+        char *participant_socket_path;
+        long participant_max_connections; /* per uid on the participant socket (default 16) */
+        long participant_idle_timeout;    /* seconds a participant connection may sit idle (default 600) */
         char *trusted_keys_dir; /* default: <state_dir>/trust/keys */
         char *admin_group;      /* members are operators; default "seatd" */
         char *libvirt_uri;      /* default qemu:///system */

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "config.h"
 #include <grp.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -8,6 +9,7 @@
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/timerfd.h>
 #include <sys/un.h>
 
 #include "conf.h"
@@ -21,6 +23,11 @@
 #define CONN_INFLIGHT_MAX 16
 #define OUT_SOFT_CAP (4u << 20)  /* above it, progress events are dropped */
 #define OUT_HARD_CAP (64u << 20) /* above it, the client is too slow: disconnect */
+/* The participant socket is open to every local user: its caps are per uid, so one user
+ * cannot take every connection slot or pin seatd's memory with unread output. */
+#define PARTICIPANT_OUT_CAP (16u << 20)   /* all buffered output of one uid */
+#define HELLO_TIMEOUT_MS 10000            /* a connection that says nothing is closed */
+#define SWEEP_INTERVAL_S 1
 #define METHODS_MAX 64
 #define USERDATA_MAX 8
 
@@ -42,6 +49,8 @@ struct Conn {
         size_t out_len, out_cap;
         struct ucred cred;
         bool operator;
+        bool participant;   /* came in on the participant socket: token-scoped methods only */
+        int64_t accepted_ms, active_ms;
         bool hello;
         bool closed;        /* fd gone; memory kept while requests hold references */
         atomic_bool gone;   /* read by jobs: nobody waits for their replies any more */
@@ -51,11 +60,20 @@ struct Conn {
         Conn *prev, *next;
 };
 
+typedef struct Listener {
+        Server *server;
+        const char *path;
+        bool participant;
+        int fd;
+        EventSource *src;
+} Listener;
+
 struct Server {
         SeatConfig *config;
         EventLoop *loop;
-        int listen_fd;
-        EventSource *listen_src;
+        Listener listeners[2]; /* the operator socket, the participant socket */
+        int sweep_fd;          /* timerfd: hello and idle timeouts */
+        EventSource *sweep_src;
         Conn *conns;
         unsigned n_conns;
         Method methods[METHODS_MAX];
@@ -132,13 +150,25 @@ static int conn_flush(Conn *c) {
 }
 
 /* Queue a line for the client. Progress may be dropped when the client reads slowly. */
+/* What a uid has buffered on all its participant connections. */
+static size_t participant_out_of_uid(Server *s, uid_t uid) {
+        size_t total = 0;
+        for (Conn *o = s->conns; o; o = o->next)
+                if (o->participant && o->cred.uid == uid)
+                        total += o->out_len;
+        return total;
+}
+
 static int conn_queue(Conn *c, const char *line, size_t len, bool droppable) {
         if (c->closed)
                 return 0;
-        if (droppable && c->out_len > OUT_SOFT_CAP)
+        size_t buffered = c->participant ? participant_out_of_uid(c->server, c->cred.uid) : c->out_len;
+        size_t hard = c->participant ? PARTICIPANT_OUT_CAP : OUT_HARD_CAP;
+        if (droppable && buffered > MIN(OUT_SOFT_CAP, hard / 4))
                 return 0;
-        if (c->out_len + len > OUT_HARD_CAP) {
-                log_warning("client pid %d does not read its replies: disconnecting", (int) c->cred.pid);
+        if (buffered + len > hard) {
+                log_warning("client pid %d uid %u does not read its replies (%zu bytes buffered): disconnecting",
+                            (int) c->cred.pid, (unsigned) c->cred.uid, buffered);
                 conn_close(c);
                 return 0;
         }
@@ -197,6 +227,7 @@ static Request *request_free(Request *req) {
         free(req->method);
         if (req->conn) {
                 req->conn->inflight--;
+                req->conn->active_ms = now_monotonic_ms();
                 conn_unref(req->conn);
         }
         free(req);
@@ -305,6 +336,13 @@ static void dispatch(Conn *c, ControlMsg *m) {
         }
         if (!c->hello && strcmp(method->name, "hello"))
                 return conn_send_error(c, m->id, CONTROL_ERR_STATE, "send 'hello' first");
+        if (method->operator_only && c->participant) {
+                char msg[PATH_MAX + 160];
+                snprintf(msg, sizeof(msg),
+                         "'%s' is not served on the participant socket (a seat's status, exec, cp and console "
+                         "are): operators use '%s'", method->name, s->config->socket_path);
+                return conn_send_error(c, m->id, CONTROL_ERR_DENIED, msg);
+        }
         if (method->operator_only && !c->operator)
                 return conn_send_error(c, m->id, CONTROL_ERR_DENIED,
                                        "only root and members of the admin group may do this");
@@ -346,6 +384,7 @@ static int conn_read(Conn *c) {
                 if (r > 0) {
                         _cleanup_control_msg_ ControlMsg *m = NULL;
                         ControlParseError err;
+                        c->active_ms = now_monotonic_ms();
                         if (control_msg_parse(frame, len, &m, &err) < 0)
                                 conn_send_error(c, err.id, err.code, err.message);
                         else
@@ -381,22 +420,53 @@ static int conn_io(EventSource *src, int fd, uint32_t revents, void *userdata) {
         return 0;
 }
 
+/* Refuse a client with one error line it can show (best effort: the socket is fresh, its
+ * buffer empty), then close. */
+static void refuse(int fd, const char *code, const char *message) {
+        _cleanup_free_ char *line = NULL;
+        size_t len;
+        if (control_format_error(0, code, message, &line, &len) >= 0)
+                (void) !send(fd, line, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+static unsigned participant_conns_of_uid(Server *s, uid_t uid) {
+        unsigned n = 0;
+        for (Conn *o = s->conns; o; o = o->next)
+                if (o->participant && o->cred.uid == uid)
+                        n++;
+        return n;
+}
+
 static int server_accept(EventSource *src, int fd, uint32_t revents, void *userdata) {
-        Server *s = userdata;
+        Listener *l = userdata;
+        Server *s = l->server;
         _cleanup_close_ int cfd = accept4(fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
         if (cfd < 0)
                 return 0;
         if (s->n_conns >= CONN_MAX) {
                 log_warning("refusing a client: %u connections already", s->n_conns);
+                refuse(cfd, CONTROL_ERR_STATE, "seatd has too many clients connected: try again later");
                 return 0;
         }
         Conn *c = calloc(1, sizeof(*c));
         if (!c)
                 return 0;
         socklen_t len = sizeof(c->cred);
+        if (getsockopt(cfd, SOL_SOCKET, SO_PEERCRED, &c->cred, &len) < 0) {
+                free(c);
+                return 0;
+        }
+        if (l->participant && participant_conns_of_uid(s, c->cred.uid) >= (unsigned) s->config->participant_max_connections) {
+                char msg[200];
+                snprintf(msg, sizeof(msg), "uid %u already has %ld connections to the participant socket: close one",
+                         (unsigned) c->cred.uid, s->config->participant_max_connections);
+                log_warning("refusing a participant client pid %d: %s", (int) c->cred.pid, msg);
+                refuse(cfd, CONTROL_ERR_STATE, msg);
+                free(c);
+                return 0;
+        }
         c->reader = frame_reader_new(CONTROL_MAX_FRAME);
-        if (!c->reader || getsockopt(cfd, SOL_SOCKET, SO_PEERCRED, &c->cred, &len) < 0 ||
-            event_add_io(s->loop, cfd, EPOLLIN, conn_io, c, &c->src) < 0) {
+        if (!c->reader || event_add_io(s->loop, cfd, EPOLLIN, conn_io, c, &c->src) < 0) {
                 frame_reader_free(c->reader);
                 free(c);
                 return 0;
@@ -404,14 +474,48 @@ static int server_accept(EventSource *src, int fd, uint32_t revents, void *userd
         c->server = s;
         c->fd = TAKE_FD(cfd);
         c->refs = 1;
-        c->operator = peer_is_operator(s, c->fd, &c->cred);
+        c->participant = l->participant;
+        /* On the participant socket nobody is an operator, root included: it serves the
+         * token-scoped methods and nothing else, whoever connects. */
+        c->operator = !l->participant && peer_is_operator(s, c->fd, &c->cred);
+        c->accepted_ms = c->active_ms = now_monotonic_ms();
         c->next = s->conns;
         if (s->conns)
                 s->conns->prev = c;
         s->conns = c;
         s->n_conns++;
-        log_debug("client pid %d uid %u connected (%s)", (int) c->cred.pid, (unsigned) c->cred.uid,
-                  c->operator ? "operator" : "not an operator");
+        log_debug("client pid %d uid %u connected on the %s socket (%s)", (int) c->cred.pid, (unsigned) c->cred.uid,
+                  c->participant ? "participant" : "operator", c->operator ? "operator" : "not an operator");
+        return 0;
+}
+
+/* A connection that never says hello, or a participant's that sits idle, holds a slot
+ * of a cap every local user shares: close it, saying why. */
+static int server_sweep(EventSource *src, int fd, uint32_t revents, void *userdata) {
+        Server *s = userdata;
+        uint64_t ticks;
+        (void) !read(fd, &ticks, sizeof(ticks));
+        int64_t now = now_monotonic_ms();
+        for (Conn *c = s->conns, *next; c; c = next) {
+                next = c->next;
+                if (c->close_after_flush)
+                        continue;
+                const char *why = NULL;
+                if (!c->hello && now - c->accepted_ms > HELLO_TIMEOUT_MS)
+                        why = "no 'hello' within 10 seconds: closing the connection";
+                else if (c->participant && c->hello && c->inflight == 0 &&
+                         now - c->active_ms > s->config->participant_idle_timeout * 1000)
+                        why = "idle for longer than participant_idle_timeout: closing the connection";
+                if (!why)
+                        continue;
+                log_debug("client pid %d uid %u: %s", (int) c->cred.pid, (unsigned) c->cred.uid, why);
+                c->refs++;
+                c->close_after_flush = true;
+                conn_send_error(c, 0, CONTROL_ERR_STATE, why);
+                if (!c->closed && conn_update_events(c) < 0)
+                        conn_close(c);
+                conn_unref(c); /* held across the close; next was taken before it */
+        }
         return 0;
 }
 
@@ -538,7 +642,9 @@ int server_new(SeatConfig *config, EventLoop *loop, Server **ret, SeatError **re
                 return -ENOMEM;
         s->config = config;
         s->loop = loop;
-        s->listen_fd = -EBADF;
+        s->listeners[0] = (Listener) { .server = s, .path = config->socket_path, .fd = -EBADF };
+        s->listeners[1] = (Listener) { .server = s, .path = config->participant_socket_path, .participant = true, .fd = -EBADF };
+        s->sweep_fd = -EBADF;
         s->mail_tail = &s->mail_head;
         pthread_mutex_init(&s->lock, NULL);
         pthread_cond_init(&s->jobs_done, NULL);
@@ -602,13 +708,15 @@ static int mkdir_parents(const char *path, mode_t mode) {
         return 0;
 }
 
-int server_listen(Server *s, SeatError **ret_error) {
-        const char *path = s->config->socket_path;
+static int listener_open(Listener *l, SeatError **ret_error) {
+        Server *s = l->server;
+        const char *path = l->path;
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
         struct stat st;
 
         if (strlen(path) >= sizeof(sa.sun_path))
-                return seat_error_set(ret_error, ENAMETOOLONG, "socket_path '%s' is too long", path);
+                return seat_error_set(ret_error, ENAMETOOLONG, "%s '%s' is too long",
+                                      l->participant ? "participant_socket_path" : "socket_path", path);
         strcpy(sa.sun_path, path);
         int r = mkdir_parents(path, 0755);
         if (r < 0)
@@ -626,20 +734,43 @@ int server_listen(Server *s, SeatError **ret_error) {
                         return seat_error_set(ret_error, EADDRINUSE, "another seatd is listening on '%s'", path);
                 (void) unlink(path);
         }
-        mode_t old = umask(0117);
+        /* The operator socket: root and the admin group (0660). The participant socket:
+         * every local user (0666); what a token opens is decided per request. The mode is
+         * set through the umask, so the socket never exists with a wider one. */
+        mode_t old = umask(l->participant ? 0111 : 0117);
         r = bind(fd, (struct sockaddr *) &sa, sizeof(sa));
         umask(old);
         if (r < 0)
                 return seat_error_set(ret_error, errno, "bind '%s': %m", path);
-        struct group *g = getgrnam(s->config->admin_group);
-        if (g && chown(path, 0, g->gr_gid) < 0)
-                log_warning("cannot give '%s' to group '%s': %m", path, s->config->admin_group);
+        if (!l->participant) {
+                struct group *g = getgrnam(s->config->admin_group);
+                if (g && chown(path, 0, g->gr_gid) < 0)
+                        log_warning("cannot give '%s' to group '%s': %m", path, s->config->admin_group);
+        }
         if (listen(fd, 64) < 0)
                 return seat_error_set(ret_error, errno, "listen on '%s': %m", path);
-        r = event_add_io(s->loop, fd, EPOLLIN, server_accept, s, &s->listen_src);
+        r = event_add_io(s->loop, fd, EPOLLIN, server_accept, l, &l->src);
         if (r < 0)
                 return seat_error_set(ret_error, -r, "event loop: %s", strerror(-r));
-        s->listen_fd = TAKE_FD(fd);
+        l->fd = TAKE_FD(fd);
+        return 0;
+}
+
+int server_listen(Server *s, SeatError **ret_error) {
+        for (size_t i = 0; i < ELEMENTSOF(s->listeners); i++) {
+                int r = listener_open(&s->listeners[i], ret_error);
+                if (r < 0)
+                        return r;
+        }
+        s->sweep_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+        if (s->sweep_fd < 0)
+                return seat_error_set(ret_error, errno, "timerfd: %m");
+        struct itimerspec its = { .it_interval = { SWEEP_INTERVAL_S, 0 }, .it_value = { SWEEP_INTERVAL_S, 0 } };
+        if (timerfd_settime(s->sweep_fd, 0, &its, NULL) < 0)
+                return seat_error_set(ret_error, errno, "timerfd: %m");
+        int r = event_add_io(s->loop, s->sweep_fd, EPOLLIN, server_sweep, s, &s->sweep_src);
+        if (r < 0)
+                return seat_error_set(ret_error, -r, "event loop: %s", strerror(-r));
         return 0;
 }
 
@@ -661,11 +792,16 @@ Server *server_free(Server *s) {
         while (s->conns) {
                 conn_close(s->conns);
         }
-        s->listen_src = event_source_free(s->listen_src);
-        if (s->listen_fd >= 0) {
-                (void) unlink(s->config->socket_path);
-                safe_close(s->listen_fd);
+        for (size_t i = 0; i < ELEMENTSOF(s->listeners); i++) {
+                Listener *l = &s->listeners[i];
+                l->src = event_source_free(l->src);
+                if (l->fd >= 0) {
+                        (void) unlink(l->path);
+                        safe_close(l->fd);
+                }
         }
+        s->sweep_src = event_source_free(s->sweep_src);
+        safe_close(s->sweep_fd);
         s->wake_src = event_source_free(s->wake_src);
         safe_close(s->wake_fd);
         pthread_mutex_destroy(&s->lock);

@@ -52,7 +52,9 @@ typedef struct Method {
 int server_new(SeatConfig *config, EventLoop *loop, Server **ret, SeatError **ret_error);
 Server *server_free(Server *s);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Server *, server_free)
-/* Listen on config->socket_path (mode 0660, group admin_group when it exists). */
+/* Listen on config->socket_path (the operator socket: mode 0660, group admin_group when
+ * it exists) and config->participant_socket_path (0666: token-scoped methods only, caps
+ * per uid, hello and idle timeouts). */
 int server_listen(Server *s, SeatError **ret_error);
 int server_add_methods(Server *s, const Method *methods, size_t n);
 SeatConfig *server_config(Server *s);

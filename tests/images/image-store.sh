@@ -184,11 +184,19 @@ if "$CTL" image verify demo >"$t/out" 2>&1; then not_ok "a damaged stored blob f
   grep -q "NOT VERIFIED" "$t/out" && ok "a damaged stored blob fails image verify" || not_ok "a damaged stored blob fails image verify"; fi
 
 # --- who may ask ---
-chmod 0755 "$t"; chmod 0666 "$t/ctl.sock"
+# Through the sockets as seatd made them (tests/security/sockets.sh tries them in depth):
+# the operator socket is closed to other users, the participant socket serves no image.*.
+chmod 0755 "$t" # the test's own directory
 if setpriv --reuid=nobody --regid=nogroup --clear-groups "$CTL" image list >"$t/out" 2>&1; then
   not_ok "a non-operator is denied image.list"
 else
-  grep -q "only root and members of the admin group" "$t/out" && ok "a non-operator is denied image.list" || not_ok "a non-operator is denied image.list"
+  grep -q "no permission to talk to seatd" "$t/out" && ok "a non-operator cannot reach image.list on the operator socket" || not_ok "a non-operator is denied image.list"
+fi
+printf 'x\n' >"$t/tok"; chmod 0644 "$t/tok"
+if setpriv --reuid=nobody --regid=nogroup --clear-groups "$CTL" --token-file "$t/tok" image list >"$t/out" 2>&1; then
+  not_ok "a token does not open image.list"
+else
+  grep -q "no permission to talk to seatd" "$t/out" && ok "a token does not open image.list (the operator socket stays closed)" || not_ok "a token does not open image.list"
 fi
 
 # --- bad input from the CLI ---

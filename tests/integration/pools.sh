@@ -80,7 +80,7 @@ start_seatd() {
   seatd_pid=$!
   for _ in $(seq 1 900); do
     kill -0 "$seatd_pid" 2>/dev/null || bail "seatd exited"
-    if [[ -S $t/ctl.sock ]] && "$CTL" list >/dev/null 2>&1; then chmod 0666 "$t/ctl.sock"; return 0; fi
+    if [[ -S $t/ctl.sock ]] && "$CTL" list >/dev/null 2>&1; then return 0; fi
     sleep 0.1
   done
   bail "seatd did not start"

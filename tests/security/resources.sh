@@ -180,7 +180,6 @@ wait $bomb $hog 2>/dev/null
 # Secrets on the host and in the other seat, tried from guest A and with A's token.
 tokA=$(sed -n 's/^new participant token: //p' "$t/reset-a") tokB=$(awk 'NR==3 {print $2}' "$t/prov") # A was reset
 printf '%s\n' "$tokA" >"$t/tokA"; chown nobody:nogroup "$t/tokA" 2>/dev/null; chmod 0600 "$t/tokA"
-chmod 0666 "$t/ctl.sock"
 nob() { setpriv --reuid=nobody --regid=nogroup --clear-groups -- "$CTL" --token-file "$t/tokA" "$@"; }
 canary=canary-$RANDOM$RANDOM
 diag "tokens: ${#tokA} and ${#tokB} characters"

@@ -1,0 +1,185 @@
+#!/usr/bin/env bash
+# sockets.sh: seatd's two control sockets as seatd ships them, tried by other local users.
+#   usage: sockets.sh BUILD_DIR
+# The operator socket is 0660 for root and the admin group; the participant socket is open
+# to every local user and serves only token-scoped methods, with per-uid caps and hello and
+# idle timeouts (docs/protocol-control.md). Nothing here changes a mode or owner of
+# anything seatd made: that is the point. Speaks TAP.
+set -uo pipefail
+
+build=$(realpath "${1:?usage: $0 BUILD_DIR}")
+SEATD=$build/seatd/seatd CTL=$build/seatctl/seatctl
+for b in "$SEATD" "$CTL"; do [[ -x $b ]] || { echo "1..0 # SKIP $b not built"; exit 0; }; done
+command -v setpriv >/dev/null || { echo "1..0 # SKIP setpriv is missing (util-linux)"; exit 0; }
+# The interpreter the unprivileged clients run: outside any user's home.
+PY=/usr/bin/python3
+
+t=$(mktemp -d /tmp/seatd-sockets.XXXXXX)
+chmod 0755 "$t" # the test's own directory: other users must be able to reach the sockets in it
+seatd_pid=
+cleanup() {
+  [[ -n $seatd_pid ]] && kill "$seatd_pid" 2>/dev/null && wait "$seatd_pid" 2>/dev/null
+  rm -rf "$t"
+}
+trap cleanup EXIT
+
+n=0 failed=0
+ok() { n=$((n + 1)); echo "ok $n - $1"; }
+not_ok() { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $1"; [[ -f $t/out ]] && sed 's/^/# /' "$t/out" | head -20; }
+bail() { echo "Bail out! $*"; [[ -f $t/seatd.log ]] && tail -20 "$t/seatd.log" | sed 's/^/# /'; exit 1; }
+as_nobody() { setpriv --reuid=nobody --regid=nogroup --clear-groups -- "$@"; }
+as_daemon() { setpriv --reuid=daemon --regid=daemon --clear-groups -- "$@"; }
+
+export SEATD_SOCKET=$t/ctl.sock
+unset SEATD_TOKEN SEATD_PARTICIPANT_SOCKET
+mkdir -p "$t/state" "$t/keys"
+cat >"$t/seatd.conf" <<CONF
+state_dir = $t/state
+socket_path = $t/ctl.sock
+trusted_keys_dir = $t/keys
+inspect_images = false
+network = false
+participant_max_connections = 4
+participant_idle_timeout = 3
+CONF
+"$SEATD" -c "$t/seatd.conf" -l debug >"$t/seatd.log" 2>&1 &
+seatd_pid=$!
+for _ in $(seq 1 200); do [[ -S $t/participant.sock ]] && "$CTL" list >/dev/null 2>&1 && break; sleep 0.05; done
+[[ -S $t/participant.sock ]] || bail "seatd did not start"
+
+# A protocol client: connects to $1, says hello, sends each request, prints each reply as
+# "type code message" (one line each).
+cat >"$t/call.py" <<'PY'
+import json, socket, sys
+s = socket.socket(socket.AF_UNIX); s.settimeout(20); s.connect(sys.argv[1])
+f = s.makefile("rwb")
+def call(i, method, params):
+    f.write((json.dumps({"id": i, "method": method, "params": params}) + "\n").encode()); f.flush()
+    while True:
+        line = f.readline()
+        if not line: return "eof"
+        m = json.loads(line)
+        if m.get("id") == i and m.get("type") in ("result", "error"):
+            e = m.get("error", {})
+            return " ".join([m["type"], e.get("code", ""), e.get("message", "")])
+print(call(1, "hello", {"version": 1}))
+for k, a in enumerate(sys.argv[2:]):
+    method, params = a.split(" ", 1)
+    print(call(k + 2, method, json.loads(params)))
+PY
+chmod 0644 "$t/call.py"
+
+# ---------------------------------------------------------------- modes as shipped
+mode_of() { stat -c '%a %U' "$1"; }
+[[ $(mode_of "$t/ctl.sock") == "660 root" ]] && ok "the operator socket is 0660, owned by root ($(stat -c %G "$t/ctl.sock"))" \
+  || { stat "$t/ctl.sock" >"$t/out"; not_ok "the operator socket is 0660 root"; }
+[[ $(mode_of "$t/participant.sock") == "666 root" ]] && ok "the participant socket is 0666, owned by root" \
+  || { stat "$t/participant.sock" >"$t/out"; not_ok "the participant socket is 0666 root"; }
+
+# ---------------------------------------------------------------- who reaches what
+as_nobody "$CTL" list >"$t/out" 2>&1; rc=$?
+[[ $rc == 1 ]] && grep -q "no permission to talk to seatd" "$t/out" \
+  && ok "another user cannot open the operator socket, and is told what to do" || not_ok "another user cannot open the operator socket"
+printf 'not-a-real-token\n' >"$t/tok"; chmod 0644 "$t/tok" # the test's own file
+as_nobody "$CTL" --token-file "$t/tok" status sdeadbeef >"$t/out" 2>&1; rc=$?
+[[ $rc == 1 ]] && ! grep -q "no permission\|not running" "$t/out" && grep -qi "token\|seat" "$t/out" \
+  && ok "a participant's seatctl reaches seatd through the participant socket, and a bad token is refused there ($(head -c 90 "$t/out"))" \
+  || not_ok "a participant's seatctl reaches seatd through the participant socket"
+out=$(as_nobody "$PY" "$t/call.py" "$t/participant.sock" 'image.list {}' 'seat.list {}' 'seat.provision {"image": "x"}' 2>&1)
+[[ $(sed -n 1p <<<"$out") == "result  " && $(grep -c "^error denied 'seat\.\|^error denied 'image\." <<<"$out") == 3 ]] \
+  && grep -q "not served on the participant socket" <<<"$out" \
+  && ok "the participant socket refuses operator methods (image.list, seat.list, seat.provision)" \
+  || { echo "$out" >"$t/out"; not_ok "the participant socket refuses operator methods"; }
+out=$("$PY" "$t/call.py" "$t/participant.sock" 'seat.list {}' 2>&1)
+[[ $(sed -n 2p <<<"$out") == "error denied "* ]] && ok "root is no operator on the participant socket either" \
+  || { echo "$out" >"$t/out"; not_ok "root is no operator on the participant socket"; }
+out=$("$PY" "$t/call.py" "$t/ctl.sock" 'seat.list {}' 2>&1)
+[[ $(sed -n 2p <<<"$out") == "result  " ]] && ok "root lists seats on the operator socket" || { echo "$out" >"$t/out"; not_ok "root lists seats on the operator socket"; }
+
+# ---------------------------------------------------------------- per-uid connection cap
+cat >"$t/hold.py" <<'PY'
+import json, socket, sys, time
+path, n = sys.argv[1], int(sys.argv[2])
+held = []
+for i in range(n):
+    s = socket.socket(socket.AF_UNIX); s.settimeout(5); s.connect(path)
+    s.sendall(b'{"id":1,"method":"hello","params":{"version":1}}\n')
+    held.append((s, s.makefile("rb")))
+res = []
+for s, f in held:
+    line = f.readline()
+    res.append("eof" if not line else json.loads(line).get("type", "?") + " " + json.loads(line).get("error", {}).get("message", ""))
+print("\n".join(res))
+sys.stdout.flush()
+time.sleep(float(sys.argv[3]) if len(sys.argv) > 3 else 0)
+PY
+chmod 0644 "$t/hold.py"
+out=$(as_nobody "$PY" "$t/hold.py" "$t/participant.sock" 5 2>&1)
+[[ $(grep -c "^result" <<<"$out") == 4 && $(sed -n 5p <<<"$out") == *"already has 4 connections to the participant socket"* ]] \
+  && ok "a fifth participant connection of one uid is refused with a clear error (participant_max_connections = 4)" \
+  || { echo "$out" >"$t/out"; not_ok "the per-uid connection cap holds"; }
+as_nobody "$PY" "$t/hold.py" "$t/participant.sock" 4 6 >/dev/null 2>&1 & holder=$!
+sleep 1
+out=$(as_daemon "$PY" "$t/hold.py" "$t/participant.sock" 2 2>&1)
+[[ $(grep -c "^result" <<<"$out") == 2 ]] && ok "while one uid holds its 4 connections, another uid still connects" \
+  || { echo "$out" >"$t/out"; not_ok "another uid still connects"; }
+"$CTL" list >/dev/null 2>&1 && ok "operators still connect meanwhile" || not_ok "operators still connect meanwhile"
+wait "$holder"
+
+# ---------------------------------------------------------------- hello and idle timeouts
+cat >"$t/silent.py" <<'PY'
+import json, socket, sys, time
+s = socket.socket(socket.AF_UNIX); s.settimeout(30); s.connect(sys.argv[1])
+if sys.argv[2] == "hello":
+    s.sendall(b'{"id":1,"method":"hello","params":{"version":1}}\n')
+t0 = time.monotonic(); f = s.makefile("rb"); msgs = []
+while True:
+    line = f.readline()
+    if not line: break
+    m = json.loads(line)
+    if m.get("type") == "error": msgs.append(m["error"]["message"])
+print(round(time.monotonic() - t0), "|".join(msgs))
+PY
+chmod 0644 "$t/silent.py"
+out=$(as_nobody "$PY" "$t/silent.py" "$t/participant.sock" silent 2>&1)
+[[ $out == *"no 'hello' within 10 seconds"* ]] && ok "a connection that never says hello is closed, saying why (after ${out%% *} s)" \
+  || { echo "$out" >"$t/out"; not_ok "a silent connection is closed"; }
+out=$(as_nobody "$PY" "$t/silent.py" "$t/participant.sock" hello 2>&1)
+[[ $out == *"idle for longer than participant_idle_timeout"* ]] && ok "an idle participant connection is closed after participant_idle_timeout (after ${out%% *} s)" \
+  || { echo "$out" >"$t/out"; not_ok "an idle participant connection is closed"; }
+
+# ---------------------------------------------------------------- a client that never reads
+# It sends requests whose error replies pile up in seatd: past the per-uid output cap
+# (16 MiB) seatd drops the connection, and its memory stays bounded.
+rss() { awk '/^VmRSS/ {print $2}' "/proc/$seatd_pid/status"; }
+rss0=$(rss)
+cat >"$t/flood.py" <<'PY'
+import socket, sys
+s = socket.socket(socket.AF_UNIX); s.settimeout(30); s.connect(sys.argv[1])
+s.sendall(b'{"id":1,"method":"hello","params":{"version":1}}\n')
+req = b'{"id":2,"method":"seat.status","params":{"seat":"s' + b'x' * 200 + b'"}}\n'
+sent = 0
+try:
+    while sent < 400 << 20:
+        s.sendall(req * 512); sent += len(req) * 512
+    print("never dropped", sent)
+except (BrokenPipeError, ConnectionResetError):
+    print("dropped after", sent)
+except socket.timeout:
+    print("blocked after", sent)
+PY
+chmod 0644 "$t/flood.py"
+out=$(timeout 120 setpriv --reuid=nobody --regid=nogroup --clear-groups -- "$PY" "$t/flood.py" "$t/participant.sock" 2>&1)
+rss1=$(rss)
+grep -q "does not read its replies" "$t/seatd.log" && [[ $out == "dropped after"* || $out == "blocked after"* ]] && ((rss1 - rss0 < 65536)) \
+  && ok "a participant that never reads is disconnected at the output cap (${out}; seatd RSS ${rss0} -> ${rss1} KiB)" \
+  || { echo "$out; rss $rss0 -> $rss1" >"$t/out"; not_ok "a participant that never reads is disconnected at the output cap"; }
+
+# ---------------------------------------------------------------- config
+printf 'state_dir = %s\nsocket_path = %s\nparticipant_socket_path = %s\n' "$t/s2" "$t/x.sock" "$t/x.sock" >"$t/bad.conf"
+"$SEATD" -c "$t/bad.conf" --check-config >"$t/out" 2>&1 && not_ok "one path for both sockets is refused" \
+  || { grep -q "must be a path of its own" "$t/out" && ok "one path for both sockets is refused, saying why" || not_ok "one path for both sockets is refused, saying why"; }
+
+kill -0 "$seatd_pid" && "$CTL" list >/dev/null 2>&1 && ok "seatd is still serving" || not_ok "seatd is still serving"
+echo "1..$n"
+exit $((failed > 0))
