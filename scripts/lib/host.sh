@@ -18,29 +18,40 @@ SEATD_PACKAGES=(
   bsdutils util-linux procps coreutils
 )
 
+# The fresh-root check (scripts/fresh-root): builds a clean Debian root to run the
+# README's commands in.
+SEATD_FRESH_PACKAGES=(mmdebstrap util-linux git iproute2)
+
 say() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 
-host_install_packages() {
-  local missing=() p
-  for p in "${SEATD_PACKAGES[@]}"; do
+host_install_packages() { # [PACKAGE...]: default, every package of SEATD_PACKAGES
+  local missing=() p want=("$@")
+  ((${#want[@]})) || want=("${SEATD_PACKAGES[@]}")
+  for p in "${want[@]}"; do
     dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
   done
   ((${#missing[@]} == 0)) && return 0
   [[ $(id -u) == 0 ]] || die "missing packages (${missing[*]}); run as root or install them: apt-get install ${missing[*]}"
   say "installing ${missing[*]}"
-  # The test guard drops the uplink's traffic to private and test ranges, where this
-  # machine's resolver and package mirror may live: lift it for apt, put it back after.
-  local guard=0
+  local rc=0
+  with_network_for_apt bash -c 'DEBIAN_FRONTEND=noninteractive apt-get update -q >/dev/null &&
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "$@" >/dev/null' _ "${missing[@]}" || rc=$?
+  ((rc == 0)) || die "apt-get could not install ${missing[*]}"
+}
+
+# Run a command that needs the package mirror. The test guard drops the uplink's traffic
+# to private and test ranges, where this machine's resolver and package mirror may live:
+# lift it for the command, put it back after (whatever the command did).
+with_network_for_apt() {
+  local guard=0 rc=0
   if command -v nft >/dev/null && nft list table inet seat_guard >/dev/null 2>&1; then
     guard=1
     nft delete table inet seat_guard
   fi
-  local rc=0
-  DEBIAN_FRONTEND=noninteractive apt-get update -q >/dev/null || rc=$?
-  ((rc == 0)) && { DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null || rc=$?; }
+  "$@" || rc=$?
   ((guard)) && host_load_guard
-  ((rc == 0)) || die "apt-get could not install ${missing[*]}"
+  return $rc
 }
 
 host_start_libvirt() {
