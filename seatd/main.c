@@ -16,6 +16,7 @@
 #include "log.h"
 #include "sandbox.h"
 #include "methods.h"
+#include "notify.h"
 #include "server.h"
 
 static void usage(FILE *f) {
@@ -168,8 +169,12 @@ int main(int argc, char *argv[]) {
                 return 1;
         }
         log_info("seatd " SEATD_VERSION " listening on %s (state in %s)", config->socket_path, config->state_dir);
+        /* Listening, running seats adopted: what needs seatd may start (Type=notify). */
+        if ((r = notify_send("READY=1")) < 0)
+                log_warning_errno(r, "cannot tell the service manager that seatd is ready: %m");
 
         r = event_loop_run(loop);
+        (void) notify_send("STOPPING=1");
         server_shutdown(server);
         server = server_free(server);
         seatd_methods_done();
