@@ -33,9 +33,15 @@ static const struct {
         { "host", verb_host, "host check: can this host run seats? (probes KVM with a guest)" },
 };
 
+/* exec: what follows its SEAT is the command's, where main() looks for no options (the
+ * verb takes --json and -q itself). */
+static bool runs_command(CtlVerbFn fn) {
+        return fn == verb_exec;
+}
+
 static void usage(FILE *f) {
         fprintf(f,
-                "usage: seatctl [--socket PATH] [--token-file FILE] [--json] COMMAND [ARGS...]\n"
+                "usage: seatctl [--socket PATH] [--token-file FILE] [--json] [-q] COMMAND [ARGS...]\n"
                 "\n"
                 "Drives seatd, the seat manager: signed guest images, seats (disposable VMs),\n"
                 "their tools and evidence.\n"
@@ -53,8 +59,34 @@ static void usage(FILE *f) {
                 "  -q, --quiet     no progress output\n"
                 "  -h, --help      this text; 'seatctl COMMAND --help' for a command\n"
                 "  --version       print the version\n"
+                "--json and -q may also come after the command (seatctl list --json), though never\n"
+                "after a '--': what follows it is an argument.\n"
                 "\n"
                 "Exit status: 0 on success, 1 when the operation failed, 2 on bad usage.\n");
+}
+
+/*
+ * --json and -q/--quiet after the verb (seatctl list --json, seatctl image list -q) are
+ * taken out of its arguments here, up to a "--", so that each verb's own parser (getopt or
+ * by hand) never sees them. Returns the new argc; argv stays NULL-terminated.
+ */
+static int take_global_options(int argc, char *argv[]) {
+        bool end = false;
+        int n = 1;
+        for (int i = 1; i < argc; i++) {
+                if (!end && !strcmp(argv[i], "--"))
+                        end = true;
+                else if (!end && !strcmp(argv[i], "--json")) {
+                        ctl_opts.json = true;
+                        continue;
+                } else if (!end && (!strcmp(argv[i], "-q") || !strcmp(argv[i], "--quiet"))) {
+                        ctl_opts.quiet = true;
+                        continue;
+                }
+                argv[n++] = argv[i];
+        }
+        argv[n] = NULL;
+        return n;
 }
 
 void ctl_print_json(json_object *o) {
@@ -115,6 +147,8 @@ int main(int argc, char *argv[]) {
                 if (!strcmp(argv[optind], verbs[i].name)) {
                         int argc2 = argc - optind;
                         char **argv2 = argv + optind;
+                        if (!runs_command(verbs[i].fn))
+                                argc2 = take_global_options(argc2, argv2);
                         optind = 0; /* reset getopt for the verb */
                         int status = verbs[i].fn(argc2, argv2, &err);
                         if (status != 0 && err)

@@ -286,14 +286,20 @@ int verb_release(int argc, char *argv[], SeatError **ret_error) {
 
 static void exec_usage(FILE *f) {
         fprintf(f,
-                "usage: seatctl exec [--timeout SECONDS] [--cwd DIR] [--env NAME=VALUE]... SEAT -- COMMAND [ARG...]\n"
+                "usage: seatctl exec [OPTIONS] SEAT [OPTIONS] -- COMMAND [ARG...]\n"
                 "\n"
                 "Runs COMMAND in the seat's guest; its stdout and stderr stream here as it produces\n"
                 "them. When stdin is not a terminal it is sent to the command (at most 512 KiB; use\n"
                 "'seatctl cp' for more). Exits with the command's exit code, 128+N when a signal N\n"
                 "ended it, 124 when the timeout killed it, 1 when seatd could not run it.\n"
-                "With --json, prints the result (exit code, signal, duration, byte counts) as JSON\n"
-                "after the output.\n");
+                "Options go before or after SEAT; nothing after '--' is seatctl's.\n"
+                "\n"
+                "  --timeout SECONDS   kill the command's process group then (default: seatd's, 600)\n"
+                "  --cwd DIR           its working directory in the guest (default /)\n"
+                "  --env NAME=VALUE    set a variable for it (repeatable)\n"
+                "  --json              after the output, print the result (exit code, signal,\n"
+                "                      duration, byte counts) as JSON\n"
+                "  -q, --quiet         accepted as everywhere (exec shows no progress anyway)\n");
 }
 
 static int exec_event(const char *type, json_object *body, void *userdata) {
@@ -322,38 +328,73 @@ static int read_stdin(char **ret, size_t *ret_len, SeatError **ret_error) {
         return 0;
 }
 
-int verb_exec(int argc, char *argv[], SeatError **ret_error) {
+/*
+ * exec's options in argv[1..], up to "--" or the first word that is not one (getopt's
+ * '+'); *ret_next is where that stopped. Returns -1 to carry on, or the exit status (help,
+ * bad usage). main() left --json and -q here: it cannot tell where the command begins.
+ */
+static int exec_options(int argc, char *argv[], json_object *p, json_object *env, double *timeout, int *ret_next) {
         static const struct option options[] = {
                 { "timeout", required_argument, NULL, 't' }, { "cwd", required_argument, NULL, 'c' },
-                { "env", required_argument, NULL, 'e' },     { "help", no_argument, NULL, 'h' }, {},
+                { "env", required_argument, NULL, 'e' },     { "json", no_argument, NULL, 'j' },
+                { "quiet", no_argument, NULL, 'q' },         { "help", no_argument, NULL, 'h' },
+                {},
         };
-        _cleanup_json_ json_object *p = json_object_new_object(), *res = NULL, *env = json_object_new_array();
-        double timeout = 0;
         int c;
-        while ((c = getopt_long(argc, argv, "+h", options, NULL)) >= 0)
+        optind = 0;
+        /* ':' and opterr = 0: our own messages; getopt's would name SEAT as the program
+         * on the pass after it. */
+        opterr = 0;
+        while ((c = getopt_long(argc, argv, "+:hq", options, NULL)) >= 0)
                 switch (c) {
-                case 't': timeout = atof(optarg); break;
+                case 't': *timeout = atof(optarg); break;
                 case 'c': json_object_object_add(p, "cwd", json_object_new_string(optarg)); break;
                 case 'e': json_object_array_add(env, json_object_new_string(optarg)); break;
+                case 'j': ctl_opts.json = true; break;
+                case 'q': ctl_opts.quiet = true; break;
                 case 'h': exec_usage(stdout); return 0;
-                default: exec_usage(stderr); return 2;
+                case ':':
+                        fprintf(stderr, "seatctl: exec: option '%s' needs a value\n", argv[optind - 1]);
+                        exec_usage(stderr);
+                        return 2;
+                default:
+                        if (optopt)
+                                fprintf(stderr, "seatctl: exec: unknown option '-%c'\n", optopt);
+                        else
+                                fprintf(stderr, "seatctl: exec: unknown option '%s'\n", argv[optind - 1]);
+                        exec_usage(stderr);
+                        return 2;
                 }
-        /* SEAT -- COMMAND... (getopt stops at "--" or the first non-option) */
-        if (optind < argc && !strcmp(argv[optind], "--"))
-                optind++;
-        if (optind + 1 >= argc) {
+        *ret_next = optind;
+        return -1;
+}
+
+int verb_exec(int argc, char *argv[], SeatError **ret_error) {
+        _cleanup_json_ json_object *p = json_object_new_object(), *res = NULL, *env = json_object_new_array();
+        double timeout = 0;
+        int next = 0, r;
+        if (!p || !env)
+                return 1;
+        /* [OPTIONS] SEAT [OPTIONS] [--] COMMAND...: the second pass sees SEAT as its argv[0]. */
+        r = exec_options(argc, argv, p, env, &timeout, &next);
+        if (r >= 0)
+                return r;
+        int i = next;
+        if (i >= argc) {
                 exec_usage(stderr);
                 return 2;
         }
-        const char *seat = argv[optind++];
-        if (!strcmp(argv[optind], "--"))
-                optind++;
-        if (optind >= argc) {
+        const char *seat = argv[i];
+        r = exec_options(argc - i, argv + i, p, env, &timeout, &next);
+        if (r >= 0)
+                return r;
+        i += next;
+        if (i >= argc) {
                 exec_usage(stderr);
                 return 2;
         }
         json_object *av = json_object_new_array();
-        for (int i = optind; i < argc; i++)
+        for (; i < argc; i++)
                 json_object_array_add(av, json_object_new_string(argv[i]));
         json_object_object_add(p, "seat", json_object_new_string(seat));
         json_object_object_add(p, "argv", av);
