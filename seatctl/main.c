@@ -34,7 +34,8 @@ static const struct {
 };
 
 /* exec: what follows its SEAT is the command's, where main() looks for no options (the
- * verb takes --json and -q itself). */
+ * verb takes --json and -q itself); every failure of seatctl's own, bad usage included,
+ * exits CTL_EXEC_FAILED there, so that all other statuses are the command's. */
 static bool runs_command(CtlVerbFn fn) {
         return fn == verb_exec;
 }
@@ -62,7 +63,9 @@ static void usage(FILE *f) {
                 "--json and -q may also come after the command (seatctl list --json), though never\n"
                 "after a '--': what follows it is an argument.\n"
                 "\n"
-                "Exit status: 0 on success, 1 when the operation failed, 2 on bad usage.\n");
+                "Exit status: 0 on success, 1 when the operation failed, 2 on bad usage. 'seatctl exec'\n"
+                "exits with its command's status and keeps 125 for failures of seatctl's own (seatd\n"
+                "unreachable, refused, bad usage).\n");
 }
 
 /*
@@ -106,6 +109,7 @@ int main(int argc, char *argv[]) {
                 {},
         };
         _cleanup_error_ SeatError *err = NULL;
+        bool bad_usage = false, explained = false;
         int c;
 
         log_set_ident("seatctl");
@@ -122,7 +126,8 @@ int main(int argc, char *argv[]) {
                 case 'T':
                         fprintf(stderr, "seatctl: tokens are never taken on the command line, where every user of the host "
                                         "can read them: put it in a file (--token-file FILE) or in $SEATD_TOKEN\n");
-                        return 2;
+                        bad_usage = explained = true;
+                        break;
                 case 'j':
                         ctl_opts.json = true;
                         break;
@@ -136,17 +141,24 @@ int main(int argc, char *argv[]) {
                         printf("seatctl " SEATD_VERSION "\n");
                         return 0;
                 default:
-                        usage(stderr);
-                        return 2;
+                        /* Read on to the verb: a bad option before exec is exec's failure too. */
+                        bad_usage = true;
+                        break;
                 }
         if (optind >= argc) {
-                usage(stderr);
+                if (!explained)
+                        usage(stderr);
                 return 2;
         }
         for (size_t i = 0; i < ELEMENTSOF(verbs); i++)
                 if (!strcmp(argv[optind], verbs[i].name)) {
                         int argc2 = argc - optind;
                         char **argv2 = argv + optind;
+                        if (bad_usage) {
+                                if (!explained)
+                                        usage(stderr);
+                                return runs_command(verbs[i].fn) ? CTL_EXEC_FAILED : 2;
+                        }
                         if (!runs_command(verbs[i].fn))
                                 argc2 = take_global_options(argc2, argv2);
                         optind = 0; /* reset getopt for the verb */
@@ -155,6 +167,10 @@ int main(int argc, char *argv[]) {
                                 fprintf(stderr, "seatctl: %s\n", err->message);
                         return status;
                 }
-        fprintf(stderr, "seatctl: unknown command '%s' (see 'seatctl --help')\n", argv[optind]);
+        if (bad_usage) {
+                if (!explained)
+                        usage(stderr);
+        } else
+                fprintf(stderr, "seatctl: unknown command '%s' (see 'seatctl --help')\n", argv[optind]);
         return 2;
 }

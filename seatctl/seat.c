@@ -291,8 +291,9 @@ static void exec_usage(FILE *f) {
                 "Runs COMMAND in the seat's guest; its stdout and stderr stream here as it produces\n"
                 "them. When stdin is not a terminal it is sent to the command (at most 512 KiB; use\n"
                 "'seatctl cp' for more). Exits with the command's exit code, 128+N when a signal N\n"
-                "ended it, 124 when the timeout killed it, 1 when seatd could not run it.\n"
-                "Options go before or after SEAT; nothing after '--' is seatctl's.\n"
+                "ended it, 124 when the timeout killed it, and 125 when seatctl itself failed: seatd\n"
+                "unreachable, the token refused, a seatd error, bad usage (127: no such command in\n"
+                "the guest). Options go before or after SEAT; nothing after '--' is seatctl's.\n"
                 "\n"
                 "  --timeout SECONDS   kill the command's process group then (default: seatd's, 600)\n"
                 "  --cwd DIR           its working directory in the guest (default /)\n"
@@ -356,25 +357,26 @@ static int exec_options(int argc, char *argv[], json_object *p, json_object *env
                 case ':':
                         fprintf(stderr, "seatctl: exec: option '%s' needs a value\n", argv[optind - 1]);
                         exec_usage(stderr);
-                        return 2;
+                        return CTL_EXEC_FAILED;
                 default:
                         if (optopt)
                                 fprintf(stderr, "seatctl: exec: unknown option '-%c'\n", optopt);
                         else
                                 fprintf(stderr, "seatctl: exec: unknown option '%s'\n", argv[optind - 1]);
                         exec_usage(stderr);
-                        return 2;
+                        return CTL_EXEC_FAILED;
                 }
         *ret_next = optind;
         return -1;
 }
 
+/* Every failure here is seatctl's own, never the command's: CTL_EXEC_FAILED. */
 int verb_exec(int argc, char *argv[], SeatError **ret_error) {
         _cleanup_json_ json_object *p = json_object_new_object(), *res = NULL, *env = json_object_new_array();
         double timeout = 0;
         int next = 0, r;
         if (!p || !env)
-                return 1;
+                return CTL_EXEC_FAILED;
         /* [OPTIONS] SEAT [OPTIONS] [--] COMMAND...: the second pass sees SEAT as its argv[0]. */
         r = exec_options(argc, argv, p, env, &timeout, &next);
         if (r >= 0)
@@ -382,7 +384,7 @@ int verb_exec(int argc, char *argv[], SeatError **ret_error) {
         int i = next;
         if (i >= argc) {
                 exec_usage(stderr);
-                return 2;
+                return CTL_EXEC_FAILED;
         }
         const char *seat = argv[i];
         r = exec_options(argc - i, argv + i, p, env, &timeout, &next);
@@ -391,7 +393,7 @@ int verb_exec(int argc, char *argv[], SeatError **ret_error) {
         i += next;
         if (i >= argc) {
                 exec_usage(stderr);
-                return 2;
+                return CTL_EXEC_FAILED;
         }
         json_object *av = json_object_new_array();
         for (; i < argc; i++)
@@ -406,15 +408,17 @@ int verb_exec(int argc, char *argv[], SeatError **ret_error) {
                 _cleanup_free_ char *in = NULL, *b64 = NULL;
                 size_t n = 0;
                 if (read_stdin(&in, &n, ret_error) < 0 || base64_encode(in, n, &b64, NULL) < 0)
-                        return 1;
+                        return CTL_EXEC_FAILED;
                 if (n > 0)
                         json_object_object_add(p, "stdin", json_object_new_string(b64));
         }
         if (seat_call("seat.exec", p, exec_event, NULL, &res, ret_error) < 0)
-                return 1;
+                return CTL_EXEC_FAILED;
         int64_t code = 0, sig = 0;
         bool timed_out = false;
-        (void) json_get_int64(res, "code", false, -1, 255, &code);
+        /* Without it, 0 would report a success nobody saw. */
+        if (json_get_int64(res, "code", true, -1, 255, &code) < 0)
+                return seat_error_set(ret_error, EPROTO, "seatd sent no exit code"), CTL_EXEC_FAILED;
         (void) json_get_int64(res, "signal", false, 0, 64, &sig);
         (void) json_get_bool(res, "timed_out", false, &timed_out);
         if (ctl_opts.json)
