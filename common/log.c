@@ -2,6 +2,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 
 #include "log.h"
@@ -10,6 +11,8 @@ static LogLevel max_level = LOG_LEVEL_INFO;
 static const char *log_ident = "seatd";
 static int log_fd = STDERR_FILENO;
 static bool kmsg_format = false;
+/* Whether log_fd is journald's stream: -1 until the first line after log_set_fd() looks. */
+static int journal_stream = -1;
 
 void log_set_max_level(LogLevel level) {
         max_level = level;
@@ -25,6 +28,7 @@ void log_set_ident(const char *ident) {
 
 void log_set_fd(int fd) {
         log_fd = fd;
+        __atomic_store_n(&journal_stream, -1, __ATOMIC_RELAXED);
 }
 
 void log_set_kmsg_format(bool on) {
@@ -47,16 +51,56 @@ static const char *level_word(LogLevel level) {
         }
 }
 
+/*
+ * systemd sets $JOURNAL_STREAM to "DEV:INODE" of the socket it connected a service's
+ * stdout/stderr to. The variable is inherited by children whose stderr may point elsewhere
+ * (a terminal, a file), so only an fd with that very device and inode is journald's;
+ * systemd's own log.c compares the same way.
+ */
+static bool fd_is_journal_stream(int fd) {
+        const char *e = getenv("JOURNAL_STREAM");
+        unsigned long long dev, ino;
+        struct stat st;
+        char *end;
+
+        if (!e || !*e)
+                return false;
+        errno = 0;
+        dev = strtoull(e, &end, 10);
+        if (errno != 0 || end == e || *end != ':')
+                return false;
+        e = end + 1;
+        ino = strtoull(e, &end, 10);
+        if (errno != 0 || end == e || *end != '\0')
+                return false;
+        if (fstat(fd, &st) < 0)
+                return false;
+        return (unsigned long long) st.st_dev == dev && (unsigned long long) st.st_ino == ino;
+}
+
+/* Looked at once per fd, on the first line: threads may race here, both find the same. */
+static bool log_to_journal(void) {
+        int j = __atomic_load_n(&journal_stream, __ATOMIC_RELAXED);
+        if (j < 0) {
+                j = fd_is_journal_stream(log_fd);
+                __atomic_store_n(&journal_stream, j, __ATOMIC_RELAXED);
+        }
+        return j > 0;
+}
+
 int log_internal(LogLevel level, int errnum, const char *fmt, ...) {
         int saved = errno;
         char line[2048];
         int n;
+        /* "<N>" is what kmsg and journald read as the line's priority (sd-daemon(3)); the
+         * level word would only repeat it. (Before errno is set: the check touches it.) */
+        bool priority_prefix = kmsg_format || log_to_journal();
 
         if (errnum < 0)
                 errnum = -errnum;
         errno = errnum; /* so %m names it */
 
-        if (kmsg_format)
+        if (priority_prefix)
                 n = snprintf(line, sizeof(line), "<%d>%s: ", (int) level, log_ident);
         else
                 n = snprintf(line, sizeof(line), "%s: %s: ", log_ident, level_word(level));

@@ -21,7 +21,9 @@ LogLevel log_get_max_level(void);
 void log_set_ident(const char *ident);
 /* Where lines go: an fd (default 2). guest-init as PID 1 points this at /dev/kmsg. */
 void log_set_fd(int fd);
-/* Prefix lines with "<N>" (kmsg/syslog priority) instead of a level word. */
+/* Prefix lines with "<N>" (kmsg/syslog priority) instead of a level word. Also done
+ * without asking when that fd is journald's stream ($JOURNAL_STREAM names its device and
+ * inode: systemd connected it), so the journal records each line's priority. */
 void log_set_kmsg_format(bool on);
 
 /* Returns -errnum when errnum != 0, so `return log_error_errno(r, "...")` works. */

@@ -33,9 +33,16 @@ static const struct {
         { "host", verb_host, "host check: can this host run seats? (probes KVM with a guest)" },
 };
 
+/* exec: what follows its SEAT is the command's, where main() looks for no options (the
+ * verb takes --json and -q itself); every failure of seatctl's own, bad usage included,
+ * exits CTL_EXEC_FAILED there, so that all other statuses are the command's. */
+static bool runs_command(CtlVerbFn fn) {
+        return fn == verb_exec;
+}
+
 static void usage(FILE *f) {
         fprintf(f,
-                "usage: seatctl [--socket PATH] [--token-file FILE] [--json] COMMAND [ARGS...]\n"
+                "usage: seatctl [--socket PATH] [--token-file FILE] [--json] [-q] COMMAND [ARGS...]\n"
                 "\n"
                 "Drives seatd, the seat manager: signed guest images, seats (disposable VMs),\n"
                 "their tools and evidence.\n"
@@ -53,8 +60,36 @@ static void usage(FILE *f) {
                 "  -q, --quiet     no progress output\n"
                 "  -h, --help      this text; 'seatctl COMMAND --help' for a command\n"
                 "  --version       print the version\n"
+                "--json and -q may also come after the command (seatctl list --json), though never\n"
+                "after a '--': what follows it is an argument.\n"
                 "\n"
-                "Exit status: 0 on success, 1 when the operation failed, 2 on bad usage.\n");
+                "Exit status: 0 on success, 1 when the operation failed, 2 on bad usage. 'seatctl exec'\n"
+                "exits with its command's status and keeps 125 for failures of seatctl's own (seatd\n"
+                "unreachable, refused, bad usage).\n");
+}
+
+/*
+ * --json and -q/--quiet after the verb (seatctl list --json, seatctl image list -q) are
+ * taken out of its arguments here, up to a "--", so that each verb's own parser (getopt or
+ * by hand) never sees them. Returns the new argc; argv stays NULL-terminated.
+ */
+static int take_global_options(int argc, char *argv[]) {
+        bool end = false;
+        int n = 1;
+        for (int i = 1; i < argc; i++) {
+                if (!end && !strcmp(argv[i], "--"))
+                        end = true;
+                else if (!end && !strcmp(argv[i], "--json")) {
+                        ctl_opts.json = true;
+                        continue;
+                } else if (!end && (!strcmp(argv[i], "-q") || !strcmp(argv[i], "--quiet"))) {
+                        ctl_opts.quiet = true;
+                        continue;
+                }
+                argv[n++] = argv[i];
+        }
+        argv[n] = NULL;
+        return n;
 }
 
 void ctl_print_json(json_object *o) {
@@ -74,6 +109,7 @@ int main(int argc, char *argv[]) {
                 {},
         };
         _cleanup_error_ SeatError *err = NULL;
+        bool bad_usage = false, explained = false;
         int c;
 
         log_set_ident("seatctl");
@@ -90,7 +126,8 @@ int main(int argc, char *argv[]) {
                 case 'T':
                         fprintf(stderr, "seatctl: tokens are never taken on the command line, where every user of the host "
                                         "can read them: put it in a file (--token-file FILE) or in $SEATD_TOKEN\n");
-                        return 2;
+                        bad_usage = explained = true;
+                        break;
                 case 'j':
                         ctl_opts.json = true;
                         break;
@@ -104,23 +141,36 @@ int main(int argc, char *argv[]) {
                         printf("seatctl " SEATD_VERSION "\n");
                         return 0;
                 default:
-                        usage(stderr);
-                        return 2;
+                        /* Read on to the verb: a bad option before exec is exec's failure too. */
+                        bad_usage = true;
+                        break;
                 }
         if (optind >= argc) {
-                usage(stderr);
+                if (!explained)
+                        usage(stderr);
                 return 2;
         }
         for (size_t i = 0; i < ELEMENTSOF(verbs); i++)
                 if (!strcmp(argv[optind], verbs[i].name)) {
                         int argc2 = argc - optind;
                         char **argv2 = argv + optind;
+                        if (bad_usage) {
+                                if (!explained)
+                                        usage(stderr);
+                                return runs_command(verbs[i].fn) ? CTL_EXEC_FAILED : 2;
+                        }
+                        if (!runs_command(verbs[i].fn))
+                                argc2 = take_global_options(argc2, argv2);
                         optind = 0; /* reset getopt for the verb */
                         int status = verbs[i].fn(argc2, argv2, &err);
                         if (status != 0 && err)
                                 fprintf(stderr, "seatctl: %s\n", err->message);
                         return status;
                 }
-        fprintf(stderr, "seatctl: unknown command '%s' (see 'seatctl --help')\n", argv[optind]);
+        if (bad_usage) {
+                if (!explained)
+                        usage(stderr);
+        } else
+                fprintf(stderr, "seatctl: unknown command '%s' (see 'seatctl --help')\n", argv[optind]);
         return 2;
 }

@@ -287,14 +287,21 @@ int verb_release(int argc, char *argv[], SeatError **ret_error) {
 
 static void exec_usage(FILE *f) {
         fprintf(f,
-                "usage: seatctl exec [--timeout SECONDS] [--cwd DIR] [--env NAME=VALUE]... SEAT -- COMMAND [ARG...]\n"
+                "usage: seatctl exec [OPTIONS] SEAT [OPTIONS] -- COMMAND [ARG...]\n"
                 "\n"
                 "Runs COMMAND in the seat's guest; its stdout and stderr stream here as it produces\n"
                 "them. When stdin is not a terminal it is sent to the command (at most 512 KiB; use\n"
                 "'seatctl cp' for more). Exits with the command's exit code, 128+N when a signal N\n"
-                "ended it, 124 when the timeout killed it, 1 when seatd could not run it.\n"
-                "With --json, prints the result (exit code, signal, duration, byte counts) as JSON\n"
-                "after the output.\n");
+                "ended it, 124 when the timeout killed it, and 125 when seatctl itself failed: seatd\n"
+                "unreachable, the token refused, a seatd error, bad usage (127: no such command in\n"
+                "the guest). Options go before or after SEAT; nothing after '--' is seatctl's.\n"
+                "\n"
+                "  --timeout SECONDS   kill the command's process group then (default: seatd's, 600)\n"
+                "  --cwd DIR           its working directory in the guest (default /)\n"
+                "  --env NAME=VALUE    set a variable for it (repeatable)\n"
+                "  --json              after the output, print the result (exit code, signal,\n"
+                "                      duration, byte counts) as JSON\n"
+                "  -q, --quiet         accepted as everywhere (exec shows no progress anyway)\n");
 }
 
 static int exec_event(const char *type, json_object *body, void *userdata) {
@@ -323,38 +330,74 @@ static int read_stdin(char **ret, size_t *ret_len, SeatError **ret_error) {
         return 0;
 }
 
-int verb_exec(int argc, char *argv[], SeatError **ret_error) {
+/*
+ * exec's options in argv[1..], up to "--" or the first word that is not one (getopt's
+ * '+'); *ret_next is where that stopped. Returns -1 to carry on, or the exit status (help,
+ * bad usage). main() left --json and -q here: it cannot tell where the command begins.
+ */
+static int exec_options(int argc, char *argv[], json_object *p, json_object *env, double *timeout, int *ret_next) {
         static const struct option options[] = {
                 { "timeout", required_argument, NULL, 't' }, { "cwd", required_argument, NULL, 'c' },
-                { "env", required_argument, NULL, 'e' },     { "help", no_argument, NULL, 'h' }, {},
+                { "env", required_argument, NULL, 'e' },     { "json", no_argument, NULL, 'j' },
+                { "quiet", no_argument, NULL, 'q' },         { "help", no_argument, NULL, 'h' },
+                {},
         };
-        _cleanup_json_ json_object *p = json_object_new_object(), *res = NULL, *env = json_object_new_array();
-        double timeout = 0;
         int c;
-        while ((c = getopt_long(argc, argv, "+h", options, NULL)) >= 0)
+        optind = 0;
+        /* ':' and opterr = 0: our own messages; getopt's would name SEAT as the program
+         * on the pass after it. */
+        opterr = 0;
+        while ((c = getopt_long(argc, argv, "+:hq", options, NULL)) >= 0)
                 switch (c) {
-                case 't': timeout = atof(optarg); break;
+                case 't': *timeout = atof(optarg); break;
                 case 'c': json_object_object_add(p, "cwd", json_object_new_string(optarg)); break;
                 case 'e': json_object_array_add(env, json_object_new_string(optarg)); break;
+                case 'j': ctl_opts.json = true; break;
+                case 'q': ctl_opts.quiet = true; break;
                 case 'h': exec_usage(stdout); return 0;
-                default: exec_usage(stderr); return 2;
+                case ':':
+                        fprintf(stderr, "seatctl: exec: option '%s' needs a value\n", argv[optind - 1]);
+                        exec_usage(stderr);
+                        return CTL_EXEC_FAILED;
+                default:
+                        if (optopt)
+                                fprintf(stderr, "seatctl: exec: unknown option '-%c'\n", optopt);
+                        else
+                                fprintf(stderr, "seatctl: exec: unknown option '%s'\n", argv[optind - 1]);
+                        exec_usage(stderr);
+                        return CTL_EXEC_FAILED;
                 }
-        /* SEAT -- COMMAND... (getopt stops at "--" or the first non-option) */
-        if (optind < argc && !strcmp(argv[optind], "--"))
-                optind++;
-        if (optind + 1 >= argc) {
+        *ret_next = optind;
+        return -1;
+}
+
+/* Every failure here is seatctl's own, never the command's: CTL_EXEC_FAILED. */
+int verb_exec(int argc, char *argv[], SeatError **ret_error) {
+        _cleanup_json_ json_object *p = json_object_new_object(), *res = NULL, *env = json_object_new_array();
+        double timeout = 0;
+        int next = 0, r;
+        if (!p || !env)
+                return CTL_EXEC_FAILED;
+        /* [OPTIONS] SEAT [OPTIONS] [--] COMMAND...: the second pass sees SEAT as its argv[0]. */
+        r = exec_options(argc, argv, p, env, &timeout, &next);
+        if (r >= 0)
+                return r;
+        int i = next;
+        if (i >= argc) {
                 exec_usage(stderr);
-                return 2;
+                return CTL_EXEC_FAILED;
         }
-        const char *seat = argv[optind++];
-        if (!strcmp(argv[optind], "--"))
-                optind++;
-        if (optind >= argc) {
+        const char *seat = argv[i];
+        r = exec_options(argc - i, argv + i, p, env, &timeout, &next);
+        if (r >= 0)
+                return r;
+        i += next;
+        if (i >= argc) {
                 exec_usage(stderr);
-                return 2;
+                return CTL_EXEC_FAILED;
         }
         json_object *av = json_object_new_array();
-        for (int i = optind; i < argc; i++)
+        for (; i < argc; i++)
                 json_object_array_add(av, json_object_new_string(argv[i]));
         json_object_object_add(p, "seat", json_object_new_string(seat));
         json_object_object_add(p, "argv", av);
@@ -366,15 +409,17 @@ int verb_exec(int argc, char *argv[], SeatError **ret_error) {
                 _cleanup_free_ char *in = NULL, *b64 = NULL;
                 size_t n = 0;
                 if (read_stdin(&in, &n, ret_error) < 0 || base64_encode(in, n, &b64, NULL) < 0)
-                        return 1;
+                        return CTL_EXEC_FAILED;
                 if (n > 0)
                         json_object_object_add(p, "stdin", json_object_new_string(b64));
         }
         if (seat_call("seat.exec", p, exec_event, NULL, &res, ret_error) < 0)
-                return 1;
+                return CTL_EXEC_FAILED;
         int64_t code = 0, sig = 0;
         bool timed_out = false;
-        (void) json_get_int64(res, "code", false, -1, 255, &code);
+        /* Without it, 0 would report a success nobody saw. */
+        if (json_get_int64(res, "code", true, -1, 255, &code) < 0)
+                return seat_error_set(ret_error, EPROTO, "seatd sent no exit code"), CTL_EXEC_FAILED;
         (void) json_get_int64(res, "signal", false, 0, 64, &sig);
         (void) json_get_bool(res, "timed_out", false, &timed_out);
         if (ctl_opts.json)

@@ -18,6 +18,10 @@ extern CtlOptions ctl_opts;
 
 /* A verb returns the process exit code (0 ok, 1 failed, 2 usage) and prints nothing on
  * failure: main() prints ret_error. */
+
+/* seatctl exec's status for every failure of seatctl's own (seatd unreachable, refused,
+ * a seatd error, bad usage), docker's convention: all others are the command's. */
+#define CTL_EXEC_FAILED 125
 typedef int (*CtlVerbFn)(int argc, char *argv[], SeatError **ret_error);
 
 int verb_image(int argc, char *argv[], SeatError **ret_error);

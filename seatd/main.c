@@ -16,6 +16,7 @@
 #include "log.h"
 #include "sandbox.h"
 #include "methods.h"
+#include "notify.h"
 #include "server.h"
 
 static void usage(FILE *f) {
@@ -170,8 +171,12 @@ int main(int argc, char *argv[]) {
         }
         log_info("seatd " SEATD_VERSION " listening on %s (operators) and %s (participants), state in %s",
                  config->socket_path, config->participant_socket_path, config->state_dir);
+        /* Both sockets listening, running seats adopted: what needs seatd may start (Type=notify). */
+        if ((r = notify_send("READY=1")) < 0)
+                log_warning_errno(r, "cannot tell the service manager that seatd is ready: %m");
 
         r = event_loop_run(loop);
+        (void) notify_send("STOPPING=1");
         server_shutdown(server);
         server = server_free(server);
         seatd_methods_done();

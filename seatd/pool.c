@@ -12,6 +12,7 @@
 #include "log.h"
 #include "pool-state.h"
 #include "pool.h"
+#include "seat-log.h"
 
 #define POOL_IDLE_MS 5000         /* the worker looks again at least this often */
 #define POOL_BACKOFF_MIN_MS 5000  /* after a failed boot ... */
@@ -139,9 +140,9 @@ static int pools_load(PoolManager *p) {
 
 static void release_seat(PoolManager *p, Seat *s, const char *why) {
         _cleanup_error_ SeatError *err = NULL;
-        log_notice("pool: releasing seat '%s' (%s)", seat_id(s), why);
+        log_seat_notice(seat_id(s), "pool: releasing seat '%s' (%s)", seat_id(s), why);
         if (seat_release(p->seats, s, &err) < 0)
-                log_warning("pool: releasing seat '%s': %s", seat_id(s), err ? err->message : "?");
+                log_seat_warning(seat_id(s), "pool: releasing seat '%s': %s", seat_id(s), err ? err->message : "?");
         seat_unref(s);
 }
 

@@ -16,6 +16,7 @@
 #include "jsonframe.h"
 #include "log.h"
 #include "seal.h"
+#include "seat-log.h"
 
 #define SESSION_INFO_MAX (256U * 1024U)
 #define PRE_SEGMENTS_MAX 16
@@ -185,7 +186,8 @@ static int collect_guest(const SealContext *ctx, const char *qdir, const Session
                                            .max_file_bytes = c->evidence_max_file_bytes,
                                            .max_files = (uint64_t) c->evidence_max_files };
         if (access(overlay, F_OK) < 0) {
-                log_warning("%s: the session's disk is not in '%s': sealing without it", context, qdir);
+                log_seat_warning(info->seat, "%s: the session's disk is not in '%s': sealing without it", context,
+                                 qdir);
                 return 0;
         }
         /* Import makes it only when it inspects images (inspect_images). */
@@ -206,7 +208,7 @@ static int collect_guest(const SealContext *ctx, const char *qdir, const Session
                                 &g->files, &err);
         pthread_mutex_unlock(&one_appliance);
         if (r == -ENODEV) {
-                log_warning("%s: %s (sealed as incomplete)", context, err ? err->message : "?");
+                log_seat_warning(info->seat, "%s: %s (sealed as incomplete)", context, err ? err->message : "?");
                 return guest_unreadable(staging, err ? err->message : "?", g, ret_error);
         }
         if (r < 0) {
@@ -220,9 +222,10 @@ static int collect_guest(const SealContext *ctx, const char *qdir, const Session
         g->summary.truncated = g->files->truncated;
         g->summary.skipped = g->files->skipped;
         g->summary.complete = g->summary.truncated == 0 && g->summary.skipped == 0;
-        log_info("%s: %" PRIu64 " file(s), %" PRIu64 " symlink(s), %" PRIu64 " bytes, %" PRIu64 " cut, %" PRIu64 " skipped",
-                 context, g->summary.files, g->summary.symlinks, g->summary.bytes, g->summary.truncated,
-                 g->summary.skipped);
+        log_seat_info(info->seat,
+                      "%s: %" PRIu64 " file(s), %" PRIu64 " symlink(s), %" PRIu64 " bytes, %" PRIu64 " cut, %" PRIu64 " skipped",
+                      context, g->summary.files, g->summary.symlinks, g->summary.bytes, g->summary.truncated,
+                      g->summary.skipped);
         return 0;
 }
 
@@ -352,7 +355,8 @@ static int seal_locked(const SealContext *ctx, const char *qdir, char **ret_arch
         return 0;
 }
 
-int seal_session_dir(const SealContext *ctx, const char *qdir, char **ret_archive, SeatError **ret_error) {
+int seal_session_dir(const SealContext *ctx, const char *seat_id, const char *qdir, char **ret_archive,
+                     SeatError **ret_error) {
         _cleanup_close_ int dfd = open(qdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         _cleanup_free_ char *archive = NULL, *staging = NULL;
         if (dfd < 0)
@@ -381,7 +385,7 @@ int seal_session_dir(const SealContext *ctx, const char *qdir, char **ret_archiv
                 (void) unlink(info);
         r = remove_dir(qdir, 1);
         if (r < 0)
-                log_warning("sealed into '%s', but cannot remove '%s': %s", archive, qdir, strerror(-r));
+                log_seat_warning(seat_id, "sealed into '%s', but cannot remove '%s': %s", archive, qdir, strerror(-r));
         if (ret_archive)
                 *ret_archive = TAKE_PTR(archive);
         return 0;

@@ -47,12 +47,13 @@ int seal_write_session_info(const char *qdir, const SealSessionInfo *info, SeatE
 bool seal_dir_is_pending(const char *qdir);
 
 /*
- * Seal qdir: -EBUSY when another thread is sealing it right now. On success the
- * directory is gone and *ret_archive (may be NULL) is the archive's path. On failure
- * everything is kept (guest copies excepted: they are made again) and the reason is
- * written to qdir/seal-failed as well as returned.
+ * Seal qdir, a session of seat_id (named in log lines): -EBUSY when another thread is
+ * sealing it right now. On success the directory is gone and *ret_archive (may be NULL)
+ * is the archive's path. On failure everything is kept (guest copies excepted: they are
+ * made again) and the reason is written to qdir/seal-failed as well as returned.
  */
-int seal_session_dir(const SealContext *ctx, const char *qdir, char **ret_archive, SeatError **ret_error);
+int seal_session_dir(const SealContext *ctx, const char *seat_id, const char *qdir, char **ret_archive,
+                     SeatError **ret_error);
 
 /* The reason the last attempt on qdir failed (malloc'd), or NULL. */
 char *seal_dir_failure(const char *qdir);

@@ -16,6 +16,7 @@
 #include "log.h"
 #include "methods.h"
 #include "seat.h"
+#include "seat-log.h"
 
 #include <sodium.h>
 
@@ -134,10 +135,11 @@ static int provision_job(Request *req, void *data, json_object **ret_result, Sea
                         /* Nobody will ever see its token: a seat made for a request that went
                          * away is released again, not left running for nobody. */
                         _cleanup_error_ SeatError *rel = NULL;
-                        log_notice("provision cancelled by its client: releasing seat '%s' again", seat_id(s));
+                        log_seat_notice(seat_id(s), "provision cancelled by its client: releasing seat '%s' again",
+                                        seat_id(s));
                         if (seat_release(the_seats, s, &rel) < 0)
-                                log_warning("releasing seat '%s' of a cancelled provision: %s", seat_id(s),
-                                            rel ? rel->message : "?");
+                                log_seat_warning(seat_id(s), "releasing seat '%s' of a cancelled provision: %s",
+                                                 seat_id(s), rel ? rel->message : "?");
                         sodium_memzero_token(token);
                         r = seat_error_set(ret_error, ECANCELED, "provision cancelled: seat '%s' was released again",
                                            seat_id(s));

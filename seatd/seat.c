@@ -15,6 +15,7 @@
 #include "jsonframe.h"
 #include "log.h"
 #include "seat.h"
+#include "seat-log.h"
 #include "seatnet.h"
 #include "qcow2.h"
 #include "archive.h"
@@ -692,8 +693,9 @@ static int write_session_info(SeatManager *m, Seat *s, const char *q, SeatError 
                 if (man && !strcmp(digest, s->rec.image_digest))
                         (void) remember_evidence_paths(s, man);
                 else
-                        log_warning("seat '%s': the image version of this session is not in the store any more: its guest files are not taken for evidence",
-                                    s->rec.id);
+                        log_seat_warning(s->rec.id,
+                                         "seat '%s': the image version of this session is not in the store any more: its guest files are not taken for evidence",
+                                         s->rec.id);
         }
         SealSessionInfo info = { .seat_id = s->rec.id, .generation = s->rec.generation, .image = s->rec.image,
                                  .image_digest = s->rec.image_digest, .filesystem = s->evidence_fs,
@@ -719,7 +721,7 @@ static int quarantine(SeatManager *m, Seat *s, char **ret_dir, SeatError **ret_e
                 _cleanup_free_ char *from = NULL, *to = NULL;
                 if (asprintf(&from, "%s.%d", s->console_log, k) >= 0 && asprintf(&to, "%s.%d", c, k) >= 0 &&
                     rename(from, to) < 0 && errno != ENOENT)
-                        log_warning("seat '%s': cannot set aside '%s': %m", s->rec.id, from);
+                        log_seat_warning(s->rec.id, "seat '%s': cannot set aside '%s': %m", s->rec.id, from);
         }
         if ((rename(al, qal) < 0 && errno != ENOENT) || (rename(ak, qak) < 0 && errno != ENOENT))
                 return seat_error_set(ret_error, errno, "set aside the audit log of seat '%s': %m", s->rec.id);
@@ -796,7 +798,8 @@ static void session_close(Seat *s) {
                 json_object_put(o);
         }
         if (s->audit && audit_log_close(s->audit, &err) < 0)
-                log_warning("closing the audit log of seat '%s': %s", s->rec.id, err ? err->message : "?");
+                log_seat_warning(s->rec.id, "closing the audit log of seat '%s': %s", s->rec.id,
+                                 err ? err->message : "?");
         s->audit = NULL;
         pthread_mutex_unlock(&s->audit_lock);
 }
@@ -807,7 +810,8 @@ int seat_audit(Seat *s, const char *type, json_object *data) {
         int r = 0;
         pthread_mutex_lock(&s->audit_lock);
         if (s->audit && (r = audit_log_append(s->audit, type, data ? data : empty, &err)) < 0)
-                log_error("seat '%s': cannot append to the audit log: %s", s->rec.id, err ? err->message : "?");
+                log_seat_error(s->rec.id, "seat '%s': cannot append to the audit log: %s", s->rec.id,
+                               err ? err->message : "?");
         pthread_mutex_unlock(&s->audit_lock);
         return r;
 }
@@ -852,12 +856,13 @@ static void *seal_thread(void *p) {
         _cleanup_error_ SeatError *err = NULL;
         _cleanup_free_ char *archive = NULL;
         SealContext ctx = seal_context(j->m);
-        int r = seal_session_dir(&ctx, j->dir, &archive, &err);
+        int r = seal_session_dir(&ctx, j->seat_id, j->dir, &archive, &err);
         if (r >= 0)
-                log_notice("sealed a session of seat '%s' into '%s'", j->seat_id, archive);
+                log_seat_notice(j->seat_id, "sealed a session of seat '%s' into '%s'", j->seat_id, archive);
         else if (r != -EBUSY) {
                 const char *why = err ? err->message : strerror(-r);
-                log_error("cannot seal the session of seat '%s' (kept in '%s'): %s", j->seat_id, j->dir, why);
+                log_seat_error(j->seat_id, "cannot seal the session of seat '%s' (kept in '%s'): %s", j->seat_id,
+                               j->dir, why);
                 if (j->s)
                         seat_seal_failed(j->s, j->dir, why);
         }
@@ -869,7 +874,9 @@ static void *seal_thread(void *p) {
  * it is not shared yet. dir is consumed. */
 static void seal_dir_in_background(SeatManager *m, Seat *s, const char *seat_id, char *dir) {
         if (!m->have_facilitator) {
-                log_warning("the session of seat '%s' stays unsealed in '%s': set facilitator_key in seatd.conf", seat_id, dir);
+                log_seat_warning(seat_id,
+                                 "the session of seat '%s' stays unsealed in '%s': set facilitator_key in seatd.conf",
+                                 seat_id, dir);
                 free(dir);
                 return;
         }
@@ -890,7 +897,8 @@ static void seal_dir_in_background(SeatManager *m, Seat *s, const char *seat_id,
                 j->s = s;
         }
         if (pthread_create(&t, NULL, seal_thread, j) != 0) {
-                log_error("cannot start sealing the session of seat '%s': it stays in '%s'", seat_id, j->dir);
+                log_seat_error(seat_id, "cannot start sealing the session of seat '%s': it stays in '%s'", seat_id,
+                               j->dir);
                 if (s) { /* the caller holds s->lock, or s is not shared yet */
                         free(s->seal_fault);
                         s->seal_fault = strdup("seatd could not start a thread to seal it: seatctl evidence retry");
@@ -1085,8 +1093,8 @@ static int warm_make(SeatManager *m, Seat *s, int k, const SeatRecord *rec, cons
                 return seat_error_set(ret_error, -r, "write '%s': %s", wp->meta, strerror(-r));
         if (stat(wp->save, &st) >= 0)
                 seen_record(&s->seen[k], &st, meta.state_hash);
-        log_notice("seat '%s': saved the ready state of '%s' (%" PRIu64 " bytes) for warm resets", rec->id, name,
-                   meta.state_size);
+        log_seat_notice(rec->id, "seat '%s': saved the ready state of '%s' (%" PRIu64 " bytes) for warm resets",
+                        rec->id, name, meta.state_size);
         return 0;
 }
 
@@ -1109,8 +1117,9 @@ static int warm_prepare(SeatManager *m, Seat *s, int k, const SeatRecord *rec, S
         if (r >= 0)
                 return 0;
         if (r != -ENOENT)
-                log_warning("seat '%s': the saved state of identity g%d is refused (%s): making a new one", rec->id, k + 1,
-                            why ? why : "?");
+                log_seat_warning(rec->id,
+                                 "seat '%s': the saved state of identity g%d is refused (%s): making a new one",
+                                 rec->id, k + 1, why ? why : "?");
         warm_remove(&wp);
         r = warm_make(m, s, k, rec, man, digest, &wp, ret_error);
         if (r < 0)
@@ -1130,7 +1139,8 @@ static void identity_join(Seat *s, int k) {
         void *res = NULL;
         pthread_join(t, &res);
         if (res) {
-                log_error("seat '%s': the old machine g%d could not be destroyed: %s", s->rec.id, k + 1, (char *) res);
+                log_seat_error(s->rec.id, "seat '%s': the old machine g%d could not be destroyed: %s", s->rec.id, k + 1,
+                               (char *) res);
                 pthread_mutex_lock(&s->warm_lock);
                 free(s->teardown_fault);
                 s->teardown_fault = res;
@@ -1174,7 +1184,8 @@ static void *prep_thread(void *p) {
                 int r = warm_prepare(j->m, j->s, j->k, &j->rec, &err);
                 prep_release(j->m);
                 if (r < 0) {
-                        log_warning("seat '%s': no saved state for warm resets: %s", j->rec.id, err ? err->message : strerror(-r));
+                        log_seat_warning(j->rec.id, "seat '%s': no saved state for warm resets: %s", j->rec.id,
+                                         err ? err->message : strerror(-r));
                         warm_set_standby(j->s, "none: %s", err ? err->message : strerror(-r));
                 } else
                         warm_set_standby(j->s, "ready");
@@ -1260,8 +1271,8 @@ static int warm_restore(SeatManager *m, Seat *s, const ImageManifest *man, bool 
                 return r;
         }
         if (r < 0) {
-                log_warning("seat '%s': the saved state of identity g%d is refused: %s; booting cold", s->rec.id, k + 1,
-                            *ret_why ? *ret_why : "?");
+                log_seat_warning(s->rec.id, "seat '%s': the saved state of identity g%d is refused: %s; booting cold",
+                                 s->rec.id, k + 1, *ret_why ? *ret_why : "?");
                 warm_remove(&wp);
                 s->seen[k].valid = false;
                 return r;
@@ -1355,8 +1366,8 @@ static int boot_seat(SeatManager *m, Seat *s, const char *cold_why, SeatError **
         if (r < 0)
                 return r;
         if (s->rec.image_version != 0 && man->version != s->rec.image_version)
-                log_info("seat '%s' moves from image version %" PRId64 " to %" PRId64, s->rec.id, s->rec.image_version,
-                         man->version);
+                log_seat_info(s->rec.id, "seat '%s' moves from image version %" PRId64 " to %" PRId64, s->rec.id,
+                              s->rec.image_version, man->version);
         s->rec.image_version = man->version;
         (void) digest_to_hex(man->digest, SEAT_HASH_BYTES, s->rec.image_digest, sizeof(s->rec.image_digest));
         if (remember_evidence_paths(s, man) < 0)
@@ -1378,13 +1389,13 @@ static int boot_seat(SeatManager *m, Seat *s, const char *cold_why, SeatError **
                 why = strdup(cold_why);
         else if (warm_restore(m, s, man, kvm, &why) >= 0) {
                 warm = true;
-                log_debug("seat '%s': restored at +%" PRId64 " ms", s->rec.id, now_monotonic_ms() - t0);
+                log_seat_debug(s->rec.id, "seat '%s': restored at +%" PRId64 " ms", s->rec.id, now_monotonic_ms() - t0);
                 r = greet_agent(s, WARM_AGENT_TIMEOUT_MS, ret_error);
                 if (r < 0) {
                         /* Not this state again: the next preparation makes a new one. */
                         _cleanup_(warm_paths_done) WarmPaths wp = {};
-                        log_warning("seat '%s': the restored machine did not answer (%s): booting cold", s->rec.id,
-                                    (*ret_error)->message);
+                        log_seat_warning(s->rec.id, "seat '%s': the restored machine did not answer (%s): booting cold",
+                                         s->rec.id, (*ret_error)->message);
                         free(why);
                         why = strdup((*ret_error)->message);
                         *ret_error = seat_error_free(*ret_error);
@@ -1412,7 +1423,7 @@ static int boot_seat(SeatManager *m, Seat *s, const char *cold_why, SeatError **
                 (void) domain_stop(s->dom); /* not one moment longer than the check */
                 return r;
         }
-        log_debug("seat '%s': agent up at +%" PRId64 " ms", s->rec.id, now_monotonic_ms() - t0);
+        log_seat_debug(s->rec.id, "seat '%s': agent up at +%" PRId64 " ms", s->rec.id, now_monotonic_ms() - t0);
         r = configure_identity(s, ret_error);
         if (r < 0)
                 return r;
@@ -1470,16 +1481,18 @@ static int provision_new(SeatManager *m, const char *image, const char *particip
         if (r >= 0)
                 prep_start(m, s);
         if (r < 0) {
-                log_warning("provision of seat '%s' failed: %s", s->rec.id, *ret_error ? (*ret_error)->message : strerror(-r));
+                log_seat_warning(s->rec.id, "provision of seat '%s' failed: %s", s->rec.id,
+                                 *ret_error ? (*ret_error)->message : strerror(-r));
                 seat_teardown(s);
                 seat_free(s);
                 return r;
         }
         if (pooled)
-                log_notice("seat '%s' ready in the pool of image '%s' (egress '%s')", s->rec.id, image, s->rec.egress);
+                log_seat_notice(s->rec.id, "seat '%s' ready in the pool of image '%s' (egress '%s')", s->rec.id, image,
+                                s->rec.egress);
         else
-                log_notice("seat '%s' ready: image '%s' version %" PRId64 ", participant '%s'", s->rec.id, image,
-                           s->rec.image_version, participant);
+                log_seat_notice(s->rec.id, "seat '%s' ready: image '%s' version %" PRId64 ", participant '%s'",
+                                s->rec.id, image, s->rec.image_version, participant);
         *ret = s; /* the caller's reference */
         *ret_token = TAKE_PTR(token);
         return 0;
@@ -1491,7 +1504,7 @@ static void seat_fault(Seat *s, const char *why) {
         s->fault = strdup(why);
         if (s->dom)
                 (void) domain_set_record(s->dom, &s->rec, NULL);
-        log_warning("seat '%s' faulted: %s", s->rec.id, why);
+        log_seat_warning(s->rec.id, "seat '%s' faulted: %s", s->rec.id, why);
 }
 
 /* ---- pools: seats kept READY for nobody, claimed by provision (docs/pools.md) ---- */
@@ -1662,15 +1675,17 @@ int seat_provision(SeatManager *m, const char *image, const char *participant, c
                 _cleanup_error_ SeatError *err = NULL;
                 char *token = NULL;
                 if (pool_claim(m, s, participant, &token, &err) >= 0) {
-                        log_notice("seat '%s' claimed from the pool of image '%s' (egress '%s'): participant '%s'", s->rec.id,
-                                   image, eg, participant);
+                        log_seat_notice(s->rec.id,
+                                        "seat '%s' claimed from the pool of image '%s' (egress '%s'): participant '%s'",
+                                        s->rec.id, image, eg, participant);
                         pool_notify(m, SEAT_POOL_CLAIMED, image, eg);
                         *ret = s;
                         *ret_token = token;
                         return 0;
                 }
-                log_warning("pooled seat '%s' is not handed out: %s%s", s->rec.id, err ? err->message : "?",
-                            seat_state(s) == SEAT_RELEASED ? "" : "; the pool releases and replaces it");
+                log_seat_warning(s->rec.id, "pooled seat '%s' is not handed out: %s%s", s->rec.id,
+                                 err ? err->message : "?",
+                                 seat_state(s) == SEAT_RELEASED ? "" : "; the pool releases and replaces it");
                 if (seat_state(s) != SEAT_RELEASED)
                         pool_notify(m, SEAT_POOL_BROKEN, image, eg);
                 seat_unref(s);
@@ -1808,8 +1823,8 @@ int seat_reset(SeatManager *m, Seat *s, bool cold, char **ret_token, SeatError *
         }
         free(s->fault);
         s->fault = NULL;
-        log_notice("seat '%s' reset (%s%s%s): generation %" PRId64, s->rec.id, s->reset_mode,
-                   s->reset_reason ? ": " : "", s->reset_reason ? s->reset_reason : "", s->rec.generation);
+        log_seat_notice(s->rec.id, "seat '%s' reset (%s%s%s): generation %" PRId64, s->rec.id, s->reset_mode,
+                        s->reset_reason ? ": " : "", s->reset_reason ? s->reset_reason : "", s->rec.generation);
         prep_start(m, s);
         pthread_mutex_unlock(&s->lock);
         *ret_token = TAKE_PTR(token);
@@ -1863,7 +1878,7 @@ int seat_release(SeatManager *m, Seat *s, SeatError **ret_error) {
         pthread_mutex_unlock(&s->lock);
         table_remove(m, s);
         if (r >= 0)
-                log_notice("seat '%s' released", s->rec.id);
+                log_seat_notice(s->rec.id, "seat '%s' released", s->rec.id);
         /* A pool's seat or the host's room for one changed. */
         pool_notify(m, was_pooled ? SEAT_POOL_BROKEN : SEAT_POOL_CHANGED, s->rec.image, s->rec.egress);
         return r;
@@ -2071,8 +2086,8 @@ static void on_net_tamper(const char *seat_id, NftSeatState st, void *userdata) 
                 ok_pause = virDomainSuspend(d) == 0;
                 paused = now_realtime_ms();
         }
-        log_warning("seat '%s': its egress rules are %s (changed behind seatd's back): %s", seat_id,
-                    nft_seat_state_to_string(st), ok_pause ? "paused" : "could not pause it");
+        log_seat_warning(seat_id, "seat '%s': its egress rules are %s (changed behind seatd's back): %s", seat_id,
+                         nft_seat_state_to_string(st), ok_pause ? "paused" : "could not pause it");
         if (m->config->tamper_resume) {
                 pthread_mutex_lock(&m->lock);
                 int r = s->net ? seatnet_reinstall(m->net, s->net, &err) : -ENOENT;
@@ -2080,9 +2095,10 @@ static void on_net_tamper(const char *seat_id, NftSeatState st, void *userdata) 
                 if (r >= 0 && (!d || virDomainResume(d) == 0 || !ok_pause)) {
                         resumed = now_realtime_ms();
                         __atomic_store_n(&s->net_paused, false, __ATOMIC_RELEASE);
-                        log_notice("seat '%s': egress rules restored and read back; resumed", seat_id);
+                        log_seat_notice(seat_id, "seat '%s': egress rules restored and read back; resumed", seat_id);
                 } else
-                        log_error("seat '%s' stays paused: %s", seat_id, err ? err->message : domain_last_error());
+                        log_seat_error(seat_id, "seat '%s' stays paused: %s", seat_id,
+                                       err ? err->message : domain_last_error());
         }
         tamper_record(m, s, st, detected, paused, ok_pause, resumed, err ? err->message : NULL);
         if (d)
@@ -2116,7 +2132,8 @@ void seat_manager_tick(SeatManager *m) {
                         json_object_object_add(o, "packets", json_object_new_int64((int64_t) d));
                         (void) seat_audit(*p, "egress.denied", o);
                         json_object_put(o);
-                        log_debug("seat '%s': %" PRIu64 " packets denied by its egress filter", seat_id(*p), d);
+                        log_seat_debug(seat_id(*p), "seat '%s': %" PRIu64 " packets denied by its egress filter",
+                                       seat_id(*p), d);
                 }
                 seat_unref(*p);
         }
@@ -2227,7 +2244,8 @@ static void continue_session_after_restart(SeatManager *m, Seat *s) {
         (void) rename(al, pl);
         (void) rename(ak, pk);
         if (session_open(m, s, &err) < 0)
-                log_warning("seat '%s': no audit log after the restart: %s", s->rec.id, err ? err->message : "?");
+                log_seat_warning(s->rec.id, "seat '%s': no audit log after the restart: %s", s->rec.id,
+                                 err ? err->message : "?");
         else
                 (void) seat_audit(s, "restart", NULL);
 }
@@ -2286,7 +2304,8 @@ static int adopt_one(SeatManager *m, virDomainPtr dom) {
                 seat_domain_name(&rec, expected, sizeof(expected));
         if (!expected[0] || strcmp(rec.state, "ready") != 0 || strcmp(name, expected) != 0) {
                 /* Half-made (provisioning, resetting) or not ours to trust: remove it. */
-                log_warning("removing orphaned domain '%s' (state '%s')", name, rec.state);
+                log_seat_warning(rec.id[0] ? rec.id : "?", "removing orphaned domain '%s' (state '%s')", name,
+                                 rec.state);
                 (void) domain_stop(dom);
                 virDomainFree(dom);
                 return 0;
@@ -2307,7 +2326,8 @@ static int adopt_one(SeatManager *m, virDomainPtr dom) {
         seat_set_state(s, SEAT_READY);
         if (seat_paths(m, s) < 0 || adopt_net(m, s, &err) < 0 || connect_agent(s, ADOPT_HELLO_TIMEOUT_MS, &err) < 0 ||
             table_add(m, s) < 0) {
-                log_warning("seat '%s' is not healthy (%s): removing it", rec.id, err ? err->message : "?");
+                log_seat_warning(rec.id, "seat '%s' is not healthy (%s): removing it", rec.id,
+                                 err ? err->message : "?");
                 /* Its files are a participant's session: the sweep sets them aside, never deletes them. */
                 s->agent = agent_client_free(s->agent);
                 (void) domain_stop(s->dom);
@@ -2328,7 +2348,7 @@ static int adopt_one(SeatManager *m, virDomainPtr dom) {
         pthread_mutex_lock(&s->lock);
         prep_start(m, s);
         pthread_mutex_unlock(&s->lock);
-        log_notice("adopted seat '%s' (image '%s', participant '%s')", rec.id, rec.image, rec.participant);
+        log_seat_notice(rec.id, "adopted seat '%s' (image '%s', participant '%s')", rec.id, rec.image, rec.participant);
         return 0;
 }
 
@@ -2353,9 +2373,9 @@ static void sweep_orphan_dirs(SeatManager *m) {
                         break;
                 /* Half-made or unhealthy: set aside whole for evidence, never reused, never
                  * silently deleted (the same filesystem: a rename). */
-                log_warning("setting aside orphaned seat directory '%s' in '%s'", dir, q);
+                log_seat_warning(de->d_name, "setting aside orphaned seat directory '%s' in '%s'", dir, q);
                 if (rename(dir, q) < 0) {
-                        log_warning("cannot set aside '%s': %m", dir);
+                        log_seat_warning(de->d_name, "cannot set aside '%s': %m", dir);
                         continue;
                 }
                 (void) rmdir(q); /* only when nothing was in it */
@@ -2383,7 +2403,7 @@ static void sweep_warm_dirs(SeatManager *m) {
                                 (void) rmdir(wp.dir);
                         }
                 }
-                log_info("removed the saved states of seat slot '%s' (no such seat)", de->d_name);
+                log_seat_info(de->d_name, "removed the saved states of seat slot '%s' (no such seat)", de->d_name);
         }
         closedir(d);
 }
@@ -2415,7 +2435,7 @@ static void resume_pending_seals(SeatManager *m) {
                 if (!id || asprintf(&dir, "%s/%s", m->quarantine_dir, de->d_name) < 0 || !seal_dir_is_pending(dir))
                         continue;
                 _cleanup_(seat_unrefp) Seat *s = seat_manager_get(m, id);
-                log_notice("sealing the session left in '%s' by an earlier seatd", dir);
+                log_seat_notice(id, "sealing the session left in '%s' by an earlier seatd", dir);
                 seal_dir_in_background(m, s, id, TAKE_PTR(dir));
         }
         if (d)
@@ -2446,7 +2466,7 @@ static void seat_seal_recovered(Seat *s) {
                 s->fault = NULL;
                 seat_set_state(s, SEAT_READY);
                 (void) domain_set_record(s->dom, &s->rec, NULL);
-                log_notice("seat '%s' is ready again: its evidence is sealed", s->rec.id);
+                log_seat_notice(s->rec.id, "seat '%s' is ready again: its evidence is sealed", s->rec.id);
         }
         pthread_mutex_unlock(&s->lock);
 }
@@ -2473,13 +2493,14 @@ int seat_evidence_retry(SeatManager *m, const char *seat_id, json_object **ret_r
                 if (!id || (seat_id && strcmp(id, seat_id)) || asprintf(&dir, "%s/%s", m->quarantine_dir, de->d_name) < 0 ||
                     !seal_dir_is_pending(dir))
                         continue;
-                int r = seal_session_dir(&ctx, dir, &archive, &err);
+                int r = seal_session_dir(&ctx, id, dir, &archive, &err);
                 if (r >= 0) {
-                        log_notice("sealed the session of seat '%s' left in '%s' into '%s'", id, dir, archive);
+                        log_seat_notice(id, "sealed the session of seat '%s' left in '%s' into '%s'", id, dir, archive);
                         json_object_array_add(sealed, json_object_new_string(archive));
                         continue;
                 }
-                log_error("cannot seal the session of seat '%s' in '%s': %s", id, dir, err ? err->message : strerror(-r));
+                log_seat_error(id, "cannot seal the session of seat '%s' in '%s': %s", id, dir,
+                               err ? err->message : strerror(-r));
                 if (first == 0) {
                         first = r;
                         seat_error_set(ret_error, r == -EBUSY ? EBUSY : -r, "%s%s", err ? err->message : strerror(-r),

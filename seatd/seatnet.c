@@ -17,6 +17,7 @@
 #include "netlink.h"
 #include "nftwatch.h"
 #include "profile.h"
+#include "seat-log.h"
 #include "seatnet.h"
 
 #define SEATNET_STANDBY_NETWORK "seatd-standby"
@@ -333,10 +334,10 @@ static int create_network(virConnectPtr conn, const NetSeat *ns, SeatError **ret
         return 0;
 }
 
-static void destroy_network(virConnectPtr conn, const char *name) {
+static void destroy_network(virConnectPtr conn, const char *seat_id, const char *name) {
         _cleanup_(virNetworkFreep) virNetworkPtr net = conn ? virNetworkLookupByName(conn, name) : NULL;
         if (net && virNetworkDestroy(net) < 0)
-                log_warning("destroy network '%s': %s", name, domain_last_error());
+                log_seat_warning(seat_id, "destroy network '%s': %s", name, domain_last_error());
 }
 
 static int make_network(SeatNetManager *nm, virConnectPtr conn, SeatNet *n, int index, SeatError **ret_error) {
@@ -464,10 +465,10 @@ void seatnet_down(SeatNetManager *nm, virConnectPtr conn, SeatNet *n) {
                 (void) netlink_ipv4_rule(false, n->ns.bridge, (uint32_t) nm->config->route_table,
                                          (uint32_t) nm->config->route_priority);
         if (n->ns.bridge[0] && nft_seat_remove(nm->nft, n->ns.bridge, &err) < 0)
-                log_warning("seat '%s': removing its egress rules: %s", n->seat_id, err->message);
+                log_seat_warning(n->seat_id, "seat '%s': removing its egress rules: %s", n->seat_id, err->message);
         pthread_mutex_unlock(&nm->lock);
         if (n->ns.network[0])
-                destroy_network(conn, n->ns.network);
+                destroy_network(conn, n->seat_id, n->ns.network);
         free_index(nm, n->index);
         seatnet_free(n);
 }
@@ -493,7 +494,7 @@ void seatnet_remove_orphan(SeatNetManager *nm, virConnectPtr conn, const char *s
         (void) netlink_ipv4_rule(false, bridge, (uint32_t) nm->config->route_table, (uint32_t) nm->config->route_priority);
         (void) nft_seat_remove(nm->nft, bridge, NULL);
         pthread_mutex_unlock(&nm->lock);
-        destroy_network(conn, network);
+        destroy_network(conn, seat_id, network);
 }
 
 int seatnet_reinstall(SeatNetManager *nm, SeatNet *n, SeatError **ret_error) {

@@ -410,7 +410,7 @@ doms_before=$(our_domains | sort) dirs_before=$(seat_dirs)
 out=$(python3 "$t/ctl.py" seat.exec '{"seat": "sdeadbeef", "argv": ["id"]}' 2>&1)
 [[ $out == "error not_found "* ]] && ok "exec on an unknown seat: error code not_found" || not_ok "exec on an unknown seat: error code not_found ($out)"
 "$CTL" exec sdeadbeef -- id >"$t/out" 2>&1; rc=$?
-[[ $rc == 1 ]] && grep -q "no seat 'sdeadbeef'" "$t/out" && ok "seatctl exec on an unknown seat says so" || not_ok "seatctl exec on an unknown seat says so"
+[[ $rc == 125 ]] && grep -q "no seat 'sdeadbeef'" "$t/out" && ok "seatctl exec on an unknown seat says so (125)" || not_ok "seatctl exec on an unknown seat says so (125; got $rc)"
 
 # ---------------------------------------------------------------- 5b. release
 check "release $E" bash -c "'$CTL' release $E | grep -q 'released $E'"

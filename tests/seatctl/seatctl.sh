@@ -1,0 +1,160 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# seatctl's own conventions, in TAP, without seatd or VMs: --json and -q after the verb,
+# exec's exit status 125 for seatctl's own failures, and that nothing after "--" is taken
+# as seatctl's option. A missing socket stands for seatd not running; fake-seatd.py (no
+# libvirt) for a seatd that answers.
+# usage: seatctl.sh /path/to/seatctl /path/to/fake-seatd.py
+set -u
+
+CTL=${1:?usage: seatctl.sh SEATCTL FAKE_SEATD}
+FAKE=${2:?usage: seatctl.sh SEATCTL FAKE_SEATD}
+case $CTL in /*) ;; *) CTL=$PWD/$CTL ;; esac
+case $FAKE in /*) ;; *) FAKE=$PWD/$FAKE ;; esac
+n=0
+
+ok() { n=$((n + 1)); echo "ok $n - $1"; }
+not_ok() { n=$((n + 1)); echo "not ok $n - $1"; }
+skip() { n=$((n + 1)); echo "ok $n - $1 # SKIP $2"; }
+diag() { sed 's/^/# /' "$@"; }
+# run NAME ARGS...: seatctl's stdout, stderr and status in $t/NAME.{out,err,rc}; stdin is
+# not a terminal, so exec would send it: /dev/null.
+run() { local name=$1; shift; "$CTL" "$@" </dev/null >"$t/$name.out" 2>"$t/$name.err"; echo $? >"$t/$name.rc"; }
+rc() { cat "$t/$1.rc"; }
+# same A B: the same status and the same output, both streams
+same() { [[ $(rc "$1") == $(rc "$2") ]] && cmp -s "$t/$1.out" "$t/$2.out" && cmp -s "$t/$1.err" "$t/$2.err"; }
+
+t=$(mktemp -d /tmp/seatctl-test.XXXXXX) || exit 1
+fake_pid=
+cleanup() {
+        [[ -n $fake_pid ]] && kill "$fake_pid" 2>/dev/null && wait "$fake_pid" 2>/dev/null
+        rm -rf "$t"
+}
+trap cleanup EXIT
+unset SEATD_SOCKET SEATD_TOKEN
+NONE=(--socket "$t/nonexistent.sock")
+
+# ---- the global options after the verb, seatd not running
+run json-before "${NONE[@]}" --json list
+run json-after "${NONE[@]}" list --json
+if [[ $(rc json-after) == 1 ]] && same json-before json-after && grep -q "seatd is not running" "$t/json-after.err"; then
+        ok "list --json: accepted after the verb, the same error as --json list"
+else
+        not_ok "list --json: accepted after the verb (status $(rc json-after), before the verb $(rc json-before))"
+        diag "$t/json-after.err"
+fi
+run q-before "${NONE[@]}" -q list
+run q-after "${NONE[@]}" list -q
+run quiet-after "${NONE[@]}" list --quiet
+if [[ $(rc q-after) == 1 ]] && same q-before q-after && same q-before quiet-after; then
+        ok "list -q / --quiet: accepted after the verb, the same error as -q list"
+else
+        not_ok "list -q / --quiet: accepted after the verb (status $(rc q-after) and $(rc quiet-after))"
+        diag "$t/q-after.err"
+fi
+run img-before "${NONE[@]}" --json -q image list
+run img-after "${NONE[@]}" image list -q --json
+run status-after "${NONE[@]}" status s1 --json
+run status-before "${NONE[@]}" --json status s1
+if same img-before img-after && same status-before status-after && [[ $(rc img-after) == 1 ]]; then
+        ok "image list -q --json and status SEAT --json: accepted after a sub-command and after an argument"
+else
+        not_ok "image list -q --json and status SEAT --json (status $(rc img-after), $(rc status-after))"
+        diag "$t/img-after.err" "$t/status-after.err"
+fi
+run list-bad "${NONE[@]}" list --bogus
+[[ $(rc list-bad) == 2 ]] && ok "list --bogus: still bad usage (2)" || not_ok "list --bogus: still bad usage (got $(rc list-bad))"
+run list-dashdash "${NONE[@]}" list -- --json
+[[ $(rc list-dashdash) == 2 ]] && ok "list -- --json: after '--' it is an argument, not the option (2)" \
+        || not_ok "list -- --json: after '--' it is an argument (got $(rc list-dashdash))"
+
+# ---- exec: 125 is seatctl's own failure
+run exec-nosock "${NONE[@]}" exec s1 -- true
+[[ $(rc exec-nosock) == 125 ]] && grep -q "seatd is not running" "$t/exec-nosock.err" \
+        && ok "exec with seatd not running: 125 and the reason" || not_ok "exec with seatd not running: 125 (got $(rc exec-nosock))"
+run exec-json-after "${NONE[@]}" exec s1 --json -- true
+run exec-q-after "${NONE[@]}" exec s1 -q -- true
+run exec-json-before "${NONE[@]}" exec --json s1 -- true
+if [[ $(rc exec-json-after) == 125 ]] && same exec-json-before exec-json-after && same exec-nosock exec-q-after; then
+        ok "exec SEAT --json / -q -- CMD: accepted between SEAT and '--'"
+else
+        not_ok "exec SEAT --json / -q -- CMD (got $(rc exec-json-after), $(rc exec-q-after))"
+        diag "$t/exec-json-after.err"
+fi
+bad=
+for args in "exec" "exec s1" "exec s1 --" "exec --bogus s1 -- true" "exec s1 --bogus -- true" "exec s1 --timeout" \
+        "--bogus exec s1 -- true"; do
+        # shellcheck disable=SC2086 # the words of args are meant to split
+        run exec-usage "${NONE[@]}" $args
+        [[ $(rc exec-usage) == 125 ]] || bad+=" '$args' gave $(rc exec-usage);"
+done
+run exec-token "${NONE[@]}" --token x exec s1 -- true
+[[ $(rc exec-token) == 125 ]] || bad+=" '--token x exec' gave $(rc exec-token);"
+[[ -z $bad ]] && ok "exec bad usage (before or after the verb, --token): 125" || not_ok "exec bad usage: 125 ($bad)"
+run exec-help "${NONE[@]}" exec --help
+[[ $(rc exec-help) == 0 ]] && grep -q "125" "$t/exec-help.out" && ok "exec --help: 0, and it documents 125" \
+        || not_ok "exec --help: 0, and it documents 125 (got $(rc exec-help))"
+run help "${NONE[@]}" --help
+grep -q -- "--json and -q may also come after the command" "$t/help.out" && grep -q "125" "$t/help.out" \
+        && ok "seatctl --help says where --json and -q go and what exec's 125 means" \
+        || not_ok "seatctl --help says where --json and -q go and what exec's 125 means"
+
+# ---- against a seatd that answers (fake-seatd.py): what reaches the command
+if ! command -v python3 >/dev/null; then
+        for d in "list --json prints JSON" "exec: the command's status" "exec: flags after '--' are the command's" \
+                "exec: a seatd error is 125" "exec: a signal is 128+N"; do
+                skip "$d" "python3 is not installed (fake-seatd.py needs it)"
+        done
+        echo "1..$n"
+        exit 0
+fi
+S=$t/fake.sock
+R=$t/record
+: >"$R"
+coproc FAKE_OUT { exec python3 "$FAKE" "$S" "$R" 2>"$t/fake.err"; }
+fake_pid=$FAKE_OUT_PID
+read -r -t 10 line <&"${FAKE_OUT[0]}"
+if [[ ${line:-} != ready ]]; then
+        echo "Bail out! fake-seatd.py did not start: $(cat "$t/fake.err")"
+        exit 1
+fi
+F=(--socket "$S")
+# last_argv: the argv of the latest seat.exec, as JSON
+last_argv() { tail -1 "$R" | python3 -c 'import json,sys; print(json.dumps(json.load(sys.stdin)["argv"]))'; }
+
+run fl-before "${F[@]}" --json list
+run fl-after "${F[@]}" list --json
+if [[ $(rc fl-after) == 0 ]] && same fl-before fl-after && python3 -c 'import json,sys; json.load(sys.stdin)["seats"]' <"$t/fl-after.out"; then
+        ok "list --json prints the same JSON as --json list"
+else
+        not_ok "list --json prints the same JSON as --json list (status $(rc fl-after))"
+        diag "$t/fl-after.out" "$t/fl-after.err"
+fi
+run fe-code "${F[@]}" exec s1 -- exit 3
+[[ $(rc fe-code) == 3 ]] && grep -qx "ran: exit 3" "$t/fe-code.out" \
+        && ok "exec: the command's status (3) and its output" || not_ok "exec: the command's status (got $(rc fe-code))"
+run fe-json "${F[@]}" exec s1 --json --timeout 5 -- exit 4
+if [[ $(rc fe-json) == 4 ]] && sed 1d "$t/fe-json.out" | python3 -c 'import json,sys; assert json.load(sys.stdin)["code"] == 4' \
+        && [[ $(last_argv) == '["exit", "4"]' ]] && tail -1 "$R" | grep -q '"timeout_ms": 5000'; then
+        ok "exec SEAT --json --timeout 5 -- CMD: JSON result, the timeout sent, status 4"
+else
+        not_ok "exec SEAT --json --timeout 5 -- CMD (status $(rc fe-json), argv $(last_argv))"
+        diag "$t/fe-json.out"
+fi
+run fe-after "${F[@]}" exec s1 -- sh -c x --json -q
+argv_after=$(last_argv)
+run fe-nodash "${F[@]}" exec s1 grep -q x --json
+argv_nodash=$(last_argv)
+if [[ $argv_after == '["sh", "-c", "x", "--json", "-q"]' && $argv_nodash == '["grep", "-q", "x", "--json"]' ]] \
+        && ! grep -q '"code"' "$t/fe-after.out" "$t/fe-nodash.out"; then
+        ok "exec: flags after '--', or after the command's first word, are the command's"
+else
+        not_ok "exec: flags after '--' are the command's (got $argv_after and $argv_nodash)"
+fi
+run fe-gone "${F[@]}" exec sgone -- true
+[[ $(rc fe-gone) == 125 ]] && grep -q "no seat 'sgone'" "$t/fe-gone.err" \
+        && ok "exec: a seatd error is 125, with seatd's message" || not_ok "exec: a seatd error is 125 (got $(rc fe-gone))"
+run fe-sig "${F[@]}" exec s1 -- kill 9
+[[ $(rc fe-sig) == 137 ]] && ok "exec: a signal is 128+N (137)" || not_ok "exec: a signal is 128+N (got $(rc fe-sig))"
+
+echo "1..$n"
