@@ -189,6 +189,12 @@ gap=$(awk '{ts[$2]=$1} END {printf "%d", (ts["second"] - ts["first"]) / 1000000}
 [[ $(awk '{print $2}' "$t/stream" | tr '\n' ' ') == "first second " && $gap -ge 1500 ]] \
   && ok "exec: output streams while the command runs (lines ${gap} ms apart)" || not_ok "exec: output streams while the command runs (gap ${gap} ms)"
 
+# seatctl's own options may follow the verb; what follows '--' is the command's, flags too.
+x "$A" --json -- sh -c 'echo "args: $*"; exit 4' sh --json -q >"$t/o" 2>"$t/out"; rc=$?
+cat "$t/o" >>"$t/out"
+[[ $rc == 4 ]] && grep -qx -- "args: --json -q" "$t/o" && python3 -c 'import json,sys; d=json.loads(sys.stdin.read().split("\n",1)[1]); assert d["code"] == 4' <"$t/o" \
+  && ok "exec SEAT --json -- CMD --json -q: seatctl's JSON result, the command gets its own flags, status 4" \
+  || not_ok "exec SEAT --json -- CMD --json -q (got $rc)"
 x "$A" -- sh -c 'kill -KILL $$' >"$t/out" 2>&1; rc=$?
 [[ $rc == 137 ]] && ok "exec: a command killed by SIGKILL gives 128+9" || not_ok "exec: a command killed by SIGKILL gives 128+9 (got $rc)"
 x "$A" -- sh -c 'kill -TERM $$' >"$t/out" 2>&1; rc=$?
