@@ -9,7 +9,7 @@ SEATD_PACKAGES=(
   # build
   meson ninja-build pkg-config gcc clang libclang-rt-14-dev git ca-certificates
   libjson-c-dev libcmocka-dev libvirt-dev libsodium-dev libnftables-dev
-  libcurl4-openssl-dev libguestfs-dev
+  libcurl4-openssl-dev libguestfs-dev scdoc bash-completion
   # run: libvirt, QEMU (TCG), the seat network, libguestfs' appliance
   qemu-system-x86 qemu-utils libvirt-daemon-system libvirt-clients dnsmasq-base
   libguestfs-tools supermin linux-image-amd64 nftables iproute2
@@ -18,12 +18,30 @@ SEATD_PACKAGES=(
   bsdutils util-linux procps coreutils
 )
 
+# What scripts/build-debs needs on top of the build list above: debhelper (dh, compat 13),
+# dpkg-buildpackage, fakeroot, lintian. Keep it in step with debian/control's Build-Depends.
+SEATD_DEB_PACKAGES=(
+  debhelper dpkg-dev fakeroot lintian build-essential
+  meson ninja-build pkg-config scdoc bash-completion
+  libjson-c-dev libcmocka-dev libvirt-dev libsodium-dev libnftables-dev
+  libcurl4-openssl-dev libguestfs-dev
+)
+
 say() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 
 host_install_packages() {
+  host_apt_install "${SEATD_PACKAGES[@]}"
+}
+
+host_install_deb_tools() {
+  host_apt_install "${SEATD_DEB_PACKAGES[@]}"
+}
+
+# Install the named packages that dpkg says are missing (--no-install-recommends).
+host_apt_install() {
   local missing=() p
-  for p in "${SEATD_PACKAGES[@]}"; do
+  for p in "$@"; do
     dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
   done
   ((${#missing[@]} == 0)) && return 0
