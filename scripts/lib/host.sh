@@ -18,10 +18,11 @@ SEATD_PACKAGES=(
   bsdutils util-linux procps coreutils
 )
 
-# What scripts/build-debs needs on top of the build list above: debhelper (dh, compat 13),
-# dpkg-buildpackage, fakeroot, lintian. Keep it in step with debian/control's Build-Depends.
+# What scripts/build-debs needs: debian/control's Build-Depends (keep the two in step;
+# debhelper itself provides dh-sequence-installsysusers, minisign is for the signing
+# suite), plus dpkg-buildpackage, fakeroot and lintian.
 SEATD_DEB_PACKAGES=(
-  debhelper dpkg-dev fakeroot lintian build-essential
+  debhelper dpkg-dev fakeroot lintian build-essential minisign
   meson ninja-build pkg-config scdoc bash-completion
   libjson-c-dev libcmocka-dev libvirt-dev libsodium-dev libnftables-dev
   libcurl4-openssl-dev libguestfs-dev
