@@ -9,7 +9,7 @@ SEATD_PACKAGES=(
   # build
   meson ninja-build pkg-config gcc clang libclang-rt-14-dev git ca-certificates
   libjson-c-dev libcmocka-dev libvirt-dev libsodium-dev libnftables-dev
-  libcurl4-openssl-dev libguestfs-dev
+  libcurl4-openssl-dev libguestfs-dev scdoc bash-completion
   # run: libvirt, QEMU (TCG), the seat network, libguestfs' appliance
   qemu-system-x86 qemu-utils libvirt-daemon-system libvirt-clients dnsmasq-base
   libguestfs-tools supermin linux-image-amd64 nftables iproute2
@@ -18,17 +18,44 @@ SEATD_PACKAGES=(
   bsdutils util-linux procps coreutils
 )
 
+<<<<<<< HEAD
 # The fresh-root check (scripts/fresh-root): builds a clean Debian root to run the
 # README's commands in.
 SEATD_FRESH_PACKAGES=(mmdebstrap util-linux git iproute2)
+=======
+# What scripts/build-debs needs: debian/control's Build-Depends (keep the two in step;
+# debhelper itself provides dh-sequence-installsysusers, minisign is for the signing
+# suite), plus dpkg-buildpackage, fakeroot and lintian.
+SEATD_DEB_PACKAGES=(
+  debhelper dpkg-dev fakeroot lintian build-essential minisign
+  meson ninja-build pkg-config scdoc bash-completion
+  libjson-c-dev libcmocka-dev libvirt-dev libsodium-dev libnftables-dev
+  libcurl4-openssl-dev libguestfs-dev
+)
+>>>>>>> pkg
 
 say() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 
+<<<<<<< HEAD
 host_install_packages() { # [PACKAGE...]: default, every package of SEATD_PACKAGES
   local missing=() p want=("$@")
   ((${#want[@]})) || want=("${SEATD_PACKAGES[@]}")
   for p in "${want[@]}"; do
+=======
+host_install_packages() {
+  host_apt_install "${SEATD_PACKAGES[@]}"
+}
+
+host_install_deb_tools() {
+  host_apt_install "${SEATD_DEB_PACKAGES[@]}"
+}
+
+# Install the named packages that dpkg says are missing (--no-install-recommends).
+host_apt_install() {
+  local missing=() p
+  for p in "$@"; do
+>>>>>>> pkg
     dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
   done
   ((${#missing[@]} == 0)) && return 0
