@@ -18,11 +18,10 @@ SEATD_PACKAGES=(
   bsdutils util-linux procps coreutils
 )
 
-<<<<<<< HEAD
 # The fresh-root check (scripts/fresh-root): builds a clean Debian root to run the
 # README's commands in.
 SEATD_FRESH_PACKAGES=(mmdebstrap util-linux git iproute2)
-=======
+
 # What scripts/build-debs needs: debian/control's Build-Depends (keep the two in step;
 # debhelper itself provides dh-sequence-installsysusers, minisign is for the signing
 # suite), plus dpkg-buildpackage, fakeroot and lintian.
@@ -32,19 +31,12 @@ SEATD_DEB_PACKAGES=(
   libjson-c-dev libcmocka-dev libvirt-dev libsodium-dev libnftables-dev
   libcurl4-openssl-dev libguestfs-dev
 )
->>>>>>> pkg
 
 say() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 
-<<<<<<< HEAD
 host_install_packages() { # [PACKAGE...]: default, every package of SEATD_PACKAGES
-  local missing=() p want=("$@")
-  ((${#want[@]})) || want=("${SEATD_PACKAGES[@]}")
-  for p in "${want[@]}"; do
-=======
-host_install_packages() {
-  host_apt_install "${SEATD_PACKAGES[@]}"
+  if (($#)); then host_apt_install "$@"; else host_apt_install "${SEATD_PACKAGES[@]}"; fi
 }
 
 host_install_deb_tools() {
@@ -55,7 +47,6 @@ host_install_deb_tools() {
 host_apt_install() {
   local missing=() p
   for p in "$@"; do
->>>>>>> pkg
     dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
   done
   ((${#missing[@]} == 0)) && return 0
