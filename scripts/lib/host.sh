@@ -20,7 +20,7 @@ SEATD_PACKAGES=(
 
 # The fresh-root check (scripts/fresh-root): builds a clean Debian root to run the
 # README's commands in.
-SEATD_FRESH_PACKAGES=(mmdebstrap util-linux git iproute2)
+SEATD_FRESH_PACKAGES=(mmdebstrap util-linux git iproute2 systemd-container)
 
 # What scripts/build-debs needs: debian/control's Build-Depends (keep the two in step;
 # debhelper itself provides dh-sequence-installsysusers, minisign is for the signing
