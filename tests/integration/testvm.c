@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <fcntl.h>
 #include <json-c/json.h>
 #include <limits.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
@@ -64,6 +66,29 @@ static int image_info_load(const char *dir, ImageInfo *ret, SeatError **ret_erro
         return 0;
 }
 
+/* The boot files into the VM's own directory: QEMU runs as libvirt's unprivileged user,
+ * and a build tree in a home directory (a clone in /root, say) is not reachable by it. */
+static int copy_into(const char *dir, char **path, SeatError **ret_error) {
+        const char *slash = strrchr(*path, '/');
+        _cleanup_free_ char *dst = NULL;
+        if (asprintf(&dst, "%s/%s", dir, slash ? slash + 1 : *path) < 0)
+                return -ENOMEM;
+        _cleanup_close_ int in = open(*path, O_RDONLY | O_CLOEXEC);
+        _cleanup_close_ int out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        if (in < 0 || out < 0)
+                return seat_error_set(ret_error, errno, "copy '%s' to '%s': %m", *path, dst);
+        for (;;) {
+                ssize_t n = copy_file_range(in, NULL, out, NULL, 1 << 30, 0);
+                if (n < 0)
+                        return seat_error_set(ret_error, errno, "copy '%s' to '%s': %m", *path, dst);
+                if (n == 0)
+                        break;
+        }
+        free(*path);
+        *path = TAKE_PTR(dst);
+        return 0;
+}
+
 int testvm_boot(const char *uri, const char *image_dir, const char *name, TestVm **ret, SeatError **ret_error) {
         _cleanup_(image_info_done) ImageInfo img = {};
         _cleanup_(testvm_freep) TestVm *vm = calloc(1, sizeof(TestVm));
@@ -89,6 +114,16 @@ int testvm_boot(const char *uri, const char *image_dir, const char *name, TestVm
         }
         /* QEMU runs as libvirt's unprivileged user: it must reach the overlay. */
         (void) chmod(vm->dir, 0755);
+        char **files[] = { &img.kernel, &img.initrd, &img.disk };
+        for (size_t i = 0; i < ELEMENTSOF(files); i++) {
+                if (!*files[i])
+                        continue;
+                r = copy_into(vm->dir, files[i], ret_error);
+                if (r < 0)
+                        return r;
+                if (!(vm->boot_files[i] = strdup(*files[i])))
+                        return -ENOMEM;
+        }
         if (asprintf(&vm->overlay, "%s/overlay.qcow2", vm->dir) < 0 ||
             asprintf(&vm->console_log, "%s/console.log", vm->dir) < 0)
                 return -ENOMEM;
@@ -162,12 +197,17 @@ TestVm *testvm_free(TestVm *vm) {
                         (void) unlink(vm->overlay);
                 if (vm->console_log)
                         (void) unlink(vm->console_log);
+                for (size_t i = 0; i < ELEMENTSOF(vm->boot_files); i++)
+                        if (vm->boot_files[i])
+                                (void) unlink(vm->boot_files[i]);
                 (void) rmdir(vm->dir);
         }
         free(vm->name);
         free(vm->dir);
         free(vm->overlay);
         free(vm->console_log);
+        for (size_t i = 0; i < ELEMENTSOF(vm->boot_files); i++)
+                free(vm->boot_files[i]);
         free(vm->agent_socket);
         free(vm);
         return NULL;

@@ -12,9 +12,10 @@
 
 typedef struct TestVm {
         char *name;
-        char *dir;          /* private directory: overlay, console log */
+        char *dir;          /* private directory: overlay, console log, boot files */
         char *overlay;
         char *console_log;
+        char *boot_files[3]; /* kernel, initrd, base disk: copies in dir */
         char *agent_socket; /* libvirt's end of org.seatd.agent.0 */
         virConnectPtr conn;
         virDomainPtr dom;
