@@ -302,7 +302,10 @@ denied() { # denied DESCRIPTION PATTERN COMMAND...: fails, says why, and did not
   grep -qE "$pat" "$t/out" && ok "$d" || not_ok "$d (message does not match /$pat/)"
 }
 NOT_OPEN="this token does not open seat"
-NOT_OP="only root and members of the admin group"
+# With a token seatctl takes the participant socket, which serves no operator method; the
+# image verbs and anything without a token take the operator socket, closed to nobody.
+NOT_OP="not served on the participant socket"
+NO_SOCK="no permission to talk to seatd"
 denied "A's token on seat B: exec denied" "$NOT_OPEN '$B'" nobody --token-file "$t/tokA" exec "$B" -- id
 denied "A's token on seat B: status denied" "$NOT_OPEN '$B'" nobody --token-file "$t/tokA" status "$B"
 denied "A's token on seat B: console denied" "$NOT_OPEN '$B'" nobody --token-file "$t/tokA" console "$B"
@@ -313,9 +316,11 @@ denied "A's token: list denied" "$NOT_OP" nobody --token-file "$t/tokA" list
 denied "A's token: provision denied" "$NOT_OP" nobody --token-file "$t/tokA" provision --image test-image
 denied "A's token: reset of A denied" "$NOT_OP" nobody --token-file "$t/tokA" reset "$A"
 denied "A's token: release of A denied" "$NOT_OP" nobody --token-file "$t/tokA" release "$A"
-denied "A's token: image list denied" "$NOT_OP" nobody --token-file "$t/tokA" image list
-denied "no token: exec on A denied" "$NOT_OPEN '$A'" nobody exec "$A" -- id
-denied "no token: status on A denied" "$NOT_OPEN '$A'" nobody status "$A"
+denied "A's token: image list denied" "$NO_SOCK" nobody --token-file "$t/tokA" image list
+denied "no token: exec on A denied (the operator socket is closed to nobody)" "$NO_SOCK" nobody exec "$A" -- id
+denied "no token: status on A denied" "$NO_SOCK" nobody status "$A"
+out=$(CTL_SOCKET=$t/participant.sock setpriv --reuid=nobody --regid=nogroup --clear-groups -- "$SYSPY" "$t/ctl.py" seat.exec "{\"seat\": \"$A\", \"argv\": [\"id\"]}" 2>&1)
+[[ $out == "error denied $NOT_OPEN '$A'"* ]] && ok "no token on the participant socket: exec on A denied" || not_ok "no token on the participant socket: exec on A denied ($out)"
 printf 'not-a-token\n' >"$t/badtok"; chmod 0644 "$t/badtok"
 denied "a wrong token: exec on A denied" "$NOT_OPEN '$A'" nobody --token-file "$t/badtok" exec "$A" -- id
 out=$(SEATD_TOKEN=$tokA setpriv --reuid=nobody --regid=nogroup --clear-groups -- "$CTL" status "$A" 2>&1)
