@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * seat-evidence: the offline path to sealed evidence archives (docs/evidence-format.md).
- * A table of verbs; only main() prints errors and picks the exit code (0 ok, 1 failure,
- * 2 usage).
+ * A table of verbs; only verbs_main() prints errors and picks the exit code (0 ok,
+ * 1 failure, 2 usage).
  */
 #include <dirent.h>
 #include <getopt.h>
@@ -17,11 +17,11 @@
 #include "archive.h"
 #include "audit.h"
 #include "boxkey.h"
-#include "config.h"
 #include "hash.h"
 #include "jsonframe.h"
 #include "log.h"
 #include "minisign.h"
+#include "verbs.h"
 
 #define INPUTS_MAX ARCHIVE_MEMBERS_MAX
 
@@ -358,49 +358,26 @@ static int verb_audit_write(int argc, char *argv[], SeatError **ret_error) {
         return 0;
 }
 
-typedef struct Verb {
-        const char *name;
-        int (*run)(int argc, char *argv[], SeatError **ret_error);
-} Verb;
-
+/* No help lines: seat-evidence's help is its synopsis. */
 static const Verb verbs[] = {
-        { "verify", verb_verify },
-        { "open", verb_open },
-        { "list", verb_list },
-        { "seal", verb_seal },
-        { "audit-verify", verb_audit_verify },
-        { "audit-write", verb_audit_write },
+        { "verify", 0, VERB_ANY, verb_verify, NULL },
+        { "open", 0, VERB_ANY, verb_open, NULL },
+        { "list", 0, VERB_ANY, verb_list, NULL },
+        { "seal", 0, VERB_ANY, verb_seal, NULL },
+        { "audit-verify", 0, VERB_ANY, verb_audit_verify, NULL },
+        { "audit-write", 0, VERB_ANY, verb_audit_write, NULL },
 };
 
 int main(int argc, char *argv[]) {
-        _cleanup_error_ SeatError *error = NULL;
+        static const VerbTool tool = {
+                .table = { "seat-evidence", "seat-evidence --help", verbs, ELEMENTSOF(verbs) },
+                .help = help,
+        };
 
         log_set_ident("seat-evidence");
         if (signing_init() < 0) {
                 fprintf(stderr, "seat-evidence: cannot initialise libsodium\n");
                 return 1;
         }
-        if (argc < 2) {
-                fprintf(stderr, "seat-evidence: a verb is needed (see 'seat-evidence --help')\n");
-                return 2;
-        }
-        if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
-                help();
-                return 0;
-        }
-        if (strcmp(argv[1], "--version") == 0) {
-                printf("seat-evidence %s (seatd)\n", SEATD_VERSION);
-                return 0;
-        }
-        for (size_t i = 0; i < ELEMENTSOF(verbs); i++) {
-                if (strcmp(argv[1], verbs[i].name) != 0)
-                        continue;
-                int r = verbs[i].run(argc - 1, argv + 1, &error);
-                if (r >= 0)
-                        return 0;
-                fprintf(stderr, "seat-evidence %s: %s\n", verbs[i].name, error ? error->message : strerror(-r));
-                return r == -EINVAL ? 2 : 1;
-        }
-        fprintf(stderr, "seat-evidence: unknown verb '%s' (see 'seat-evidence --help')\n", argv[1]);
-        return 2;
+        return verbs_main(&tool, argc, argv);
 }
