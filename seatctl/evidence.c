@@ -15,6 +15,7 @@
 #include "log.h"
 #include "minisign.h"
 #include "seatctl.h"
+#include "verbs.h"
 
 static void evidence_usage(FILE *f) {
         fprintf(f,
@@ -152,8 +153,6 @@ static void print_time_ms(int64_t ms, char *buf, size_t size) {
 static int evidence_list(int argc, char *argv[], SeatError **ret_error) {
         _cleanup_json_ json_object *res = NULL;
         json_object *archives = NULL, *pending = NULL;
-        if (argc != 1)
-                return seat_error_set(ret_error, EINVAL, "evidence list takes no arguments (see 'seatctl evidence --help')"), 2;
         if (seatd_evidence(10000, &res, ret_error) < 0)
                 return 1;
         if (ctl_opts.json) {
@@ -287,8 +286,6 @@ static int evidence_open(int argc, char *argv[], SeatError **ret_error) {
 static int evidence_retry(int argc, char *argv[], SeatError **ret_error) {
         _cleanup_json_ json_object *p = json_object_new_object(), *res = NULL;
         json_object *sealed = NULL, *seat = NULL;
-        if (argc > 2)
-                return seat_error_set(ret_error, EINVAL, "evidence retry takes at most a SEAT"), 2;
         if (!p)
                 return 1;
         if (argc == 2)
@@ -312,15 +309,13 @@ static int evidence_retry(int argc, char *argv[], SeatError **ret_error) {
 }
 
 int verb_evidence(int argc, char *argv[], SeatError **ret_error) {
-        static const struct {
-                const char *name;
-                int (*fn)(int argc, char *argv[], SeatError **ret_error);
-        } sub[] = {
-                { "list", evidence_list },
-                { "verify", evidence_verify },
-                { "open", evidence_open },
-                { "retry", evidence_retry },
+        static const Verb sub[] = {
+                { "list", 0, 0, evidence_list, "the archives seatd holds and the sessions waiting to be sealed" },
+                { "verify", 0, VERB_ANY, evidence_verify, "check an archive with no secret key" },
+                { "open", 0, VERB_ANY, evidence_open, "verify, decrypt and unpack an archive" },
+                { "retry", 0, 1, evidence_retry, "seal again what could not be sealed" },
         };
+        static const VerbTable table = { "evidence", "seatctl evidence --help", sub, ELEMENTSOF(sub) };
         if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
                 evidence_usage(argc < 2 ? stderr : stdout);
                 return argc < 2 ? 2 : 0;
@@ -332,8 +327,6 @@ int verb_evidence(int argc, char *argv[], SeatError **ret_error) {
                 }
         if (signing_init() < 0)
                 return seat_error_set(ret_error, EIO, "cannot initialise libsodium"), 1;
-        for (size_t i = 0; i < ELEMENTSOF(sub); i++)
-                if (!strcmp(argv[1], sub[i].name))
-                        return sub[i].fn(argc - 1, argv + 1, ret_error);
-        return seat_error_set(ret_error, EINVAL, "no evidence command '%s' (list, verify, open, retry)", argv[1]), 2;
+        int r = dispatch_verb(&table, argc - 1, argv + 1, ret_error);
+        return r < 0 ? 2 : r;
 }
