@@ -5,7 +5,6 @@
  * 1 failure, 2 usage).
  */
 #include <dirent.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <sodium.h>
 #include <stdarg.h>
@@ -17,13 +16,14 @@
 #include "archive.h"
 #include "audit.h"
 #include "boxkey.h"
+#include "evidence-options.h"
 #include "hash.h"
 #include "jsonframe.h"
 #include "log.h"
 #include "minisign.h"
 #include "verbs.h"
 
-#define INPUTS_MAX ARCHIVE_MEMBERS_MAX
+#define INPUTS_MAX EVIDENCE_OPTIONS_FILES_MAX
 
 static int usage(SeatError **ret_error, const char *verb, const char *fmt, ...) _printf_(3, 4);
 static int usage(SeatError **ret_error, const char *verb, const char *fmt, ...) {
@@ -72,90 +72,18 @@ static void print_manifest(const ArchiveManifest *m) {
         archive_manifest_describe(m, stdout);
 }
 
-/* ---- verify / open ------------------------------------------------------------------ */
-
-typedef struct Opts {
-        const char *archive, *host_key, *key, *out, *seat, *session, *to, *image, *audit, *audit_key, *console,
-                *capture;
-        const char *files[INPUTS_MAX];
-        size_t n_files;
-        uint64_t max_member, records;
-        bool session_open, no_end;
-} Opts;
-
-enum {
-        ARG_HOST_KEY = 0x100, ARG_KEY, ARG_OUT, ARG_SEAT, ARG_SESSION, ARG_TO, ARG_IMAGE, ARG_AUDIT, ARG_AUDIT_KEY,
-        ARG_CONSOLE, ARG_CAPTURE, ARG_FILE, ARG_MAX_MEMBER, ARG_RECORDS, ARG_SESSION_OPEN, ARG_NO_END,
-};
-
-static int parse_opts(const char *verb, int argc, char *argv[], Opts *o, SeatError **ret_error) {
-        static const struct option options[] = {
-                { "host-key", required_argument, NULL, ARG_HOST_KEY },
-                { "key", required_argument, NULL, ARG_KEY },
-                { "out", required_argument, NULL, ARG_OUT },
-                { "seat", required_argument, NULL, ARG_SEAT },
-                { "session", required_argument, NULL, ARG_SESSION },
-                { "to", required_argument, NULL, ARG_TO },
-                { "image", required_argument, NULL, ARG_IMAGE },
-                { "audit", required_argument, NULL, ARG_AUDIT },
-                { "audit-key", required_argument, NULL, ARG_AUDIT_KEY },
-                { "console", required_argument, NULL, ARG_CONSOLE },
-                { "capture", required_argument, NULL, ARG_CAPTURE },
-                { "file", required_argument, NULL, ARG_FILE },
-                { "max-member-size", required_argument, NULL, ARG_MAX_MEMBER },
-                { "records", required_argument, NULL, ARG_RECORDS },
-                { "session-open", no_argument, NULL, ARG_SESSION_OPEN },
-                { "no-end", no_argument, NULL, ARG_NO_END },
-                {},
-        };
-        int c;
-        char *end;
-
-        optind = 0;
-        opterr = 0;
-        while ((c = getopt_long(argc, argv, "", options, NULL)) >= 0)
-                switch (c) {
-                case ARG_HOST_KEY: o->host_key = optarg; break;
-                case ARG_KEY: o->key = optarg; break;
-                case ARG_OUT: o->out = optarg; break;
-                case ARG_SEAT: o->seat = optarg; break;
-                case ARG_SESSION: o->session = optarg; break;
-                case ARG_TO: o->to = optarg; break;
-                case ARG_IMAGE: o->image = optarg; break;
-                case ARG_AUDIT: o->audit = optarg; break;
-                case ARG_AUDIT_KEY: o->audit_key = optarg; break;
-                case ARG_CONSOLE: o->console = optarg; break;
-                case ARG_CAPTURE: o->capture = optarg; break;
-                case ARG_FILE:
-                        if (o->n_files >= INPUTS_MAX)
-                                return usage(ret_error, verb, "too many --file options");
-                        o->files[o->n_files++] = optarg;
-                        break;
-                case ARG_MAX_MEMBER:
-                case ARG_RECORDS:
-                        errno = 0;
-                        uint64_t v = strtoull(optarg, &end, 10);
-                        if (errno || *end || end == optarg)
-                                return usage(ret_error, verb, "'%s' is not a number", optarg);
-                        *(c == ARG_RECORDS ? &o->records : &o->max_member) = v;
-                        break;
-                case ARG_SESSION_OPEN: o->session_open = true; break;
-                case ARG_NO_END: o->no_end = true; break;
-                default:
-                        return usage(ret_error, verb, "unknown option or missing argument '%s'", argv[optind - 1]);
-                }
-        if (optind < argc)
-                o->archive = argv[optind++];
-        if (optind < argc)
-                return usage(ret_error, verb, "unexpected argument '%s'", argv[optind]);
-        return 0;
+/* Every verb takes every option; each checks those it needs. */
+static int parse_opts(int argc, char *argv[], EvidenceOptions *o, SeatError **ret_error) {
+        return evidence_options_parse(argc, argv, EVIDENCE_OPTIONS_ALL, "seat-evidence --help", o, ret_error);
 }
+
+/* ---- verify / open ------------------------------------------------------------------ */
 
 static int verb_verify(int argc, char *argv[], SeatError **ret_error) {
         _cleanup_(archive_manifest_freep) ArchiveManifest *m = NULL;
         SeatPublicKey pk;
-        Opts o = {};
-        int r = parse_opts("verify", argc, argv, &o, ret_error);
+        EvidenceOptions o = {};
+        int r = parse_opts(argc, argv, &o, ret_error);
         if (r < 0)
                 return r;
         if (!o.archive || !o.host_key)
@@ -176,8 +104,8 @@ static int verb_open(int argc, char *argv[], SeatError **ret_error) {
         _cleanup_(archive_manifest_freep) ArchiveManifest *m = NULL;
         _cleanup_(seat_box_secret_key_freep) SeatBoxSecretKey *sk = NULL;
         SeatPublicKey pk;
-        Opts o = {};
-        int r = parse_opts("open", argc, argv, &o, ret_error);
+        EvidenceOptions o = {};
+        int r = parse_opts(argc, argv, &o, ret_error);
         if (r < 0)
                 return r;
         if (!o.archive || !o.host_key || !o.key || !o.out)
@@ -201,8 +129,8 @@ static int filter_visible(const struct dirent *d) {
 static int verb_list(int argc, char *argv[], SeatError **ret_error) {
         struct dirent **list = NULL;
         SeatPublicKey pk;
-        Opts o = {};
-        int r = parse_opts("list", argc, argv, &o, ret_error);
+        EvidenceOptions o = {};
+        int r = parse_opts(argc, argv, &o, ret_error);
         if (r < 0)
                 return r;
         if (!o.archive)
@@ -254,8 +182,8 @@ static int verb_seal(int argc, char *argv[], SeatError **ret_error) {
         uint8_t audit_key[AUDIT_KEY_BYTES];
         SeatBoxPublicKey fac;
         size_t n = 0;
-        Opts o = {};
-        int r = parse_opts("seal", argc, argv, &o, ret_error);
+        EvidenceOptions o = {};
+        int r = parse_opts(argc, argv, &o, ret_error);
         if (r < 0)
                 return r;
         if (o.archive)
@@ -314,8 +242,8 @@ static int verb_seal(int argc, char *argv[], SeatError **ret_error) {
 static int verb_audit_verify(int argc, char *argv[], SeatError **ret_error) {
         uint8_t key[AUDIT_KEY_BYTES];
         uint64_t count = 0;
-        Opts o = {};
-        int r = parse_opts("audit-verify", argc, argv, &o, ret_error);
+        EvidenceOptions o = {};
+        int r = parse_opts(argc, argv, &o, ret_error);
         if (r < 0)
                 return r;
         if (!o.archive || !o.audit_key)
@@ -333,8 +261,8 @@ static int verb_audit_verify(int argc, char *argv[], SeatError **ret_error) {
 static int verb_audit_write(int argc, char *argv[], SeatError **ret_error) {
         _cleanup_(audit_log_freep) AuditLog *log = NULL;
         uint8_t key[AUDIT_KEY_BYTES];
-        Opts o = { .records = 5 };
-        int r = parse_opts("audit-write", argc, argv, &o, ret_error);
+        EvidenceOptions o = { .records = 5 };
+        int r = parse_opts(argc, argv, &o, ret_error);
         if (r < 0)
                 return r;
         if (!o.archive || !o.audit_key)

@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* seatctl evidence list, verify, open, retry: the archives seatd seals (evidence/archive.c
  * does the checking, the same code as seat-evidence's). */
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -10,6 +9,7 @@
 
 #include "archive.h"
 #include "boxkey.h"
+#include "evidence-options.h"
 #include "hash.h"
 #include "jsonframe.h"
 #include "log.h"
@@ -194,38 +194,12 @@ static int evidence_list(int argc, char *argv[], SeatError **ret_error) {
         return 0;
 }
 
-typedef struct Opts {
-        const char *archive, *host_key, *key, *out, *seat, *session;
-} Opts;
-
-static int parse_opts(const char *verb, int argc, char *argv[], Opts *o, SeatError **ret_error) {
-        enum { ARG_HOST_KEY = 0x100, ARG_KEY, ARG_OUT, ARG_SEAT, ARG_SESSION };
-        static const struct option options[] = {
-                { "host-key", required_argument, NULL, ARG_HOST_KEY },
-                { "key", required_argument, NULL, ARG_KEY },
-                { "out", required_argument, NULL, ARG_OUT },
-                { "seat", required_argument, NULL, ARG_SEAT },
-                { "session", required_argument, NULL, ARG_SESSION },
-                {},
-        };
-        int c;
-        optind = 0;
-        opterr = 0;
-        while ((c = getopt_long(argc, argv, "", options, NULL)) >= 0)
-                switch (c) {
-                case ARG_HOST_KEY: o->host_key = optarg; break;
-                case ARG_KEY: o->key = optarg; break;
-                case ARG_OUT: o->out = optarg; break;
-                case ARG_SEAT: o->seat = optarg; break;
-                case ARG_SESSION: o->session = optarg; break;
-                default:
-                        return seat_error_set(ret_error, EINVAL, "evidence %s: unknown option or missing argument '%s' (see 'seatctl evidence --help')",
-                                              verb, argv[optind - 1]);
-                }
-        if (optind < argc)
-                o->archive = argv[optind++];
-        if (optind < argc)
-                return seat_error_set(ret_error, EINVAL, "evidence %s: unexpected argument '%s'", verb, argv[optind]);
+/* verify and open: ARCHIVE and the options of 'seatctl evidence --help'. */
+static int parse_opts(const char *verb, int argc, char *argv[], EvidenceOptions *o, SeatError **ret_error) {
+        const unsigned accepted = EVIDENCE_OPTION_HOST_KEY | EVIDENCE_OPTION_KEY | EVIDENCE_OPTION_OUT |
+                                  EVIDENCE_OPTION_SEAT | EVIDENCE_OPTION_SESSION;
+        if (evidence_options_parse(argc, argv, accepted, "seatctl evidence --help", o, ret_error) < 0)
+                return seat_error_wrap(ret_error, "evidence %s", verb);
         if (!o->archive)
                 return seat_error_set(ret_error, EINVAL, "evidence %s needs an ARCHIVE (see 'seatctl evidence --help')", verb);
         return 0;
@@ -250,7 +224,7 @@ static int print_result(const ArchiveManifest *m, const char *what, const char *
 static int evidence_verify(int argc, char *argv[], SeatError **ret_error) {
         _cleanup_(archive_manifest_freep) ArchiveManifest *m = NULL;
         _cleanup_(target_done) Target t = {};
-        Opts o = {};
+        EvidenceOptions o = {};
         if (parse_opts("verify", argc, argv, &o, ret_error) < 0)
                 return 2;
         if (o.key || o.out)
@@ -268,7 +242,7 @@ static int evidence_open(int argc, char *argv[], SeatError **ret_error) {
         _cleanup_(seat_box_secret_key_freep) SeatBoxSecretKey *sk = NULL;
         _cleanup_(target_done) Target t = {};
         _cleanup_free_ char *done = NULL;
-        Opts o = {};
+        EvidenceOptions o = {};
         if (parse_opts("open", argc, argv, &o, ret_error) < 0)
                 return 2;
         if (!o.key || !o.out)
