@@ -1,9 +1,25 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "config.h"
 #include "verbs.h"
+
+int verb_usage_errorv(SeatError **ret_error, const char *see, const char *fmt, va_list ap) {
+        _cleanup_free_ char *msg = NULL;
+        if (vasprintf(&msg, fmt, ap) < 0)
+                msg = NULL;
+        return seat_error_set(ret_error, EINVAL, "%s (see '%s')", msg ? msg : "usage error", see);
+}
+
+int verb_usage_error(SeatError **ret_error, const char *see, const char *fmt, ...) {
+        va_list ap;
+        va_start(ap, fmt);
+        int r = verb_usage_errorv(ret_error, see, fmt, ap);
+        va_end(ap);
+        return r;
+}
 
 const Verb *verb_find(const VerbTable *t, const char *name) {
         for (size_t i = 0; i < t->n_verbs; i++)

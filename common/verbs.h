@@ -9,6 +9,7 @@
  * its options itself.
  */
 #include <limits.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 
@@ -36,6 +37,10 @@ typedef struct VerbTable {
         const Verb *verbs;
         size_t n_verbs;
 } VerbTable;
+
+/* Sets a usage error, "<message> (see '<see>')", and returns -EINVAL. */
+int verb_usage_error(SeatError **ret_error, const char *see, const char *fmt, ...) _printf_(3, 4);
+int verb_usage_errorv(SeatError **ret_error, const char *see, const char *fmt, va_list ap) _printf_(3, 0);
 
 /* The verb called name, or NULL. */
 const Verb *verb_find(const VerbTable *t, const char *name);

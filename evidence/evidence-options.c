@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "evidence-options.h"
+#include "verbs.h"
 
 /* Each option's getopt value is its EvidenceOption bit. */
 static const struct option all_options[] = {
@@ -60,23 +61,23 @@ int evidence_options_parse(int argc, char *argv[], unsigned accepted, const char
                 case EVIDENCE_OPTION_CAPTURE: o->capture = optarg; break;
                 case EVIDENCE_OPTION_FILE:
                         if (o->n_files >= EVIDENCE_OPTIONS_FILES_MAX)
-                                return seat_error_set(ret_error, EINVAL, "too many --file options (see '%s')", see);
+                                return verb_usage_error(ret_error, see, "too many --file options");
                         o->files[o->n_files++] = optarg;
                         break;
                 case EVIDENCE_OPTION_MAX_MEMBER:
                 case EVIDENCE_OPTION_RECORDS:
                         if (parse_number(optarg, c == EVIDENCE_OPTION_RECORDS ? &o->records : &o->max_member) < 0)
-                                return seat_error_set(ret_error, EINVAL, "'%s' is not a number (see '%s')", optarg, see);
+                                return verb_usage_error(ret_error, see, "'%s' is not a number", optarg);
                         break;
                 case EVIDENCE_OPTION_SESSION_OPEN: o->session_open = true; break;
                 case EVIDENCE_OPTION_NO_END: o->no_end = true; break;
                 default:
-                        return seat_error_set(ret_error, EINVAL, "unknown option or missing argument '%s' (see '%s')",
-                                              argv[optind - 1], see);
+                        return verb_usage_error(ret_error, see, "unknown option or missing argument '%s'",
+                                                argv[optind - 1]);
                 }
         if (optind < argc)
                 o->archive = argv[optind++];
         if (optind < argc)
-                return seat_error_set(ret_error, EINVAL, "unexpected argument '%s' (see '%s')", argv[optind], see);
+                return verb_usage_error(ret_error, see, "unexpected argument '%s'", argv[optind]);
         return 0;
 }

@@ -7,7 +7,6 @@
 #include <dirent.h>
 #include <inttypes.h>
 #include <sodium.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -25,16 +24,7 @@
 
 #define INPUTS_MAX EVIDENCE_OPTIONS_FILES_MAX
 
-static int usage(SeatError **ret_error, const char *verb, const char *fmt, ...) _printf_(3, 4);
-static int usage(SeatError **ret_error, const char *verb, const char *fmt, ...) {
-        _cleanup_free_ char *msg = NULL;
-        va_list ap;
-        va_start(ap, fmt);
-        if (vasprintf(&msg, fmt, ap) < 0)
-                msg = NULL;
-        va_end(ap);
-        return seat_error_set(ret_error, EINVAL, "%s (see 'seat-evidence --help')", msg ? msg : verb);
-}
+#define usage_error(ret_error, ...) verb_usage_error(ret_error, "seat-evidence --help", __VA_ARGS__)
 
 static void help(void) {
         printf("NAME\n"
@@ -87,7 +77,7 @@ static int verb_verify(int argc, char *argv[], SeatError **ret_error) {
         if (r < 0)
                 return r;
         if (!o.archive || !o.host_key)
-                return usage(ret_error, "verify", "verify needs ARCHIVE and --host-key PUB");
+                return usage_error(ret_error, "verify needs ARCHIVE and --host-key PUB");
         r = seat_public_key_load(o.host_key, &pk, ret_error);
         if (r < 0)
                 return r;
@@ -109,7 +99,7 @@ static int verb_open(int argc, char *argv[], SeatError **ret_error) {
         if (r < 0)
                 return r;
         if (!o.archive || !o.host_key || !o.key || !o.out)
-                return usage(ret_error, "open", "open needs ARCHIVE, --host-key PUB, --key SEC and --out DIR");
+                return usage_error(ret_error, "open needs ARCHIVE, --host-key PUB, --key SEC and --out DIR");
         r = seat_public_key_load(o.host_key, &pk, ret_error);
         if (r >= 0)
                 r = seat_box_secret_key_load(o.key, &sk, ret_error);
@@ -134,7 +124,7 @@ static int verb_list(int argc, char *argv[], SeatError **ret_error) {
         if (r < 0)
                 return r;
         if (!o.archive)
-                return usage(ret_error, "list", "list needs DIR");
+                return usage_error(ret_error, "list needs DIR");
         if (o.host_key) {
                 r = seat_public_key_load(o.host_key, &pk, ret_error);
                 if (r < 0)
@@ -187,11 +177,11 @@ static int verb_seal(int argc, char *argv[], SeatError **ret_error) {
         if (r < 0)
                 return r;
         if (o.archive)
-                return usage(ret_error, "seal", "seal takes no positional argument (use --out)");
+                return usage_error(ret_error, "seal takes no positional argument (use --out)");
         if (!o.seat || !o.host_key || !o.to || !o.out)
-                return usage(ret_error, "seal", "seal needs --seat, --host-key SEC, --to PUB and --out ARCHIVE");
+                return usage_error(ret_error, "seal needs --seat, --host-key SEC, --to PUB and --out ARCHIVE");
         if (!!o.audit != !!o.audit_key)
-                return usage(ret_error, "seal", "--audit and --audit-key go together");
+                return usage_error(ret_error, "--audit and --audit-key go together");
         if (o.audit_key && parse_key_hex(o.audit_key, audit_key, ret_error) < 0)
                 return -EINVAL;
         const char *pw = getenv("SEAT_SIGN_PASSWORD");
@@ -212,7 +202,7 @@ static int verb_seal(int argc, char *argv[], SeatError **ret_error) {
         for (size_t i = 0; i < o.n_files; i++) {
                 const char *eq = strchr(o.files[i], '=');
                 if (!eq || eq == o.files[i] || !eq[1])
-                        return usage(ret_error, "seal", "--file wants NAME=PATH, not '%s'", o.files[i]);
+                        return usage_error(ret_error, "--file wants NAME=PATH, not '%s'", o.files[i]);
                 names[i] = strndup(o.files[i], (size_t) (eq - o.files[i]));
                 if (!names[i])
                         return seat_error_set(ret_error, ENOMEM, "out of memory");
@@ -247,7 +237,7 @@ static int verb_audit_verify(int argc, char *argv[], SeatError **ret_error) {
         if (r < 0)
                 return r;
         if (!o.archive || !o.audit_key)
-                return usage(ret_error, "audit-verify", "audit-verify needs LOG and --audit-key HEX");
+                return usage_error(ret_error, "audit-verify needs LOG and --audit-key HEX");
         r = parse_key_hex(o.audit_key, key, ret_error);
         if (r >= 0)
                 r = audit_log_verify(o.archive, key, o.session_open ? AUDIT_VERIFY_SESSION_OPEN : 0, &count, ret_error);
@@ -266,7 +256,7 @@ static int verb_audit_write(int argc, char *argv[], SeatError **ret_error) {
         if (r < 0)
                 return r;
         if (!o.archive || !o.audit_key)
-                return usage(ret_error, "audit-write", "audit-write needs LOG and --audit-key HEX");
+                return usage_error(ret_error, "audit-write needs LOG and --audit-key HEX");
         r = parse_key_hex(o.audit_key, key, ret_error);
         if (r >= 0)
                 r = audit_log_open(o.archive, key, 0, &log, ret_error);

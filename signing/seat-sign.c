@@ -57,14 +57,15 @@ static void help(void) {
 }
 
 int usage_error(SeatError **ret_error, const char *verb, const char *fmt, ...) {
-        _cleanup_free_ char *msg = NULL;
+        _cleanup_free_ char *see = NULL;
         va_list ap;
 
+        if (asprintf(&see, "seat-sign %s --help", verb) < 0)
+                see = NULL;
         va_start(ap, fmt);
-        if (vasprintf(&msg, fmt, ap) < 0)
-                msg = NULL;
+        int r = verb_usage_errorv(ret_error, see ? see : "seat-sign --help", fmt, ap);
         va_end(ap);
-        return seat_error_set(ret_error, EINVAL, "%s (see 'seat-sign %s --help')", msg ? msg : "usage error", verb);
+        return r;
 }
 
 int main(int argc, char *argv[]) {
