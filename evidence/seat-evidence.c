@@ -1,14 +1,12 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * seat-evidence: the offline path to sealed evidence archives (docs/evidence-format.md).
- * A table of verbs; only main() prints errors and picks the exit code (0 ok, 1 failure,
- * 2 usage).
+ * A table of verbs; only verbs_main() prints errors and picks the exit code (0 ok,
+ * 1 failure, 2 usage).
  */
 #include <dirent.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <sodium.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -17,24 +15,16 @@
 #include "archive.h"
 #include "audit.h"
 #include "boxkey.h"
-#include "config.h"
+#include "evidence-options.h"
 #include "hash.h"
 #include "jsonframe.h"
 #include "log.h"
 #include "minisign.h"
+#include "verbs.h"
 
-#define INPUTS_MAX ARCHIVE_MEMBERS_MAX
+#define INPUTS_MAX EVIDENCE_OPTIONS_FILES_MAX
 
-static int usage(SeatError **ret_error, const char *verb, const char *fmt, ...) _printf_(3, 4);
-static int usage(SeatError **ret_error, const char *verb, const char *fmt, ...) {
-        _cleanup_free_ char *msg = NULL;
-        va_list ap;
-        va_start(ap, fmt);
-        if (vasprintf(&msg, fmt, ap) < 0)
-                msg = NULL;
-        va_end(ap);
-        return seat_error_set(ret_error, EINVAL, "%s (see 'seat-evidence --help')", msg ? msg : verb);
-}
+#define usage_error(ret_error, ...) verb_usage_error(ret_error, "seat-evidence --help", __VA_ARGS__)
 
 static void help(void) {
         printf("NAME\n"
@@ -72,94 +62,22 @@ static void print_manifest(const ArchiveManifest *m) {
         archive_manifest_describe(m, stdout);
 }
 
-/* ---- verify / open ------------------------------------------------------------------ */
-
-typedef struct Opts {
-        const char *archive, *host_key, *key, *out, *seat, *session, *to, *image, *audit, *audit_key, *console,
-                *capture;
-        const char *files[INPUTS_MAX];
-        size_t n_files;
-        uint64_t max_member, records;
-        bool session_open, no_end;
-} Opts;
-
-enum {
-        ARG_HOST_KEY = 0x100, ARG_KEY, ARG_OUT, ARG_SEAT, ARG_SESSION, ARG_TO, ARG_IMAGE, ARG_AUDIT, ARG_AUDIT_KEY,
-        ARG_CONSOLE, ARG_CAPTURE, ARG_FILE, ARG_MAX_MEMBER, ARG_RECORDS, ARG_SESSION_OPEN, ARG_NO_END,
-};
-
-static int parse_opts(const char *verb, int argc, char *argv[], Opts *o, SeatError **ret_error) {
-        static const struct option options[] = {
-                { "host-key", required_argument, NULL, ARG_HOST_KEY },
-                { "key", required_argument, NULL, ARG_KEY },
-                { "out", required_argument, NULL, ARG_OUT },
-                { "seat", required_argument, NULL, ARG_SEAT },
-                { "session", required_argument, NULL, ARG_SESSION },
-                { "to", required_argument, NULL, ARG_TO },
-                { "image", required_argument, NULL, ARG_IMAGE },
-                { "audit", required_argument, NULL, ARG_AUDIT },
-                { "audit-key", required_argument, NULL, ARG_AUDIT_KEY },
-                { "console", required_argument, NULL, ARG_CONSOLE },
-                { "capture", required_argument, NULL, ARG_CAPTURE },
-                { "file", required_argument, NULL, ARG_FILE },
-                { "max-member-size", required_argument, NULL, ARG_MAX_MEMBER },
-                { "records", required_argument, NULL, ARG_RECORDS },
-                { "session-open", no_argument, NULL, ARG_SESSION_OPEN },
-                { "no-end", no_argument, NULL, ARG_NO_END },
-                {},
-        };
-        int c;
-        char *end;
-
-        optind = 0;
-        opterr = 0;
-        while ((c = getopt_long(argc, argv, "", options, NULL)) >= 0)
-                switch (c) {
-                case ARG_HOST_KEY: o->host_key = optarg; break;
-                case ARG_KEY: o->key = optarg; break;
-                case ARG_OUT: o->out = optarg; break;
-                case ARG_SEAT: o->seat = optarg; break;
-                case ARG_SESSION: o->session = optarg; break;
-                case ARG_TO: o->to = optarg; break;
-                case ARG_IMAGE: o->image = optarg; break;
-                case ARG_AUDIT: o->audit = optarg; break;
-                case ARG_AUDIT_KEY: o->audit_key = optarg; break;
-                case ARG_CONSOLE: o->console = optarg; break;
-                case ARG_CAPTURE: o->capture = optarg; break;
-                case ARG_FILE:
-                        if (o->n_files >= INPUTS_MAX)
-                                return usage(ret_error, verb, "too many --file options");
-                        o->files[o->n_files++] = optarg;
-                        break;
-                case ARG_MAX_MEMBER:
-                case ARG_RECORDS:
-                        errno = 0;
-                        uint64_t v = strtoull(optarg, &end, 10);
-                        if (errno || *end || end == optarg)
-                                return usage(ret_error, verb, "'%s' is not a number", optarg);
-                        *(c == ARG_RECORDS ? &o->records : &o->max_member) = v;
-                        break;
-                case ARG_SESSION_OPEN: o->session_open = true; break;
-                case ARG_NO_END: o->no_end = true; break;
-                default:
-                        return usage(ret_error, verb, "unknown option or missing argument '%s'", argv[optind - 1]);
-                }
-        if (optind < argc)
-                o->archive = argv[optind++];
-        if (optind < argc)
-                return usage(ret_error, verb, "unexpected argument '%s'", argv[optind]);
-        return 0;
+/* Every verb takes every option; each checks those it needs. */
+static int parse_opts(int argc, char *argv[], EvidenceOptions *o, SeatError **ret_error) {
+        return evidence_options_parse(argc, argv, EVIDENCE_OPTIONS_ALL, "seat-evidence --help", o, ret_error);
 }
+
+/* ---- verify / open ------------------------------------------------------------------ */
 
 static int verb_verify(int argc, char *argv[], SeatError **ret_error) {
         _cleanup_(archive_manifest_freep) ArchiveManifest *m = NULL;
         SeatPublicKey pk;
-        Opts o = {};
-        int r = parse_opts("verify", argc, argv, &o, ret_error);
+        EvidenceOptions o = {};
+        int r = parse_opts(argc, argv, &o, ret_error);
         if (r < 0)
                 return r;
         if (!o.archive || !o.host_key)
-                return usage(ret_error, "verify", "verify needs ARCHIVE and --host-key PUB");
+                return usage_error(ret_error, "verify needs ARCHIVE and --host-key PUB");
         r = seat_public_key_load(o.host_key, &pk, ret_error);
         if (r < 0)
                 return r;
@@ -176,12 +94,12 @@ static int verb_open(int argc, char *argv[], SeatError **ret_error) {
         _cleanup_(archive_manifest_freep) ArchiveManifest *m = NULL;
         _cleanup_(seat_box_secret_key_freep) SeatBoxSecretKey *sk = NULL;
         SeatPublicKey pk;
-        Opts o = {};
-        int r = parse_opts("open", argc, argv, &o, ret_error);
+        EvidenceOptions o = {};
+        int r = parse_opts(argc, argv, &o, ret_error);
         if (r < 0)
                 return r;
         if (!o.archive || !o.host_key || !o.key || !o.out)
-                return usage(ret_error, "open", "open needs ARCHIVE, --host-key PUB, --key SEC and --out DIR");
+                return usage_error(ret_error, "open needs ARCHIVE, --host-key PUB, --key SEC and --out DIR");
         r = seat_public_key_load(o.host_key, &pk, ret_error);
         if (r >= 0)
                 r = seat_box_secret_key_load(o.key, &sk, ret_error);
@@ -201,12 +119,12 @@ static int filter_visible(const struct dirent *d) {
 static int verb_list(int argc, char *argv[], SeatError **ret_error) {
         struct dirent **list = NULL;
         SeatPublicKey pk;
-        Opts o = {};
-        int r = parse_opts("list", argc, argv, &o, ret_error);
+        EvidenceOptions o = {};
+        int r = parse_opts(argc, argv, &o, ret_error);
         if (r < 0)
                 return r;
         if (!o.archive)
-                return usage(ret_error, "list", "list needs DIR");
+                return usage_error(ret_error, "list needs DIR");
         if (o.host_key) {
                 r = seat_public_key_load(o.host_key, &pk, ret_error);
                 if (r < 0)
@@ -254,16 +172,16 @@ static int verb_seal(int argc, char *argv[], SeatError **ret_error) {
         uint8_t audit_key[AUDIT_KEY_BYTES];
         SeatBoxPublicKey fac;
         size_t n = 0;
-        Opts o = {};
-        int r = parse_opts("seal", argc, argv, &o, ret_error);
+        EvidenceOptions o = {};
+        int r = parse_opts(argc, argv, &o, ret_error);
         if (r < 0)
                 return r;
         if (o.archive)
-                return usage(ret_error, "seal", "seal takes no positional argument (use --out)");
+                return usage_error(ret_error, "seal takes no positional argument (use --out)");
         if (!o.seat || !o.host_key || !o.to || !o.out)
-                return usage(ret_error, "seal", "seal needs --seat, --host-key SEC, --to PUB and --out ARCHIVE");
+                return usage_error(ret_error, "seal needs --seat, --host-key SEC, --to PUB and --out ARCHIVE");
         if (!!o.audit != !!o.audit_key)
-                return usage(ret_error, "seal", "--audit and --audit-key go together");
+                return usage_error(ret_error, "--audit and --audit-key go together");
         if (o.audit_key && parse_key_hex(o.audit_key, audit_key, ret_error) < 0)
                 return -EINVAL;
         const char *pw = getenv("SEAT_SIGN_PASSWORD");
@@ -284,7 +202,7 @@ static int verb_seal(int argc, char *argv[], SeatError **ret_error) {
         for (size_t i = 0; i < o.n_files; i++) {
                 const char *eq = strchr(o.files[i], '=');
                 if (!eq || eq == o.files[i] || !eq[1])
-                        return usage(ret_error, "seal", "--file wants NAME=PATH, not '%s'", o.files[i]);
+                        return usage_error(ret_error, "--file wants NAME=PATH, not '%s'", o.files[i]);
                 names[i] = strndup(o.files[i], (size_t) (eq - o.files[i]));
                 if (!names[i])
                         return seat_error_set(ret_error, ENOMEM, "out of memory");
@@ -314,12 +232,12 @@ static int verb_seal(int argc, char *argv[], SeatError **ret_error) {
 static int verb_audit_verify(int argc, char *argv[], SeatError **ret_error) {
         uint8_t key[AUDIT_KEY_BYTES];
         uint64_t count = 0;
-        Opts o = {};
-        int r = parse_opts("audit-verify", argc, argv, &o, ret_error);
+        EvidenceOptions o = {};
+        int r = parse_opts(argc, argv, &o, ret_error);
         if (r < 0)
                 return r;
         if (!o.archive || !o.audit_key)
-                return usage(ret_error, "audit-verify", "audit-verify needs LOG and --audit-key HEX");
+                return usage_error(ret_error, "audit-verify needs LOG and --audit-key HEX");
         r = parse_key_hex(o.audit_key, key, ret_error);
         if (r >= 0)
                 r = audit_log_verify(o.archive, key, o.session_open ? AUDIT_VERIFY_SESSION_OPEN : 0, &count, ret_error);
@@ -333,12 +251,12 @@ static int verb_audit_verify(int argc, char *argv[], SeatError **ret_error) {
 static int verb_audit_write(int argc, char *argv[], SeatError **ret_error) {
         _cleanup_(audit_log_freep) AuditLog *log = NULL;
         uint8_t key[AUDIT_KEY_BYTES];
-        Opts o = { .records = 5 };
-        int r = parse_opts("audit-write", argc, argv, &o, ret_error);
+        EvidenceOptions o = { .records = 5 };
+        int r = parse_opts(argc, argv, &o, ret_error);
         if (r < 0)
                 return r;
         if (!o.archive || !o.audit_key)
-                return usage(ret_error, "audit-write", "audit-write needs LOG and --audit-key HEX");
+                return usage_error(ret_error, "audit-write needs LOG and --audit-key HEX");
         r = parse_key_hex(o.audit_key, key, ret_error);
         if (r >= 0)
                 r = audit_log_open(o.archive, key, 0, &log, ret_error);
@@ -358,49 +276,26 @@ static int verb_audit_write(int argc, char *argv[], SeatError **ret_error) {
         return 0;
 }
 
-typedef struct Verb {
-        const char *name;
-        int (*run)(int argc, char *argv[], SeatError **ret_error);
-} Verb;
-
+/* No help lines: seat-evidence's help is its synopsis. */
 static const Verb verbs[] = {
-        { "verify", verb_verify },
-        { "open", verb_open },
-        { "list", verb_list },
-        { "seal", verb_seal },
-        { "audit-verify", verb_audit_verify },
-        { "audit-write", verb_audit_write },
+        { "verify", 0, VERB_ANY, verb_verify, NULL },
+        { "open", 0, VERB_ANY, verb_open, NULL },
+        { "list", 0, VERB_ANY, verb_list, NULL },
+        { "seal", 0, VERB_ANY, verb_seal, NULL },
+        { "audit-verify", 0, VERB_ANY, verb_audit_verify, NULL },
+        { "audit-write", 0, VERB_ANY, verb_audit_write, NULL },
 };
 
 int main(int argc, char *argv[]) {
-        _cleanup_error_ SeatError *error = NULL;
+        static const VerbTool tool = {
+                .table = { "seat-evidence", "seat-evidence --help", verbs, ELEMENTSOF(verbs) },
+                .help = help,
+        };
 
         log_set_ident("seat-evidence");
         if (signing_init() < 0) {
                 fprintf(stderr, "seat-evidence: cannot initialise libsodium\n");
                 return 1;
         }
-        if (argc < 2) {
-                fprintf(stderr, "seat-evidence: a verb is needed (see 'seat-evidence --help')\n");
-                return 2;
-        }
-        if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
-                help();
-                return 0;
-        }
-        if (strcmp(argv[1], "--version") == 0) {
-                printf("seat-evidence %s (seatd)\n", SEATD_VERSION);
-                return 0;
-        }
-        for (size_t i = 0; i < ELEMENTSOF(verbs); i++) {
-                if (strcmp(argv[1], verbs[i].name) != 0)
-                        continue;
-                int r = verbs[i].run(argc - 1, argv + 1, &error);
-                if (r >= 0)
-                        return 0;
-                fprintf(stderr, "seat-evidence %s: %s\n", verbs[i].name, error ? error->message : strerror(-r));
-                return r == -EINVAL ? 2 : 1;
-        }
-        fprintf(stderr, "seat-evidence: unknown verb '%s' (see 'seat-evidence --help')\n", argv[1]);
-        return 2;
+        return verbs_main(&tool, argc, argv);
 }

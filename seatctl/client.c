@@ -16,7 +16,6 @@ struct CtlClient {
         int fd;
         FrameReader *reader;
         int64_t next_id;
-        bool operator;
 };
 
 CtlClient *ctl_client_free(CtlClient *c) {
@@ -26,10 +25,6 @@ CtlClient *ctl_client_free(CtlClient *c) {
         frame_reader_free(c->reader);
         free(c);
         return NULL;
-}
-
-bool ctl_is_operator(const CtlClient *c) {
-        return c->operator;
 }
 
 static int read_msg(CtlClient *c, ControlMsg **ret, SeatError **ret_error) {
@@ -151,9 +146,6 @@ int ctl_connect_as(const char *path, bool participant, CtlClient **ret, SeatErro
         int r = ctl_call(c, "hello", params, NULL, NULL, &result, NULL, ret_error);
         if (r < 0)
                 return r;
-        bool op = false;
-        (void) json_get_bool(result, "operator", false, &op);
-        c->operator = op;
         *ret = TAKE_PTR(c);
         return 0;
 }

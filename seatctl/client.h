@@ -16,7 +16,6 @@ int ctl_connect(const char *path, CtlClient **ret, SeatError **ret_error);
 int ctl_connect_as(const char *path, bool participant, CtlClient **ret, SeatError **ret_error);
 CtlClient *ctl_client_free(CtlClient *c);
 DEFINE_TRIVIAL_CLEANUP_FUNC(CtlClient *, ctl_client_free)
-bool ctl_is_operator(const CtlClient *c);
 
 /* Called for progress and other events of the request; < 0 aborts. */
 typedef int (*CtlEventFn)(const char *type, json_object *body, void *userdata);

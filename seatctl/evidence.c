@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* seatctl evidence list, verify, open, retry: the archives seatd seals (evidence/archive.c
  * does the checking, the same code as seat-evidence's). */
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -10,11 +9,13 @@
 
 #include "archive.h"
 #include "boxkey.h"
+#include "evidence-options.h"
 #include "hash.h"
 #include "jsonframe.h"
 #include "log.h"
 #include "minisign.h"
 #include "seatctl.h"
+#include "verbs.h"
 
 static void evidence_usage(FILE *f) {
         fprintf(f,
@@ -152,8 +153,6 @@ static void print_time_ms(int64_t ms, char *buf, size_t size) {
 static int evidence_list(int argc, char *argv[], SeatError **ret_error) {
         _cleanup_json_ json_object *res = NULL;
         json_object *archives = NULL, *pending = NULL;
-        if (argc != 1)
-                return seat_error_set(ret_error, EINVAL, "evidence list takes no arguments (see 'seatctl evidence --help')"), 2;
         if (seatd_evidence(10000, &res, ret_error) < 0)
                 return 1;
         if (ctl_opts.json) {
@@ -195,38 +194,12 @@ static int evidence_list(int argc, char *argv[], SeatError **ret_error) {
         return 0;
 }
 
-typedef struct Opts {
-        const char *archive, *host_key, *key, *out, *seat, *session;
-} Opts;
-
-static int parse_opts(const char *verb, int argc, char *argv[], Opts *o, SeatError **ret_error) {
-        enum { ARG_HOST_KEY = 0x100, ARG_KEY, ARG_OUT, ARG_SEAT, ARG_SESSION };
-        static const struct option options[] = {
-                { "host-key", required_argument, NULL, ARG_HOST_KEY },
-                { "key", required_argument, NULL, ARG_KEY },
-                { "out", required_argument, NULL, ARG_OUT },
-                { "seat", required_argument, NULL, ARG_SEAT },
-                { "session", required_argument, NULL, ARG_SESSION },
-                {},
-        };
-        int c;
-        optind = 0;
-        opterr = 0;
-        while ((c = getopt_long(argc, argv, "", options, NULL)) >= 0)
-                switch (c) {
-                case ARG_HOST_KEY: o->host_key = optarg; break;
-                case ARG_KEY: o->key = optarg; break;
-                case ARG_OUT: o->out = optarg; break;
-                case ARG_SEAT: o->seat = optarg; break;
-                case ARG_SESSION: o->session = optarg; break;
-                default:
-                        return seat_error_set(ret_error, EINVAL, "evidence %s: unknown option or missing argument '%s' (see 'seatctl evidence --help')",
-                                              verb, argv[optind - 1]);
-                }
-        if (optind < argc)
-                o->archive = argv[optind++];
-        if (optind < argc)
-                return seat_error_set(ret_error, EINVAL, "evidence %s: unexpected argument '%s'", verb, argv[optind]);
+/* verify and open: ARCHIVE and the options of 'seatctl evidence --help'. */
+static int parse_opts(const char *verb, int argc, char *argv[], EvidenceOptions *o, SeatError **ret_error) {
+        const unsigned accepted = EVIDENCE_OPTION_HOST_KEY | EVIDENCE_OPTION_KEY | EVIDENCE_OPTION_OUT |
+                                  EVIDENCE_OPTION_SEAT | EVIDENCE_OPTION_SESSION;
+        if (evidence_options_parse(argc, argv, accepted, "seatctl evidence --help", o, ret_error) < 0)
+                return seat_error_wrap(ret_error, "evidence %s", verb);
         if (!o->archive)
                 return seat_error_set(ret_error, EINVAL, "evidence %s needs an ARCHIVE (see 'seatctl evidence --help')", verb);
         return 0;
@@ -251,7 +224,7 @@ static int print_result(const ArchiveManifest *m, const char *what, const char *
 static int evidence_verify(int argc, char *argv[], SeatError **ret_error) {
         _cleanup_(archive_manifest_freep) ArchiveManifest *m = NULL;
         _cleanup_(target_done) Target t = {};
-        Opts o = {};
+        EvidenceOptions o = {};
         if (parse_opts("verify", argc, argv, &o, ret_error) < 0)
                 return 2;
         if (o.key || o.out)
@@ -269,7 +242,7 @@ static int evidence_open(int argc, char *argv[], SeatError **ret_error) {
         _cleanup_(seat_box_secret_key_freep) SeatBoxSecretKey *sk = NULL;
         _cleanup_(target_done) Target t = {};
         _cleanup_free_ char *done = NULL;
-        Opts o = {};
+        EvidenceOptions o = {};
         if (parse_opts("open", argc, argv, &o, ret_error) < 0)
                 return 2;
         if (!o.key || !o.out)
@@ -287,8 +260,6 @@ static int evidence_open(int argc, char *argv[], SeatError **ret_error) {
 static int evidence_retry(int argc, char *argv[], SeatError **ret_error) {
         _cleanup_json_ json_object *p = json_object_new_object(), *res = NULL;
         json_object *sealed = NULL, *seat = NULL;
-        if (argc > 2)
-                return seat_error_set(ret_error, EINVAL, "evidence retry takes at most a SEAT"), 2;
         if (!p)
                 return 1;
         if (argc == 2)
@@ -312,15 +283,13 @@ static int evidence_retry(int argc, char *argv[], SeatError **ret_error) {
 }
 
 int verb_evidence(int argc, char *argv[], SeatError **ret_error) {
-        static const struct {
-                const char *name;
-                int (*fn)(int argc, char *argv[], SeatError **ret_error);
-        } sub[] = {
-                { "list", evidence_list },
-                { "verify", evidence_verify },
-                { "open", evidence_open },
-                { "retry", evidence_retry },
+        static const Verb sub[] = {
+                { "list", 0, 0, evidence_list, "the archives seatd holds and the sessions waiting to be sealed" },
+                { "verify", 0, VERB_ANY, evidence_verify, "check an archive with no secret key" },
+                { "open", 0, VERB_ANY, evidence_open, "verify, decrypt and unpack an archive" },
+                { "retry", 0, 1, evidence_retry, "seal again what could not be sealed" },
         };
+        static const VerbTable table = { "evidence", "seatctl evidence --help", sub, ELEMENTSOF(sub) };
         if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
                 evidence_usage(argc < 2 ? stderr : stdout);
                 return argc < 2 ? 2 : 0;
@@ -332,8 +301,6 @@ int verb_evidence(int argc, char *argv[], SeatError **ret_error) {
                 }
         if (signing_init() < 0)
                 return seat_error_set(ret_error, EIO, "cannot initialise libsodium"), 1;
-        for (size_t i = 0; i < ELEMENTSOF(sub); i++)
-                if (!strcmp(argv[1], sub[i].name))
-                        return sub[i].fn(argc - 1, argv + 1, ret_error);
-        return seat_error_set(ret_error, EINVAL, "no evidence command '%s' (list, verify, open, retry)", argv[1]), 2;
+        int r = dispatch_verb(&table, argc - 1, argv + 1, ret_error);
+        return r < 0 ? 2 : r;
 }

@@ -11,33 +11,32 @@
 #include "config.h"
 #include "log.h"
 #include "seatctl.h"
+#include "verbs.h"
 
 CtlOptions ctl_opts;
 
-static const struct {
-        const char *name;
-        CtlVerbFn fn;
-        const char *summary;
-} verbs[] = {
-        { "provision", verb_provision, "boot new seats from a verified image; prints ids and tokens" },
-        { "list", verb_list, "every seat, its state, image and participant" },
-        { "status", verb_status, "one seat's state" },
-        { "exec", verb_exec, "run a command in a seat, output streamed, its exit code returned" },
-        { "cp", verb_cp, "copy a file into or out of a seat" },
-        { "console", verb_console, "the seat's serial console log (read-only, --follow)" },
-        { "reset", verb_reset, "wipe a seat: a new machine from the verified image, new token" },
-        { "release", verb_release, "stop and remove a seat, its session set aside for evidence" },
-        { "pool", verb_pool, "keep seats of an image booted and ready: provision hands them out" },
-        { "image", verb_image, "import, pull, list, verify and remove signed guest images" },
-        { "evidence", verb_evidence, "list, verify and open sealed evidence archives; retry sealing" },
-        { "host", verb_host, "host check: can this host run seats? (probes KVM with a guest)" },
+static const Verb verbs[] = {
+        { "provision", 0, VERB_ANY, verb_provision, "boot new seats from a verified image; prints ids and tokens" },
+        { "list", 0, VERB_ANY, verb_list, "every seat, its state, image and participant" },
+        { "status", 0, VERB_ANY, verb_status, "one seat's state" },
+        { "exec", 0, VERB_ANY, verb_exec, "run a command in a seat, output streamed, its exit code returned" },
+        { "cp", 0, VERB_ANY, verb_cp, "copy a file into or out of a seat" },
+        { "console", 0, VERB_ANY, verb_console, "the seat's serial console log (read-only, --follow)" },
+        { "reset", 0, VERB_ANY, verb_reset, "wipe a seat: a new machine from the verified image, new token" },
+        { "release", 0, VERB_ANY, verb_release, "stop and remove a seat, its session set aside for evidence" },
+        { "pool", 0, VERB_ANY, verb_pool, "keep seats of an image booted and ready: provision hands them out" },
+        { "image", 0, VERB_ANY, verb_image, "import, pull, list, verify and remove signed guest images" },
+        { "evidence", 0, VERB_ANY, verb_evidence, "list, verify and open sealed evidence archives; retry sealing" },
+        { "host", 0, VERB_ANY, verb_host, "host check: can this host run seats? (probes KVM with a guest)" },
 };
+/* Every verb takes --help and checks its own arguments: no bounds here. */
+static const VerbTable table = { "seatctl", "seatctl --help", verbs, ELEMENTSOF(verbs) };
 
 /* exec: what follows its SEAT is the command's, where main() looks for no options (the
  * verb takes --json and -q itself); every failure of seatctl's own, bad usage included,
  * exits CTL_EXEC_FAILED there, so that all other statuses are the command's. */
-static bool runs_command(CtlVerbFn fn) {
-        return fn == verb_exec;
+static bool runs_command(const Verb *v) {
+        return v->fn == verb_exec;
 }
 
 static void usage(FILE *f) {
@@ -48,8 +47,7 @@ static void usage(FILE *f) {
                 "their tools and evidence.\n"
                 "\n"
                 "Commands:\n");
-        for (size_t i = 0; i < ELEMENTSOF(verbs); i++)
-                fprintf(f, "  %-10s %s\n", verbs[i].name, verbs[i].summary);
+        verbs_print_help(&table, f, "  ", 10);
         fprintf(f,
                 "\n"
                 "Options:\n"
@@ -150,27 +148,23 @@ int main(int argc, char *argv[]) {
                         usage(stderr);
                 return 2;
         }
-        for (size_t i = 0; i < ELEMENTSOF(verbs); i++)
-                if (!strcmp(argv[optind], verbs[i].name)) {
-                        int argc2 = argc - optind;
-                        char **argv2 = argv + optind;
-                        if (bad_usage) {
-                                if (!explained)
-                                        usage(stderr);
-                                return runs_command(verbs[i].fn) ? CTL_EXEC_FAILED : 2;
-                        }
-                        if (!runs_command(verbs[i].fn))
-                                argc2 = take_global_options(argc2, argv2);
-                        optind = 0; /* reset getopt for the verb */
-                        int status = verbs[i].fn(argc2, argv2, &err);
-                        if (status != 0 && err)
-                                fprintf(stderr, "seatctl: %s\n", err->message);
-                        return status;
-                }
+        const Verb *v = verb_find(&table, argv[optind]);
         if (bad_usage) {
                 if (!explained)
                         usage(stderr);
-        } else
+                return v && runs_command(v) ? CTL_EXEC_FAILED : 2;
+        }
+        if (!v) {
                 fprintf(stderr, "seatctl: unknown command '%s' (see 'seatctl --help')\n", argv[optind]);
-        return 2;
+                return 2;
+        }
+        int argc2 = argc - optind;
+        char **argv2 = argv + optind;
+        if (!runs_command(v))
+                argc2 = take_global_options(argc2, argv2);
+        optind = 0; /* reset getopt for the verb */
+        int status = dispatch_verb(&table, argc2, argv2, &err);
+        if (status != 0 && err)
+                fprintf(stderr, "seatctl: %s\n", err->message);
+        return status;
 }

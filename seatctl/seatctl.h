@@ -22,7 +22,6 @@ extern CtlOptions ctl_opts;
 /* seatctl exec's status for every failure of seatctl's own (seatd unreachable, refused,
  * a seatd error, bad usage), docker's convention: all others are the command's. */
 #define CTL_EXEC_FAILED 125
-typedef int (*CtlVerbFn)(int argc, char *argv[], SeatError **ret_error);
 
 int verb_image(int argc, char *argv[], SeatError **ret_error);
 int verb_provision(int argc, char *argv[], SeatError **ret_error);

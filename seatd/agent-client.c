@@ -53,10 +53,6 @@ AgentClient *agent_client_free(AgentClient *c) {
         return NULL;
 }
 
-int agent_client_fd(const AgentClient *c) {
-        return c->fd;
-}
-
 int64_t agent_client_next_id(AgentClient *c) {
         return c->next_id++;
 }

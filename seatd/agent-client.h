@@ -27,7 +27,6 @@ AgentClient *agent_client_free(AgentClient *c);
 DEFINE_TRIVIAL_CLEANUP_FUNC(AgentClient *, agent_client_free)
 #define _cleanup_agent_client_ _cleanup_(agent_client_freep)
 
-int agent_client_fd(const AgentClient *c);
 int64_t agent_client_next_id(AgentClient *c);
 
 /* Send one message / raw bytes (tests send malformed frames), waiting at most timeout_ms

@@ -1,5 +1,13 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * seatd.conf, driven by one table (systemd's ConfigTableItem and config_parse_* are the
+ * model): each key names its parser, its field in SeatConfig, its default and what it
+ * means. The table is what parses a line, sets the defaults, frees the strings, prints
+ * --check-config, and what the unit tests hold the documentation to.
+ */
 #include <arpa/inet.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -7,6 +15,37 @@
 #include "fileio.h"
 
 #define LINE_MAX_BYTES 4096
+
+typedef struct ConfItem ConfItem;
+
+/* Parses a value's text into the field (of the parser's type); -EINVAL: not valid. */
+typedef int (*ConfParser)(const ConfItem *item, const char *value, void *field);
+
+/* A default made from other settings once the file is read, from the item's def. */
+typedef int (*ConfDerive)(const SeatConfig *c, const char *def, char **ret);
+
+/* The C type of a field: how it is printed and freed. */
+typedef enum ConfKind {
+        CONF_STRING, /* char *, NULL: unset */
+        CONF_BOOL,   /* bool */
+        CONF_LONG,   /* long, within [min, max] */
+        CONF_BYTES,  /* unsigned long long */
+        CONF_ACCEL,  /* SeatAccel */
+} ConfKind;
+
+struct ConfItem {
+        const char *key;
+        ConfParser parse;
+        ConfKind kind;
+        size_t offset;      /* of the field in SeatConfig */
+        const char *def;    /* the default, as the file would say it; NULL: unset */
+        ConfDerive derive;  /* def is not a value but what derive() makes one from */
+        long min, max;      /* conf_parse_long's range */
+        const char *unset;  /* what unset means, for --check-config */
+        const char *doc;
+};
+
+/* ---- parsers ---- */
 
 static int set_string(char **field, const char *value) {
         char *s = strdup(value);
@@ -17,169 +56,209 @@ static int set_string(char **field, const char *value) {
         return 0;
 }
 
-static int parse_bool(const char *v, bool *ret) {
+/* Any text but the empty one. */
+static int conf_parse_string(const ConfItem *item, const char *v, void *field) {
+        return *v ? set_string(field, v) : -EINVAL;
+}
+
+static int conf_parse_path(const ConfItem *item, const char *v, void *field) {
+        return v[0] == '/' ? set_string(field, v) : -EINVAL;
+}
+
+/* An interface name as the kernel takes it; not "all"/"default" (sysctl directories). */
+static int conf_parse_ifname(const ConfItem *item, const char *v, void *field) {
+        size_t n = strlen(v);
+        bool ok = n > 0 && n < 16 &&
+                  strspn(v, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-") == n &&
+                  strcmp(v, "all") != 0 && strcmp(v, "default") != 0 && strcmp(v, ".") != 0 && strcmp(v, "..") != 0;
+        return ok ? set_string(field, v) : -EINVAL;
+}
+
+static int conf_parse_ipv4(const ConfItem *item, const char *v, void *field) {
+        struct in_addr a;
+        return inet_pton(AF_INET, v, &a) == 1 ? set_string(field, v) : -EINVAL;
+}
+
+/* An egress profile's name: it becomes a file name. */
+static int conf_parse_profile(const ConfItem *item, const char *v, void *field) {
+        size_t n = strlen(v);
+        return n > 0 && n <= 32 && strspn(v, "abcdefghijklmnopqrstuvwxyz0123456789_-") == n ? set_string(field, v)
+                                                                                              : -EINVAL;
+}
+
+static int conf_parse_confinement(const ConfItem *item, const char *v, void *field) {
+        return !strcmp(v, "dac") || !strcmp(v, "mac") || !strcmp(v, "none") ? set_string(field, v) : -EINVAL;
+}
+
+static int conf_parse_bool(const ConfItem *item, const char *v, void *field) {
+        bool *b = field;
         if (!strcmp(v, "true") || !strcmp(v, "yes") || !strcmp(v, "1"))
-                *ret = true;
+                *b = true;
         else if (!strcmp(v, "false") || !strcmp(v, "no") || !strcmp(v, "0"))
-                *ret = false;
+                *b = false;
         else
                 return -EINVAL;
         return 0;
 }
 
-static int parse_long_range(const char *v, long min, long max, long *ret) {
+static int conf_parse_long(const ConfItem *item, const char *v, void *field) {
         char *end = NULL;
         errno = 0;
         long n = strtol(v, &end, 10);
-        if (errno || end == v || *end || n < min || n > max)
+        if (errno || end == v || *end || n < item->min || n > item->max)
                 return -EINVAL;
-        *ret = n;
+        *(long *) field = n;
         return 0;
 }
 
-static int parse_path(char **field, const char *v) {
-        if (v[0] != '/')
-                return -EINVAL;
-        return set_string(field, v);
-}
-
-/* An interface name as the kernel takes it; not "all"/"default" (sysctl directories). */
-static bool ifname_ok(const char *v) {
-        size_t n = strlen(v);
-        return n > 0 && n < 16 && strspn(v, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-") == n &&
-               strcmp(v, "all") != 0 && strcmp(v, "default") != 0 && strcmp(v, ".") != 0 && strcmp(v, "..") != 0;
-}
-
-static int parse_bytes(const char *v, unsigned long long *ret) {
+/* A size in bytes, 0 allowed. */
+static int conf_parse_size(const ConfItem *item, const char *v, void *field) {
         char *end = NULL;
         errno = 0;
         unsigned long long n = strtoull(v, &end, 10);
-        if (errno || !end || *end || n == 0 || v[0] == '-')
+        if (errno || !end || *end || v[0] == '-' || end == v)
                 return -EINVAL;
-        *ret = n;
+        *(unsigned long long *) field = n;
         return 0;
 }
 
-static int apply(SeatConfig *c, const char *key, const char *v) {
-        if (!strcmp(key, "state_dir"))
-                return parse_path(&c->state_dir, v);
-        if (!strcmp(key, "socket_path"))
-                return parse_path(&c->socket_path, v);
-        if (!strcmp(key, "participant_socket_path"))
-                return parse_path(&c->participant_socket_path, v);
-        if (!strcmp(key, "participant_max_connections"))
-                return parse_long_range(v, 1, 256, &c->participant_max_connections);
-        if (!strcmp(key, "participant_idle_timeout"))
-                return parse_long_range(v, 1, 86400, &c->participant_idle_timeout);
-        if (!strcmp(key, "trusted_keys_dir"))
-                return parse_path(&c->trusted_keys_dir, v);
-        if (!strcmp(key, "ca_file"))
-                return parse_path(&c->ca_file, v);
-        if (!strcmp(key, "host_key"))
-                return parse_path(&c->host_key, v);
-        if (!strcmp(key, "facilitator_key"))
-                return parse_path(&c->facilitator_key, v);
-        if (!strcmp(key, "admin_group"))
-                return *v ? set_string(&c->admin_group, v) : -EINVAL;
-        if (!strcmp(key, "libvirt_uri"))
-                return *v ? set_string(&c->libvirt_uri, v) : -EINVAL;
-        if (!strcmp(key, "allow_plain_http"))
-                return parse_bool(v, &c->allow_plain_http);
-        if (!strcmp(key, "allow_tcg"))
-                return parse_bool(v, &c->allow_tcg);
-        if (!strcmp(key, "inspect_images"))
-                return parse_bool(v, &c->inspect_images);
-        if (!strcmp(key, "warm_reset"))
-                return parse_bool(v, &c->warm_reset);
-        if (!strcmp(key, "pool_max_seats"))
-                return parse_long_range(v, 1, 4096, &c->pool_max_seats);
-        if (!strcmp(key, "pool_max_memory_mib"))
-                return parse_long_range(v, 0, 1L << 30, &c->pool_max_memory_mib);
-        if (!strcmp(key, "accel")) {
-                if (!strcmp(v, "auto"))
-                        c->accel = SEAT_ACCEL_AUTO;
-                else if (!strcmp(v, "kvm"))
-                        c->accel = SEAT_ACCEL_KVM;
-                else if (!strcmp(v, "tcg"))
-                        c->accel = SEAT_ACCEL_TCG;
-                else
-                        return -EINVAL;
-                return 0;
-        }
-        if (!strcmp(key, "pull_low_speed_limit"))
-                return parse_long_range(v, 1, 1L << 30, &c->pull_low_speed_limit);
-        if (!strcmp(key, "pull_low_speed_time"))
-                return parse_long_range(v, 1, 3600, &c->pull_low_speed_time);
-        if (!strcmp(key, "pull_connect_timeout"))
-                return parse_long_range(v, 1, 600, &c->pull_connect_timeout);
-        if (!strcmp(key, "network"))
-                return parse_bool(v, &c->network);
-        if (!strcmp(key, "net_pool"))
-                return *v ? set_string(&c->net_pool, v) : -EINVAL;
-        if (!strcmp(key, "net_subnet_len"))
-                return parse_long_range(v, 29, 30, &c->net_subnet_len);
-        if (!strcmp(key, "uplink"))
-                return ifname_ok(v) ? set_string(&c->uplink, v) : -EINVAL;
-        if (!strcmp(key, "uplink_gateway")) {
-                struct in_addr a;
-                return inet_pton(AF_INET, v, &a) == 1 ? set_string(&c->uplink_gateway, v) : -EINVAL;
-        }
-        if (!strcmp(key, "masquerade"))
-                return parse_bool(v, &c->masquerade);
-        if (!strcmp(key, "route_table"))
-                return parse_long_range(v, 1, 0x7fffffffL, &c->route_table);
-        if (!strcmp(key, "route_priority"))
-                return parse_long_range(v, 1, 32765, &c->route_priority);
-        if (!strcmp(key, "egress_dir"))
-                return parse_path(&c->egress_dir, v);
-        if (!strcmp(key, "default_egress"))
-                return *v && strlen(v) <= 32 && strspn(v, "abcdefghijklmnopqrstuvwxyz0123456789_-") == strlen(v)
-                               ? set_string(&c->default_egress, v)
-                               : -EINVAL;
-        if (!strcmp(key, "egress_check_interval"))
-                return parse_long_range(v, 1, 3600, &c->egress_check_interval);
-        if (!strcmp(key, "require_confinement"))
-                return !strcmp(v, "dac") || !strcmp(v, "mac") || !strcmp(v, "none") ? set_string(&c->require_confinement, v)
-                                                                                      : -EINVAL;
-        if (!strcmp(key, "require_seccomp"))
-                return parse_bool(v, &c->require_seccomp);
-        if (!strcmp(key, "qemu_run_dir"))
-                return parse_path(&c->qemu_run_dir, v);
-        if (!strcmp(key, "forwarding_lockdown"))
-                return parse_bool(v, &c->forwarding_lockdown);
-        if (!strcmp(key, "tamper_resume"))
-                return parse_bool(v, &c->tamper_resume);
-        if (!strcmp(key, "disk_reserve_bytes")) {
-                char *end = NULL;
-                errno = 0;
-                unsigned long long n = strtoull(v, &end, 10);
-                if (errno || !end || *end || v[0] == '-' || end == v)
-                        return -EINVAL;
-                c->disk_reserve_bytes = n;
-                c->disk_reserve_set = true;
-                return 0;
-        }
-        if (!strcmp(key, "max_image_bytes")) {
-                char *end = NULL;
-                errno = 0;
-                unsigned long long n = strtoull(v, &end, 10);
-                if (errno || !end || *end || n == 0 || v[0] == '-')
-                        return -EINVAL;
-                c->max_image_bytes = n;
-                return 0;
-        }
-        if (!strcmp(key, "max_image_bytes"))
-                return parse_bytes(v, &c->max_image_bytes);
-        if (!strcmp(key, "evidence_archive_dir"))
-                return parse_path(&c->evidence_archive_dir, v);
-        if (!strcmp(key, "evidence_max_bytes"))
-                return parse_bytes(v, &c->evidence_max_bytes);
-        if (!strcmp(key, "evidence_max_file_bytes"))
-                return parse_bytes(v, &c->evidence_max_file_bytes);
-        if (!strcmp(key, "evidence_max_files"))
-                return parse_long_range(v, 1, 4000, &c->evidence_max_files);
-        return -ENOKEY;
+/* A cap in bytes: 0 is not one. */
+static int conf_parse_cap(const ConfItem *item, const char *v, void *field) {
+        unsigned long long n = 0;
+        if (conf_parse_size(item, v, &n) < 0 || n == 0)
+                return -EINVAL;
+        *(unsigned long long *) field = n;
+        return 0;
 }
+
+static int conf_parse_accel(const ConfItem *item, const char *v, void *field) {
+        SeatAccel *a = field;
+        if (!strcmp(v, "auto"))
+                *a = SEAT_ACCEL_AUTO;
+        else if (!strcmp(v, "kvm"))
+                *a = SEAT_ACCEL_KVM;
+        else if (!strcmp(v, "tcg"))
+                *a = SEAT_ACCEL_TCG;
+        else
+                return -EINVAL;
+        return 0;
+}
+
+/* ---- derived defaults ---- */
+
+static int in_state_dir(const SeatConfig *c, const char *def, char **ret) {
+        return asprintf(ret, "%s/%s", c->state_dir, def) < 0 ? -ENOMEM : 0;
+}
+
+/* Beside the operator socket, so a private seatd (tests, a second instance) gets its own
+ * pair from one key. */
+static int beside_socket(const SeatConfig *c, const char *def, char **ret) {
+        const char *slash = strrchr(c->socket_path, '/');
+        int dirlen = slash ? (int) (slash - c->socket_path) : 0;
+        return asprintf(ret, "%.*s/%s", dirlen, c->socket_path, def) < 0 ? -ENOMEM : 0;
+}
+
+/* ---- the table ---- */
+
+#define ITEM(field, parser, kind_, def_, ...) \
+        { .key = #field, .parse = (parser), .kind = (kind_), .offset = offsetof(SeatConfig, field), .def = (def_), __VA_ARGS__ }
+#define STRING(field, parser, def_, ...) ITEM(field, parser, CONF_STRING, def_, __VA_ARGS__)
+#define PATH(field, def_, ...) ITEM(field, conf_parse_path, CONF_STRING, def_, __VA_ARGS__)
+#define BOOL(field, def_, ...) ITEM(field, conf_parse_bool, CONF_BOOL, def_, __VA_ARGS__)
+#define LONG(field, min_, max_, def_, ...) \
+        ITEM(field, conf_parse_long, CONF_LONG, def_, .min = (min_), .max = (max_), __VA_ARGS__)
+#define BYTES(field, parser, def_, ...) ITEM(field, parser, CONF_BYTES, def_, __VA_ARGS__)
+
+/* In the order of debian/conf/seatd.conf; --check-config prints them so. */
+static const ConfItem items[] = {
+        /* Paths and access */
+        PATH(state_dir, "/var/lib/seatd", .doc = "images, seats, warm states, evidence and trust live here"),
+        PATH(socket_path, "/run/seatd/control.sock", .doc = "the operator socket (0660, group admin_group): every method"),
+        PATH(participant_socket_path, "participant.sock", .derive = beside_socket,
+             .doc = "the participant socket (any local user): only a token's own seat's methods"),
+        LONG(participant_max_connections, 1, 256, "16", .doc = "connections one uid may hold on the participant socket"),
+        LONG(participant_idle_timeout, 1, 86400, "600",
+             .doc = "seconds a participant connection may sit idle before it is closed"),
+        PATH(trusted_keys_dir, "trust/keys", .derive = in_state_dir,
+             .doc = "the minisign public keys (*.pub) image manifests must be signed by"),
+        STRING(admin_group, conf_parse_string, "seatd", .doc = "its members (and root) are operators"),
+
+        /* Virtual machines */
+        STRING(libvirt_uri, conf_parse_string, "qemu:///system", .doc = "the libvirt connection seats run on"),
+        ITEM(accel, conf_parse_accel, CONF_ACCEL, "auto", .doc = "kvm, tcg or auto"),
+        BOOL(allow_tcg, "false", .doc = "let seats run under software emulation where KVM is unusable"),
+        BOOL(warm_reset, "true", .doc = "a reset restores a saved ready state of the seat's machine instead of booting"),
+
+        /* Confinement of every seat's QEMU */
+        STRING(require_confinement, conf_parse_confinement, "dac",
+               .doc = "dac (not root), mac (also an AppArmor or SELinux label) or none"),
+        BOOL(require_seccomp, "true", .doc = "QEMU must run with its seccomp sandbox"),
+        PATH(qemu_run_dir, "/run/libvirt/qemu", .doc = "where libvirt keeps <domain>.pid"),
+
+        /* Images */
+        BYTES(max_image_bytes, conf_parse_cap, "68719476736",
+              .doc = "the largest file of an image, in bytes; also the download cap of a pull"),
+        BOOL(inspect_images, "true", .doc = "inspect the disk holding guest-init with libguestfs at import"),
+        BOOL(allow_plain_http, "false", .doc = "also allow http:// for image pulls (a trusted local mirror)"),
+        PATH(ca_file, NULL, .unset = "(system CA store)",
+             .doc = "a PEM CA bundle used instead of the system's for HTTPS pulls"),
+        LONG(pull_low_speed_limit, 1, 1L << 30, "1",
+             .doc = "a pull slower than this many bytes/s for pull_low_speed_time seconds is a stall"),
+        LONG(pull_low_speed_time, 1, 3600, "30", .doc = "seconds below pull_low_speed_limit that make a stall"),
+        LONG(pull_connect_timeout, 1, 600, "30", .doc = "seconds connecting (TCP and TLS) may take"),
+
+        /* Disk */
+        BYTES(disk_reserve_bytes, conf_parse_size, "1073741824",
+              .doc = "free space in state_dir no seat is ever promised, in bytes"),
+
+        /* Pools */
+        LONG(pool_max_seats, 1, 4096, "16", .doc = "the background refill of pools boots no seat past this many seats"),
+        LONG(pool_max_memory_mib, 0, 1L << 30, "0",
+             .doc = "nor past this much memory of all seats' machines, in MiB (0: half of the host's RAM)"),
+
+        /* Seat networks and egress */
+        BOOL(network, "true", .doc = "each seat gets a network of its own; false: seats have no NIC at all"),
+        STRING(net_pool, conf_parse_string, "10.213.0.0/16", .doc = "the private IPv4 pool seat subnets come from"),
+        LONG(net_subnet_len, 29, 30, "30", .doc = "each seat's subnet: 30 or 29"),
+        STRING(uplink, conf_parse_ifname, NULL, .unset = "(none: nothing is forwarded)",
+               .doc = "the one interface seat traffic may leave by"),
+        STRING(uplink_gateway, conf_parse_ipv4, NULL, .unset = "(none: on-link)", .doc = "the next hop on the uplink"),
+        BOOL(masquerade, "true", .doc = "source-NAT seat traffic to the uplink's address"),
+        LONG(route_table, 1, 0x7fffffffL, "5213", .doc = "the policy routing table seat traffic is looked up in"),
+        LONG(route_priority, 1, 32765, "5213", .doc = "the priority of the 'iif <bridge>' rules"),
+        PATH(egress_dir, "/etc/seatd/egress", .doc = "egress profiles, <name>.profile"),
+        STRING(default_egress, conf_parse_profile, "none", .doc = "the profile of a seat provisioned without --egress"),
+        LONG(egress_check_interval, 1, 3600, "10", .doc = "seconds between full read-backs of every seat's rules"),
+        BOOL(tamper_resume, "true", .doc = "after tampering: restore the rules and resume; false: stay paused"),
+        BOOL(forwarding_lockdown, "true", .doc = "IPv4 forwarding only on seat bridges and the uplink"),
+
+        /* Evidence */
+        PATH(host_key, "trust/host.key", .derive = in_state_dir,
+             .doc = "seatd's signing key for evidence archives, made at first start when missing"),
+        PATH(facilitator_key, NULL, .unset = "(none: sessions stay unsealed in the quarantine)",
+             .doc = "the facilitator's box public key finished sessions are sealed to"),
+        PATH(evidence_archive_dir, "evidence/archives", .derive = in_state_dir, .doc = "where sealed archives go"),
+        BYTES(evidence_max_bytes, conf_parse_cap, "268435456", .doc = "bytes of guest files taken per session"),
+        BYTES(evidence_max_file_bytes, conf_parse_cap, "67108864", .doc = "bytes taken of one guest file"),
+        LONG(evidence_max_files, 1, 4000, "1000", .doc = "guest files and links taken per session"),
+};
+
+static const ConfItem *item_find(const char *key) {
+        for (size_t i = 0; i < ELEMENTSOF(items); i++)
+                if (!strcmp(items[i].key, key))
+                        return &items[i];
+        return NULL;
+}
+
+static void *item_field(const ConfItem *item, const SeatConfig *c) {
+        return (void *) ((const uint8_t *) c + item->offset);
+}
+
+const char *seat_config_key(size_t i) {
+        return i < ELEMENTSOF(items) ? items[i].key : NULL;
+}
+
+/* ---- reading the file ---- */
 
 static char *strip(char *s) {
         while (*s == ' ' || *s == '\t')
@@ -190,62 +269,30 @@ static char *strip(char *s) {
         return s;
 }
 
+/* The built-in defaults, before the file: what it sets replaces them. */
 static int set_defaults(SeatConfig *c) {
-        if ((!c->state_dir && set_string(&c->state_dir, "/var/lib/seatd") < 0) ||
-            (!c->socket_path && set_string(&c->socket_path, "/run/seatd/control.sock") < 0) ||
-            (!c->admin_group && set_string(&c->admin_group, "seatd") < 0) ||
-            (!c->libvirt_uri && set_string(&c->libvirt_uri, "qemu:///system") < 0))
-                return -ENOMEM;
-        if (!c->participant_socket_path) {
-                /* Beside the operator socket, so a private seatd (tests, a second instance)
-                 * gets its own pair from one key. */
-                const char *slash = strrchr(c->socket_path, '/');
-                int dirlen = slash ? (int) (slash - c->socket_path) : 0;
-                if (asprintf(&c->participant_socket_path, "%.*s/participant.sock", dirlen, c->socket_path) < 0)
-                        return -ENOMEM;
+        for (size_t i = 0; i < ELEMENTSOF(items); i++) {
+                const ConfItem *item = &items[i];
+                if (!item->def || item->derive)
+                        continue;
+                int r = item->parse(item, item->def, item_field(item, c));
+                if (r < 0)
+                        return r == -EINVAL ? -EBADMSG : r; /* a bad default is a bug: the unit test says which */
         }
-        if (!c->participant_max_connections)
-                c->participant_max_connections = 16;
-        if (!c->participant_idle_timeout)
-                c->participant_idle_timeout = 600;
-        if (!c->trusted_keys_dir && asprintf(&c->trusted_keys_dir, "%s/trust/keys", c->state_dir) < 0)
-                return -ENOMEM;
-        if (!c->host_key && asprintf(&c->host_key, "%s/trust/host.key", c->state_dir) < 0)
-                return -ENOMEM;
-        if (!c->max_image_bytes)
-                c->max_image_bytes = 64ULL << 30;
-        if (!c->evidence_archive_dir && asprintf(&c->evidence_archive_dir, "%s/evidence/archives", c->state_dir) < 0)
-                return -ENOMEM;
-        if (!c->evidence_max_bytes)
-                c->evidence_max_bytes = 256ULL << 20;
-        if (!c->evidence_max_file_bytes)
-                c->evidence_max_file_bytes = 64ULL << 20;
-        if (!c->evidence_max_files)
-                c->evidence_max_files = 1000;
-        if (!c->pull_low_speed_limit)
-                c->pull_low_speed_limit = 1;
-        if (!c->pull_low_speed_time)
-                c->pull_low_speed_time = 30;
-        if (!c->pull_connect_timeout)
-                c->pull_connect_timeout = 30;
-        if ((!c->net_pool && set_string(&c->net_pool, "10.213.0.0/16") < 0) ||
-            (!c->egress_dir && set_string(&c->egress_dir, "/etc/seatd/egress") < 0) ||
-            (!c->default_egress && set_string(&c->default_egress, "none") < 0) ||
-            (!c->require_confinement && set_string(&c->require_confinement, "dac") < 0) ||
-            (!c->qemu_run_dir && set_string(&c->qemu_run_dir, "/run/libvirt/qemu") < 0))
-                return -ENOMEM;
-        if (!c->net_subnet_len)
-                c->net_subnet_len = 30;
-        if (!c->route_table)
-                c->route_table = 5213;
-        if (!c->route_priority)
-                c->route_priority = 5213;
-        if (!c->disk_reserve_set)
-                c->disk_reserve_bytes = 1ULL << 30;
-        if (!c->egress_check_interval)
-                c->egress_check_interval = 10;
-        if (!c->pool_max_seats)
-                c->pool_max_seats = 16;
+        return 0;
+}
+
+/* The defaults made from other settings, once the file has set those. */
+static int set_derived(SeatConfig *c) {
+        for (size_t i = 0; i < ELEMENTSOF(items); i++) {
+                const ConfItem *item = &items[i];
+                char **field = item_field(item, c);
+                if (item->derive && !*field) {
+                        int r = item->derive(c, item->def, field);
+                        if (r < 0)
+                                return r;
+                }
+        }
         return 0;
 }
 
@@ -267,10 +314,11 @@ static int parse_line(SeatConfig *c, char *line, const char *origin, unsigned li
                 if (*p < 0x20 || *p == 0x7f)
                         return seat_error_set(ret_error, EINVAL, "%s:%u: control character in the value of '%s'",
                                               origin, lineno, key);
-        int r = apply(c, key, value);
-        if (r == -ENOKEY)
+        const ConfItem *item = item_find(key);
+        if (!item)
                 return seat_error_set(ret_error, EINVAL, "%s:%u: unknown setting '%s' (see docs/seatd.conf.md)",
                                       origin, lineno, key);
+        int r = item->parse(item, value, item_field(item, c));
         if (r == -EINVAL)
                 return seat_error_set(ret_error, EINVAL, "%s:%u: invalid value '%s' for '%s'", origin, lineno, value, key);
         return r;
@@ -283,13 +331,9 @@ int seat_config_parse(const char *text, size_t len, const char *origin, SeatConf
 
         if (!c)
                 return -ENOMEM;
-        c->inspect_images = true;
-        c->network = true;
-        c->masquerade = true;
-        c->tamper_resume = true;
-        c->forwarding_lockdown = true;
-        c->require_seccomp = true;
-        c->warm_reset = true;
+        r = set_defaults(c);
+        if (r < 0)
+                return seat_error_set(ret_error, -r, "%s: a built-in default is invalid", origin);
         if (len > SEATD_CONFIG_MAX_BYTES)
                 return seat_error_set(ret_error, EFBIG, "%s: larger than %u bytes", origin, SEATD_CONFIG_MAX_BYTES);
         if (memchr(text, '\0', len))
@@ -310,7 +354,7 @@ int seat_config_parse(const char *text, size_t len, const char *origin, SeatConf
                         return r;
                 off += n + 1;
         }
-        r = set_defaults(c);
+        r = set_derived(c);
         if (r < 0)
                 return r;
         if (!strcmp(c->socket_path, c->participant_socket_path))
@@ -334,27 +378,54 @@ int seat_config_load(const char *path, SeatConfig **ret, SeatError **ret_error) 
 SeatConfig *seat_config_free(SeatConfig *c) {
         if (!c)
                 return NULL;
-        free(c->state_dir);
-        free(c->socket_path);
-        free(c->participant_socket_path);
-        free(c->trusted_keys_dir);
-        free(c->admin_group);
-        free(c->libvirt_uri);
-        free(c->ca_file);
-        free(c->host_key);
-        free(c->facilitator_key);
-        free(c->net_pool);
-        free(c->uplink);
-        free(c->uplink_gateway);
-        free(c->egress_dir);
-        free(c->default_egress);
-        free(c->require_confinement);
-        free(c->qemu_run_dir);
-        free(c->evidence_archive_dir);
+        for (size_t i = 0; i < ELEMENTSOF(items); i++)
+                if (items[i].kind == CONF_STRING)
+                        free(*(char **) item_field(&items[i], c));
         free(c);
         return NULL;
 }
 
+/* ---- printing ---- */
+
 const char *seat_accel_to_string(SeatAccel a) {
         return a == SEAT_ACCEL_KVM ? "kvm" : a == SEAT_ACCEL_TCG ? "tcg" : "auto";
+}
+
+int seat_config_format(const SeatConfig *c, const char *key, char **ret) {
+        const ConfItem *item = item_find(key);
+        if (!item)
+                return -ENOKEY;
+        const void *field = item_field(item, c);
+        int n = 0;
+        switch (item->kind) {
+        case CONF_STRING: {
+                const char *s = *(char *const *) field;
+                n = asprintf(ret, "%s", s ? s : item->unset ? item->unset : "");
+                break;
+        }
+        case CONF_BOOL:
+                n = asprintf(ret, "%s", *(const bool *) field ? "true" : "false");
+                break;
+        case CONF_LONG:
+                n = asprintf(ret, "%ld", *(const long *) field);
+                break;
+        case CONF_BYTES:
+                n = asprintf(ret, "%llu", *(const unsigned long long *) field);
+                break;
+        case CONF_ACCEL:
+                n = asprintf(ret, "%s", seat_accel_to_string(*(const SeatAccel *) field));
+                break;
+        }
+        return n < 0 ? -ENOMEM : 0;
+}
+
+int seat_config_print(const SeatConfig *c, FILE *f) {
+        for (size_t i = 0; i < ELEMENTSOF(items); i++) {
+                _cleanup_free_ char *v = NULL;
+                int r = seat_config_format(c, items[i].key, &v);
+                if (r < 0)
+                        return r;
+                fprintf(f, "%s = %s\n", items[i].key, v);
+        }
+        return 0;
 }

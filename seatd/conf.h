@@ -3,12 +3,16 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #include "error.h"
 
 /* seatd.conf: "key = value" lines, '#' comments, values optionally in double quotes.
  * Every path seatd touches comes from here, so tests run a private seatd beside any
- * other. An unknown key is an error (a typo must not silently weaken a setting). */
+ * other. An unknown key is an error (a typo must not silently weaken a setting). Each
+ * key is a row of the table in conf.c (parser, field, default, meaning); a new setting
+ * is a field here, a row there, and a line in docs/seatd.conf.md, docs/man/seatd.conf.5.scd
+ * and debian/conf/seatd.conf (the unit test checks all three). */
 typedef enum SeatAccel {
         SEAT_ACCEL_AUTO,
         SEAT_ACCEL_KVM,
@@ -56,7 +60,6 @@ typedef struct SeatConfig {
         bool tamper_resume;     /* after tampering: restore rules and resume (default), or stay paused */
         /* Disk: free space seatd never promises to seats (default 1 GiB). */
         unsigned long long disk_reserve_bytes;
-        bool disk_reserve_set;
         /* Warm reset (docs/warm-reset.md): each seat slot keeps saved machine states and
          * a reset restores one instead of booting (default true). */
         bool warm_reset;
@@ -87,3 +90,12 @@ int seat_config_load(const char *path, SeatConfig **ret, SeatError **ret_error);
 SeatConfig *seat_config_free(SeatConfig *c);
 DEFINE_TRIVIAL_CLEANUP_FUNC(SeatConfig *, seat_config_free)
 const char *seat_accel_to_string(SeatAccel a);
+
+/* The keys seatd.conf knows, in the order --check-config prints them: the i-th, NULL
+ * past the last. */
+const char *seat_config_key(size_t i);
+/* The value of key in c as seatd.conf would say it; an unset one as what that means, in
+ * parentheses. -ENOKEY for no such key. */
+int seat_config_format(const SeatConfig *c, const char *key, char **ret);
+/* "key = value", every key, one a line: seatd --check-config. */
+int seat_config_print(const SeatConfig *c, FILE *f);

@@ -123,15 +123,8 @@ int main(int argc, char *argv[]) {
                 return 1;
         }
         if (check_only) {
-                printf("state_dir = %s\nsocket_path = %s\nparticipant_socket_path = %s\ntrusted_keys_dir = %s\nadmin_group = %s\n"
-                       "libvirt_uri = %s\naccel = %s\nallow_tcg = %s\nallow_plain_http = %s\nmax_image_bytes = %llu\n"
-                       "ca_file = %s\npull_low_speed_limit = %ld\npull_low_speed_time = %ld\npull_connect_timeout = %ld\n",
-                       config->state_dir, config->socket_path, config->participant_socket_path, config->trusted_keys_dir,
-                       config->admin_group,
-                       config->libvirt_uri, seat_accel_to_string(config->accel), config->allow_tcg ? "true" : "false",
-                       config->allow_plain_http ? "true" : "false", config->max_image_bytes,
-                       config->ca_file ? config->ca_file : "(system CA store)", config->pull_low_speed_limit,
-                       config->pull_low_speed_time, config->pull_connect_timeout);
+                if (seat_config_print(config, stdout) < 0)
+                        return log_error("out of memory"), 1;
                 return 0;
         }
 

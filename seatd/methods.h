@@ -4,7 +4,7 @@
 #include "error.h"
 #include "server.h"
 
-/* Registers every method module's methods (image.*, later seat methods) on the server. */
+/* Registers every method module's methods (image.*, seat.*, host.*, evidence.*, pool.*) on the server. */
 int seatd_methods_init(Server *s, SeatError **ret_error);
 void seatd_methods_done(void);
 

@@ -59,7 +59,7 @@ int server_listen(Server *s, SeatError **ret_error);
 int server_add_methods(Server *s, const Method *methods, size_t n);
 SeatConfig *server_config(Server *s);
 EventLoop *server_loop(Server *s);
-/* Opaque per-daemon state for the method modules (the image store, later seats). */
+/* Opaque per-daemon state for the method modules (the image store, the seat manager). */
 void server_set_userdata(Server *s, const char *key, void *data);
 void *server_get_userdata(Server *s, const char *key);
 /* Stop accepting work; returns when every job has ended. */

@@ -1,28 +1,29 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * seat-sign: minisign-compatible keys and signatures for seatd images.
- * A table of verbs, one file each; only main() prints errors and picks the exit code
- * (0 ok, 1 verification or operation failure, 2 usage).
+ * A table of verbs, one file each; only verbs_main() prints errors and picks the exit
+ * code (0 ok, 1 verification or operation failure, 2 usage).
  */
 #include <stdarg.h>
 #include <stdio.h>
-#include <string.h>
 
-#include "config.h"
 #include "hash.h"
 #include "log.h"
 #include "seat-sign.h"
-
-typedef struct Verb {
-        const char *name;
-        int (*run)(int argc, char *argv[], SeatError **ret_error);
-        const char *summary;
-} Verb;
+#include "verbs.h"
 
 static const Verb verbs[] = {
-        { "keygen", verb_keygen_any, "create a key pair (--box: a facilitator box key pair)" },
-        { "sign", verb_sign, "sign a file" },
-        { "verify", verb_verify, "verify a file's signature and print its trusted comment" },
+        { "keygen", 0, VERB_ANY, verb_keygen_any, "create a key pair (--box: a facilitator box key pair)" },
+        { "sign", 0, VERB_ANY, verb_sign, "sign a file" },
+        { "verify", 0, VERB_ANY, verb_verify, "verify a file's signature and print its trusted comment" },
+};
+
+static void help(void);
+
+static const VerbTool tool = {
+        .table = { "seat-sign", "seat-sign --help", verbs, ELEMENTSOF(verbs) },
+        .help = help,
+        .version_v = true,
 };
 
 static void help(void) {
@@ -45,8 +46,7 @@ static void help(void) {
                "    trusted comment, covered by a second (global) signature.\n"
                "\n"
                "VERBS\n");
-        for (size_t i = 0; i < ELEMENTSOF(verbs); i++)
-                printf("    %-8s %s\n", verbs[i].name, verbs[i].summary);
+        verbs_print_help(&tool.table, stdout, "    ", 8);
         printf("\n"
                "EXIT STATUS\n"
                "    0 success, 1 the verification or operation failed (the reason is printed),\n"
@@ -57,48 +57,22 @@ static void help(void) {
 }
 
 int usage_error(SeatError **ret_error, const char *verb, const char *fmt, ...) {
-        _cleanup_free_ char *msg = NULL;
+        _cleanup_free_ char *see = NULL;
         va_list ap;
 
+        if (asprintf(&see, "seat-sign %s --help", verb) < 0)
+                see = NULL;
         va_start(ap, fmt);
-        if (vasprintf(&msg, fmt, ap) < 0)
-                msg = NULL;
+        int r = verb_usage_errorv(ret_error, see ? see : "seat-sign --help", fmt, ap);
         va_end(ap);
-        return seat_error_set(ret_error, EINVAL, "%s (see 'seat-sign %s --help')", msg ? msg : "usage error", verb);
+        return r;
 }
 
 int main(int argc, char *argv[]) {
-        _cleanup_error_ SeatError *error = NULL;
-
         log_set_ident("seat-sign");
         if (signing_init() < 0) {
                 fprintf(stderr, "seat-sign: cannot initialise libsodium\n");
                 return 1;
         }
-        if (argc < 2) {
-                fprintf(stderr, "seat-sign: a verb is needed: keygen, sign or verify (see 'seat-sign --help')\n");
-                return 2;
-        }
-        if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
-                help();
-                return 0;
-        }
-        if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "-v") == 0) {
-                printf("seat-sign %s (seatd)\n", SEATD_VERSION);
-                return 0;
-        }
-
-        for (size_t i = 0; i < ELEMENTSOF(verbs); i++) {
-                if (strcmp(argv[1], verbs[i].name) != 0)
-                        continue;
-                int r = verbs[i].run(argc - 1, argv + 1, &error);
-                if (r >= 0)
-                        return 0;
-                fprintf(stderr, "seat-sign %s: %s\n", verbs[i].name,
-                        error ? error->message : strerror(-r));
-                return r == -EINVAL ? 2 : 1;
-        }
-        fprintf(stderr, "seat-sign: unknown verb '%s': use keygen, sign or verify (see 'seat-sign --help')\n",
-                argv[1]);
-        return 2;
+        return verbs_main(&tool, argc, argv);
 }

@@ -7,6 +7,7 @@
 #include <cmocka.h>
 
 #include "conf.h"
+#include "fileio.h"
 
 static SeatConfig *parse(const char *s) {
         SeatConfig *c = NULL;
@@ -152,6 +153,131 @@ static void test_pools(void **state) {
         refused("pool_max_memory_mib = -1\n", "pool_max_memory_mib");
 }
 
+/* ---- the table of keys, and the documents held to it ---- */
+
+static bool has_line_starting(const char *text, const char *start) {
+        size_t n = strlen(start);
+        for (const char *l = text; l; l = strchr(l, '\n')) {
+                if (*l == '\n')
+                        l++;
+                if (!strncmp(l, start, n))
+                        return true;
+        }
+        return false;
+}
+
+static void test_keys(void **state) {
+        _cleanup_(seat_config_freep) SeatConfig *d = parse("");
+        _cleanup_free_ char *all = NULL;
+        size_t n = 0;
+        for (const char *key; (key = seat_config_key(n)); n++) {
+                _cleanup_free_ char *v = NULL, *line = NULL;
+                for (size_t j = 0; j < n; j++)
+                        if (!strcmp(seat_config_key(j), key))
+                                fail_msg("'%s' is in the table twice", key);
+                /* Each key is printed, and what is printed for it reads back the same. */
+                assert_int_equal(seat_config_format(d, key, &v), 0);
+                if (v[0] == '(')
+                        continue; /* unset: what that means, not a value */
+                assert_true(asprintf(&line, "%s = %s\n", key, v) > 0);
+                _cleanup_(seat_config_freep) SeatConfig *again = parse(line);
+                _cleanup_free_ char *v2 = NULL;
+                assert_int_equal(seat_config_format(again, key, &v2), 0);
+                assert_string_equal(v, v2);
+        }
+        assert_int_equal(seat_config_format(d, "no_such_key", &all), -ENOKEY);
+        /* --check-config prints every key */
+        char *out = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&out, &len);
+        assert_non_null(f);
+        assert_int_equal(seat_config_print(d, f), 0);
+        fclose(f);
+        all = out;
+        for (size_t i = 0; seat_config_key(i); i++) {
+                _cleanup_free_ char *head = NULL;
+                assert_true(asprintf(&head, "%s = ", seat_config_key(i)) > 0);
+                if (!has_line_starting(all, head))
+                        fail_msg("--check-config does not print '%s'", seat_config_key(i));
+        }
+}
+
+static void test_derived_defaults(void **state) {
+        _cleanup_(seat_config_freep) SeatConfig *c = parse("state_dir = /srv/s\nsocket_path = /run/x/ctl.sock\n");
+        assert_string_equal(c->participant_socket_path, "/run/x/participant.sock");
+        assert_string_equal(c->trusted_keys_dir, "/srv/s/trust/keys");
+        assert_string_equal(c->host_key, "/srv/s/trust/host.key");
+        assert_string_equal(c->evidence_archive_dir, "/srv/s/evidence/archives");
+        _cleanup_(seat_config_freep) SeatConfig *d = parse("");
+        assert_int_equal(d->participant_max_connections, 16);
+        assert_int_equal(d->participant_idle_timeout, 600);
+        assert_int_equal(d->disk_reserve_bytes, 1ULL << 30);
+        _cleanup_(seat_config_freep) SeatConfig *z = parse("disk_reserve_bytes = 0\n");
+        assert_int_equal(z->disk_reserve_bytes, 0);
+        refused("socket_path = /run/x/participant.sock\n", "must be a path of its own");
+        refused("participant_max_connections = 0\n", "participant_max_connections");
+        refused("participant_idle_timeout = 86401\n", "participant_idle_timeout");
+}
+
+/* The file at <source>/path, or skip when the source tree is not known. */
+static char *read_source(const char *path) {
+        const char *src = getenv("SEATD_SOURCE_DIR");
+        _cleanup_free_ char *p = NULL;
+        char *text = NULL;
+        size_t len = 0;
+        if (!src)
+                return NULL;
+        assert_true(asprintf(&p, "%s/%s", src, path) > 0);
+        if (read_file_capped(p, 1 << 20, &text, &len) < 0)
+                fail_msg("cannot read '%s'", p);
+        return text;
+}
+
+static void test_docs_list_every_key(void **state) {
+        _cleanup_free_ char *md = read_source("docs/seatd.conf.md"), *man = read_source("docs/man/seatd.conf.5.scd");
+        if (!md || !man)
+                skip(); /* SEATD_SOURCE_DIR unset: run by meson test */
+        for (size_t i = 0; seat_config_key(i); i++) {
+                _cleanup_free_ char *row = NULL, *entry = NULL;
+                assert_true(asprintf(&row, "| `%s` |", seat_config_key(i)) > 0);
+                assert_true(asprintf(&entry, "*%s* (default", seat_config_key(i)) > 0);
+                if (!has_line_starting(md, row))
+                        fail_msg("docs/seatd.conf.md has no row for '%s'", seat_config_key(i));
+                if (!has_line_starting(man, entry))
+                        fail_msg("docs/man/seatd.conf.5.scd has no entry for '%s'", seat_config_key(i));
+        }
+}
+
+/* debian/conf/seatd.conf lists every key commented out with its default, and an
+ * example for those unset by default: uncommented, the whole file is a valid config. */
+static void test_debian_conf_lists_every_key(void **state) {
+        _cleanup_free_ char *deb = read_source("debian/conf/seatd.conf");
+        if (!deb)
+                skip();
+        _cleanup_(seat_config_freep) SeatConfig *d = parse("");
+        for (size_t i = 0; seat_config_key(i); i++) {
+                const char *key = seat_config_key(i);
+                _cleanup_free_ char *v = NULL, *start = NULL, *want = NULL;
+                assert_int_equal(seat_config_format(d, key, &v), 0);
+                assert_true(asprintf(&start, "#%s = ", key) > 0);
+                assert_true(asprintf(&want, "#%s = %s\n", key, v) > 0);
+                if (!has_line_starting(deb, start))
+                        fail_msg("debian/conf/seatd.conf does not list '%s'", key);
+                if (v[0] != '(' && !has_line_starting(deb, want))
+                        fail_msg("debian/conf/seatd.conf does not give '%s' its default '%s'", key, v);
+        }
+        /* Uncommented: every "#key = value" line becomes "key = value". */
+        for (char *l = deb; l; l = strchr(l, '\n')) {
+                if (*l == '\n')
+                        l++;
+                if (l[0] == '#' && l[1] >= 'a' && l[1] <= 'z' && strstr(l, " = ") &&
+                    strstr(l, " = ") < (strchr(l, '\n') ? strchr(l, '\n') : l + strlen(l)))
+                        l[0] = ' ';
+        }
+        _cleanup_(seat_config_freep) SeatConfig *all = parse(deb);
+        assert_non_null(all);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_pools),
@@ -159,6 +285,10 @@ int main(void) {
                 cmocka_unit_test(test_defaults),
                 cmocka_unit_test(test_values),
                 cmocka_unit_test(test_errors_name_the_line),
+                cmocka_unit_test(test_keys),
+                cmocka_unit_test(test_derived_defaults),
+                cmocka_unit_test(test_docs_list_every_key),
+                cmocka_unit_test(test_debian_conf_lists_every_key),
         };
         return cmocka_run_group_tests_name("seatd-config", tests, NULL, NULL);
 }
