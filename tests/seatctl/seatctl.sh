@@ -110,7 +110,7 @@ printf 'state_dir = %s\nsocket_path = %s\ntrusted_keys_dir = %s\ninspect_images 
         "$t/state" "$t/ctl.sock" "$t/keys" >"$t/seatd.conf"
 "$SEATD" -c "$t/seatd.conf" >"$t/seatd.log" 2>&1 &
 seatd_pid=$!
-for _ in $(seq 1 200); do "$CTL" --socket "$t/ctl.sock" list >/dev/null 2>&1 && break; sleep 0.05; done
+for _ in $(seq 1 1200); do "$CTL" --socket "$t/ctl.sock" list >/dev/null 2>&1 && break; sleep 0.05; done
 F=(--socket "$t/ctl.sock")
 run fl-before "${F[@]}" --json list
 run fl-after "${F[@]}" list --json
