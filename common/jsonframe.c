@@ -110,13 +110,13 @@ int frame_reader_next(FrameReader *r, const char **ret_frame, size_t *ret_len) {
 int json_frame_scan(const char *frame, size_t len, const JsonFrameLimits *limits) {
         size_t containers = 0, values = 1;
 
-        for (const char *p = frame, *end = frame + len; p < end; p++) {
-                switch (*p) {
+        for (size_t i = 0; i < len; i++) {
+                switch (frame[i]) {
                 case '"':
                         /* Skip the string: up to the next quote that is not escaped. */
-                        for (p++; p < end && *p != '"'; p++)
-                                if (*p == '\\')
-                                        p++;
+                        for (i++; i < len && frame[i] != '"'; i++)
+                                if (frame[i] == '\\')
+                                        i++;
                         break;
                 case '{':
                 case '[':
