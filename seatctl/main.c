@@ -23,7 +23,7 @@ static const struct {
         { "list", verb_list, "every seat, its state, image and participant" },
         { "status", verb_status, "one seat's state" },
         { "exec", verb_exec, "run a command in a seat, output streamed, its exit code returned" },
-        { "cp", verb_cp, "copy a file into or out of a seat" },
+        { "cp", verb_cp, "copy a file into or out of a seat (out: at most 1 GiB, --max-size)" },
         { "console", verb_console, "the seat's serial console log (read-only, --follow)" },
         { "reset", verb_reset, "wipe a seat: a new machine from the verified image, new token" },
         { "release", verb_release, "stop and remove a seat, its session set aside for evidence" },
