@@ -144,7 +144,7 @@ int main(int argc, char *argv[]) {
         r = sandbox_seatd_proc();
         if (r < 0)
                 log_warning("/proc stays writable for seatd (no Landlock ruleset): %s",
-                            r == -EOPNOTSUPP ? "the kernel has no Landlock" : strerror(-r));
+                            r == -EOPNOTSUPP ? "the kernel has no Landlock ABI 2 (Linux 5.19 and later)" : strerror(-r));
         else
                 log_debug("Landlock ruleset installed: nothing under /proc is written but /proc/sys/net/ipv4/conf");
 

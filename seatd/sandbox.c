@@ -13,6 +13,10 @@
  *   only knows the native numbers.
  * - a Landlock ruleset: files may be opened for writing anywhere but under /proc, where
  *   only /proc/sys/net/ipv4/conf (the seat bridges' forwarding switches) stays writable.
+ *   It also handles LANDLOCK_ACCESS_FS_REFER (ABI 2, Linux 5.19), granted with the writes:
+ *   a ruleset that does not handle it makes every rename or link into another directory
+ *   fail with EXDEV (seatd moves a session into its quarantine that way), so on a kernel
+ *   with ABI 1 there is no ruleset at all.
  *   So no /proc/PID/mem (another process's memory, seatd's children included, or seatd's
  *   own past W^X), no /proc/sys/kernel/core_pattern, no /proc/sysrq-trigger.
  *   systemd's ProtectProc= cannot do this: it hides other users' processes, and seatd
@@ -23,6 +27,7 @@
 #include <fcntl.h>
 #include <linux/landlock.h>
 #include <seccomp.h>
+#include <stdbool.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -82,9 +87,10 @@ static int sandbox_seccomp(void) {
         return seccomp_load(ctx);
 }
 
-static int landlock_allow_writes(int ruleset, int fd) {
+/* fd: a directory (writes and renames beneath it) or another file (writes to it). */
+static int landlock_allow_writes(int ruleset, int fd, bool dir) {
         struct landlock_path_beneath_attr rule = {
-                .allowed_access = LANDLOCK_ACCESS_FS_WRITE_FILE,
+                .allowed_access = LANDLOCK_ACCESS_FS_WRITE_FILE | (dir ? LANDLOCK_ACCESS_FS_REFER : 0),
                 .parent_fd = fd,
         };
         return syscall(SYS_landlock_add_rule, ruleset, LANDLOCK_RULE_PATH_BENEATH, &rule, 0) < 0 ? -errno : 0;
@@ -96,13 +102,20 @@ static int landlock_allow_writes(int ruleset, int fd) {
 static int proc_conf_fd = -EBADF;
 
 static int sandbox_landlock(void) {
-        const struct landlock_ruleset_attr attr = { .handled_access_fs = LANDLOCK_ACCESS_FS_WRITE_FILE };
+        const struct landlock_ruleset_attr attr = {
+                .handled_access_fs = LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_REFER,
+        };
         _cleanup_close_ int ruleset = -EBADF, conf = -EBADF;
         int r;
 
+        long abi = syscall(SYS_landlock_create_ruleset, NULL, 0, LANDLOCK_CREATE_RULESET_VERSION);
+        if (abi < 0)
+                return errno == ENOSYS || errno == EOPNOTSUPP ? -EOPNOTSUPP : -errno;
+        if (abi < 2)
+                return -EOPNOTSUPP; /* no REFER: renames across directories would fail */
         ruleset = (int) syscall(SYS_landlock_create_ruleset, &attr, sizeof(attr), 0);
         if (ruleset < 0)
-                return errno == ENOSYS || errno == EOPNOTSUPP ? -EOPNOTSUPP : -errno;
+                return -errno;
 
         /* Everything under / but /proc. Symbolic links are left out: their targets are
          * under / (merged /usr), or they would lead back into /proc. */
@@ -119,7 +132,7 @@ static int sandbox_landlock(void) {
                 if (fd < 0)
                         continue; /* gone meanwhile */
                 if (fstat(fd, &st) == 0 && !S_ISLNK(st.st_mode))
-                        r = landlock_allow_writes(ruleset, fd);
+                        r = landlock_allow_writes(ruleset, fd, S_ISDIR(st.st_mode));
                 (void) close(fd);
         }
         closedir(root);
@@ -130,7 +143,7 @@ static int sandbox_landlock(void) {
          * (no IPv4) simply has nothing writable in /proc. */
         conf = open("/proc/sys/net/ipv4/conf", O_PATH | O_DIRECTORY | O_CLOEXEC);
         if (conf >= 0) {
-                r = landlock_allow_writes(ruleset, conf);
+                r = landlock_allow_writes(ruleset, conf, false);
                 if (r < 0)
                         return r;
         }

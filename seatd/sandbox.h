@@ -7,5 +7,6 @@
 /* The seccomp deny list (libseccomp); also sets no_new_privs. 0, or -errno. */
 int sandbox_seatd(void);
 /* Landlock: no file under /proc opened for writing but /proc/sys/net/ipv4/conf/. 0,
- * -EOPNOTSUPP when the kernel has no Landlock, or -errno. */
+ * -EOPNOTSUPP when the kernel has no Landlock or only ABI 1 (before Linux 5.19), or
+ * -errno. */
 int sandbox_seatd_proc(void);
