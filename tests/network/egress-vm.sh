@@ -349,7 +349,8 @@ before=$(dhcp_accepted)
   ((after > before)) && ok "control: a real DHCP exchange from the guest (udhcpc) gets its lease, DHCP rule +$((after - before))" \
   || not_ok "control: a real DHCP exchange from the guest (udhcpc) gets its lease"
 # Crafted DHCP-shaped frames (UDP 68 -> 67): the control from the real MAC and IP is
-# accepted by the DHCP rule; forged ones never reach it and are counted as drops.
+# accepted by the DHCP rule; forged ones never reach it and are counted as drops. The DHCP
+# rule's own counter decides (the drop counter may also move for other packets).
 dhcp_case() { # DESC accepted|dropped guest-probe ARGS...
   local d=$1 want=$2; shift 2
   local db ab da aa
@@ -358,7 +359,7 @@ dhcp_case() { # DESC accepted|dropped guest-probe ARGS...
   sleep 1
   da=$(denied "$C") aa=$(dhcp_accepted)
   echo "denied $db -> $da, DHCP rule $ab -> $aa" >>"$t/out"
-  if [[ $want == accepted ]] && ((aa > ab && da == db)); then ok "$d (DHCP rule +$((aa - ab)))"
+  if [[ $want == accepted ]] && ((aa > ab)); then ok "$d (DHCP rule +$((aa - ab)))"
   elif [[ $want == dropped ]] && ((aa == ab && da > db)); then ok "$d (denied +$((da - db)), DHCP rule unchanged)"
   else not_ok "$d (denied $db -> $da, DHCP rule $ab -> $aa)"; fi
 }
