@@ -488,9 +488,15 @@ int agent_msg_parse(const char *frame, size_t len, AgentMsg **ret, AgentParseErr
         if (err)
                 *err = (AgentParseError) { .code = AGENT_ERR_MALFORMED };
 
-        r = json_frame_parse(frame, len, AGENT_MAX_DEPTH, &o);
+        static const JsonFrameLimits limits = {
+                .max_depth = AGENT_MAX_DEPTH, .max_containers = AGENT_MAX_CONTAINERS, .max_values = AGENT_MAX_VALUES,
+        };
+        r = json_frame_parse_limited(frame, len, &limits, &o);
         if (r == -ELOOP)
                 return parse_fail(&c, -EBADMSG, AGENT_ERR_MALFORMED, "JSON nested deeper than %d", AGENT_MAX_DEPTH);
+        if (r == -E2BIG)
+                return parse_fail(&c, -E2BIG, AGENT_ERR_TOO_LARGE, "frame holds more than %d JSON objects and arrays or %d values",
+                                  AGENT_MAX_CONTAINERS, AGENT_MAX_VALUES);
         if (r < 0)
                 return parse_fail(&c, -EBADMSG, AGENT_ERR_MALFORMED, "frame is not one JSON object in valid UTF-8");
         c.o = o;

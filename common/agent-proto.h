@@ -21,6 +21,12 @@
 #define AGENT_MAX_FRAME_DEFAULT (1024u * 1024u) /* bytes of one line, without '\n' */
 #define AGENT_MAX_FRAME_MIN (64u * 1024u)
 #define AGENT_MAX_DEPTH 8
+/* What one frame may hold (jsonframe.h JsonFrameLimits), checked before json-c allocates
+ * anything: the largest message, an exec with AGENT_ARGV_MAX + AGENT_ENV_MAX strings, has
+ * about 2100 values; a configure with AGENT_ADDR_MAX addresses about 20 containers. A frame
+ * at both caps costs json-c well under 1 MiB beside its own bytes. */
+#define AGENT_MAX_CONTAINERS 64
+#define AGENT_MAX_VALUES (2 * (AGENT_ARGV_MAX + AGENT_ENV_MAX))
 #define AGENT_CHUNK_MAX (512u * 1024u)   /* raw bytes in one output/stdin/file chunk */
 #define AGENT_ARGV_MAX 1024
 #define AGENT_ENV_MAX 1024
@@ -186,8 +192,10 @@ bool agent_msg_type_is_request(AgentMsgType t);
 
 /*
  * Parse one frame (without its '\n'). Returns 0 and a message whose every field has been
- * checked, or -EBADMSG (malformed), -EOPNOTSUPP (unknown type), -EINVAL (bad field), with
- * *err filled in (err may be NULL).
+ * checked, or -EBADMSG (malformed), -E2BIG (more JSON containers or values than
+ * AGENT_MAX_CONTAINERS / AGENT_MAX_VALUES: code too_large, refused before json-c
+ * allocates), -EOPNOTSUPP (unknown type), -EINVAL (bad field), with *err filled in (err
+ * may be NULL).
  */
 int agent_msg_parse(const char *frame, size_t len, AgentMsg **ret, AgentParseError *err);
 /* Format m as one line ending in '\n'. -E2BIG when longer than max_frame, -EINVAL when a

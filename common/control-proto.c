@@ -80,7 +80,8 @@ static int parse_reply(json_object *o, const char *type, ControlMsg *m, ControlP
         return r < 0 ? fail(err, m->id, -EINVAL, CONTROL_ERR_INVALID, "field '%s' must be an object", type) : 0;
 }
 
-int control_msg_parse(const char *frame, size_t len, ControlMsg **ret, ControlParseError *err) {
+static int msg_parse(const char *frame, size_t len, const JsonFrameLimits *limits, ControlMsg **ret,
+                     ControlParseError *err) {
         _cleanup_json_ json_object *o = NULL;
         const char *method = NULL, *type = NULL;
         int64_t id = 0;
@@ -88,7 +89,10 @@ int control_msg_parse(const char *frame, size_t len, ControlMsg **ret, ControlPa
 
         if (err)
                 *err = (ControlParseError) { .code = CONTROL_ERR_MALFORMED };
-        r = json_frame_parse(frame, len, CONTROL_MAX_DEPTH, &o);
+        r = json_frame_parse_limited(frame, len, limits, &o);
+        if (r == -E2BIG)
+                return fail(err, 0, -E2BIG, CONTROL_ERR_TOO_LARGE, "line holds more than %d JSON objects and arrays or %d values",
+                            CONTROL_MAX_CONTAINERS, CONTROL_MAX_VALUES);
         if (r < 0)
                 return fail(err, 0, -EBADMSG, CONTROL_ERR_MALFORMED,
                             r == -ELOOP ? "JSON nested deeper than 16" : "line is not one JSON object in valid UTF-8");
@@ -126,6 +130,20 @@ int control_msg_parse(const char *frame, size_t len, ControlMsg **ret, ControlPa
         }
         *ret = TAKE_PTR(m);
         return 0;
+}
+
+int control_msg_parse(const char *frame, size_t len, ControlMsg **ret, ControlParseError *err) {
+        static const JsonFrameLimits limits = {
+                .max_depth = CONTROL_MAX_DEPTH, .max_containers = CONTROL_MAX_CONTAINERS, .max_values = CONTROL_MAX_VALUES,
+        };
+        return msg_parse(frame, len, &limits, ret, err);
+}
+
+int control_msg_parse_reply(const char *frame, size_t len, ControlMsg **ret, ControlParseError *err) {
+        static const JsonFrameLimits limits = {
+                .max_depth = CONTROL_MAX_DEPTH, .max_containers = SIZE_MAX, .max_values = SIZE_MAX,
+        };
+        return msg_parse(frame, len, &limits, ret, err);
 }
 
 static int format_with(int64_t id, const char *k1, const char *v1, const char *key, json_object *body,

@@ -15,6 +15,13 @@
 #define CONTROL_PROTO_VERSION 1
 #define CONTROL_MAX_FRAME (1024u * 1024u)
 #define CONTROL_MAX_DEPTH 16
+/* What one frame a client sends may hold (jsonframe.h JsonFrameLimits), checked before
+ * json-c allocates anything. The largest request, seat.exec with AGENT_ARGV_MAX +
+ * AGENT_ENV_MAX strings, has about 2100 values and 4 containers. seatd parses requests on
+ * its event loop, beside tamper detection: at these caps a 1 MiB frame costs json-c under
+ * 1 MiB and at most ~12 ms here (a 1 MiB frame of '{},' cost 270 MiB and 0.3 s). */
+#define CONTROL_MAX_CONTAINERS 64
+#define CONTROL_MAX_VALUES 4096
 #define CONTROL_METHOD_MAX 64
 
 #define CONTROL_ERR_MALFORMED "malformed"
@@ -57,8 +64,13 @@ ControlMsg *control_msg_free(ControlMsg *m);
 DEFINE_TRIVIAL_CLEANUP_FUNC(ControlMsg *, control_msg_free)
 #define _cleanup_control_msg_ _cleanup_(control_msg_freep)
 
-/* One frame without its '\n'. -EBADMSG malformed, -EINVAL bad field, with err filled in. */
+/* One frame without its '\n', from a peer seatd does not trust (a client's request):
+ * -EBADMSG malformed, -E2BIG over CONTROL_MAX_CONTAINERS / CONTROL_MAX_VALUES (code
+ * too_large), -EINVAL bad field, with err filled in. */
 int control_msg_parse(const char *frame, size_t len, ControlMsg **ret, ControlParseError *err);
+/* The same for seatctl reading seatd's replies, which it trusts and which may be large (a
+ * list of 10000 archives): only the depth is capped. */
+int control_msg_parse_reply(const char *frame, size_t len, ControlMsg **ret, ControlParseError *err);
 
 /* Formatting; each returns one line ending in '\n'. body may be NULL ({}); it is not
  * consumed (the caller keeps its reference). */

@@ -47,7 +47,11 @@ static void frame_reader_compact(FrameReader *r) {
 }
 
 ssize_t frame_reader_fill(FrameReader *r, int fd) {
-        size_t space = r->cap - r->end;
+        return frame_reader_fill_max(r, fd, SIZE_MAX);
+}
+
+ssize_t frame_reader_fill_max(FrameReader *r, int fd, size_t max) {
+        size_t space = MIN(r->cap - r->end, max);
         if (space == 0)
                 return -ENOBUFS;
         ssize_t n = read(fd, r->buf + r->end, space);
@@ -103,9 +107,46 @@ int frame_reader_next(FrameReader *r, const char **ret_frame, size_t *ret_len) {
         }
 }
 
+int json_frame_scan(const char *frame, size_t len, const JsonFrameLimits *limits) {
+        size_t containers = 0, values = 1;
+
+        for (size_t i = 0; i < len; i++) {
+                switch (frame[i]) {
+                case '"':
+                        /* Skip the string: up to the next quote that is not escaped. */
+                        for (i++; i < len && frame[i] != '"'; i++)
+                                if (frame[i] == '\\')
+                                        i++;
+                        break;
+                case '{':
+                case '[':
+                        if (++containers > limits->max_containers || ++values > limits->max_values)
+                                return -E2BIG;
+                        break;
+                case ',':
+                case ':':
+                        if (++values > limits->max_values)
+                                return -E2BIG;
+                        break;
+                default:
+                        break;
+                }
+        }
+        return 0;
+}
+
 int json_frame_parse(const char *frame, size_t len, int max_depth, json_object **ret) {
+        const JsonFrameLimits unlimited = { .max_depth = max_depth, .max_containers = SIZE_MAX, .max_values = SIZE_MAX };
+        return json_frame_parse_limited(frame, len, &unlimited, ret);
+}
+
+int json_frame_parse_limited(const char *frame, size_t len, const JsonFrameLimits *limits, json_object **ret) {
+        int max_depth = limits->max_depth;
+
         if (len > (size_t) INT_MAX || memchr(frame, '\0', len))
                 return -EBADMSG;
+        if ((limits->max_containers != SIZE_MAX || limits->max_values != SIZE_MAX) && json_frame_scan(frame, len, limits) < 0)
+                return -E2BIG;
 
         json_tokener *tok = json_tokener_new_ex(max_depth);
         if (!tok)

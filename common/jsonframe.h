@@ -28,6 +28,8 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(FrameReader *, frame_reader_free)
  * Reads nothing (returns -ENOBUFS) while a complete frame is still waiting: call
  * frame_reader_next() until it returns 0 first. */
 ssize_t frame_reader_fill(FrameReader *r, int fd);
+/* The same, reading at most max bytes (a daemon bounds the work one wakeup does). */
+ssize_t frame_reader_fill_max(FrameReader *r, int fd, size_t max);
 /* Feed bytes directly (tests, fuzzing). Returns bytes consumed (may be < len when the
  * buffer holds a complete frame: call next() and feed the rest again). */
 size_t frame_reader_feed(FrameReader *r, const void *data, size_t len);
@@ -38,11 +40,35 @@ int frame_reader_next(FrameReader *r, const char **ret_frame, size_t *ret_len);
 size_t frame_reader_pending(const FrameReader *r);
 
 /*
+ * What one frame from a peer may make json-c allocate. json-c spends about 800 bytes on
+ * an empty object, 150 on an empty array and 60-100 on a scalar or key, so a 1 MiB line
+ * of "[{},{},..." costs some 270 MiB and 0.2 s to parse: the frame cap alone bounds
+ * neither. max_values counts every value and every key (an upper bound: each one but the
+ * first follows a '{', '[', ',' or ':'), max_containers the objects and arrays among them.
+ */
+typedef struct JsonFrameLimits {
+        int max_depth;
+        size_t max_containers;
+        size_t max_values;
+} JsonFrameLimits;
+
+/*
+ * Counts the frame's containers and values without allocating (a linear scan, strings
+ * skipped): -E2BIG as soon as either is over its limit, else 0. Malformed input is left
+ * to the parser.
+ */
+int json_frame_scan(const char *frame, size_t len, const JsonFrameLimits *limits);
+
+/*
  * Parse one frame: must be a JSON object, valid UTF-8, no NUL byte, nesting at most
  * max_depth. Returns 0, -EBADMSG (not JSON / not an object / bad UTF-8 / NUL),
- * -ELOOP (too deep).
+ * -ELOOP (too deep). json_frame_parse() is for input seatd trusts (its own files,
+ * libnftables); json_frame_parse_limited() scans first and also returns -E2BIG (more
+ * containers or values than limits allow) before anything is allocated: every frame from
+ * a peer goes through it.
  */
 int json_frame_parse(const char *frame, size_t len, int max_depth, json_object **ret);
+int json_frame_parse_limited(const char *frame, size_t len, const JsonFrameLimits *limits, json_object **ret);
 /* Serialise o compactly plus '\n'. -E2BIG when longer than max_frame (without '\n'). */
 int json_frame_format(json_object *o, size_t max_frame, char **ret, size_t *ret_len);
 

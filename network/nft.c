@@ -128,6 +128,11 @@ int nft_seat_spec_validate(const NftSeatSpec *spec, SeatError **ret_error) {
                 return seat_error_set(ret_error, EINVAL, "seat '%s' has no guest address", spec->seat);
         if (!spec->profile)
                 return seat_error_set(ret_error, EINVAL, "seat '%s' has no egress profile", spec->seat);
+        if ((spec->profile->dhcp || spec->profile->dns_host) &&
+            (spec->host.s_addr == htonl(INADDR_ANY) || spec->host.s_addr == htonl(INADDR_BROADCAST) ||
+             spec->host.s_addr == spec->guest.s_addr))
+                return seat_error_set(ret_error, EINVAL,
+                                      "seat '%s': 'dhcp on' and 'dns host' need the host's address on the bridge", spec->seat);
         if (egress_profile_has_names(spec->profile))
                 return seat_error_set(ret_error, EOPNOTSUPP,
                                       "seat '%s': 'allow name' rules are not enforced yet; use addresses",
@@ -296,21 +301,47 @@ static int add_deny_tail(json_object *rules, const char *seat) {
         return RULE0(rules, j_verdict("drop"));
 }
 
-static json_object *j_guest_ip(const NftSeatSpec *spec) {
+static json_object *j_ipv4(struct in_addr a) {
         char buf[INET_ADDRSTRLEN];
-        if (!inet_ntop(AF_INET, &spec->guest, buf, sizeof(buf)))
+        if (!inet_ntop(AF_INET, &a, buf, sizeof(buf)))
                 return NULL;
         return j_str(buf);
 }
 
+static json_object *j_guest_ip(const NftSeatSpec *spec) {
+        return j_ipv4(spec->guest);
+}
+
+static json_object *j_host_ip(const NftSeatSpec *spec) {
+        return j_ipv4(spec->host);
+}
+
+/* An anonymous set of two IPv4 addresses, in the order nft lists them (ascending). */
+static json_object *j_ipv4_pair(struct in_addr a, struct in_addr b) {
+        json_object *arr = json_object_new_array();
+        bool swap = ntohl(a.s_addr) > ntohl(b.s_addr);
+        if (!arr)
+                return NULL;
+        if (json_object_array_add(arr, j_ipv4(swap ? b : a)) < 0 || json_object_array_add(arr, j_ipv4(swap ? a : b)) < 0) {
+                json_object_put(arr);
+                return NULL;
+        }
+        return j_obj1("set", arr);
+}
+
+static int add_mac_rule(json_object *rules, const NftSeatSpec *spec) {
+        if (!spec->has_mac)
+                return 0;
+        return RULE(rules, j_verdict("drop"), j_match("!=", j_payload("ether", "saddr"), j_mac(spec->guest_mac)));
+}
+
+static int add_ip_source_rule(json_object *rules, const NftSeatSpec *spec) {
+        return RULE(rules, j_verdict("drop"), j_match("!=", j_payload("ip", "saddr"), j_guest_ip(spec)));
+}
+
 static int add_spoof_rules(json_object *rules, const NftSeatSpec *spec) {
-        int r = 0;
-        if (spec->has_mac)
-                r = RULE(rules, j_verdict("drop"),
-                         j_match("!=", j_payload("ether", "saddr"), j_mac(spec->guest_mac)));
-        if (r >= 0)
-                r = RULE(rules, j_verdict("drop"), j_match("!=", j_payload("ip", "saddr"), j_guest_ip(spec)));
-        return r;
+        int r = add_mac_rule(rules, spec);
+        return r < 0 ? r : add_ip_source_rule(rules, spec);
 }
 
 static int add_allow_rule(json_object *rules, const EgressRule *er) {
@@ -370,19 +401,29 @@ static int build_to(json_object *rules, const NftSeatSpec *spec) {
 /* host-B: the guest talking to the host itself. */
 static int build_host(json_object *rules, const NftSeatSpec *spec) {
         const EgressProfile *p = spec->profile;
-        int r = 0;
-        /* DHCP comes from 0.0.0.0: before the source check. */
-        if (p->dhcp)
-                r = RULE(rules, j_verdict("accept"), j_match("==", j_payload("udp", "sport"), json_object_new_int(68)),
+        const struct in_addr any = { .s_addr = htonl(INADDR_ANY) }, bcast = { .s_addr = htonl(INADDR_BROADCAST) };
+        /* The MAC first: nothing, DHCP included, is accepted from another one. */
+        int r = add_mac_rule(rules, spec);
+        /* DHCP comes from 0.0.0.0 until the guest has its address (then from it, to renew),
+         * so it goes before the IP source check, and is accepted from those two sources only,
+         * to the broadcast address or the host's address on this bridge. */
+        if (r >= 0 && p->dhcp)
+                r = RULE(rules, j_verdict("accept"), j_match("==", j_payload("ip", "saddr"), j_ipv4_pair(any, spec->guest)),
+                         j_match("==", j_payload("ip", "daddr"), j_ipv4_pair(spec->host, bcast)),
+                         j_match("==", j_payload("udp", "sport"), json_object_new_int(68)),
                          j_match("==", j_payload("udp", "dport"), json_object_new_int(67)));
         if (r >= 0)
-                r = add_spoof_rules(rules, spec);
+                r = add_ip_source_rule(rules, spec);
         if (r >= 0)
                 r = RULE(rules, j_verdict("accept"), j_ct_state("established", "related"));
+        /* DNS on the host's address on this bridge, where libvirt's dnsmasq listens: not on
+         * any other address of the host (its uplink, other seats' bridges, a resolver). */
         if (r >= 0 && p->dns_host)
-                r = RULE(rules, j_verdict("accept"), j_match("==", j_payload("udp", "dport"), json_object_new_int(53)));
+                r = RULE(rules, j_verdict("accept"), j_match("==", j_payload("ip", "daddr"), j_host_ip(spec)),
+                         j_match("==", j_payload("udp", "dport"), json_object_new_int(53)));
         if (r >= 0 && p->dns_host)
-                r = RULE(rules, j_verdict("accept"), j_match("==", j_payload("tcp", "dport"), json_object_new_int(53)));
+                r = RULE(rules, j_verdict("accept"), j_match("==", j_payload("ip", "daddr"), j_host_ip(spec)),
+                         j_match("==", j_payload("tcp", "dport"), json_object_new_int(53)));
         return r < 0 ? r : add_deny_tail(rules, spec->seat);
 }
 

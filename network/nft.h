@@ -12,7 +12,10 @@
  *           leaving through the uplink (other seats), link-local/metadata/multicast are
  *           dropped first; then replies, then the profile's allows; then log + drop
  *   to-B    into the guest: replies only
- *   host-B  to the host itself: DHCP/DNS only when the profile serves them
+ *   host-B  to the host itself: the guest's MAC first, then DHCP (from 0.0.0.0 or the
+ *           guest's address, to the broadcast or the host's bridge address) when the
+ *           profile serves it, then the guest's source address, replies, and DNS to the
+ *           host's bridge address only when the profile serves it
  *   ing-B   base, hook ingress on the bridge device: only IPv4 and ARP frames (and IPv6
  *           when allowed) go on; VLAN-tagged and anything else is counted and dropped
  *
@@ -43,6 +46,9 @@ typedef struct NftSeatSpec {
         const char *uplink;     /* the only interface the seat's traffic may leave through;
                                  * NULL: none, nothing is forwarded */
         struct in_addr guest;   /* the guest's one IPv4 address */
+        struct in_addr host;    /* the host's address on the bridge (the guest's gateway):
+                                 * where DHCP and DNS are served; needed when the profile
+                                 * has "dhcp on" or "dns host" */
         bool has_mac;
         uint8_t guest_mac[6];   /* the guest's MAC (anti-spoofing) when has_mac */
         bool masquerade;        /* source NAT to the uplink's address */

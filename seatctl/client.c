@@ -36,7 +36,7 @@ static int read_msg(CtlClient *c, ControlMsg **ret, SeatError **ret_error) {
                         return seat_error_set(ret_error, EPROTO, "seatd sent a line over 1 MiB");
                 if (r > 0) {
                         ControlParseError err;
-                        if (control_msg_parse(frame, len, ret, &err) < 0)
+                        if (control_msg_parse_reply(frame, len, ret, &err) < 0)
                                 return seat_error_set(ret_error, EPROTO, "seatd sent a bad line: %s", err.message);
                         return 0;
                 }

@@ -15,6 +15,9 @@
 #include "seatctl.h"
 
 #define CHUNK (512u * 1024u)
+/* seatctl cp SEAT:PATH LOCAL writes at most this much to the operator's disk unless
+ * --max-size says otherwise: the guest decides what it sends, and could send for ever. */
+#define CP_MAX_DEFAULT (UINT64_C(1) << 30)
 #define STDIN_MAX (512u * 1024u)
 #define TOKEN_MAX 256
 
@@ -435,10 +438,42 @@ int verb_exec(int argc, char *argv[], SeatError **ret_error) {
 
 static void cp_usage(FILE *f) {
         fprintf(f,
-                "usage: seatctl cp LOCAL SEAT:/PATH     copy a file into a seat\n"
-                "       seatctl cp SEAT:/PATH LOCAL     copy a file out of a seat\n"
+                "usage: seatctl cp LOCAL SEAT:/PATH                    copy a file into a seat\n"
+                "       seatctl cp [--max-size SIZE] SEAT:/PATH LOCAL  copy a file out of a seat\n"
                 "\n"
-                "Files move in 512 KiB chunks through the seat's agent. Guest paths are absolute.\n");
+                "Files move in 512 KiB chunks through the seat's agent. Guest paths are absolute.\n"
+                "\n"
+                "Options:\n"
+                "  --max-size SIZE  copying out, write at most SIZE bytes (default 1G): a file the\n"
+                "                   guest says is larger is refused before anything is copied, and a\n"
+                "                   copy that goes past it is stopped and removed. The guest decides\n"
+                "                   what it sends. SIZE is bytes, or a number with K, M, G or T\n"
+                "                   (powers of 1024).\n");
+}
+
+/* "123", "64K", "2M", "1G", "1T" (powers of 1024; an "iB" or "B" after the unit is fine). */
+static int parse_size(const char *s, uint64_t *ret) {
+        char *end = NULL;
+        if (!s || *s < '0' || *s > '9')
+                return -EINVAL;
+        errno = 0;
+        unsigned long long v = strtoull(s, &end, 10);
+        if (errno != 0)
+                return -EINVAL;
+        unsigned shift = 0;
+        switch (*end) {
+        case 'k': case 'K': shift = 10; end++; break;
+        case 'm': case 'M': shift = 20; end++; break;
+        case 'g': case 'G': shift = 30; end++; break;
+        case 't': case 'T': shift = 40; end++; break;
+        default: break;
+        }
+        if (shift && (!strcmp(end, "iB") || !strcmp(end, "B")))
+                end += strlen(end);
+        if (*end || (shift && v > (UINT64_MAX >> shift)))
+                return -EINVAL;
+        *ret = (uint64_t) v << shift;
+        return 0;
 }
 
 static int cp_in(const char *local, const char *seat, const char *path, SeatError **ret_error) {
@@ -472,7 +507,7 @@ static int cp_in(const char *local, const char *seat, const char *path, SeatErro
         return 0;
 }
 
-static int cp_out(const char *seat, const char *path, const char *local, SeatError **ret_error) {
+static int cp_out(const char *seat, const char *path, const char *local, uint64_t max_size, SeatError **ret_error) {
         _cleanup_free_ char *tmp = NULL;
         uint64_t off = 0;
         if (asprintf(&tmp, "%s.seatctl-XXXXXX", local) < 0)
@@ -485,16 +520,39 @@ static int cp_out(const char *seat, const char *path, const char *local, SeatErr
                 _cleanup_free_ void *bytes = NULL;
                 const char *data = NULL;
                 bool eof = false;
+                int64_t size = -1;
                 size_t n = 0;
                 json_object_object_add(p, "path", json_object_new_string(path));
                 json_object_object_add(p, "offset", json_object_new_int64((int64_t) off));
                 if (seat_call("seat.file_get", p, NULL, NULL, &res, ret_error) < 0 ||
                     json_get_string(res, "data", true, 1 << 20, &data) < 0 || json_get_bool(res, "eof", false, &eof) < 0 ||
-                    base64_decode(data, strlen(data), CHUNK, &bytes, &n) < 0 || loop_write(fd, bytes, n) < 0) {
+                    json_get_int64(res, "size", false, -1, INT64_MAX - 1, &size) < 0 ||
+                    base64_decode(data, strlen(data), CHUNK, &bytes, &n) < 0) {
                         (void) unlink(tmp);
                         if (!*ret_error)
                                 seat_error_set(ret_error, EPROTO, "copying '%s' out failed", path);
                         return -EIO;
+                }
+                /* What the guest says the file holds, then what it sends: either over the cap
+                 * ends the copy, and nothing of it stays on the operator's disk. */
+                if (size > 0 && (uint64_t) size > max_size) {
+                        (void) unlink(tmp);
+                        return seat_error_set(ret_error, EFBIG,
+                                              "'%s' in seat '%s' is %" PRId64 " bytes, over the cap of %" PRIu64
+                                              " bytes: nothing copied (--max-size raises the cap)",
+                                              path, seat, size, max_size);
+                }
+                if (n > max_size - off) {
+                        (void) unlink(tmp);
+                        return seat_error_set(ret_error, EFBIG,
+                                              "seat '%s' sent more than the cap of %" PRIu64 " bytes for '%s': "
+                                              "stopped, '%s' not written (--max-size raises the cap)",
+                                              seat, max_size, path, local);
+                }
+                if (loop_write(fd, bytes, n) < 0) {
+                        int e = errno;
+                        (void) unlink(tmp);
+                        return seat_error_set(ret_error, e, "write '%s': %s", tmp, strerror(e));
                 }
                 off += n;
                 if (eof)
@@ -522,20 +580,37 @@ static bool split_remote(const char *arg, char *seat, size_t size, const char **
 }
 
 int verb_cp(int argc, char *argv[], SeatError **ret_error) {
+        static const struct option options[] = {
+                { "max-size", required_argument, NULL, 'm' }, { "help", no_argument, NULL, 'h' }, {},
+        };
+        uint64_t max_size = CP_MAX_DEFAULT;
+        bool max_given = false;
         char seat[64];
         const char *path = NULL;
-        if (argc == 2 && !strcmp(argv[1], "--help")) {
-                cp_usage(stdout);
-                return 0;
-        }
-        if (argc != 3) {
+        int c;
+        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0)
+                switch (c) {
+                case 'm':
+                        if (parse_size(optarg, &max_size) < 0)
+                                return seat_error_set(ret_error, EINVAL, "--max-size '%s' is not a size (bytes, or e.g. 64K, 2M, 1G)",
+                                                      optarg), 2;
+                        max_given = true;
+                        break;
+                case 'h': cp_usage(stdout); return 0;
+                default: cp_usage(stderr); return 2;
+                }
+        if (argc - optind != 2) {
                 cp_usage(stderr);
                 return 2;
         }
-        if (split_remote(argv[2], seat, sizeof(seat), &path))
-                return cp_in(argv[1], seat, path, ret_error) < 0 ? 1 : 0;
-        if (split_remote(argv[1], seat, sizeof(seat), &path))
-                return cp_out(seat, path, argv[2], ret_error) < 0 ? 1 : 0;
+        const char *from = argv[optind], *to = argv[optind + 1];
+        if (split_remote(to, seat, sizeof(seat), &path)) {
+                if (max_given)
+                        return seat_error_set(ret_error, EINVAL, "--max-size caps copies out of a seat, not into one"), 2;
+                return cp_in(from, seat, path, ret_error) < 0 ? 1 : 0;
+        }
+        if (split_remote(from, seat, sizeof(seat), &path))
+                return cp_out(seat, path, to, max_size, ret_error) < 0 ? 1 : 0;
         cp_usage(stderr);
         return 2;
 }

@@ -134,6 +134,12 @@ int main(int argc, char *argv[]) {
                 log_warning("no seccomp filter for seatd: %s", strerror(-r));
         else
                 log_debug("seccomp filter installed");
+        r = sandbox_seatd_proc();
+        if (r < 0)
+                log_warning("/proc stays writable for seatd (no Landlock ruleset): %s",
+                            r == -EOPNOTSUPP ? "the kernel has no Landlock ABI 2 (Linux 5.19 and later)" : strerror(-r));
+        else
+                log_debug("Landlock ruleset installed: nothing under /proc is written but /proc/sys/net/ipv4/conf");
 
         if (make_state_dirs(config, &err) < 0) {
                 log_error("%s", err ? err->message : "out of memory");

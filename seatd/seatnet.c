@@ -379,7 +379,7 @@ static int make_network(SeatNetManager *nm, virConnectPtr conn, SeatNet *n, int 
 static void fill_spec(SeatNetManager *nm, SeatNet *n) {
         char a[INET_ADDRSTRLEN];
         n->spec = (NftSeatSpec) { .seat = n->seat_id, .bridge = n->ns.bridge, .uplink = nm->config->uplink,
-                                  .guest = n->ns.guest, .has_mac = true, .masquerade = nm->config->uplink && nm->config->masquerade,
+                                  .guest = n->ns.guest, .host = n->ns.host, .has_mac = true, .masquerade = nm->config->uplink && nm->config->masquerade,
                                   .profile = n->profile };
         memcpy(n->spec.guest_mac, n->ns.guest_mac, 6);
         (void) inet_ntop(AF_INET, &n->ns.guest, a, sizeof(a));

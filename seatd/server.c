@@ -27,6 +27,11 @@
  * cannot take every connection slot or pin seatd's memory with unread output. */
 #define PARTICIPANT_OUT_CAP (16u << 20)   /* all buffered output of one uid */
 #define HELLO_TIMEOUT_MS 10000            /* a connection that says nothing is closed */
+/* One read of at most this much per connection and wakeup: requests are parsed on the
+ * event loop, beside tamper detection, so one client streaming lines (5000 one-line
+ * errors cost ~12 ms here) cannot hold the loop. The loop is level-triggered: the rest is
+ * read on the next round, after the other ready sources. */
+#define CONN_READ_MAX (16u * 1024u)
 #define SWEEP_INTERVAL_S 1
 #define METHODS_MAX 64
 #define USERDATA_MAX 8
@@ -372,6 +377,7 @@ static void dispatch(Conn *c, ControlMsg *m) {
 }
 
 static int conn_read(Conn *c) {
+        bool filled = false;
         for (;;) {
                 const char *frame;
                 size_t len;
@@ -393,7 +399,10 @@ static int conn_read(Conn *c) {
                                 return 0;
                         continue;
                 }
-                ssize_t n = frame_reader_fill(c->reader, c->fd);
+                if (filled)
+                        return 0;
+                ssize_t n = frame_reader_fill_max(c->reader, c->fd, CONN_READ_MAX);
+                filled = true;
                 if (n == -EAGAIN)
                         return 0;
                 if (n <= 0)

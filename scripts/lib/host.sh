@@ -9,10 +9,10 @@ SEATD_PACKAGES=(
   # build
   meson ninja-build pkg-config gcc clang libclang-rt-14-dev git ca-certificates
   libjson-c-dev libcmocka-dev libvirt-dev libsodium-dev libnftables-dev
-  libcurl4-openssl-dev libguestfs-dev scdoc bash-completion
+  libcurl4-openssl-dev libguestfs-dev libseccomp-dev scdoc bash-completion
   # run: libvirt, QEMU (TCG), the seat network, libguestfs' appliance
   qemu-system-x86 qemu-utils libvirt-daemon-system libvirt-clients dnsmasq-base
-  libguestfs-tools supermin linux-image-amd64 nftables iproute2
+  libguestfs-tools supermin linux-image-amd64 nftables iproute2 libseccomp2
   # the test image recipe and the scripts
   busybox-static e2fsprogs cpio xz-utils zstd kmod file python3 minisign openssl
   bsdutils util-linux procps coreutils
@@ -29,7 +29,7 @@ SEATD_DEB_PACKAGES=(
   debhelper dpkg-dev fakeroot lintian build-essential minisign
   meson ninja-build pkg-config scdoc bash-completion
   libjson-c-dev libcmocka-dev libvirt-dev libsodium-dev libnftables-dev
-  libcurl4-openssl-dev libguestfs-dev
+  libcurl4-openssl-dev libguestfs-dev libseccomp-dev
 )
 
 say() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }

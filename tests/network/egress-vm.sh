@@ -316,6 +316,65 @@ left_rules=$(ip rule | grep -c "lookup $TABLE" || true)
 [[ $left_nets == 0 && $left_chains == 0 && $left_rules == 0 ]] \
   && ok "release removes the networks, the chains and the routing rules" \
   || not_ok "release removes everything (networks $left_nets, chains $left_chains, rules $left_rules)"
+# ---------------------------------------------------------------- the host's own services
+# Issue #13, finding 11. A seat whose profile has the host serve DHCP and DNS: DNS only to
+# the host's address on the seat's own bridge (not to a resolver on another address of the
+# host), and DHCP-shaped frames only from the guest's MAC, from 0.0.0.0 or its address, to
+# the broadcast or the bridge address. Each DHCP case reads two counters of the seat's
+# host chain: its DHCP accept rule, and the drops.
+printf 'dhcp on\ndns host\n' >"$t/egress/svc.profile"
+"$CTL" -q provision --image test-image --egress svc >"$t/prov" 2>"$t/out" || { cat "$t/out"; bail "provision with dhcp on and dns host failed"; }
+C=$(awk 'NR==2 {print $1}' "$t/prov")
+[[ -n $C ]] || bail "no seat with the svc profile"
+GC=$(guest_ip "$C") HC=$(host_ip "$C") BRC=$(bridge_of "$C")
+UPH=${WORLD_NET:-10.255.0}.1 # the host's end of the test world's uplink: another address of the host
+diag "seat $C: guest $GC host $HC bridge $BRC; another host address: $UPH"
+dhcp_accepted() { # packets counted by the DHCP accept rule of the seat's host chain
+  nft list chain inet seatd "host-$BRC" | awk '/udp sport 68 udp dport 67/ { for (i = 1; i < NF; i++) if ($i == "packets") print $(i + 1) }'
+}
+# A resolver on that other address, answering like the world's; the host itself asks it
+# first (the control: it is up and answers).
+world_serve host serve-dns "$UPH" "${WORLD_ZONE[@]}"
+for _ in $(seq 1 100); do [[ -n $(ss -Hlnu "src $UPH:53") ]] && break; sleep 0.05; done
+"$PROBE" --timeout-ms 1500 dns "$UPH" allowed.test >"$t/out" 2>&1 \
+  && ok "control: a resolver on another host address ($UPH) answers the host itself" \
+  || not_ok "control: a resolver on another host address ($UPH) answers the host itself"
+probe "$C" "${T[@]}" dns "$HC" localhost && grep -q 'rcode=NOERROR' "$t/out" \
+  && ok "control: DNS to the seat's own bridge address ($HC, dns host) is answered" \
+  || not_ok "control: DNS to the seat's own bridge address ($HC, dns host) is answered"
+denied_case "$C" "dns host: DNS to another address of the host ($UPH) is dropped" "${T[@]}" dns "$UPH" allowed.test
+denied_case "$C" "dns host: DNS over TCP to another address of the host ($UPH) is dropped" "${T[@]}" tcp "$UPH" 53
+before=$(dhcp_accepted)
+"$CTL" exec --timeout 60 "$C" -- udhcpc -i eth0 -n -q -f -t 3 -T 1 -s /bin/true >"$t/out" 2>&1 && after=$(dhcp_accepted) &&
+  ((after > before)) && ok "control: a real DHCP exchange from the guest (udhcpc) gets its lease, DHCP rule +$((after - before))" \
+  || not_ok "control: a real DHCP exchange from the guest (udhcpc) gets its lease"
+# Crafted DHCP-shaped frames (UDP 68 -> 67): the control from the real MAC and IP is
+# accepted by the DHCP rule; forged ones never reach it and are counted as drops. The DHCP
+# rule's own counter decides (the drop counter may also move for other packets).
+dhcp_case() { # DESC accepted|dropped guest-probe ARGS...
+  local d=$1 want=$2; shift 2
+  local db ab da aa
+  db=$(denied "$C") ab=$(dhcp_accepted)
+  probe "$C" --sport 68 "$@"
+  sleep 1
+  da=$(denied "$C") aa=$(dhcp_accepted)
+  echo "denied $db -> $da, DHCP rule $ab -> $aa" >>"$t/out"
+  if [[ $want == accepted ]] && ((aa > ab)); then ok "$d (DHCP rule +$((aa - ab)))"
+  elif [[ $want == dropped ]] && ((aa == ab && da > db)); then ok "$d (denied +$((da - db)), DHCP rule unchanged)"
+  else not_ok "$d (denied $db -> $da, DHCP rule $ab -> $aa)"; fi
+}
+dhcp_case "control: a DHCP-shaped frame from the real MAC and IP to the bridge address is accepted" accepted \
+  raw eth0 "$HC" 67
+dhcp_case "spoofed DHCP: a forged source MAC is dropped before the DHCP rule" dropped \
+  spoof-mac eth0 52:54:00:66:66:66 "$HC" 67
+dhcp_case "spoofed DHCP: a forged source IP (neither 0.0.0.0 nor the guest's) is dropped" dropped \
+  spoof-ip eth0 10.214.0.99 "$HC" 67
+dhcp_case "a DHCP-shaped frame to another address of the host ($UPH) is dropped" dropped \
+  raw eth0 "$UPH" 67
+"$CTL" -q release "$C" >"$t/out" 2>&1
+[[ $(nft list table inet seatd 2>/dev/null | grep -c "seat-$C" || true) == 0 ]] \
+  && ok "release of the svc seat removes its chains" || not_ok "release of the svc seat removes its chains"
+
 [[ $(cat /proc/sys/net/ipv4/conf/eth0/forwarding 2>/dev/null || echo 0) == 0 ]] \
   && ok "eth0 does not forward (libvirt's global switch was undone)" || not_ok "eth0 does not forward"
 

@@ -4,7 +4,10 @@
  * and for the integrator's VM version of them.
  *
  *   nftest install|verify|remove|denied|watch --seat S --bridge B --uplink U --guest IP
- *          [--mac MAC] [--masquerade] [--profile FILE] [--timeout-ms N] [--interval-ms N]
+ *          [--host IP] [--mac MAC] [--masquerade] [--profile FILE] [--timeout-ms N]
+ *          [--interval-ms N]
+ *
+ * --host is the host's address on the bridge (needed by "dhcp on" and "dns host").
  *
  * install  installs, reads back, compares; exit 0 or 1 with the reason on stderr
  * verify   prints ok|changed|missing; exit 0 only for ok
@@ -52,7 +55,7 @@ static int parse_args(int argc, char *argv[], Options *o) {
                 { "uplink", required_argument, NULL, 'u' },   { "guest", required_argument, NULL, 'g' },
                 { "mac", required_argument, NULL, 'm' },      { "masquerade", no_argument, NULL, 'M' },
                 { "profile", required_argument, NULL, 'p' },  { "timeout-ms", required_argument, NULL, 't' },
-                { "interval-ms", required_argument, NULL, 'i' }, {},
+                { "interval-ms", required_argument, NULL, 'i' }, { "host", required_argument, NULL, 'H' }, {},
         };
         int c;
 
@@ -64,6 +67,10 @@ static int parse_args(int argc, char *argv[], Options *o) {
                 case 'u': o->spec.uplink = optarg; break;
                 case 'g':
                         if (inet_pton(AF_INET, optarg, &o->spec.guest) != 1)
+                                return -EINVAL;
+                        break;
+                case 'H':
+                        if (inet_pton(AF_INET, optarg, &o->spec.host) != 1)
                                 return -EINVAL;
                         break;
                 case 'm':
@@ -169,7 +176,7 @@ int main(int argc, char *argv[]) {
 
         if (parse_args(argc, argv, &o) < 0) {
                 fprintf(stderr, "usage: nftest install|verify|remove|denied|watch --seat S --bridge B --uplink U "
-                                "--guest IP [--mac MAC] [--masquerade] [--profile FILE] [--timeout-ms N] "
+                                "--guest IP [--host IP] [--mac MAC] [--masquerade] [--profile FILE] [--timeout-ms N] "
                                 "[--interval-ms N]\n");
                 return 2;
         }

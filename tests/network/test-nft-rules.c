@@ -25,6 +25,7 @@ static NftSeatSpec spec_for(const EgressProfile *p) {
                 .guest_mac = { 0x52, 0x54, 0x00, 0xd5, 0x00, 0x01 }, .profile = p,
         };
         assert_int_equal(inet_pton(AF_INET, "10.213.0.6", &s.guest), 1);
+        assert_int_equal(inet_pton(AF_INET, "10.213.0.5", &s.host), 1);
         return s;
 }
 
@@ -125,9 +126,78 @@ static void test_profile_options(void **state) {
         assert_non_null(strstr(out, "\"right\":\"198.51.100.53\""));
 
         json_object *host = chain(chains, "host-seat-s1");
+        /* without a MAC (has_mac false): DHCP, the IP source check, replies, DNS ×2, log, drop */
+        assert_int_equal(json_object_array_length(json_object_object_get(host, "rules")), 7);
         assert_non_null(strstr(rule_text(host, 0), "\"right\":67"));
         assert_non_null(strstr(json_object_to_json_string_ext(host, JSON_C_TO_STRING_PLAIN),
                                "\"protocol\":\"udp\",\"field\":\"dport\"}},\"right\":53"));
+}
+
+/* Issue #13, finding 11: DNS for "dns host" only to the host's address on the seat's own
+ * bridge, not to every address of the host; DHCP only after the MAC check, from 0.0.0.0 or
+ * the guest's address, to the broadcast or the host's address. */
+static void test_host_chain(void **state) {
+        _cleanup_egress_profile_ EgressProfile *p = profile("dhcp on\ndns host\n");
+        NftSeatSpec s = spec_for(p);
+        _cleanup_json_ json_object *chains = NULL;
+        assert_int_equal(nft_seat_expected(&s, &chains, NULL), 0);
+        json_object *host = chain(chains, "host-seat-s1");
+        /* MAC, DHCP, IP source, replies, DNS udp, DNS tcp, log, drop */
+        assert_int_equal(json_object_array_length(json_object_object_get(host, "rules")), 8);
+
+        assert_string_equal(rule_text(host, 0),
+                            "[{\"match\":{\"op\":\"!=\",\"left\":{\"payload\":{\"protocol\":\"ether\",\"field\":\"saddr\"}},"
+                            "\"right\":\"52:54:00:d5:00:01\"}},{\"counter\":null},{\"drop\":null}]");
+        assert_string_equal(rule_text(host, 1),
+                            "[{\"match\":{\"op\":\"==\",\"left\":{\"payload\":{\"protocol\":\"ip\",\"field\":\"saddr\"}},"
+                            "\"right\":{\"set\":[\"0.0.0.0\",\"10.213.0.6\"]}}},"
+                            "{\"match\":{\"op\":\"==\",\"left\":{\"payload\":{\"protocol\":\"ip\",\"field\":\"daddr\"}},"
+                            "\"right\":{\"set\":[\"10.213.0.5\",\"255.255.255.255\"]}}},"
+                            "{\"match\":{\"op\":\"==\",\"left\":{\"payload\":{\"protocol\":\"udp\",\"field\":\"sport\"}},\"right\":68}},"
+                            "{\"match\":{\"op\":\"==\",\"left\":{\"payload\":{\"protocol\":\"udp\",\"field\":\"dport\"}},\"right\":67}},"
+                            "{\"counter\":null},{\"accept\":null}]");
+        assert_string_equal(rule_text(host, 2),
+                            "[{\"match\":{\"op\":\"!=\",\"left\":{\"payload\":{\"protocol\":\"ip\",\"field\":\"saddr\"}},"
+                            "\"right\":\"10.213.0.6\"}},{\"counter\":null},{\"drop\":null}]");
+        assert_non_null(strstr(rule_text(host, 3), "established"));
+        for (size_t i = 4; i <= 5; i++) {
+                const char *dns = rule_text(host, i);
+                assert_non_null(strstr(dns, "{\"match\":{\"op\":\"==\",\"left\":{\"payload\":{\"protocol\":\"ip\",\"field\":\"daddr\"}},"
+                                            "\"right\":\"10.213.0.5\"}}"));
+                assert_non_null(strstr(dns, i == 4 ? "\"protocol\":\"udp\",\"field\":\"dport\"}},\"right\":53}"
+                                                   : "\"protocol\":\"tcp\",\"field\":\"dport\"}},\"right\":53}"));
+                assert_non_null(strstr(dns, "{\"accept\":null}"));
+        }
+        /* no rule accepts anything before the MAC check, nor port 53 without the address */
+        for (size_t i = 0; i < json_object_array_length(json_object_object_get(host, "rules")); i++) {
+                const char *t = rule_text(host, i);
+                if (strstr(t, "\"right\":53}"))
+                        assert_non_null(strstr(t, "\"right\":\"10.213.0.5\""));
+        }
+
+        /* Both need the host's address, one that is neither 0.0.0.0 nor the guest's; each
+         * pair lists in ascending order, as nft lists it back. */
+        _cleanup_error_ SeatError *e = NULL;
+        json_object *none = NULL;
+        s.host.s_addr = 0;
+        assert_int_equal(nft_seat_expected(&s, &none, &e), -EINVAL);
+        assert_non_null(strstr(e->message, "host's address"));
+        assert_null(none);
+        s = spec_for(p);
+        s.host = s.guest;
+        assert_int_equal(nft_seat_expected(&s, &none, NULL), -EINVAL);
+        s = spec_for(p);
+        assert_int_equal(inet_pton(AF_INET, "10.213.0.9", &s.host), 1);
+        assert_int_equal(nft_seat_expected(&s, &none, NULL), 0);
+        assert_non_null(strstr(rule_text(chain(none, "host-seat-s1"), 1), "[\"0.0.0.0\",\"10.213.0.6\"]"));
+        assert_non_null(strstr(rule_text(chain(none, "host-seat-s1"), 1), "[\"10.213.0.9\",\"255.255.255.255\"]"));
+        json_object_put(none);
+        /* a profile without dhcp or dns host needs no host address */
+        _cleanup_egress_profile_ EgressProfile *q = profile("");
+        s = spec_for(q);
+        s.host.s_addr = 0;
+        assert_int_equal(nft_seat_expected(&s, &none, NULL), 0);
+        json_object_put(none);
 }
 
 static void test_refused(void **state) {
@@ -177,6 +247,7 @@ int main(void) {
                 cmocka_unit_test(test_no_uplink),
                 cmocka_unit_test(test_chains),
                 cmocka_unit_test(test_profile_options),
+                cmocka_unit_test(test_host_chain),
                 cmocka_unit_test(test_refused),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -6,7 +6,9 @@
 #   - a guest fills its disk: only its own overlay fills, the seat keeps serving, status
 #     reports its disk as used up, and the host's free space stays above the reserve;
 #   - a guest floods its serial console: the console log on the host stays bounded;
-#   - a fork bomb and a memory hog in one guest: the other seat stays responsive.
+#   - a fork bomb and a memory hog in one guest: the other seat stays responsive;
+#   - `seatctl cp` out of a seat stops at its cap (1 GiB, --max-size): a guest file said
+#     to be larger, or one that sends more than it says, fills nothing on the host.
 #
 # usage: resources.sh BUILD_DIR
 set -uo pipefail
@@ -215,6 +217,32 @@ fi
 # Nothing secret in seatd's log: no token, no host key.
 { grep -nF -e "$tokA" -e "$tokB" "$t/seatd.log"; grep -nF -e "${hostkey:-no-host-key}" "$t/seatd.log"; } >"$t/out" 2>&1
 [[ ! -s $t/out ]] && ok "seatd's log holds no participant token and no key" || not_ok "seatd's log holds no participant token and no key"
+
+# ---------------------------------------------------------------- copying out: the operator's disk
+# Issue #13, finding 12: what `seatctl cp SEAT:PATH LOCAL` writes is the guest's choice, so
+# it stops at a cap (1 GiB unless --max-size). Nothing of a refused copy stays on disk.
+cp_left() { ls -a "$t" | grep -c "^$1\.seatctl-" || true; }
+"$CTL" exec "$A" -- sh -c 'truncate -s 8G /root/huge && head -c 3145728 /dev/urandom >/root/three && sync' >"$t/out" 2>&1 ||
+  not_ok "making an 8 GiB sparse file and a 3 MiB file in the guest"
+s0=$(date +%s)
+timeout 120 "$CTL" cp "$A:/root/huge" "$t/huge" >"$t/out" 2>&1; rc=$?
+secs=$(($(date +%s) - s0))
+[[ $rc == 1 && ! -e $t/huge && $(cp_left huge) == 0 ]] && grep -q "over the cap of 1073741824 bytes" "$t/out" && ((secs < 60)) \
+  && ok "cp of an 8 GiB guest file with the default cap: refused in ${secs} s, nothing written ($(head -c 90 "$t/out"))" \
+  || not_ok "cp of an 8 GiB guest file with the default cap is refused (rc $rc after ${secs} s)"
+"$CTL" cp --max-size 2M "$A:/root/three" "$t/three" >"$t/out" 2>&1; rc=$?
+[[ $rc == 1 && ! -e $t/three && $(cp_left three) == 0 ]] && grep -q "over the cap of 2097152 bytes" "$t/out" \
+  && ok "cp --max-size 2M of a 3 MiB file: refused, nothing written" || not_ok "cp --max-size 2M of a 3 MiB file is refused (rc $rc)"
+"$CTL" cp --max-size 4M "$A:/root/three" "$t/three" >"$t/out" 2>&1 &&
+  [[ $("$CTL" exec "$A" -- sha256sum /root/three | cut -d' ' -f1) == $(sha256sum <"$t/three" | cut -d' ' -f1) ]] \
+  && ok "control: cp --max-size 4M of the same file copies it, same sha256" || not_ok "control: cp --max-size 4M copies the 3 MiB file"
+# A file whose size the guest reports as 0 (procfs) yet sends more: stopped by the bytes
+# that arrive, not by what the guest says.
+"$CTL" cp --max-size 256K "$A:/proc/kallsyms" "$t/kallsyms" >"$t/out" 2>&1; rc=$?
+[[ $rc == 1 && ! -e $t/kallsyms && $(cp_left kallsyms) == 0 ]] && grep -q "sent more than the cap of 262144 bytes" "$t/out" \
+  && ok "cp --max-size 256K of /proc/kallsyms (size 0, megabytes sent): stopped at the cap, nothing written" \
+  || not_ok "cp of a file that sends more than it says is stopped at the cap (rc $rc)"
+"$CTL" exec "$A" -- rm -f /root/huge /root/three >/dev/null 2>&1
 
 # ---------------------------------------------------------------- interrupted seatctl
 head -c $((20 * 1024 * 1024)) /dev/urandom >"$t/big"

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <setjmp.h>
+#include <stdio.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -220,6 +221,50 @@ static void test_fast_output_matches_generic(void **state) {
         assert_null(none);
 }
 
+static char *repeated(const char *elem, size_t count) {
+        size_t el = strlen(elem), n = 0;
+        char *s = malloc(count * (el + 1) + 1);
+        assert_non_null(s);
+        for (size_t k = 0; k < count; k++) {
+                if (k)
+                        s[n++] = ',';
+                memcpy(s + n, elem, el);
+                n += el;
+        }
+        s[n] = '\0';
+        return s;
+}
+
+/* A guest's frame is parsed in seatd before anything in it is checked: a 1 MiB line of
+ * "{}," would cost json-c some 270 MiB. Refused unparsed, with too_large. */
+static void test_amplification(void **state) {
+        size_t count = 1024 * 1024 / 3 - 16;
+        _cleanup_free_ char *objects = repeated("{}", count), *zeros = repeated("0", count / 2 * 3 - 16);
+        _cleanup_free_ char *a = NULL, *b = NULL, *c = NULL;
+        assert_true(asprintf(&a, "{\"type\":\"pong\",\"id\":1,\"x\":[%s]}", objects) > 0);
+        assert_true(asprintf(&b, "{\"type\":\"exit\",\"id\":1,\"x\":[%s]}", zeros) > 0);
+        assert_true(strlen(a) < AGENT_MAX_FRAME_DEFAULT && strlen(b) < AGENT_MAX_FRAME_DEFAULT);
+        parse_fails(a, -E2BIG, 0, AGENT_ERR_TOO_LARGE, "more than 64 JSON objects and arrays or 4096 values");
+        parse_fails(b, -E2BIG, 0, AGENT_ERR_TOO_LARGE, "4096 values");
+
+        /* The largest messages still parse: an exec with AGENT_ARGV_MAX argv and AGENT_ENV_MAX
+         * env strings, a configure with AGENT_ADDR_MAX addresses. */
+        _cleanup_free_ char *argv = repeated("\"x\"", AGENT_ARGV_MAX), *env = repeated("\"A=1\"", AGENT_ENV_MAX);
+        assert_true(asprintf(&c, "{\"type\":\"exec\",\"id\":2,\"argv\":[%s],\"env\":[%s],\"cwd\":\"/\",\"stdin\":\"\","
+                                 "\"stdin_eof\":true,\"timeout_ms\":1,\"max_output\":1,\"uid\":0,\"gid\":0}",
+                             argv, env) > 0);
+        _cleanup_agent_msg_ AgentMsg *m = parse_ok(c);
+        assert_string_equal(m->exec.argv[AGENT_ARGV_MAX - 1], "x");
+        assert_string_equal(m->exec.env[AGENT_ENV_MAX - 1], "A=1");
+        _cleanup_free_ char *addrs = repeated("{\"ifname\":\"eth0\",\"address\":\"10.0.0.2/24\",\"gateway\":\"10.0.0.1\"}",
+                                              AGENT_ADDR_MAX);
+        _cleanup_free_ char *d = NULL;
+        assert_true(asprintf(&d, "{\"type\":\"configure\",\"id\":3,\"hostname\":\"h\",\"time\":{\"sec\":1,\"nsec\":2},"
+                                 "\"addresses\":[%s]}", addrs) > 0);
+        _cleanup_agent_msg_ AgentMsg *cfg = parse_ok(d);
+        assert_int_equal(cfg->configure.n_addresses, AGENT_ADDR_MAX);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_exec_request),
@@ -230,6 +275,7 @@ int main(void) {
                 cmocka_unit_test(test_format_refuses_what_parse_refuses),
                 cmocka_unit_test(test_reply_helpers),
                 cmocka_unit_test(test_fast_output_matches_generic),
+                cmocka_unit_test(test_amplification),
         };
         return cmocka_run_group_tests_name("agent-proto", tests, NULL, NULL);
 }

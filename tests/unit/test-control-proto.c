@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <setjmp.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -66,6 +68,60 @@ static void test_refusals(void **state) {
         refused("{\"id\":5,\"type\":\"result\",\"result\":7}", 5, CONTROL_ERR_INVALID);
 }
 
+/* head, then elem repeated (comma-separated) for about len bytes, then tail. */
+static char *repeated(const char *head, const char *elem, size_t count_or_len, bool by_count, const char *tail) {
+        size_t hl = strlen(head), el = strlen(elem), tl = strlen(tail), n = hl, k = 0;
+        size_t len = by_count ? hl + count_or_len * (el + 1) + tl + 1 : count_or_len;
+        char *s = malloc(len + el + tl + 2);
+        assert_non_null(s);
+        memcpy(s, head, hl);
+        while (by_count ? k < count_or_len : n + el + 1 + tl < len) {
+                if (k++)
+                        s[n++] = ',';
+                memcpy(s + n, elem, el);
+                n += el;
+        }
+        memcpy(s + n, tail, tl + 1);
+        return s;
+}
+
+/* A client's line is parsed on seatd's event loop before it has said hello: 1 MiB of
+ * "{}," would cost json-c some 270 MiB and 0.3 s there. Refused unparsed, with too_large. */
+static void test_amplification(void **state) {
+        _cleanup_free_ char *amp = repeated("{\"id\":1,\"method\":\"hello\",\"params\":{\"x\":[", "{}", 1024 * 1024, false, "]}}");
+        _cleanup_free_ char *arrays = repeated("{\"id\":1,\"method\":\"hello\",\"params\":{\"x\":[", "[]", 1024 * 1024, false, "]}}");
+        _cleanup_free_ char *zeros = repeated("{\"id\":1,\"method\":\"hello\",\"params\":{\"x\":[", "0", 1024 * 1024, false, "]}}");
+        _cleanup_free_ char *keys = repeated("{\"id\":1,\"method\":\"hello\",\"params\":{", "\"\":0", 1024 * 1024, false, "}}");
+        ControlParseError err;
+        ControlMsg *m = NULL;
+
+        refused(amp, 0, CONTROL_ERR_TOO_LARGE);
+        refused(arrays, 0, CONTROL_ERR_TOO_LARGE);
+        refused(zeros, 0, CONTROL_ERR_TOO_LARGE);
+        refused(keys, 0, CONTROL_ERR_TOO_LARGE);
+        assert_int_equal(control_msg_parse(amp, strlen(amp), &m, &err), -E2BIG);
+        assert_non_null(strstr(err.message, "more than 64 JSON objects and arrays or 4096 values"));
+
+        /* The largest request there is still parses: seat.exec with 1024 argv and 1024 env
+         * strings (AGENT_ARGV_MAX, AGENT_ENV_MAX). */
+        _cleanup_free_ char *argv = repeated("", "\"x\"", 1024, true, "");
+        _cleanup_free_ char *env = repeated("", "\"A=1\"", 1024, true, "");
+        _cleanup_free_ char *exec = NULL;
+        assert_true(asprintf(&exec, "{\"id\":2,\"method\":\"seat.exec\",\"params\":{\"seat\":\"s1\",\"token\":\"t\","
+                                    "\"argv\":[%s],\"env\":[%s],\"cwd\":\"/\",\"timeout_ms\":1000,\"stdin\":\"\"}}",
+                             argv, env) > 0);
+        _cleanup_control_msg_ ControlMsg *ok = parse(exec);
+        assert_int_equal(json_object_array_length(json_object_object_get(ok->body, "argv")), 1024);
+
+        /* seatctl reads seatd's replies, which may be long lists, without those caps. */
+        _cleanup_free_ char *list = repeated("{\"id\":3,\"type\":\"result\",\"result\":{\"archives\":[",
+                                             "{\"name\":\"a\",\"size\":1}", 10000, true, "]}}");
+        refused(list, 0, CONTROL_ERR_TOO_LARGE);
+        _cleanup_control_msg_ ControlMsg *reply = NULL;
+        assert_int_equal(control_msg_parse_reply(list, strlen(list), &reply, &err), 0);
+        assert_int_equal(json_object_array_length(json_object_object_get(reply->body, "archives")), 10000);
+}
+
 static void test_format_roundtrip(void **state) {
         _cleanup_free_ char *a = NULL, *b = NULL, *c = NULL, *d = NULL;
         size_t n;
@@ -95,6 +151,7 @@ int main(void) {
                 cmocka_unit_test(test_request),
                 cmocka_unit_test(test_replies),
                 cmocka_unit_test(test_refusals),
+                cmocka_unit_test(test_amplification),
                 cmocka_unit_test(test_format_roundtrip),
         };
         return cmocka_run_group_tests_name("control-proto", tests, NULL, NULL);

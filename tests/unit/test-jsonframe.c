@@ -81,6 +81,67 @@ static void test_parse(void **state) {
         assert_int_equal(json_frame_parse("{\"a\":1,}", 8, 8, &o), -EBADMSG);
 }
 
+/* head, then elem repeated (comma-separated) until the frame is about len bytes, then tail. */
+static char *repeated(const char *head, const char *elem, const char *tail, size_t len) {
+        size_t hl = strlen(head), el = strlen(elem), tl = strlen(tail), n = 0;
+        char *s = malloc(len + el + tl + 2);
+        assert_non_null(s);
+        memcpy(s, head, hl);
+        n = hl;
+        while (n + el + 1 + tl < len) {
+                if (n > hl)
+                        s[n++] = ',';
+                memcpy(s + n, elem, el);
+                n += el;
+        }
+        memcpy(s + n, tail, tl + 1);
+        return s;
+}
+
+/* The frame cap bounds bytes, not what json-c makes of them: containers and values are
+ * counted before anything is allocated. */
+static void test_limits(void **state) {
+        const JsonFrameLimits l = { .max_depth = 8, .max_containers = 2, .max_values = 5 };
+        json_object *o = NULL;
+
+        /* 1 (the object) + '{' + ':' + ',' + ':' = 5 */
+        assert_int_equal(json_frame_parse_limited("{\"a\":1,\"b\":2}", 13, &l, &o), 0);
+        json_object_put(TAKE_PTR(o));
+        assert_int_equal(json_frame_parse_limited("{\"a\":1,\"b\":2,\"c\":3}", 19, &l, &o), -E2BIG);
+        assert_null(o);
+        assert_int_equal(json_frame_parse_limited("{\"a\":[]}", 8, &l, &o), 0);
+        json_object_put(TAKE_PTR(o));
+        assert_int_equal(json_frame_parse_limited("{\"a\":[[]]}", 10, &l, &o), -E2BIG);
+        /* what strings hold is not structure, escaped quotes included */
+        const char *str = "{\"a\":\"[[{{,,::\\\"]]}}\\\\\"}";
+        assert_int_equal(json_frame_scan(str, strlen(str), &(JsonFrameLimits) { 8, 1, 3 }), 0);
+        assert_int_equal(json_frame_parse_limited(str, strlen(str), &(JsonFrameLimits) { 8, 1, 3 }, &o), 0);
+        assert_string_equal(json_object_get_string(json_object_object_get(o, "a")), "[[{{,,::\"]]}}\\");
+        json_object_put(TAKE_PTR(o));
+        /* the other checks still come first or after: NUL, depth, syntax */
+        assert_int_equal(json_frame_parse_limited("{\"a\":1}\0", 8, &l, &o), -EBADMSG);
+        assert_int_equal(json_frame_parse_limited("{\"a\":1", 6, &l, &o), -EBADMSG);
+
+        /* 1 MiB of "{}," (about 270 MiB inside json-c): refused by the scan alone. */
+        const JsonFrameLimits peer = { .max_depth = 8, .max_containers = 64, .max_values = 4096 };
+        _cleanup_free_ char *amp = repeated("{\"x\":[", "{}", "]}", 1024 * 1024);
+        assert_int_equal(json_frame_scan(amp, strlen(amp), &peer), -E2BIG);
+        assert_int_equal(json_frame_parse_limited(amp, strlen(amp), &peer, &o), -E2BIG);
+        _cleanup_free_ char *zeros = repeated("{\"x\":[", "0", "]}", 1024 * 1024);
+        assert_int_equal(json_frame_parse_limited(zeros, strlen(zeros), &peer, &o), -E2BIG);
+        assert_null(o);
+        /* the same bytes in one string are one value */
+        _cleanup_free_ char *one = repeated("{\"x\":\"", "{}", "\"}", 1024 * 1024);
+        for (char *p = one + 6; p[1]; p++)
+                if (*p == ',')
+                        *p = ':';
+        assert_int_equal(json_frame_parse_limited(one, strlen(one), &peer, &o), 0);
+        json_object_put(TAKE_PTR(o));
+        /* json_frame_parse (trusted input) has no such caps */
+        assert_int_equal(json_frame_parse(zeros, strlen(zeros), 8, &o), 0);
+        json_object_put(TAKE_PTR(o));
+}
+
 static void test_getters(void **state) {
         _cleanup_json_ json_object *o = NULL;
         const char *s = "{\"s\":\"str\",\"i\":42,\"b\":true,\"a\":[\"x\",\"y\"],\"n\":[1],"
@@ -144,6 +205,7 @@ int main(void) {
                 cmocka_unit_test(test_frames_split_and_joined),
                 cmocka_unit_test(test_oversized_frame_discarded),
                 cmocka_unit_test(test_parse),
+                cmocka_unit_test(test_limits),
                 cmocka_unit_test(test_getters),
                 cmocka_unit_test(test_format),
         };
