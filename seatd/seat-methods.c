@@ -39,6 +39,7 @@ static int tick_fd = -EBADF;
 
 typedef struct SeatArgs {
         Seat *seat;
+        SeatTicket ticket; /* what the request was authorised for, checked again at the seat */
         json_object *params;
 } SeatArgs;
 
@@ -52,14 +53,16 @@ static void seat_args_free(void *p) {
 }
 
 /* The seat named by params.seat, if the caller may touch it: operators may touch every
- * seat; anyone else must present that seat's token. Replies on refusal. */
-static int seat_param(Request *req, Seat **ret) {
+ * seat; anyone else must present that seat's token. *ret_ticket: the session (and token)
+ * this was authorised for. Replies on refusal. */
+static int seat_param(Request *req, Seat **ret, SeatTicket *ret_ticket) {
         const char *id = NULL, *token = NULL;
         if (json_get_string(req->params, "seat", true, SEAT_ID_MAX, &id) < 0)
                 return request_reply_error(req, CONTROL_ERR_INVALID, "'%s' needs 'seat', a seat id", req->method), -EINVAL;
         (void) json_get_string(req->params, "token", false, 256, &token);
         _cleanup_(seat_unrefp) Seat *s = seat_manager_get(the_seats, id);
-        if (!req->operator && (!s || !seat_token_matches(s, token)))
+        SeatTicket t = {};
+        if (!req->operator && (!s || seat_authorize(s, token, false, &t) < 0))
                 /* Same answer whether the seat exists or not: a token reveals nothing else. */
                 return request_reply_error(req, CONTROL_ERR_DENIED, "this token does not open seat '%s'", id), -EPERM;
         if (!s) {
@@ -67,13 +70,17 @@ static int seat_param(Request *req, Seat **ret) {
                 return request_reply_error(req, CONTROL_ERR_NOT_FOUND, "no seat '%s' (see 'seatctl list')", e ? e : "?"),
                        -ENOENT;
         }
+        if (req->operator)
+                (void) seat_authorize(s, NULL, true, &t);
         *ret = TAKE_PTR(s);
+        *ret_ticket = t;
         return 0;
 }
 
 static int start_seat_job(Request *req, JobFn fn) {
         Seat *s = NULL;
-        if (seat_param(req, &s) < 0)
+        SeatTicket t;
+        if (seat_param(req, &s, &t) < 0)
                 return 0; /* answered */
         SeatArgs *a = calloc(1, sizeof(*a));
         if (!a) {
@@ -81,6 +88,7 @@ static int start_seat_job(Request *req, JobFn fn) {
                 return -ENOMEM;
         }
         a->seat = s;
+        a->ticket = t;
         a->params = json_object_get(req->params);
         return request_start_job(req, fn, a, seat_args_free);
 }
@@ -210,8 +218,9 @@ static int seat_list_method(Request *req) {
 
 static int seat_status_method(Request *req) {
         _cleanup_(seat_unrefp) Seat *s = NULL;
+        SeatTicket t;
         json_object *o = NULL;
-        if (seat_param(req, &s) < 0)
+        if (seat_param(req, &s, &t) < 0)
                 return 0;
         if (seat_to_json(s, &o) < 0)
                 return -ENOMEM;
@@ -293,7 +302,7 @@ static int exec_job(Request *req, void *data, json_object **ret_result, SeatErro
         crypto_generichash_init(&st.out, NULL, 0, 64);
         crypto_generichash_init(&st.err, NULL, 0, 64);
         argv_log = argv_for_log(argv);
-        int r = seat_exec(a->seat, &msg, exec_output, exec_cancelled, &st, (int) MIN(timeout_ms + EXEC_HOST_GRACE_MS, (int64_t) INT32_MAX),
+        int r = seat_exec(a->seat, &a->ticket, &msg, exec_output, exec_cancelled, &st, (int) MIN(timeout_ms + EXEC_HOST_GRACE_MS, (int64_t) INT32_MAX),
                           &res, ret_error);
         /* Every tool call is logged: who, where, what, and how it ended — to the session's
          * audit log (evidence) and as a line for operators. */
@@ -376,7 +385,7 @@ static int file_put_job(Request *req, void *data, json_object **ret_result, Seat
                 return seat_error_set(ret_error, EINVAL, "seat.file_put needs an absolute 'path' and takes 'data' (base64, ≤ 512 KiB), 'offset', 'mode', 'final'");
         AgentMsg msg = { .type = AGENT_MSG_FILE_PUT,
                          .file_put = { .path = (char *) path, .offset = offset, .data = bytes, .len = len, .mode = mode, .final = final } };
-        int r = seat_agent_call(a->seat, &msg, 60000, &reply, ret_error);
+        int r = seat_agent_call(a->seat, &a->ticket, &msg, 60000, &reply, ret_error);
         if (r < 0)
                 return r;
         if (offset == 0)
@@ -400,7 +409,7 @@ static int file_get_job(Request *req, void *data, json_object **ret_result, Seat
             json_get_int64(a->params, "length", false, 0, AGENT_CHUNK_MAX, &length) < 0)
                 return seat_error_set(ret_error, EINVAL, "seat.file_get needs an absolute 'path' and takes 'offset', 'length' (≤ 512 KiB)");
         AgentMsg msg = { .type = AGENT_MSG_FILE_GET, .file_get = { .path = (char *) path, .offset = offset, .length = length } };
-        int r = seat_agent_call(a->seat, &msg, 60000, &reply, ret_error);
+        int r = seat_agent_call(a->seat, &a->ticket, &msg, 60000, &reply, ret_error);
         if (r < 0)
                 return r;
         if (reply->type != AGENT_MSG_DATA)
@@ -430,9 +439,10 @@ static int seat_file_get_method(Request *req) {
 
 static int seat_console_method(Request *req) {
         _cleanup_(seat_unrefp) Seat *s = NULL;
+        SeatTicket t;
         int64_t offset = 0;
         struct stat st;
-        if (seat_param(req, &s) < 0)
+        if (seat_param(req, &s, &t) < 0)
                 return 0;
         if (json_get_int64(req->params, "offset", false, 0, INT64_MAX - 1, &offset) < 0)
                 return request_reply_error(req, CONTROL_ERR_INVALID, "'offset' must be a byte offset");

@@ -48,6 +48,9 @@ typedef struct WarmSeen {
 struct Seat {
         unsigned refs;            /* under the manager's lock */
         pthread_mutex_t lock;     /* one operation at a time */
+        /* rec.generation and rec.token_hash change under lock and ticket_lock both; the
+         * event loop authorises requests under ticket_lock alone (never waits for lock). */
+        pthread_mutex_t ticket_lock;
         SeatManager *m;
         SeatRecord rec;
         SeatState state;
@@ -163,6 +166,7 @@ static void seat_free(Seat *s) {
         free(s->overlay);
         free(s->console_log);
         free(s->fault);
+        pthread_mutex_destroy(&s->ticket_lock);
         pthread_mutex_destroy(&s->lock);
         free(s);
 }
@@ -252,23 +256,55 @@ static int token_hash_hex(const char *token, char out[65]) {
         return digest_to_hex(h, sizeof(h), out, 65);
 }
 
-bool seat_token_matches(Seat *s, const char *token) {
-        char h[65];
-        if (!token || strlen(token) != SEAT_TOKEN_HEX || token_hash_hex(token, h) < 0)
-                return false;
-        return sodium_memcmp(h, s->rec.token_hash, 64) == 0;
+int seat_authorize(Seat *s, const char *token, bool operator, SeatTicket *ret) {
+        SeatTicket t = { .operator = operator };
+        bool ok = operator;
+        if (!operator && (!token || strlen(token) != SEAT_TOKEN_HEX || token_hash_hex(token, t.token_hash) < 0))
+                return -EPERM;
+        pthread_mutex_lock(&s->ticket_lock);
+        t.generation = s->rec.generation;
+        if (!operator)
+                ok = sodium_memcmp(t.token_hash, s->rec.token_hash, 64) == 0;
+        pthread_mutex_unlock(&s->ticket_lock);
+        if (!ok)
+                return -EPERM;
+        *ret = t;
+        return 0;
 }
 
-static int new_token(Seat *s, char **ret) {
+/* Under s->lock: is the ticket still for this session? */
+static int ticket_check(Seat *s, const SeatTicket *t, SeatError **ret_error) {
+        if (t->generation != s->rec.generation)
+                return seat_error_set(ret_error, t->operator ? EBUSY : EPERM,
+                                      "seat '%s' was reset after this request was authorised (for session %" PRId64
+                                      ", now %" PRId64 "): it was not run",
+                                      s->rec.id, t->generation, s->rec.generation);
+        if (!t->operator && sodium_memcmp(t->token_hash, s->rec.token_hash, 64) != 0)
+                return seat_error_set(ret_error, EPERM,
+                                      "the token of this request no longer opens seat '%s' (it was handed a new one): it was not run",
+                                      s->rec.id);
+        return 0;
+}
+
+/* A new token for the seat (and, with next_generation, its next session), both changed at
+ * once for seat_authorize(). */
+static int new_token(Seat *s, bool next_generation, char **ret) {
+        char h[65];
         char *t = malloc(SEAT_TOKEN_HEX + 1);
         if (!t)
                 return -ENOMEM;
         random_hex(t, SEAT_TOKEN_HEX / 2);
-        int r = token_hash_hex(t, s->rec.token_hash);
+        int r = token_hash_hex(t, h);
         if (r < 0) {
+                sodium_memzero(t, SEAT_TOKEN_HEX);
                 free(t);
                 return r;
         }
+        pthread_mutex_lock(&s->ticket_lock);
+        memcpy(s->rec.token_hash, h, sizeof(h));
+        if (next_generation)
+                s->rec.generation++;
+        pthread_mutex_unlock(&s->ticket_lock);
         *ret = t;
         return 0;
 }
@@ -1442,6 +1478,7 @@ static int provision_new(SeatManager *m, const char *image, const char *particip
         if (!s)
                 return -ENOMEM;
         pthread_mutex_init(&s->lock, NULL);
+        pthread_mutex_init(&s->ticket_lock, NULL);
         pthread_mutex_init(&s->audit_lock, NULL);
         pthread_mutex_init(&s->warm_lock, NULL);
         s->m = m;
@@ -1458,7 +1495,7 @@ static int provision_new(SeatManager *m, const char *image, const char *particip
 
         r = seat_paths(m, s);
         if (r >= 0)
-                r = new_token(s, &token);
+                r = new_token(s, false, &token);
         if (r >= 0 && mkdir(s->dir, 0755) < 0 && errno != EEXIST)
                 r = seat_error_set(ret_error, errno, "create seat directory '%s': %m", s->dir);
         if (r >= 0)
@@ -1632,14 +1669,16 @@ static int pool_claim(SeatManager *m, Seat *s, const char *participant, char **r
                 r = seat_error_set(ret_error, EBUSY, "seat '%s' is %s", s->rec.id, seat_state_to_string(seat_state(s)));
         else if ((r = agent_client_ping(s->agent, POOL_CLAIM_PING_MS, ret_error)) < 0)
                 (void) seat_error_wrap(ret_error, "its agent did not answer a ping within %d ms", POOL_CLAIM_PING_MS);
-        else if ((r = new_token(s, &token)) >= 0) {
+        else if ((r = new_token(s, false, &token)) >= 0) {
                 snprintf(s->rec.participant, sizeof(s->rec.participant), "%s", participant);
                 s->rec.pooled = false;
                 r = domain_set_record(s->dom, &s->rec, ret_error);
         }
         if (r < 0) {
                 _cleanup_free_ char *why = NULL;
+                pthread_mutex_lock(&s->ticket_lock);
                 s->rec = old;
+                pthread_mutex_unlock(&s->ticket_lock);
                 if (asprintf(&why, "failed its health check when claimed from the pool: %s",
                              *ret_error ? (*ret_error)->message : strerror(-r)) < 0)
                         why = NULL;
@@ -1793,14 +1832,13 @@ int seat_reset(SeatManager *m, Seat *s, bool cold, char **ret_token, SeatError *
         }
         if (qdir) /* no machine to wait for */
                 seal_in_background(m, s, true, TAKE_PTR(qdir));
-        if (r >= 0) {
-                /* The new generation's files have names of their own: the old machine's
-                 * console may still be held open by virtlogd while its destroy completes. */
-                s->rec.generation++;
-                r = seat_paths(m, s);
-        }
+        /* The next session, with its own token: requests authorised for the last one are
+         * refused from here on (ticket_check()). Its files have names of their own: the old
+         * machine's console may still be held open by virtlogd while its destroy completes. */
         if (r >= 0)
-                r = new_token(s, &token);
+                r = new_token(s, true, &token);
+        if (r >= 0)
+                r = seat_paths(m, s);
         /* The filter as the profile says, whatever happened to it meanwhile. */
         if (r >= 0 && s->net && (r = seatnet_reinstall(m->net, s->net, ret_error)) >= 0)
                 __atomic_store_n(&s->net_paused, false, __ATOMIC_RELEASE);
@@ -1905,15 +1943,21 @@ static bool refuse_paused(Seat *s, int *r, SeatError **ret_error) {
         return true;
 }
 
-int seat_exec(Seat *s, AgentMsg *req, AgentOutputFn on_output, bool (*cancelled)(void *), void *userdata,
-              int timeout_ms, AgentExecResult *ret, SeatError **ret_error) {
-        pthread_mutex_lock(&s->lock);
+/* Under s->lock: may a call for ticket reach the guest now? */
+static int call_allowed(Seat *s, const SeatTicket *ticket, SeatError **ret_error) {
         int r;
         if (refuse_paused(s, &r, ret_error))
-                ;
-        else if (seat_state(s) != SEAT_READY || !s->agent)
-                r = seat_error_set(ret_error, EBUSY, "seat '%s' is %s", s->rec.id, seat_state_to_string(seat_state(s)));
-        else {
+                return r;
+        if (seat_state(s) != SEAT_READY || !s->agent)
+                return seat_error_set(ret_error, EBUSY, "seat '%s' is %s", s->rec.id, seat_state_to_string(seat_state(s)));
+        return ticket_check(s, ticket, ret_error);
+}
+
+int seat_exec(Seat *s, const SeatTicket *ticket, AgentMsg *req, AgentOutputFn on_output, bool (*cancelled)(void *),
+              void *userdata, int timeout_ms, AgentExecResult *ret, SeatError **ret_error) {
+        pthread_mutex_lock(&s->lock);
+        int r = call_allowed(s, ticket, ret_error);
+        if (r >= 0) {
                 r = agent_client_exec_cancellable(s->agent, req, on_output, cancelled, userdata, timeout_ms, ret,
                                                   ret_error);
                 if (r < 0 && r != -ECANCELED)
@@ -1923,14 +1967,11 @@ int seat_exec(Seat *s, AgentMsg *req, AgentOutputFn on_output, bool (*cancelled)
         return r;
 }
 
-int seat_agent_call(Seat *s, AgentMsg *req, int timeout_ms, AgentMsg **ret_reply, SeatError **ret_error) {
+int seat_agent_call(Seat *s, const SeatTicket *ticket, AgentMsg *req, int timeout_ms, AgentMsg **ret_reply,
+                    SeatError **ret_error) {
         pthread_mutex_lock(&s->lock);
-        int r;
-        if (refuse_paused(s, &r, ret_error))
-                ;
-        else if (seat_state(s) != SEAT_READY || !s->agent)
-                r = seat_error_set(ret_error, EBUSY, "seat '%s' is %s", s->rec.id, seat_state_to_string(seat_state(s)));
-        else {
+        int r = call_allowed(s, ticket, ret_error);
+        if (r >= 0) {
                 r = agent_client_call(s->agent, req, timeout_ms, ret_reply, ret_error);
                 if (r < 0 && r != -EREMOTEIO)
                         r = agent_failed(s, r, ret_error);
@@ -2316,6 +2357,7 @@ static int adopt_one(SeatManager *m, virDomainPtr dom) {
                 return -ENOMEM;
         }
         pthread_mutex_init(&s->lock, NULL);
+        pthread_mutex_init(&s->ticket_lock, NULL);
         pthread_mutex_init(&s->audit_lock, NULL);
         pthread_mutex_init(&s->warm_lock, NULL);
         s->m = m;
