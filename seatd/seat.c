@@ -1953,24 +1953,80 @@ static int call_allowed(Seat *s, const SeatTicket *ticket, SeatError **ret_error
         return ticket_check(s, ticket, ret_error);
 }
 
-int seat_exec(Seat *s, const SeatTicket *ticket, AgentMsg *req, AgentOutputFn on_output, bool (*cancelled)(void *),
-              void *userdata, int timeout_ms, AgentExecResult *ret, SeatError **ret_error) {
-        pthread_mutex_lock(&s->lock);
-        int r = call_allowed(s, ticket, ret_error);
-        if (r >= 0) {
-                r = agent_client_exec_cancellable(s->agent, req, on_output, cancelled, userdata, timeout_ms, ret,
-                                                  ret_error);
-                if (r < 0 && r != -ECANCELED)
-                        r = agent_failed(s, r, ret_error);
+/* Under s->lock: record type in this session's audit log, or say why not. ret_seq: the
+ * record's seq. A call that must be recorded first is not made without it. */
+static int audit_locked(Seat *s, const char *type, json_object *data, uint64_t *ret_seq, SeatError **ret_error) {
+        _cleanup_error_ SeatError *err = NULL;
+        int r;
+        pthread_mutex_lock(&s->audit_lock);
+        uint64_t seq = audit_log_count(s->audit);
+        if (!s->audit)
+                r = seat_error_set(&err, ESTALE, "this session has no audit log");
+        else
+                r = audit_log_append(s->audit, type, data, &err);
+        pthread_mutex_unlock(&s->audit_lock);
+        if (r < 0) {
+                log_seat_error(s->rec.id, "seat '%s': cannot append '%s' to the audit log: %s", s->rec.id, type,
+                               err ? err->message : "?");
+                return seat_error_set(ret_error, EIO, "seat '%s': the audit log cannot record this call (%s): it was not run",
+                                      s->rec.id, err ? err->message : "?");
         }
-        pthread_mutex_unlock(&s->lock);
-        return r;
+        if (ret_seq)
+                *ret_seq = seq;
+        return 0;
 }
 
-int seat_agent_call(Seat *s, const SeatTicket *ticket, AgentMsg *req, int timeout_ms, AgentMsg **ret_reply,
-                    SeatError **ret_error) {
+static const char *exec_status(int r, const AgentExecResult *res) {
+        if (r == -ECANCELED)
+                return "cancelled";
+        if (r < 0)
+                return "error";
+        return res->timed_out ? "timed_out" : "exited";
+}
+
+int seat_exec(Seat *s, const SeatTicket *ticket, AgentMsg *req, json_object *audit_start, SeatExecEndFn end_record,
+              AgentOutputFn on_output, bool (*cancelled)(void *), void *userdata, int timeout_ms, AgentExecResult *ret,
+              SeatError **ret_error) {
+        AgentExecResult res = {};
+        uint64_t start_seq = 0;
         pthread_mutex_lock(&s->lock);
         int r = call_allowed(s, ticket, ret_error);
+        if (r >= 0)
+                r = audit_locked(s, "exec.start", audit_start, &start_seq, ret_error);
+        if (r < 0) {
+                pthread_mutex_unlock(&s->lock);
+                return r;
+        }
+        r = agent_client_exec_cancellable(s->agent, req, on_output, cancelled, userdata, timeout_ms, &res, ret_error);
+        /* The end goes to the same session's log as the start, before anyone else gets the seat. */
+        _cleanup_json_ json_object *end = end_record ? end_record(r, r >= 0 ? &res : NULL, r < 0 ? *ret_error : NULL, userdata)
+                                                     : json_object_new_object();
+        if (end) {
+                json_object_object_add(end, "start", json_object_new_int64((int64_t) start_seq));
+                json_object_object_add(end, "status", json_object_new_string(exec_status(r, &res)));
+                if (r == -ECANCELED)
+                        json_object_object_add(end, "cancelled_by", json_object_new_string("client"));
+        }
+        if (!end || audit_locked(s, "exec.end", end, NULL, NULL) < 0)
+                log_seat_error(s->rec.id, "seat '%s': the end of exec record %" PRIu64 " is not in the audit log",
+                               s->rec.id, start_seq);
+        if (r < 0 && r != -ECANCELED)
+                r = agent_failed(s, r, ret_error);
+        pthread_mutex_unlock(&s->lock);
+        if (r < 0) {
+                agent_exec_result_done(&res);
+                return r;
+        }
+        *ret = res;
+        return 0;
+}
+
+int seat_agent_call(Seat *s, const SeatTicket *ticket, AgentMsg *req, int timeout_ms, const char *audit_type,
+                    json_object *audit_data, AgentMsg **ret_reply, SeatError **ret_error) {
+        pthread_mutex_lock(&s->lock);
+        int r = call_allowed(s, ticket, ret_error);
+        if (r >= 0 && audit_type)
+                r = audit_locked(s, audit_type, audit_data, NULL, ret_error);
         if (r >= 0) {
                 r = agent_client_call(s->agent, req, timeout_ms, ret_reply, ret_error);
                 if (r < 0 && r != -EREMOTEIO)

@@ -109,13 +109,24 @@ int seat_to_json(Seat *s, json_object **ret);
 /* The seat's serial console log (read-only for callers). */
 const char *seat_console_path(const Seat *s);
 
-/* Agent calls on a READY seat, one at a time per seat, each for the session its ticket was
- * authorised for: -EPERM for a participant's, -EBUSY for an operator's ticket of an earlier
- * session. */
-int seat_exec(Seat *s, const SeatTicket *ticket, AgentMsg *req, AgentOutputFn on_output, bool (*cancelled)(void *),
-              void *userdata, int timeout_ms, AgentExecResult *ret, SeatError **ret_error);
-int seat_agent_call(Seat *s, const SeatTicket *ticket, AgentMsg *req, int timeout_ms, AgentMsg **ret_reply,
-                    SeatError **ret_error);
+/*
+ * Agent calls on a READY seat, one at a time per seat, each for the session its ticket was
+ * authorised for (-EPERM for a participant's, -EBUSY for an operator's ticket of an earlier
+ * session).
+ *
+ * An exec is recorded in the session's audit log before it reaches the guest ("exec.start",
+ * data audit_start, not consumed) and after it ("exec.end": end_record(r, result or NULL,
+ * error or NULL, userdata) plus "start", the seq of its start record, and "status"). When
+ * the start cannot be recorded the exec is not run (-EIO).
+ */
+typedef json_object *(*SeatExecEndFn)(int r, const AgentExecResult *res, const SeatError *error, void *userdata);
+int seat_exec(Seat *s, const SeatTicket *ticket, AgentMsg *req, json_object *audit_start, SeatExecEndFn end_record,
+              AgentOutputFn on_output, bool (*cancelled)(void *), void *userdata, int timeout_ms, AgentExecResult *ret,
+              SeatError **ret_error);
+/* One request, one reply; recorded first as audit_type with audit_data (not consumed; NULL
+ * audit_type: not recorded). Not sent when the record cannot be written (-EIO). */
+int seat_agent_call(Seat *s, const SeatTicket *ticket, AgentMsg *req, int timeout_ms, const char *audit_type,
+                    json_object *audit_data, AgentMsg **ret_reply, SeatError **ret_error);
 /* One record in the seat's session audit log (forward-secure, hash-chained). */
 int seat_audit(Seat *s, const char *type, json_object *data);
 
