@@ -71,6 +71,8 @@ static int apply(SeatConfig *c, const char *key, const char *v) {
                 return parse_long_range(v, 1, 256, &c->participant_max_connections);
         if (!strcmp(key, "participant_idle_timeout"))
                 return parse_long_range(v, 1, 86400, &c->participant_idle_timeout);
+        if (!strcmp(key, "exec_max_timeout"))
+                return parse_long_range(v, 1, 7 * 86400, &c->exec_max_timeout);
         if (!strcmp(key, "trusted_keys_dir"))
                 return parse_path(&c->trusted_keys_dir, v);
         if (!strcmp(key, "ca_file"))
@@ -208,6 +210,8 @@ static int set_defaults(SeatConfig *c) {
                 c->participant_max_connections = 16;
         if (!c->participant_idle_timeout)
                 c->participant_idle_timeout = 600;
+        if (!c->exec_max_timeout)
+                c->exec_max_timeout = 3600;
         if (!c->trusted_keys_dir && asprintf(&c->trusted_keys_dir, "%s/trust/keys", c->state_dir) < 0)
                 return -ENOMEM;
         if (!c->host_key && asprintf(&c->host_key, "%s/trust/host.key", c->state_dir) < 0)

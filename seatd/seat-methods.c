@@ -37,6 +37,7 @@ static void sodium_memzero_token(char *t) {
 #define PROVISION_COUNT_MAX 64
 
 static SeatManager *the_seats;
+static int64_t exec_max_timeout_ms; /* seatd.conf exec_max_timeout */
 static EventSource *net_src, *tick_src;
 static int tick_fd = -EBADF;
 
@@ -393,10 +394,15 @@ static int exec_job(Request *req, void *data, json_object **ret_result, SeatErro
             json_get_int64(a->params, "max_output", false, 0, (int64_t) 1 << 30, &max_output) < 0)
                 return seat_error_set(ret_error, EINVAL,
                                       "seat.exec needs 'argv' (strings) and takes 'env', 'cwd', 'stdin' (base64, ≤ 512 KiB), 'timeout_ms', 'max_output'");
+        if (timeout_ms > exec_max_timeout_ms)
+                return seat_error_set(ret_error, EINVAL,
+                                      "'timeout_ms' %" PRId64 " is over this host's cap of %" PRId64
+                                      " ms (exec_max_timeout = %" PRId64 " in seatd.conf)",
+                                      timeout_ms, exec_max_timeout_ms, exec_max_timeout_ms / 1000);
         if (cwd_s && !(cwd = strdup(cwd_s)))
                 return -ENOMEM;
         if (timeout_ms == 0)
-                timeout_ms = EXEC_DEFAULT_TIMEOUT_MS;
+                timeout_ms = MIN(EXEC_DEFAULT_TIMEOUT_MS, exec_max_timeout_ms);
 
         AgentMsg msg = { .type = AGENT_MSG_EXEC,
                          .exec = { .argv = argv, .env = env, .cwd = cwd, .stdin_data = stdin_data, .stdin_len = stdin_len,
@@ -639,6 +645,7 @@ static int watch_networks(Server *srv, SeatError **ret_error) {
 
 int seat_methods_init(Server *srv, SeatError **ret_error) {
         ImageStore *store = server_get_userdata(srv, "image-store");
+        exec_max_timeout_ms = (int64_t) server_config(srv)->exec_max_timeout * 1000;
         int r = seat_manager_new(server_config(srv), store, &the_seats, ret_error);
         if (r < 0)
                 return r;

@@ -51,6 +51,7 @@ struct Seat {
         /* rec.generation and rec.token_hash change under lock and ticket_lock both; the
          * event loop authorises requests under ticket_lock alone (never waits for lock). */
         pthread_mutex_t ticket_lock;
+        unsigned preempting;      /* atomic: resets and releases waiting for lock */
         SeatManager *m;
         SeatRecord rec;
         SeatState state;
@@ -1734,6 +1735,19 @@ int seat_provision(SeatManager *m, const char *image, const char *participant, c
 
 #define SESSION_END_GRACE_MS 3000 /* for the old guest to sync its disk and power off */
 
+/* Reset and release take the seat from whatever runs in it: a running exec sees this
+ * within 250 ms (agent_client_exec_cancellable() asks that often), has its process group
+ * killed in the guest and gives up the lock; calls arriving meanwhile are refused. */
+static void lock_preempting(Seat *s) {
+        __atomic_add_fetch(&s->preempting, 1, __ATOMIC_ACQ_REL);
+        pthread_mutex_lock(&s->lock);
+        __atomic_sub_fetch(&s->preempting, 1, __ATOMIC_ACQ_REL);
+}
+
+static bool preempted(Seat *s) {
+        return __atomic_load_n(&s->preempting, __ATOMIC_ACQUIRE) > 0;
+}
+
 /* The session is over: ask the guest to sync and power off (guest-init: kill everything,
  * sync, remount read-only, power off), so what it wrote reaches the disk the evidence is
  * read from. A guest that does not comply is destroyed after the grace anyway. Returns
@@ -1773,7 +1787,7 @@ int seat_reset(SeatManager *m, Seat *s, bool cold, char **ret_token, SeatError *
         _cleanup_free_ char *token = NULL;
         int r;
 
-        pthread_mutex_lock(&s->lock);
+        lock_preempting(s);
         SeatState st = seat_state(s);
         if (st != SEAT_READY && st != SEAT_FAULTED) {
                 pthread_mutex_unlock(&s->lock);
@@ -1882,7 +1896,7 @@ static void warm_forget(SeatManager *m, Seat *s) {
 }
 
 int seat_release(SeatManager *m, Seat *s, SeatError **ret_error) {
-        pthread_mutex_lock(&s->lock);
+        lock_preempting(s);
         if (seat_state(s) == SEAT_RELEASED) {
                 pthread_mutex_unlock(&s->lock);
                 return seat_error_set(ret_error, ENOENT, "seat '%s' is released already", s->rec.id);
@@ -1950,7 +1964,12 @@ static int call_allowed(Seat *s, const SeatTicket *ticket, SeatError **ret_error
                 return r;
         if (seat_state(s) != SEAT_READY || !s->agent)
                 return seat_error_set(ret_error, EBUSY, "seat '%s' is %s", s->rec.id, seat_state_to_string(seat_state(s)));
-        return ticket_check(s, ticket, ret_error);
+        r = ticket_check(s, ticket, ret_error);
+        if (r < 0)
+                return r;
+        if (preempted(s))
+                return seat_error_set(ret_error, EBUSY, "seat '%s' is being reset or released: not run", s->rec.id);
+        return 0;
 }
 
 /* Under s->lock: record type in this session's audit log, or say why not. ret_seq: the
@@ -1976,6 +1995,28 @@ static int audit_locked(Seat *s, const char *type, json_object *data, uint64_t *
         return 0;
 }
 
+/* Between the agent client and the caller of seat_exec(): the caller's output handler and
+ * cancellation, and the seat's preemption by a reset or release. */
+typedef struct ExecRelay {
+        Seat *s;
+        AgentOutputFn on_output;
+        bool (*cancelled)(void *);
+        void *userdata;
+        bool preempted;
+} ExecRelay;
+
+static int exec_relay_output(bool is_stderr, const uint8_t *data, size_t len, void *p) {
+        ExecRelay *c = p;
+        return c->on_output ? c->on_output(is_stderr, data, len, c->userdata) : 0;
+}
+
+static bool exec_relay_cancelled(void *p) {
+        ExecRelay *c = p;
+        if (!c->preempted && preempted(c->s))
+                c->preempted = true;
+        return c->preempted || (c->cancelled && c->cancelled(c->userdata));
+}
+
 static const char *exec_status(int r, const AgentExecResult *res) {
         if (r == -ECANCELED)
                 return "cancelled";
@@ -1987,6 +2028,7 @@ static const char *exec_status(int r, const AgentExecResult *res) {
 int seat_exec(Seat *s, const SeatTicket *ticket, AgentMsg *req, json_object *audit_start, SeatExecEndFn end_record,
               AgentOutputFn on_output, bool (*cancelled)(void *), void *userdata, int timeout_ms, AgentExecResult *ret,
               SeatError **ret_error) {
+        ExecRelay relay = { .s = s, .on_output = on_output, .cancelled = cancelled, .userdata = userdata };
         AgentExecResult res = {};
         uint64_t start_seq = 0;
         pthread_mutex_lock(&s->lock);
@@ -1997,7 +2039,14 @@ int seat_exec(Seat *s, const SeatTicket *ticket, AgentMsg *req, json_object *aud
                 pthread_mutex_unlock(&s->lock);
                 return r;
         }
-        r = agent_client_exec_cancellable(s->agent, req, on_output, cancelled, userdata, timeout_ms, &res, ret_error);
+        r = agent_client_exec_cancellable(s->agent, req, exec_relay_output, exec_relay_cancelled, &relay, timeout_ms,
+                                          &res, ret_error);
+        if (r == -ECANCELED && relay.preempted) {
+                *ret_error = seat_error_free(*ret_error);
+                r = seat_error_set(ret_error, ECANCELED,
+                                   "cancelled: an operator resets or releases seat '%s'; the command's process group was killed in the guest",
+                                   s->rec.id);
+        }
         /* The end goes to the same session's log as the start, before anyone else gets the seat. */
         _cleanup_json_ json_object *end = end_record ? end_record(r, r >= 0 ? &res : NULL, r < 0 ? *ret_error : NULL, userdata)
                                                      : json_object_new_object();
@@ -2005,7 +2054,8 @@ int seat_exec(Seat *s, const SeatTicket *ticket, AgentMsg *req, json_object *aud
                 json_object_object_add(end, "start", json_object_new_int64((int64_t) start_seq));
                 json_object_object_add(end, "status", json_object_new_string(exec_status(r, &res)));
                 if (r == -ECANCELED)
-                        json_object_object_add(end, "cancelled_by", json_object_new_string("client"));
+                        json_object_object_add(end, "cancelled_by",
+                                               json_object_new_string(relay.preempted ? "reset or release" : "client"));
         }
         if (!end || audit_locked(s, "exec.end", end, NULL, NULL) < 0)
                 log_seat_error(s->rec.id, "seat '%s': the end of exec record %" PRIu64 " is not in the audit log",

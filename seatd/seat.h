@@ -112,12 +112,14 @@ const char *seat_console_path(const Seat *s);
 /*
  * Agent calls on a READY seat, one at a time per seat, each for the session its ticket was
  * authorised for (-EPERM for a participant's, -EBUSY for an operator's ticket of an earlier
- * session).
+ * session; -EBUSY too while a reset or release waits for the seat).
  *
  * An exec is recorded in the session's audit log before it reaches the guest ("exec.start",
  * data audit_start, not consumed) and after it ("exec.end": end_record(r, result or NULL,
  * error or NULL, userdata) plus "start", the seq of its start record, and "status"). When
- * the start cannot be recorded the exec is not run (-EIO).
+ * the start cannot be recorded the exec is not run (-EIO). A reset or release cancels a
+ * running exec: its process group is killed in the guest and -ECANCELED returned with
+ * "cancelled: ..." in ret_error.
  */
 typedef json_object *(*SeatExecEndFn)(int r, const AgentExecResult *res, const SeatError *error, void *userdata);
 int seat_exec(Seat *s, const SeatTicket *ticket, AgentMsg *req, json_object *audit_start, SeatExecEndFn end_record,
