@@ -35,6 +35,7 @@
 #define CONTROL_ERR_VERIFICATION "verification"
 #define CONTROL_ERR_VERSION "unsupported_version"
 #define CONTROL_ERR_IO "io"
+#define CONTROL_ERR_CANCELLED "cancelled"
 #define CONTROL_ERR_INTERNAL "internal"
 
 typedef enum ControlKind {

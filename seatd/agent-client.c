@@ -302,13 +302,17 @@ static int exec_fill_result(const AgentMsg *m, AgentExecResult *res) {
         return 0;
 }
 
+/* How long a killed exec may take to report its exit: the agent kills the group, drains
+ * its pipes (≤ 1 s) and answers. A reset or release waits this long at most for it. */
+#define EXEC_KILL_DRAIN_MS 5000
+
 /* Cancel a running exec: SIGKILL to its whole process group in the guest. Its remaining
  * frames are then read and dropped up to its exit, so the channel stays in step. */
 static int exec_start_kill(AgentClient *c, int64_t exec_id, int64_t *ret_kill_id, int64_t *deadline) {
         AgentMsg k = { .type = AGENT_MSG_KILL, .id = agent_client_next_id(c), .kill = { .exec = exec_id, .signal = 9 } };
         *ret_kill_id = k.id;
-        *deadline = now_monotonic_ms() + 15000;
-        return agent_client_send(c, &k, 5000);
+        *deadline = MIN(*deadline, now_monotonic_ms() + EXEC_KILL_DRAIN_MS);
+        return agent_client_send(c, &k, 2000);
 }
 
 static int exec_recv(AgentClient *c, int64_t deadline, bool poll_cancel, AgentMsg **ret, SeatError **ret_error) {
@@ -327,11 +331,29 @@ static int exec_recv(AgentClient *c, int64_t deadline, bool poll_cancel, AgentMs
         return 0;
 }
 
+/* A kill crosses the exec's end on the channel: its reply still comes after the exec's last
+ * frame, and is read here rather than left for the next call to trip over. */
+static int exec_recv_kill_reply(AgentClient *c, int64_t kill_id, int64_t deadline, SeatError **ret_error) {
+        _cleanup_agent_msg_ AgentMsg *m = NULL;
+        _cleanup_error_ SeatError *err = NULL;
+        int r;
+        while ((r = exec_recv(c, deadline, false, &m, &err)) == -EAGAIN)
+                ;
+        if (r >= 0 && m->id != kill_id)
+                r = seat_error_set(&err, EPROTO, "agent answered id %lld while kill %lld was pending", (long long) m->id,
+                                   (long long) kill_id);
+        if (r < 0 && ret_error) {
+                seat_error_free(*ret_error);
+                *ret_error = TAKE_PTR(err);
+        }
+        return r;
+}
+
 int agent_client_exec_cancellable(AgentClient *c, AgentMsg *req, AgentOutputFn on_output, bool (*cancelled)(void *),
                                   void *userdata, int timeout_ms, AgentExecResult *ret, SeatError **ret_error) {
         int64_t deadline = deadline_in(timeout_ms), kill_id = 0;
         AgentExecResult res = {};
-        bool started = false, killing = false;
+        bool started = false, killing = false, kill_answered = false;
         int r;
 
         if (req->type != AGENT_MSG_EXEC)
@@ -343,21 +365,24 @@ int agent_client_exec_cancellable(AgentClient *c, AgentMsg *req, AgentOutputFn o
 
         for (;;) {
                 _cleanup_agent_msg_ AgentMsg *m = NULL;
-                r = exec_recv(c, deadline, cancelled && !killing, &m, ret_error);
-                if (r == -EAGAIN) {
-                        if (cancelled && !killing && cancelled(userdata)) {
-                                killing = true;
-                                if (exec_start_kill(c, req->id, &kill_id, &deadline) < 0) {
-                                        r = seat_error_set(ret_error, EPIPE, "cannot send kill to agent");
-                                        break;
-                                }
+                /* Asked before every wait, not only after a quiet one: a command that prints
+                 * without pause is cancelled as soon as one that prints nothing. */
+                if (cancelled && !killing && cancelled(userdata)) {
+                        killing = true;
+                        if (exec_start_kill(c, req->id, &kill_id, &deadline) < 0) {
+                                r = seat_error_set(ret_error, EPIPE, "cannot send kill to agent");
+                                break;
                         }
-                        continue;
                 }
+                r = exec_recv(c, deadline, cancelled && !killing, &m, ret_error);
+                if (r == -EAGAIN)
+                        continue;
                 if (r < 0)
                         break;
-                if (killing && m->id == kill_id)
-                        continue; /* ok, or not_found when it had just exited */
+                if (killing && m->id == kill_id) {
+                        kill_answered = true; /* ok, or not_found when it had just exited */
+                        continue;
+                }
                 if (m->id != req->id) {
                         r = seat_error_set(ret_error, EPROTO, "agent answered id %lld while request %lld was pending",
                                            (long long) m->id, (long long) req->id);
@@ -405,6 +430,11 @@ int agent_client_exec_cancellable(AgentClient *c, AgentMsg *req, AgentOutputFn o
                 r = seat_error_set(ret_error, EPROTO, "agent sent '%s' out of order for exec %lld",
                                    agent_msg_type_to_string(m->type), (long long) req->id);
                 break;
+        }
+        if (killing && !kill_answered && (r == -ECANCELED || r == -EREMOTEIO)) {
+                int k = exec_recv_kill_reply(c, kill_id, deadline, ret_error);
+                if (k < 0)
+                        r = k;
         }
         agent_exec_result_done(&res);
         return r;

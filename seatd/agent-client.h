@@ -65,9 +65,10 @@ typedef int (*AgentOutputFn)(bool is_stderr, const uint8_t *data, size_t len, vo
 int agent_client_exec(AgentClient *c, AgentMsg *req, AgentOutputFn on_output, void *userdata,
                       int timeout_ms, AgentExecResult *ret, SeatError **ret_error);
 
-/* The same, with cancellation: cancelled(userdata) is asked every 250 ms, and an output
- * handler may return -ECANCELED; then the exec's process group is killed in the guest,
- * its remaining frames drained, and -ECANCELED returned with the channel in step. */
+/* The same, with cancellation: cancelled(userdata) is asked before every wait and at least
+ * every 250 ms, and an output handler may return -ECANCELED; then the exec's process group
+ * is killed in the guest, its remaining frames drained (for at most 5 s, else -ETIMEDOUT),
+ * and -ECANCELED returned with the channel in step. */
 int agent_client_exec_cancellable(AgentClient *c, AgentMsg *req, AgentOutputFn on_output, bool (*cancelled)(void *),
                                   void *userdata, int timeout_ms, AgentExecResult *ret, SeatError **ret_error);
 

@@ -179,6 +179,8 @@ static const ConfItem items[] = {
         LONG(participant_max_connections, 1, 256, "16", .doc = "connections one uid may hold on the participant socket"),
         LONG(participant_idle_timeout, 1, 86400, "600",
              .doc = "seconds a participant connection may sit idle before it is closed"),
+        LONG(exec_max_timeout, 1, 7 * 86400, "3600",
+             .doc = "seconds: the longest timeout an exec may ask for (reset and release cancel it anyway)"),
         PATH(trusted_keys_dir, "trust/keys", .derive = in_state_dir,
              .doc = "the minisign public keys (*.pub) image manifests must be signed by"),
         STRING(admin_group, conf_parse_string, "seatd", .doc = "its members (and root) are operators"),

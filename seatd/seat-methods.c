@@ -27,11 +27,17 @@ static void sodium_memzero_token(char *t) {
 }
 
 #define EXEC_DEFAULT_TIMEOUT_MS 600000
+#define EXEC_TIMEOUT_TYPE_MAX_MS ((int64_t) 7 * 24 * 3600 * 1000) /* what the parameter may say at all */
+/* What of a command the audit log keeps verbatim (raw bytes; JSON may escape a byte into
+ * six): with the digests of the whole, no record comes near AUDIT_RECORD_MAX. */
+#define AUDIT_ARGV_KEEP (64u * 1024u)
+#define AUDIT_ENV_NAMES_KEEP (16u * 1024u)
 #define EXEC_HOST_GRACE_MS 10000 /* after the tool's own timeout: the agent kills, drains (≤ 1 s), reports */
 #define CONSOLE_CHUNK_MAX (64u * 1024u)
 #define PROVISION_COUNT_MAX 64
 
 static SeatManager *the_seats;
+static int64_t exec_max_timeout_ms; /* seatd.conf exec_max_timeout */
 static EventSource *net_src, *tick_src;
 static int tick_fd = -EBADF;
 
@@ -39,6 +45,7 @@ static int tick_fd = -EBADF;
 
 typedef struct SeatArgs {
         Seat *seat;
+        SeatTicket ticket; /* what the request was authorised for, checked again at the seat */
         json_object *params;
 } SeatArgs;
 
@@ -52,14 +59,16 @@ static void seat_args_free(void *p) {
 }
 
 /* The seat named by params.seat, if the caller may touch it: operators may touch every
- * seat; anyone else must present that seat's token. Replies on refusal. */
-static int seat_param(Request *req, Seat **ret) {
+ * seat; anyone else must present that seat's token. *ret_ticket: the session (and token)
+ * this was authorised for. Replies on refusal. */
+static int seat_param(Request *req, Seat **ret, SeatTicket *ret_ticket) {
         const char *id = NULL, *token = NULL;
         if (json_get_string(req->params, "seat", true, SEAT_ID_MAX, &id) < 0)
                 return request_reply_error(req, CONTROL_ERR_INVALID, "'%s' needs 'seat', a seat id", req->method), -EINVAL;
         (void) json_get_string(req->params, "token", false, 256, &token);
         _cleanup_(seat_unrefp) Seat *s = seat_manager_get(the_seats, id);
-        if (!req->operator && (!s || !seat_token_matches(s, token)))
+        SeatTicket t = {};
+        if (!req->operator && (!s || seat_authorize(s, token, false, &t) < 0))
                 /* Same answer whether the seat exists or not: a token reveals nothing else. */
                 return request_reply_error(req, CONTROL_ERR_DENIED, "this token does not open seat '%s'", id), -EPERM;
         if (!s) {
@@ -67,13 +76,17 @@ static int seat_param(Request *req, Seat **ret) {
                 return request_reply_error(req, CONTROL_ERR_NOT_FOUND, "no seat '%s' (see 'seatctl list')", e ? e : "?"),
                        -ENOENT;
         }
+        if (req->operator)
+                (void) seat_authorize(s, NULL, true, &t);
         *ret = TAKE_PTR(s);
+        *ret_ticket = t;
         return 0;
 }
 
 static int start_seat_job(Request *req, JobFn fn) {
         Seat *s = NULL;
-        if (seat_param(req, &s) < 0)
+        SeatTicket t;
+        if (seat_param(req, &s, &t) < 0)
                 return 0; /* answered */
         SeatArgs *a = calloc(1, sizeof(*a));
         if (!a) {
@@ -81,6 +94,7 @@ static int start_seat_job(Request *req, JobFn fn) {
                 return -ENOMEM;
         }
         a->seat = s;
+        a->ticket = t;
         a->params = json_object_get(req->params);
         return request_start_job(req, fn, a, seat_args_free);
 }
@@ -210,8 +224,9 @@ static int seat_list_method(Request *req) {
 
 static int seat_status_method(Request *req) {
         _cleanup_(seat_unrefp) Seat *s = NULL;
+        SeatTicket t;
         json_object *o = NULL;
-        if (seat_param(req, &s) < 0)
+        if (seat_param(req, &s, &t) < 0)
                 return 0;
         if (seat_to_json(s, &o) < 0)
                 return -ENOMEM;
@@ -223,6 +238,7 @@ static int seat_status_method(Request *req) {
 typedef struct ExecStream {
         Request *req;
         crypto_generichash_state out, err; /* BLAKE2b-512 of what the tool printed, for the audit log */
+        int64_t out_bytes, err_bytes;      /* as they reached seatd */
 } ExecStream;
 
 static json_object *digest_json(crypto_generichash_state *st) {
@@ -233,18 +249,63 @@ static json_object *digest_json(crypto_generichash_state *st) {
         return json_object_new_string(hex);
 }
 
-static json_object *strv_json(char **l, bool names_only) {
+/* BLAKE2b-512 of each string with its terminating NUL, as /proc/PID/cmdline holds an argv. */
+static json_object *strv_digest_json(char **l) {
+        crypto_generichash_state st;
+        crypto_generichash_init(&st, NULL, 0, 64);
+        for (char **i = l; i && *i; i++)
+                crypto_generichash_update(&st, (const uint8_t *) *i, strlen(*i) + 1);
+        return digest_json(&st);
+}
+
+static json_object *bytes_digest_json(const void *data, size_t len) {
+        crypto_generichash_state st;
+        crypto_generichash_init(&st, NULL, 0, 64);
+        crypto_generichash_update(&st, data, len);
+        return digest_json(&st);
+}
+
+/* The first up to budget bytes of the strings (of their names when names_only), the last
+ * one kept cut at a UTF-8 character boundary; *ret_truncated when anything was left out. */
+static json_object *strv_json_capped(char **l, bool names_only, size_t budget, bool *ret_truncated) {
         json_object *a = json_object_new_array();
+        *ret_truncated = false;
         for (char **i = l; a && i && *i; i++) {
                 const char *eq = names_only ? strchr(*i, '=') : NULL;
-                json_object_array_add(a, eq ? json_object_new_string_len(*i, (int) (eq - *i)) : json_object_new_string(*i));
+                size_t n = eq ? (size_t) (eq - *i) : strlen(*i);
+                if (n > budget) {
+                        *ret_truncated = true;
+                        n = budget;
+                        while (n > 0 && ((uint8_t) (*i)[n] & 0xC0) == 0x80)
+                                n--;
+                        if (n > 0)
+                                json_object_array_add(a, json_object_new_string_len(*i, (int) n));
+                        break;
+                }
+                json_object_array_add(a, json_object_new_string_len(*i, (int) n));
+                budget -= n;
         }
         return a;
+}
+
+static size_t strv_length(char **l) {
+        size_t n = 0;
+        while (l && l[n])
+                n++;
+        return n;
+}
+
+static int64_t strv_bytes(char **l) {
+        int64_t n = 0;
+        for (char **i = l; i && *i; i++)
+                n += (int64_t) strlen(*i) + 1;
+        return n;
 }
 
 static int exec_output(bool is_stderr, const uint8_t *data, size_t len, void *userdata) {
         ExecStream *st = userdata;
         crypto_generichash_update(is_stderr ? &st->err : &st->out, data, len);
+        *(is_stderr ? &st->err_bytes : &st->out_bytes) += (int64_t) len;
         _cleanup_free_ char *b64 = NULL;
         if (base64_encode(data, len, &b64, NULL) < 0)
                 return -ENOMEM;
@@ -263,11 +324,63 @@ static bool exec_cancelled(void *userdata) {
         return job_cancelled(st->req);
 }
 
+/* The "exec.start" record: who asked what, with what, before it runs. Whatever of argv and
+ * the env names is cut for size is still bound by the digest and the counts. */
+static json_object *exec_start_record(Request *req, char **argv, char **env, const char *cwd, const void *stdin_data,
+                                      size_t stdin_len, int64_t timeout_ms, int64_t max_output) {
+        json_object *rec = json_object_new_object();
+        bool argv_cut = false, env_cut = false;
+        if (!rec)
+                return NULL;
+        json_object_object_add(rec, "uid", json_object_new_int64(req->uid));
+        json_object_object_add(rec, "operator", json_object_new_boolean(req->operator));
+        json_object_object_add(rec, "argv", strv_json_capped(argv, false, AUDIT_ARGV_KEEP, &argv_cut));
+        json_object_object_add(rec, "argv_truncated", json_object_new_boolean(argv_cut));
+        json_object_object_add(rec, "argc", json_object_new_int64((int64_t) strv_length(argv)));
+        json_object_object_add(rec, "argv_bytes", json_object_new_int64(strv_bytes(argv)));
+        json_object_object_add(rec, "argv_blake2b", strv_digest_json(argv));
+        json_object_object_add(rec, "cwd", json_object_new_string(cwd ? cwd : "/"));
+        json_object_object_add(rec, "env_names", strv_json_capped(env, true, AUDIT_ENV_NAMES_KEEP, &env_cut));
+        if (env_cut)
+                json_object_object_add(rec, "env_names_truncated", json_object_new_boolean(true));
+        json_object_object_add(rec, "stdin_bytes", json_object_new_int64((int64_t) stdin_len));
+        json_object_object_add(rec, "stdin_blake2b", bytes_digest_json(stdin_data, stdin_len));
+        json_object_object_add(rec, "timeout_ms", json_object_new_int64(timeout_ms));
+        if (max_output)
+                json_object_object_add(rec, "max_output", json_object_new_int64(max_output));
+        return rec;
+}
+
+/* The "exec.end" record (seat_exec() adds "start" and "status"): how it ended. */
+static json_object *exec_end_record(int r, const AgentExecResult *res, const SeatError *error, void *userdata) {
+        ExecStream *st = userdata;
+        json_object *rec = json_object_new_object();
+        if (!rec)
+                return NULL;
+        if (r < 0) {
+                json_object_object_add(rec, "error", json_object_new_string(error ? error->message : strerror(-r)));
+                json_object_object_add(rec, "stdout_bytes", json_object_new_int64(st->out_bytes));
+                json_object_object_add(rec, "stderr_bytes", json_object_new_int64(st->err_bytes));
+        } else {
+                json_object_object_add(rec, "code", json_object_new_int64(res->code));
+                json_object_object_add(rec, "signal", json_object_new_int64(res->signal));
+                json_object_object_add(rec, "duration_ms", json_object_new_int64(res->duration_ms));
+                json_object_object_add(rec, "timed_out", json_object_new_boolean(res->timed_out));
+                json_object_object_add(rec, "truncated", json_object_new_boolean(res->truncated));
+                json_object_object_add(rec, "stdout_bytes", json_object_new_int64(res->stdout_bytes));
+                json_object_object_add(rec, "stderr_bytes", json_object_new_int64(res->stderr_bytes));
+        }
+        json_object_object_add(rec, "stdout_blake2b", digest_json(&st->out));
+        json_object_object_add(rec, "stderr_blake2b", digest_json(&st->err));
+        return rec;
+}
+
 static int exec_job(Request *req, void *data, json_object **ret_result, SeatError **ret_error) {
         SeatArgs *a = data;
         _cleanup_strv_free_ char **argv = NULL, **env = NULL;
         _cleanup_free_ void *stdin_data = NULL;
         _cleanup_free_ char *cwd = NULL, *argv_log = NULL;
+        _cleanup_json_ json_object *start = NULL;
         const char *cwd_s = NULL;
         size_t stdin_len = 0;
         int64_t timeout_ms = 0, max_output = 0;
@@ -277,14 +390,19 @@ static int exec_job(Request *req, void *data, json_object **ret_result, SeatErro
             json_get_strv(a->params, "env", false, AGENT_ENV_MAX, AGENT_STR_MAX, &env) < 0 ||
             json_get_string(a->params, "cwd", false, AGENT_STR_MAX, &cwd_s) < 0 ||
             json_get_base64(a->params, "stdin", false, AGENT_CHUNK_MAX, &stdin_data, &stdin_len) < 0 ||
-            json_get_int64(a->params, "timeout_ms", false, 0, (int64_t) 7 * 24 * 3600 * 1000, &timeout_ms) < 0 ||
+            json_get_int64(a->params, "timeout_ms", false, 0, EXEC_TIMEOUT_TYPE_MAX_MS, &timeout_ms) < 0 ||
             json_get_int64(a->params, "max_output", false, 0, (int64_t) 1 << 30, &max_output) < 0)
                 return seat_error_set(ret_error, EINVAL,
                                       "seat.exec needs 'argv' (strings) and takes 'env', 'cwd', 'stdin' (base64, ≤ 512 KiB), 'timeout_ms', 'max_output'");
+        if (timeout_ms > exec_max_timeout_ms)
+                return seat_error_set(ret_error, EINVAL,
+                                      "'timeout_ms' %" PRId64 " is over this host's cap of %" PRId64
+                                      " ms (exec_max_timeout = %" PRId64 " in seatd.conf)",
+                                      timeout_ms, exec_max_timeout_ms, exec_max_timeout_ms / 1000);
         if (cwd_s && !(cwd = strdup(cwd_s)))
                 return -ENOMEM;
         if (timeout_ms == 0)
-                timeout_ms = EXEC_DEFAULT_TIMEOUT_MS;
+                timeout_ms = MIN(EXEC_DEFAULT_TIMEOUT_MS, exec_max_timeout_ms);
 
         AgentMsg msg = { .type = AGENT_MSG_EXEC,
                          .exec = { .argv = argv, .env = env, .cwd = cwd, .stdin_data = stdin_data, .stdin_len = stdin_len,
@@ -293,32 +411,14 @@ static int exec_job(Request *req, void *data, json_object **ret_result, SeatErro
         crypto_generichash_init(&st.out, NULL, 0, 64);
         crypto_generichash_init(&st.err, NULL, 0, 64);
         argv_log = argv_for_log(argv);
-        int r = seat_exec(a->seat, &msg, exec_output, exec_cancelled, &st, (int) MIN(timeout_ms + EXEC_HOST_GRACE_MS, (int64_t) INT32_MAX),
-                          &res, ret_error);
         /* Every tool call is logged: who, where, what, and how it ended — to the session's
-         * audit log (evidence) and as a line for operators. */
-        json_object *rec = json_object_new_object();
-        json_object_object_add(rec, "uid", json_object_new_int64(req->uid));
-        json_object_object_add(rec, "operator", json_object_new_boolean(req->operator));
-        json_object_object_add(rec, "argv", strv_json(argv, false));
-        json_object_object_add(rec, "cwd", json_object_new_string(cwd ? cwd : "/"));
-        json_object_object_add(rec, "env_names", strv_json(env, true));
-        json_object_object_add(rec, "stdin_bytes", json_object_new_int64((int64_t) stdin_len));
-        if (r < 0)
-                json_object_object_add(rec, "error", json_object_new_string(*ret_error ? (*ret_error)->message : strerror(-r)));
-        else {
-                json_object_object_add(rec, "code", json_object_new_int64(res.code));
-                json_object_object_add(rec, "signal", json_object_new_int64(res.signal));
-                json_object_object_add(rec, "duration_ms", json_object_new_int64(res.duration_ms));
-                json_object_object_add(rec, "timed_out", json_object_new_boolean(res.timed_out));
-                json_object_object_add(rec, "truncated", json_object_new_boolean(res.truncated));
-                json_object_object_add(rec, "stdout_bytes", json_object_new_int64(res.stdout_bytes));
-                json_object_object_add(rec, "stderr_bytes", json_object_new_int64(res.stderr_bytes));
-                json_object_object_add(rec, "stdout_blake2b", digest_json(&st.out));
-                json_object_object_add(rec, "stderr_blake2b", digest_json(&st.err));
-        }
-        (void) seat_audit(a->seat, "exec", rec);
-        json_object_put(rec);
+         * audit log (evidence: its start before it runs, its end after) and as a line for
+         * operators. */
+        start = exec_start_record(req, argv, env, cwd, stdin_data, stdin_len, timeout_ms, max_output);
+        if (!start)
+                return -ENOMEM;
+        int r = seat_exec(a->seat, &a->ticket, &msg, start, exec_end_record, exec_output, exec_cancelled, &st,
+                          (int) MIN(timeout_ms + EXEC_HOST_GRACE_MS, (int64_t) INT32_MAX), &res, ret_error);
         if (r < 0) {
                 log_notice("exec seat=%s uid=%u argv=[%s] cwd=%s stdin=%zu failed: %s", seat_id(a->seat), (unsigned) req->uid,
                            argv_log ? argv_log : "?", cwd ? cwd : "/", stdin_len, *ret_error ? (*ret_error)->message : strerror(-r));
@@ -350,14 +450,17 @@ static int seat_exec_method(Request *req) {
 
 /* ---- files ---- */
 
-static void audit_file_op(Seat *seat, const char *type, Request *req, const char *path, int64_t offset, size_t len) {
+/* A file transfer's record, written before the chunk reaches the guest: file_put's
+ * "bytes" are the bytes sent, file_get's the most asked for. */
+static json_object *file_op_record(Request *req, const char *path, int64_t offset, int64_t len) {
         json_object *rec = json_object_new_object();
+        if (!rec)
+                return NULL;
         json_object_object_add(rec, "uid", json_object_new_int64(req->uid));
         json_object_object_add(rec, "path", json_object_new_string(path));
         json_object_object_add(rec, "offset", json_object_new_int64(offset));
-        json_object_object_add(rec, "bytes", json_object_new_int64((int64_t) len));
-        (void) seat_audit(seat, type, rec);
-        json_object_put(rec);
+        json_object_object_add(rec, "bytes", json_object_new_int64(len));
+        return rec;
 }
 
 static int file_put_job(Request *req, void *data, json_object **ret_result, SeatError **ret_error) {
@@ -376,12 +479,14 @@ static int file_put_job(Request *req, void *data, json_object **ret_result, Seat
                 return seat_error_set(ret_error, EINVAL, "seat.file_put needs an absolute 'path' and takes 'data' (base64, ≤ 512 KiB), 'offset', 'mode', 'final'");
         AgentMsg msg = { .type = AGENT_MSG_FILE_PUT,
                          .file_put = { .path = (char *) path, .offset = offset, .data = bytes, .len = len, .mode = mode, .final = final } };
-        int r = seat_agent_call(a->seat, &msg, 60000, &reply, ret_error);
+        _cleanup_json_ json_object *rec = file_op_record(req, path, offset, (int64_t) len);
+        if (!rec)
+                return -ENOMEM;
+        int r = seat_agent_call(a->seat, &a->ticket, &msg, 60000, "file_put", rec, &reply, ret_error);
         if (r < 0)
                 return r;
         if (offset == 0)
                 log_notice("file_put seat=%s uid=%u path=%s", seat_id(a->seat), (unsigned) req->uid, path);
-        audit_file_op(a->seat, "file_put", req, path, offset, len);
         json_object *o = json_object_new_object();
         json_object_object_add(o, "size", json_object_new_int64(reply->type == AGENT_MSG_OK ? reply->ok.size : -1));
         *ret_result = o;
@@ -400,14 +505,16 @@ static int file_get_job(Request *req, void *data, json_object **ret_result, Seat
             json_get_int64(a->params, "length", false, 0, AGENT_CHUNK_MAX, &length) < 0)
                 return seat_error_set(ret_error, EINVAL, "seat.file_get needs an absolute 'path' and takes 'offset', 'length' (≤ 512 KiB)");
         AgentMsg msg = { .type = AGENT_MSG_FILE_GET, .file_get = { .path = (char *) path, .offset = offset, .length = length } };
-        int r = seat_agent_call(a->seat, &msg, 60000, &reply, ret_error);
+        _cleanup_json_ json_object *rec = file_op_record(req, path, offset, length);
+        if (!rec)
+                return -ENOMEM;
+        int r = seat_agent_call(a->seat, &a->ticket, &msg, 60000, "file_get", rec, &reply, ret_error);
         if (r < 0)
                 return r;
         if (reply->type != AGENT_MSG_DATA)
                 return seat_error_set(ret_error, EPROTO, "agent answered file_get with '%s'", agent_msg_type_to_string(reply->type));
         if (offset == 0)
                 log_notice("file_get seat=%s uid=%u path=%s", seat_id(a->seat), (unsigned) req->uid, path);
-        audit_file_op(a->seat, "file_get", req, path, offset, reply->data.len);
         if (base64_encode(reply->data.data, reply->data.len, &b64, NULL) < 0)
                 return -ENOMEM;
         json_object *o = json_object_new_object();
@@ -430,9 +537,10 @@ static int seat_file_get_method(Request *req) {
 
 static int seat_console_method(Request *req) {
         _cleanup_(seat_unrefp) Seat *s = NULL;
+        SeatTicket t;
         int64_t offset = 0;
         struct stat st;
-        if (seat_param(req, &s) < 0)
+        if (seat_param(req, &s, &t) < 0)
                 return 0;
         if (json_get_int64(req->params, "offset", false, 0, INT64_MAX - 1, &offset) < 0)
                 return request_reply_error(req, CONTROL_ERR_INVALID, "'offset' must be a byte offset");
@@ -537,6 +645,7 @@ static int watch_networks(Server *srv, SeatError **ret_error) {
 
 int seat_methods_init(Server *srv, SeatError **ret_error) {
         ImageStore *store = server_get_userdata(srv, "image-store");
+        exec_max_timeout_ms = (int64_t) server_config(srv)->exec_max_timeout * 1000;
         int r = seat_manager_new(server_config(srv), store, &the_seats, ret_error);
         if (r < 0)
                 return r;

@@ -48,6 +48,10 @@ typedef struct WarmSeen {
 struct Seat {
         unsigned refs;            /* under the manager's lock */
         pthread_mutex_t lock;     /* one operation at a time */
+        /* rec.generation and rec.token_hash change under lock and ticket_lock both; the
+         * event loop authorises requests under ticket_lock alone (never waits for lock). */
+        pthread_mutex_t ticket_lock;
+        unsigned preempting;      /* atomic: resets and releases waiting for lock */
         SeatManager *m;
         SeatRecord rec;
         SeatState state;
@@ -163,6 +167,7 @@ static void seat_free(Seat *s) {
         free(s->overlay);
         free(s->console_log);
         free(s->fault);
+        pthread_mutex_destroy(&s->ticket_lock);
         pthread_mutex_destroy(&s->lock);
         free(s);
 }
@@ -252,23 +257,55 @@ static int token_hash_hex(const char *token, char out[65]) {
         return digest_to_hex(h, sizeof(h), out, 65);
 }
 
-bool seat_token_matches(Seat *s, const char *token) {
-        char h[65];
-        if (!token || strlen(token) != SEAT_TOKEN_HEX || token_hash_hex(token, h) < 0)
-                return false;
-        return sodium_memcmp(h, s->rec.token_hash, 64) == 0;
+int seat_authorize(Seat *s, const char *token, bool operator, SeatTicket *ret) {
+        SeatTicket t = { .operator = operator };
+        bool ok = operator;
+        if (!operator && (!token || strlen(token) != SEAT_TOKEN_HEX || token_hash_hex(token, t.token_hash) < 0))
+                return -EPERM;
+        pthread_mutex_lock(&s->ticket_lock);
+        t.generation = s->rec.generation;
+        if (!operator)
+                ok = sodium_memcmp(t.token_hash, s->rec.token_hash, 64) == 0;
+        pthread_mutex_unlock(&s->ticket_lock);
+        if (!ok)
+                return -EPERM;
+        *ret = t;
+        return 0;
 }
 
-static int new_token(Seat *s, char **ret) {
+/* Under s->lock: is the ticket still for this session? */
+static int ticket_check(Seat *s, const SeatTicket *t, SeatError **ret_error) {
+        if (t->generation != s->rec.generation)
+                return seat_error_set(ret_error, t->operator ? EBUSY : EPERM,
+                                      "seat '%s' was reset after this request was authorised (for session %" PRId64
+                                      ", now %" PRId64 "): it was not run",
+                                      s->rec.id, t->generation, s->rec.generation);
+        if (!t->operator && sodium_memcmp(t->token_hash, s->rec.token_hash, 64) != 0)
+                return seat_error_set(ret_error, EPERM,
+                                      "the token of this request no longer opens seat '%s' (it was handed a new one): it was not run",
+                                      s->rec.id);
+        return 0;
+}
+
+/* A new token for the seat (and, with next_generation, its next session), both changed at
+ * once for seat_authorize(). */
+static int new_token(Seat *s, bool next_generation, char **ret) {
+        char h[65];
         char *t = malloc(SEAT_TOKEN_HEX + 1);
         if (!t)
                 return -ENOMEM;
         random_hex(t, SEAT_TOKEN_HEX / 2);
-        int r = token_hash_hex(t, s->rec.token_hash);
+        int r = token_hash_hex(t, h);
         if (r < 0) {
+                sodium_memzero(t, SEAT_TOKEN_HEX);
                 free(t);
                 return r;
         }
+        pthread_mutex_lock(&s->ticket_lock);
+        memcpy(s->rec.token_hash, h, sizeof(h));
+        if (next_generation)
+                s->rec.generation++;
+        pthread_mutex_unlock(&s->ticket_lock);
         *ret = t;
         return 0;
 }
@@ -1442,6 +1479,7 @@ static int provision_new(SeatManager *m, const char *image, const char *particip
         if (!s)
                 return -ENOMEM;
         pthread_mutex_init(&s->lock, NULL);
+        pthread_mutex_init(&s->ticket_lock, NULL);
         pthread_mutex_init(&s->audit_lock, NULL);
         pthread_mutex_init(&s->warm_lock, NULL);
         s->m = m;
@@ -1458,7 +1496,7 @@ static int provision_new(SeatManager *m, const char *image, const char *particip
 
         r = seat_paths(m, s);
         if (r >= 0)
-                r = new_token(s, &token);
+                r = new_token(s, false, &token);
         if (r >= 0 && mkdir(s->dir, 0755) < 0 && errno != EEXIST)
                 r = seat_error_set(ret_error, errno, "create seat directory '%s': %m", s->dir);
         if (r >= 0)
@@ -1632,14 +1670,16 @@ static int pool_claim(SeatManager *m, Seat *s, const char *participant, char **r
                 r = seat_error_set(ret_error, EBUSY, "seat '%s' is %s", s->rec.id, seat_state_to_string(seat_state(s)));
         else if ((r = agent_client_ping(s->agent, POOL_CLAIM_PING_MS, ret_error)) < 0)
                 (void) seat_error_wrap(ret_error, "its agent did not answer a ping within %d ms", POOL_CLAIM_PING_MS);
-        else if ((r = new_token(s, &token)) >= 0) {
+        else if ((r = new_token(s, false, &token)) >= 0) {
                 snprintf(s->rec.participant, sizeof(s->rec.participant), "%s", participant);
                 s->rec.pooled = false;
                 r = domain_set_record(s->dom, &s->rec, ret_error);
         }
         if (r < 0) {
                 _cleanup_free_ char *why = NULL;
+                pthread_mutex_lock(&s->ticket_lock);
                 s->rec = old;
+                pthread_mutex_unlock(&s->ticket_lock);
                 if (asprintf(&why, "failed its health check when claimed from the pool: %s",
                              *ret_error ? (*ret_error)->message : strerror(-r)) < 0)
                         why = NULL;
@@ -1695,6 +1735,19 @@ int seat_provision(SeatManager *m, const char *image, const char *participant, c
 
 #define SESSION_END_GRACE_MS 3000 /* for the old guest to sync its disk and power off */
 
+/* Reset and release take the seat from whatever runs in it: a running exec sees this
+ * within 250 ms (agent_client_exec_cancellable() asks that often), has its process group
+ * killed in the guest and gives up the lock; calls arriving meanwhile are refused. */
+static void lock_preempting(Seat *s) {
+        __atomic_add_fetch(&s->preempting, 1, __ATOMIC_ACQ_REL);
+        pthread_mutex_lock(&s->lock);
+        __atomic_sub_fetch(&s->preempting, 1, __ATOMIC_ACQ_REL);
+}
+
+static bool preempted(Seat *s) {
+        return __atomic_load_n(&s->preempting, __ATOMIC_ACQUIRE) > 0;
+}
+
 /* The session is over: ask the guest to sync and power off (guest-init: kill everything,
  * sync, remount read-only, power off), so what it wrote reaches the disk the evidence is
  * read from. A guest that does not comply is destroyed after the grace anyway. Returns
@@ -1734,7 +1787,7 @@ int seat_reset(SeatManager *m, Seat *s, bool cold, char **ret_token, SeatError *
         _cleanup_free_ char *token = NULL;
         int r;
 
-        pthread_mutex_lock(&s->lock);
+        lock_preempting(s);
         SeatState st = seat_state(s);
         if (st != SEAT_READY && st != SEAT_FAULTED) {
                 pthread_mutex_unlock(&s->lock);
@@ -1793,14 +1846,13 @@ int seat_reset(SeatManager *m, Seat *s, bool cold, char **ret_token, SeatError *
         }
         if (qdir) /* no machine to wait for */
                 seal_in_background(m, s, true, TAKE_PTR(qdir));
-        if (r >= 0) {
-                /* The new generation's files have names of their own: the old machine's
-                 * console may still be held open by virtlogd while its destroy completes. */
-                s->rec.generation++;
-                r = seat_paths(m, s);
-        }
+        /* The next session, with its own token: requests authorised for the last one are
+         * refused from here on (ticket_check()). Its files have names of their own: the old
+         * machine's console may still be held open by virtlogd while its destroy completes. */
         if (r >= 0)
-                r = new_token(s, &token);
+                r = new_token(s, true, &token);
+        if (r >= 0)
+                r = seat_paths(m, s);
         /* The filter as the profile says, whatever happened to it meanwhile. */
         if (r >= 0 && s->net && (r = seatnet_reinstall(m->net, s->net, ret_error)) >= 0)
                 __atomic_store_n(&s->net_paused, false, __ATOMIC_RELEASE);
@@ -1844,7 +1896,7 @@ static void warm_forget(SeatManager *m, Seat *s) {
 }
 
 int seat_release(SeatManager *m, Seat *s, SeatError **ret_error) {
-        pthread_mutex_lock(&s->lock);
+        lock_preempting(s);
         if (seat_state(s) == SEAT_RELEASED) {
                 pthread_mutex_unlock(&s->lock);
                 return seat_error_set(ret_error, ENOENT, "seat '%s' is released already", s->rec.id);
@@ -1905,32 +1957,127 @@ static bool refuse_paused(Seat *s, int *r, SeatError **ret_error) {
         return true;
 }
 
-int seat_exec(Seat *s, AgentMsg *req, AgentOutputFn on_output, bool (*cancelled)(void *), void *userdata,
-              int timeout_ms, AgentExecResult *ret, SeatError **ret_error) {
-        pthread_mutex_lock(&s->lock);
+/* Under s->lock: may a call for ticket reach the guest now? */
+static int call_allowed(Seat *s, const SeatTicket *ticket, SeatError **ret_error) {
         int r;
         if (refuse_paused(s, &r, ret_error))
-                ;
-        else if (seat_state(s) != SEAT_READY || !s->agent)
-                r = seat_error_set(ret_error, EBUSY, "seat '%s' is %s", s->rec.id, seat_state_to_string(seat_state(s)));
-        else {
-                r = agent_client_exec_cancellable(s->agent, req, on_output, cancelled, userdata, timeout_ms, ret,
-                                                  ret_error);
-                if (r < 0 && r != -ECANCELED)
-                        r = agent_failed(s, r, ret_error);
-        }
-        pthread_mutex_unlock(&s->lock);
-        return r;
+                return r;
+        if (seat_state(s) != SEAT_READY || !s->agent)
+                return seat_error_set(ret_error, EBUSY, "seat '%s' is %s", s->rec.id, seat_state_to_string(seat_state(s)));
+        r = ticket_check(s, ticket, ret_error);
+        if (r < 0)
+                return r;
+        if (preempted(s))
+                return seat_error_set(ret_error, EBUSY, "seat '%s' is being reset or released: not run", s->rec.id);
+        return 0;
 }
 
-int seat_agent_call(Seat *s, AgentMsg *req, int timeout_ms, AgentMsg **ret_reply, SeatError **ret_error) {
-        pthread_mutex_lock(&s->lock);
+/* Under s->lock: record type in this session's audit log, or say why not. ret_seq: the
+ * record's seq. A call that must be recorded first is not made without it. */
+static int audit_locked(Seat *s, const char *type, json_object *data, uint64_t *ret_seq, SeatError **ret_error) {
+        _cleanup_error_ SeatError *err = NULL;
         int r;
-        if (refuse_paused(s, &r, ret_error))
-                ;
-        else if (seat_state(s) != SEAT_READY || !s->agent)
-                r = seat_error_set(ret_error, EBUSY, "seat '%s' is %s", s->rec.id, seat_state_to_string(seat_state(s)));
-        else {
+        pthread_mutex_lock(&s->audit_lock);
+        uint64_t seq = audit_log_count(s->audit);
+        if (!s->audit)
+                r = seat_error_set(&err, ESTALE, "this session has no audit log");
+        else
+                r = audit_log_append(s->audit, type, data, &err);
+        pthread_mutex_unlock(&s->audit_lock);
+        if (r < 0) {
+                log_seat_error(s->rec.id, "seat '%s': cannot append '%s' to the audit log: %s", s->rec.id, type,
+                               err ? err->message : "?");
+                return seat_error_set(ret_error, EIO, "seat '%s': the audit log cannot record this call (%s): it was not run",
+                                      s->rec.id, err ? err->message : "?");
+        }
+        if (ret_seq)
+                *ret_seq = seq;
+        return 0;
+}
+
+/* Between the agent client and the caller of seat_exec(): the caller's output handler and
+ * cancellation, and the seat's preemption by a reset or release. */
+typedef struct ExecRelay {
+        Seat *s;
+        AgentOutputFn on_output;
+        bool (*cancelled)(void *);
+        void *userdata;
+        bool preempted;
+} ExecRelay;
+
+static int exec_relay_output(bool is_stderr, const uint8_t *data, size_t len, void *p) {
+        ExecRelay *c = p;
+        return c->on_output ? c->on_output(is_stderr, data, len, c->userdata) : 0;
+}
+
+static bool exec_relay_cancelled(void *p) {
+        ExecRelay *c = p;
+        if (!c->preempted && preempted(c->s))
+                c->preempted = true;
+        return c->preempted || (c->cancelled && c->cancelled(c->userdata));
+}
+
+static const char *exec_status(int r, const AgentExecResult *res) {
+        if (r == -ECANCELED)
+                return "cancelled";
+        if (r < 0)
+                return "error";
+        return res->timed_out ? "timed_out" : "exited";
+}
+
+int seat_exec(Seat *s, const SeatTicket *ticket, AgentMsg *req, json_object *audit_start, SeatExecEndFn end_record,
+              AgentOutputFn on_output, bool (*cancelled)(void *), void *userdata, int timeout_ms, AgentExecResult *ret,
+              SeatError **ret_error) {
+        ExecRelay relay = { .s = s, .on_output = on_output, .cancelled = cancelled, .userdata = userdata };
+        AgentExecResult res = {};
+        uint64_t start_seq = 0;
+        pthread_mutex_lock(&s->lock);
+        int r = call_allowed(s, ticket, ret_error);
+        if (r >= 0)
+                r = audit_locked(s, "exec.start", audit_start, &start_seq, ret_error);
+        if (r < 0) {
+                pthread_mutex_unlock(&s->lock);
+                return r;
+        }
+        r = agent_client_exec_cancellable(s->agent, req, exec_relay_output, exec_relay_cancelled, &relay, timeout_ms,
+                                          &res, ret_error);
+        if (r == -ECANCELED && relay.preempted) {
+                *ret_error = seat_error_free(*ret_error);
+                r = seat_error_set(ret_error, ECANCELED,
+                                   "cancelled: an operator resets or releases seat '%s'; the command's process group was killed in the guest",
+                                   s->rec.id);
+        }
+        /* The end goes to the same session's log as the start, before anyone else gets the seat. */
+        _cleanup_json_ json_object *end = end_record ? end_record(r, r >= 0 ? &res : NULL, r < 0 ? *ret_error : NULL, userdata)
+                                                     : json_object_new_object();
+        if (end) {
+                json_object_object_add(end, "start", json_object_new_int64((int64_t) start_seq));
+                json_object_object_add(end, "status", json_object_new_string(exec_status(r, &res)));
+                if (r == -ECANCELED)
+                        json_object_object_add(end, "cancelled_by",
+                                               json_object_new_string(relay.preempted ? "reset or release" : "client"));
+        }
+        if (!end || audit_locked(s, "exec.end", end, NULL, NULL) < 0)
+                log_seat_error(s->rec.id, "seat '%s': the end of exec record %" PRIu64 " is not in the audit log",
+                               s->rec.id, start_seq);
+        if (r < 0 && r != -ECANCELED)
+                r = agent_failed(s, r, ret_error);
+        pthread_mutex_unlock(&s->lock);
+        if (r < 0) {
+                agent_exec_result_done(&res);
+                return r;
+        }
+        *ret = res;
+        return 0;
+}
+
+int seat_agent_call(Seat *s, const SeatTicket *ticket, AgentMsg *req, int timeout_ms, const char *audit_type,
+                    json_object *audit_data, AgentMsg **ret_reply, SeatError **ret_error) {
+        pthread_mutex_lock(&s->lock);
+        int r = call_allowed(s, ticket, ret_error);
+        if (r >= 0 && audit_type)
+                r = audit_locked(s, audit_type, audit_data, NULL, ret_error);
+        if (r >= 0) {
                 r = agent_client_call(s->agent, req, timeout_ms, ret_reply, ret_error);
                 if (r < 0 && r != -EREMOTEIO)
                         r = agent_failed(s, r, ret_error);
@@ -2316,6 +2463,7 @@ static int adopt_one(SeatManager *m, virDomainPtr dom) {
                 return -ENOMEM;
         }
         pthread_mutex_init(&s->lock, NULL);
+        pthread_mutex_init(&s->ticket_lock, NULL);
         pthread_mutex_init(&s->audit_lock, NULL);
         pthread_mutex_init(&s->warm_lock, NULL);
         s->m = m;

@@ -93,16 +93,42 @@ bool seat_image_in_use(SeatManager *m, const char *image);
 const char *seat_id(const Seat *s);
 SeatState seat_state(Seat *s);
 const char *seat_state_to_string(SeatState st);
-/* Constant-time comparison of a presented token with the seat's stored hash. */
-bool seat_token_matches(Seat *s, const char *token);
+/* What a request was authorised for: the seat's session (generation) and, for a
+ * participant, the digest of the token it presented. A request waits for the seat's lock
+ * on a worker thread; the seat may be reset meanwhile, so every agent call checks the
+ * ticket again under that lock and refuses one from an earlier session. */
+typedef struct SeatTicket {
+        int64_t generation;
+        bool operator;                 /* no token: an operator may reach every session */
+        char token_hash[65];           /* hex BLAKE2b-256 of the token it presented */
+} SeatTicket;
+/* Authorise a request now: operators always, anyone else only with the seat's current
+ * token (compared in constant time). 0 with *ret filled, or -EPERM. */
+int seat_authorize(Seat *s, const char *token, bool operator, SeatTicket *ret);
 int seat_to_json(Seat *s, json_object **ret);
 /* The seat's serial console log (read-only for callers). */
 const char *seat_console_path(const Seat *s);
 
-/* Agent calls on a READY seat, one at a time per seat. */
-int seat_exec(Seat *s, AgentMsg *req, AgentOutputFn on_output, bool (*cancelled)(void *), void *userdata,
-              int timeout_ms, AgentExecResult *ret, SeatError **ret_error);
-int seat_agent_call(Seat *s, AgentMsg *req, int timeout_ms, AgentMsg **ret_reply, SeatError **ret_error);
+/*
+ * Agent calls on a READY seat, one at a time per seat, each for the session its ticket was
+ * authorised for (-EPERM for a participant's, -EBUSY for an operator's ticket of an earlier
+ * session; -EBUSY too while a reset or release waits for the seat).
+ *
+ * An exec is recorded in the session's audit log before it reaches the guest ("exec.start",
+ * data audit_start, not consumed) and after it ("exec.end": end_record(r, result or NULL,
+ * error or NULL, userdata) plus "start", the seq of its start record, and "status"). When
+ * the start cannot be recorded the exec is not run (-EIO). A reset or release cancels a
+ * running exec: its process group is killed in the guest and -ECANCELED returned with
+ * "cancelled: ..." in ret_error.
+ */
+typedef json_object *(*SeatExecEndFn)(int r, const AgentExecResult *res, const SeatError *error, void *userdata);
+int seat_exec(Seat *s, const SeatTicket *ticket, AgentMsg *req, json_object *audit_start, SeatExecEndFn end_record,
+              AgentOutputFn on_output, bool (*cancelled)(void *), void *userdata, int timeout_ms, AgentExecResult *ret,
+              SeatError **ret_error);
+/* One request, one reply; recorded first as audit_type with audit_data (not consumed; NULL
+ * audit_type: not recorded). Not sent when the record cannot be written (-EIO). */
+int seat_agent_call(Seat *s, const SeatTicket *ticket, AgentMsg *req, int timeout_ms, const char *audit_type,
+                    json_object *audit_data, AgentMsg **ret_reply, SeatError **ret_error);
 /* One record in the seat's session audit log (forward-secure, hash-chained). */
 int seat_audit(Seat *s, const char *type, json_object *data);
 

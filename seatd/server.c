@@ -293,6 +293,8 @@ const char *seat_error_to_code(const SeatError *err) {
         case EKEYEXPIRED:
         case ESTALE:
                 return CONTROL_ERR_VERIFICATION;
+        case ECANCELED:
+                return CONTROL_ERR_CANCELLED;
         default:
                 return CONTROL_ERR_IO;
         }

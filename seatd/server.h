@@ -69,7 +69,8 @@ void server_shutdown(Server *s);
 int request_reply_result(Request *req, json_object *result);
 int request_reply_error(Request *req, const char *code, const char *fmt, ...) _printf_(3, 4);
 /* Maps err->code to a protocol code (ENOENT not_found, EEXIST exists, EACCES denied,
- * EINVAL invalid, EBUSY state, EBADMSG/EKEYREJECTED/EKEYEXPIRED verification, else io). */
+ * EINVAL invalid, EBUSY state, EBADMSG/EKEYREJECTED/EKEYEXPIRED verification, ECANCELED
+ * cancelled, else io). */
 int request_reply_seat_error(Request *req, const SeatError *err);
 const char *seat_error_to_code(const SeatError *err);
 

@@ -217,7 +217,7 @@ grep -q '^skipped fifo - /root/ev/fifo' "$idx" 2>/dev/null && grep -q '^cut file
   && grep -q 'over max_files' "$idx" && grep -q '^taken symlink 11 /root/ev/shadowlink -> /etc/shadow' "$idx" && ! LC_ALL=C grep -q $'[\x01-\x09\x0b-\x1f\x7f]' "$idx" \
   && ok "the index lists what was cut and skipped and why, escaped" || { head -30 "$idx" >"$t/out" 2>&1; not_ok "the index lists what was cut and skipped, escaped"; }
 audit=$t/opened/$(member audit.log)
-grep -q '"type":"exec"' "$audit" 2>/dev/null && grep -q '"type":"end"' "$audit" && ok "the audit log of the session is in it" || not_ok "the audit log of the session is in it"
+grep -q '"type":"exec.end"' "$audit" 2>/dev/null && grep -q '"type":"end"' "$audit" && ok "the audit log of the session is in it" || not_ok "the audit log of the session is in it"
 "$CTL" evidence open "$arch" --key "$t/facilitator.key" --out "$t/opened" >"$t/out" 2>&1; rc=$?
 [[ $rc == 1 ]] && grep -q "already exists" "$t/out" && ok "evidence open refuses to overwrite existing files" || not_ok "evidence open refuses to overwrite existing files (rc $rc)"
 ln -s /etc "$t/etc-link"

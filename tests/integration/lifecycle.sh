@@ -393,7 +393,7 @@ check "the reset session is sealed into an archive that seat-evidence verify acc
 check "seat-evidence open unpacks it with the facilitator key (every member and the audit chain checked)" \
   "$EV" open "$arch" --host-key "$t/state/trust/host.pub" --key "$t/facilitator.key" --out "$t/opened"
 audit=$(ls "$t/opened/"*audit* 2>/dev/null | head -1)
-[[ -n $audit ]] && grep -q '"type":"session"' "$audit" && grep -q '"type":"exec"' "$audit" && grep -q "$MARK" "$audit" \
+[[ -n $audit ]] && grep -q '"type":"session"' "$audit" && grep -q '"type":"exec.start"' "$audit" && grep -q '"type":"exec.end"' "$audit" && grep -q "$MARK" "$audit" \
   && grep -q '"stdout_blake2b"' "$audit" && grep -q '"type":"end"' "$audit" \
   && ok "the archive's audit log holds the session's tool calls with their argv, results and output digests" \
   || { cp "$audit" "$t/out" 2>/dev/null; not_ok "the archive's audit log holds the session's tool calls"; }

@@ -45,6 +45,7 @@ static void test_defaults(void **state) {
         assert_int_equal(c->evidence_max_bytes, 256ULL << 20);
         assert_int_equal(c->evidence_max_file_bytes, 64ULL << 20);
         assert_int_equal(c->evidence_max_files, 1000);
+        assert_int_equal(c->exec_max_timeout, 3600);
 }
 
 static void test_values(void **state) {
@@ -77,6 +78,8 @@ static void test_values(void **state) {
         assert_int_equal(ev->evidence_max_files, 7);
         _cleanup_(seat_config_freep) SeatConfig *off = parse("inspect_images = false\n");
         assert_false(off->inspect_images);
+        _cleanup_(seat_config_freep) SeatConfig *ex = parse("exec_max_timeout = 604800\n");
+        assert_int_equal(ex->exec_max_timeout, 604800);
 }
 
 static void test_errors_name_the_line(void **state) {
@@ -95,6 +98,8 @@ static void test_errors_name_the_line(void **state) {
         refused("evidence_archive_dir = archives\n", "evidence_archive_dir");
         refused("evidence_max_bytes = 0\n", "evidence_max_bytes");
         refused("evidence_max_files = 4001\n", "evidence_max_files");
+        refused("exec_max_timeout = 0\n", "invalid value '0' for 'exec_max_timeout'");
+        refused("exec_max_timeout = 604801\n", "exec_max_timeout");
         refused("admin_group = a\x1b[31m\n", "control character");
         char big[5000];
         memset(big, 'a', sizeof(big) - 1);
