@@ -41,7 +41,7 @@ CONF
 "$SEATD" -c "$t/seatd.conf" -l warning 2>"$t/seatd.log" &
 seatd_pid=$!
 export SEATD_SOCKET=$t/ctl.sock
-for _ in $(seq 1 100); do [[ -S $SEATD_SOCKET ]] && break; sleep 0.05; done
+for _ in $(seq 1 1200); do [[ -S $SEATD_SOCKET ]] && break; sleep 0.05; done
 "$CTL" -q image import "$t/img/manifest.json" >/dev/null
 
 prov=() execs=() resets=() naive=()

@@ -70,7 +70,7 @@ lvl=warning; [[ -n ${BENCH_LOG:-} ]] && lvl=debug
 "$SEATD" -c "$t/seatd.conf" -l "$lvl" 2>"$t/seatd.log" &
 seatd_pid=$!
 export SEATD_SOCKET=$t/ctl.sock
-for _ in $(seq 1 100); do [[ -S $SEATD_SOCKET ]] && break; sleep 0.05; done
+for _ in $(seq 1 1200); do [[ -S $SEATD_SOCKET ]] && break; sleep 0.05; done
 "$CTL" -q image import "$t/img/manifest.json" >/dev/null
 
 # cold: a new slot each time; its saved state is made after the measurement, before the next.

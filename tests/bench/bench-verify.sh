@@ -27,7 +27,7 @@ printf 'state_dir = %s/state\nsocket_path = %s/ctl.sock\ntrusted_keys_dir = %s/k
 "$SEATD" -c "$t/seatd.conf" -l warning &
 seatd_pid=$!
 export SEATD_SOCKET=$t/ctl.sock
-for _ in $(seq 1 100); do [[ -S $SEATD_SOCKET ]] && break; sleep 0.05; done
+for _ in $(seq 1 1200); do [[ -S $SEATD_SOCKET ]] && break; sleep 0.05; done
 cat "$t/img/disk.raw" >/dev/null # warm the page cache for everyone alike
 
 imp=() cpt=() ver=() b2=()
@@ -36,7 +36,7 @@ for i in $(seq 1 "$runs"); do
   kill "$seatd_pid"; wait "$seatd_pid" 2>/dev/null || true
   rm -rf "$t/state"; mkdir -p "$t/state"
   "$SEATD" -c "$t/seatd.conf" -l warning & seatd_pid=$!
-  for _ in $(seq 1 100); do [[ -S $SEATD_SOCKET ]] && break; sleep 0.05; done
+  for _ in $(seq 1 1200); do [[ -S $SEATD_SOCKET ]] && break; sleep 0.05; done
   sync
   a=$(now); "$CTL" -q image import "$t/img/manifest.json" >/dev/null; sync; b=$(now)
   imp+=("$(calc "$b - $a")")

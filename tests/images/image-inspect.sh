@@ -54,7 +54,7 @@ cp "$t/trusted.pub" "$t/keys/"
 
 "$SEATD" -c "$t/seatd.conf" -l debug >>"$t/seatd.log" 2>&1 &
 seatd_pid=$!
-for _ in $(seq 1 100); do [[ -S $t/ctl.sock ]] && break; sleep 0.05; done
+for _ in $(seq 1 1200); do [[ -S $t/ctl.sock ]] && break; sleep 0.05; done
 [[ -S $t/ctl.sock ]] || { echo "Bail out! seatd did not start"; cat "$t/seatd.log"; exit 1; }
 
 sign() { "$SIGN" sign -s "$t/trusted.key" -m "$1" >/dev/null 2>&1; }

@@ -41,7 +41,7 @@ CONF
 start_seatd() {
   "$SEATD" -c "$t/seatd.conf" -l debug >>"$t/seatd.log" 2>&1 &
   seatd_pid=$!
-  for _ in $(seq 1 100); do [[ -S $t/ctl.sock ]] && return 0; sleep 0.05; done
+  for _ in $(seq 1 1200); do [[ -S $t/ctl.sock ]] && return 0; sleep 0.05; done
   echo "Bail out! seatd did not start"; cat "$t/seatd.log"; exit 1
 }
 stop_seatd() { kill "$seatd_pid"; wait "$seatd_pid" 2>/dev/null; seatd_pid=; }

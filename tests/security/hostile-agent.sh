@@ -53,7 +53,7 @@ CONF
 "$SEATD" -c "$t/seatd.conf" -l info >"$t/seatd.log" 2>&1 &
 seatd_pid=$!
 export SEATD_SOCKET=$t/ctl.sock
-for _ in $(seq 1 100); do [[ -S $SEATD_SOCKET ]] && break; sleep 0.05; done
+for _ in $(seq 1 1200); do [[ -S $SEATD_SOCKET ]] && break; sleep 0.05; done
 "$CTL" -q image import "$t/test-image/manifest.json" >/dev/null && "$CTL" -q image import "$t/hostile-image/manifest.json" >/dev/null \
   || { echo "Bail out! import failed"; exit 1; }
 
