@@ -1,0 +1,516 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <arpa/inet.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "jsonframe.h"
+#include "log.h"
+#include "nft-internal.h"
+
+/* ---- names ---------------------------------------------------------------------- */
+
+bool nft_ifname_valid(const char *s) {
+        size_t n = s ? strlen(s) : 0;
+        if (n == 0 || n > NFT_IFNAME_MAX)
+                return false;
+        for (const char *c = s; *c; c++)
+                if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
+                      *c == '-' || *c == '_' || *c == '.'))
+                        return false;
+        return true;
+}
+
+static bool seat_name_valid(const char *s) {
+        size_t n = s ? strlen(s) : 0;
+        if (n == 0 || n > NFT_SEAT_NAME_MAX)
+                return false;
+        for (const char *c = s; *c; c++)
+                if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
+                      *c == '-' || *c == '_'))
+                        return false;
+        return true;
+}
+
+const char *const nft_chain_prefix[_CHAIN_MAX] = {
+        [CHAIN_FWD] = "fwd-", [CHAIN_IN] = "in-",  [CHAIN_NAT] = "nat-",
+        [CHAIN_OUT] = "out-", [CHAIN_TO] = "to-",  [CHAIN_HOST] = "host-", [CHAIN_ING] = "ing-",
+};
+
+bool nft_chain_is_base(ChainKind k) {
+        return k == CHAIN_FWD || k == CHAIN_IN || k == CHAIN_NAT || k == CHAIN_ING;
+}
+
+void nft_chain_name(ChainKind k, const char *bridge, char buf[static CHAIN_NAME_MAX + 1]) {
+        (void) snprintf(buf, CHAIN_NAME_MAX + 1, "%s%s", nft_chain_prefix[k], bridge);
+}
+
+/* Which of the seat's chains a listed chain name is, or -1. */
+int nft_chain_kind_of(const char *name, const char *bridge) {
+        char buf[CHAIN_NAME_MAX + 1];
+        for (int k = 0; k < _CHAIN_MAX; k++) {
+                nft_chain_name((ChainKind) k, bridge, buf);
+                if (strcmp(buf, name) == 0)
+                        return k;
+        }
+        return -1;
+}
+
+int nft_seat_spec_validate(const NftSeatSpec *spec, SeatError **ret_error) {
+        if (!seat_name_valid(spec->seat))
+                return seat_error_set(ret_error, EINVAL, "invalid seat name for the egress filter");
+        if (!nft_ifname_valid(spec->bridge))
+                return seat_error_set(ret_error, EINVAL, "invalid bridge name for seat '%s'", spec->seat);
+        if (spec->uplink && !nft_ifname_valid(spec->uplink))
+                return seat_error_set(ret_error, EINVAL, "invalid uplink name for seat '%s'", spec->seat);
+        if (!spec->uplink && spec->masquerade)
+                return seat_error_set(ret_error, EINVAL, "seat '%s': masquerade needs an uplink", spec->seat);
+        if (spec->uplink && strcmp(spec->uplink, spec->bridge) == 0)
+                return seat_error_set(ret_error, EINVAL, "seat '%s': the uplink cannot be the seat's bridge '%s'",
+                                      spec->seat, spec->bridge);
+        if (spec->guest.s_addr == htonl(INADDR_ANY))
+                return seat_error_set(ret_error, EINVAL, "seat '%s' has no guest address", spec->seat);
+        if (!spec->profile)
+                return seat_error_set(ret_error, EINVAL, "seat '%s' has no egress profile", spec->seat);
+        if ((spec->profile->dhcp || spec->profile->dns_host) &&
+            (spec->host.s_addr == htonl(INADDR_ANY) || spec->host.s_addr == htonl(INADDR_BROADCAST) ||
+             spec->host.s_addr == spec->guest.s_addr))
+                return seat_error_set(ret_error, EINVAL,
+                                      "seat '%s': 'dhcp on' and 'dns host' need the host's address on the bridge", spec->seat);
+        if (egress_profile_has_names(spec->profile))
+                return seat_error_set(ret_error, EOPNOTSUPP,
+                                      "seat '%s': 'allow name' rules are not enforced yet; use addresses",
+                                      spec->seat);
+        return 0;
+}
+
+/* ---- JSON building blocks (nft's canonical output form) ---------------------------- */
+
+json_object *nft_j_obj1(const char *key, json_object *val) {
+        json_object *o = json_object_new_object();
+        if (!o) {
+                json_object_put(val);
+                return NULL;
+        }
+        if (json_object_object_add(o, key, val) < 0) {
+                json_object_put(o);
+                json_object_put(val);
+                return NULL;
+        }
+        return o;
+}
+
+json_object *nft_j_str(const char *s) {
+        return json_object_new_string(s);
+}
+
+static json_object *j_payload(const char *proto, const char *field) {
+        json_object *p = json_object_new_object();
+        if (!p)
+                return NULL;
+        json_object_object_add(p, "protocol", nft_j_str(proto));
+        json_object_object_add(p, "field", nft_j_str(field));
+        return nft_j_obj1("payload", p);
+}
+
+static json_object *j_keyed(const char *what, const char *key) {
+        return nft_j_obj1(what, nft_j_obj1("key", nft_j_str(key)));
+}
+
+static json_object *j_match(const char *op, json_object *left, json_object *right) {
+        json_object *m = json_object_new_object();
+        if (!m || !left || !right) {
+                json_object_put(m);
+                json_object_put(left);
+                json_object_put(right);
+                return NULL;
+        }
+        json_object_object_add(m, "op", nft_j_str(op));
+        json_object_object_add(m, "left", left);
+        json_object_object_add(m, "right", right);
+        return nft_j_obj1("match", m);
+}
+
+static json_object *j_addr(const EgressAddr *a) {
+        char host[INET6_ADDRSTRLEN];
+        if (!inet_ntop(a->family, a->addr, host, sizeof(host)))
+                return NULL;
+        if (a->prefixlen == (a->family == AF_INET ? 32u : 128u))
+                return nft_j_str(host);
+        json_object *p = json_object_new_object();
+        if (!p)
+                return NULL;
+        json_object_object_add(p, "addr", nft_j_str(host));
+        json_object_object_add(p, "len", json_object_new_int((int) a->prefixlen));
+        return nft_j_obj1("prefix", p);
+}
+
+static json_object *j_addr_set(const char *const *list) {
+        json_object *arr = json_object_new_array();
+        for (; arr && *list; list++) {
+                EgressAddr a;
+                if (egress_addr_parse(*list, &a) < 0 || json_object_array_add(arr, j_addr(&a)) < 0) {
+                        json_object_put(arr);
+                        return NULL;
+                }
+        }
+        return nft_j_obj1("set", arr);
+}
+
+static json_object *j_ports(uint16_t lo, uint16_t hi) {
+        if (lo == hi)
+                return json_object_new_int(lo);
+        json_object *r = json_object_new_array();
+        if (!r)
+                return NULL;
+        json_object_array_add(r, json_object_new_int(lo));
+        json_object_array_add(r, json_object_new_int(hi));
+        return nft_j_obj1("range", r);
+}
+
+static json_object *j_ct_state(const char *a, const char *b) {
+        json_object *r = json_object_new_array();
+        if (!r)
+                return NULL;
+        json_object_array_add(r, nft_j_str(a));
+        json_object_array_add(r, nft_j_str(b));
+        return j_match("in", j_keyed("ct", "state"), r);
+}
+
+static json_object *j_verdict(const char *v) {
+        return nft_j_obj1(v, NULL);
+}
+
+static json_object *j_counter(void) {
+        return nft_j_obj1("counter", NULL);
+}
+
+static json_object *j_mac(const uint8_t mac[6]) {
+        char buf[18];
+        (void) snprintf(buf, sizeof(buf), "%02x:%02x:%02x:%02x:%02x:%02x", mac[0], mac[1], mac[2], mac[3],
+                        mac[4], mac[5]);
+        return nft_j_str(buf);
+}
+
+/* A rule is an array of statements; any NULL among them (allocation failure) fails the
+ * whole rule, so builders can nest calls freely. Ends with a counter and the verdict. */
+static int add_rule(json_object *rules, json_object *const *stmts, size_t n, json_object *verdict) {
+        json_object *expr = json_object_new_array();
+        bool ok = expr && verdict;
+        for (size_t i = 0; i < n; i++) {
+                if (!stmts[i] || !ok) {
+                        ok = false;
+                        json_object_put(stmts[i]);
+                        continue;
+                }
+                json_object_array_add(expr, stmts[i]);
+        }
+        if (ok) {
+                json_object *c = j_counter();
+                ok = c && json_object_array_add(expr, c) == 0 && json_object_array_add(expr, verdict) == 0;
+                verdict = NULL;
+        }
+        json_object_put(verdict);
+        if (!ok || json_object_array_add(rules, expr) < 0) {
+                json_object_put(expr);
+                return -ENOMEM;
+        }
+        return 0;
+}
+
+#define RULE(rules, verdict, ...)                                                               \
+        ({                                                                                     \
+                json_object *_s_[] = { __VA_ARGS__ };                                         \
+                add_rule((rules), _s_, ELEMENTSOF(_s_), (verdict));                           \
+        })
+#define RULE0(rules, verdict) add_rule((rules), NULL, 0, (verdict))
+
+static json_object *j_log(const char *seat) {
+        char prefix[sizeof(NFT_LOG_PREFIX) + NFT_SEAT_NAME_MAX + 2];
+        (void) snprintf(prefix, sizeof(prefix), NFT_LOG_PREFIX "%s ", seat);
+        return nft_j_obj1("log", nft_j_obj1("prefix", nft_j_str(prefix)));
+}
+
+/* limit; counter; log — then a counted drop: the tail of every deny path. */
+static int add_deny_tail(json_object *rules, const char *seat) {
+        json_object *lim = json_object_new_object();
+        if (!lim)
+                return -ENOMEM;
+        json_object_object_add(lim, "rate", json_object_new_int(5));
+        json_object_object_add(lim, "burst", json_object_new_int(10));
+        json_object_object_add(lim, "per", nft_j_str("second"));
+        int r = RULE(rules, j_log(seat), nft_j_obj1("limit", lim));
+        if (r < 0)
+                return r;
+        return RULE0(rules, j_verdict("drop"));
+}
+
+static json_object *j_ipv4(struct in_addr a) {
+        char buf[INET_ADDRSTRLEN];
+        if (!inet_ntop(AF_INET, &a, buf, sizeof(buf)))
+                return NULL;
+        return nft_j_str(buf);
+}
+
+static json_object *j_guest_ip(const NftSeatSpec *spec) {
+        return j_ipv4(spec->guest);
+}
+
+static json_object *j_host_ip(const NftSeatSpec *spec) {
+        return j_ipv4(spec->host);
+}
+
+/* An anonymous set of two IPv4 addresses, in the order nft lists them (ascending). */
+static json_object *j_ipv4_pair(struct in_addr a, struct in_addr b) {
+        json_object *arr = json_object_new_array();
+        bool swap = ntohl(a.s_addr) > ntohl(b.s_addr);
+        if (!arr)
+                return NULL;
+        if (json_object_array_add(arr, j_ipv4(swap ? b : a)) < 0 || json_object_array_add(arr, j_ipv4(swap ? a : b)) < 0) {
+                json_object_put(arr);
+                return NULL;
+        }
+        return nft_j_obj1("set", arr);
+}
+
+static int add_mac_rule(json_object *rules, const NftSeatSpec *spec) {
+        if (!spec->has_mac)
+                return 0;
+        return RULE(rules, j_verdict("drop"), j_match("!=", j_payload("ether", "saddr"), j_mac(spec->guest_mac)));
+}
+
+static int add_ip_source_rule(json_object *rules, const NftSeatSpec *spec) {
+        return RULE(rules, j_verdict("drop"), j_match("!=", j_payload("ip", "saddr"), j_guest_ip(spec)));
+}
+
+static int add_spoof_rules(json_object *rules, const NftSeatSpec *spec) {
+        int r = add_mac_rule(rules, spec);
+        return r < 0 ? r : add_ip_source_rule(rules, spec);
+}
+
+static int add_allow_rule(json_object *rules, const EgressRule *er) {
+        const bool v4 = er->dest.family == AF_INET;
+        json_object *dst = j_match("==", j_payload(v4 ? "ip" : "ip6", "daddr"), j_addr(&er->dest));
+
+        if (er->proto == EGRESS_PROTO_ICMP)
+                return RULE(rules, j_verdict("accept"), dst,
+                            j_match("==", j_keyed("meta", "l4proto"), nft_j_str(v4 ? "icmp" : "ipv6-icmp")));
+        return RULE(rules, j_verdict("accept"), dst,
+                    j_match("==", j_payload(egress_proto_to_string(er->proto), "dport"),
+                            j_ports(er->port_lo, er->port_hi)));
+}
+
+static int add_dns_rules(json_object *rules, const EgressAddr *dns) {
+        int r = 0;
+        for (EgressProto p = EGRESS_PROTO_TCP; p <= EGRESS_PROTO_UDP && r >= 0; p++) {
+                EgressRule er = { .proto = p, .dest = *dns, .port_lo = 53, .port_hi = 53 };
+                r = add_allow_rule(rules, &er);
+        }
+        return r;
+}
+
+/* out-B: everything the guest sends that the host would forward. */
+static int build_out(json_object *rules, const NftSeatSpec *spec) {
+        const EgressProfile *p = spec->profile;
+        int r = add_spoof_rules(rules, spec);
+        if (r >= 0 && !p->ipv6)
+                r = RULE(rules, j_verdict("drop"), j_match("==", j_keyed("meta", "nfproto"), nft_j_str("ipv6")));
+        /* Only through the uplink: never to another seat's bridge or any other interface.
+         * Without an uplink nothing is forwarded at all. */
+        if (r >= 0 && spec->uplink)
+                r = RULE(rules, j_verdict("drop"), j_match("!=", j_keyed("meta", "oifname"), nft_j_str(spec->uplink)));
+        else if (r >= 0)
+                r = RULE0(rules, j_verdict("drop"));
+        if (r >= 0)
+                r = RULE(rules, j_verdict("drop"),
+                         j_match("==", j_payload("ip", "daddr"), j_addr_set(egress_blocked_ipv4)));
+        if (r >= 0 && p->ipv6)
+                r = RULE(rules, j_verdict("drop"),
+                         j_match("==", j_payload("ip6", "daddr"), j_addr_set(egress_blocked_ipv6)));
+        if (r >= 0)
+                r = RULE(rules, j_verdict("accept"), j_ct_state("established", "related"));
+        for (size_t i = 0; i < p->n_dns && r >= 0; i++)
+                r = add_dns_rules(rules, &p->dns[i]);
+        for (size_t i = 0; i < p->n_rules && r >= 0; i++)
+                r = add_allow_rule(rules, &p->rules[i]);
+        return r < 0 ? r : add_deny_tail(rules, spec->seat);
+}
+
+/* to-B: forwarded towards the guest: replies only. */
+static int build_to(json_object *rules, const NftSeatSpec *spec) {
+        int r = RULE(rules, j_verdict("accept"), j_ct_state("established", "related"));
+        return r < 0 ? r : add_deny_tail(rules, spec->seat);
+}
+
+/* host-B: the guest talking to the host itself. */
+static int build_host(json_object *rules, const NftSeatSpec *spec) {
+        const EgressProfile *p = spec->profile;
+        const struct in_addr any = { .s_addr = htonl(INADDR_ANY) }, bcast = { .s_addr = htonl(INADDR_BROADCAST) };
+        /* The MAC first: nothing, DHCP included, is accepted from another one. */
+        int r = add_mac_rule(rules, spec);
+        /* DHCP comes from 0.0.0.0 until the guest has its address (then from it, to renew),
+         * so it goes before the IP source check, and is accepted from those two sources only,
+         * to the broadcast address or the host's address on this bridge. */
+        if (r >= 0 && p->dhcp)
+                r = RULE(rules, j_verdict("accept"), j_match("==", j_payload("ip", "saddr"), j_ipv4_pair(any, spec->guest)),
+                         j_match("==", j_payload("ip", "daddr"), j_ipv4_pair(spec->host, bcast)),
+                         j_match("==", j_payload("udp", "sport"), json_object_new_int(68)),
+                         j_match("==", j_payload("udp", "dport"), json_object_new_int(67)));
+        if (r >= 0)
+                r = add_ip_source_rule(rules, spec);
+        if (r >= 0)
+                r = RULE(rules, j_verdict("accept"), j_ct_state("established", "related"));
+        /* DNS on the host's address on this bridge, where libvirt's dnsmasq listens: not on
+         * any other address of the host (its uplink, other seats' bridges, a resolver). */
+        if (r >= 0 && p->dns_host)
+                r = RULE(rules, j_verdict("accept"), j_match("==", j_payload("ip", "daddr"), j_host_ip(spec)),
+                         j_match("==", j_payload("udp", "dport"), json_object_new_int(53)));
+        if (r >= 0 && p->dns_host)
+                r = RULE(rules, j_verdict("accept"), j_match("==", j_payload("ip", "daddr"), j_host_ip(spec)),
+                         j_match("==", j_payload("tcp", "dport"), json_object_new_int(53)));
+        return r < 0 ? r : add_deny_tail(rules, spec->seat);
+}
+
+/* ing-B: every frame that reaches the bridge device, before any IP processing: only IPv4
+ * and ARP (and IPv6 when allowed) go on. IPv6 (the bridge has it disabled, so the stack
+ * would drop it unseen), VLAN-tagged and any other frames are counted and dropped here. */
+static int build_ingress(json_object *rules, const NftSeatSpec *spec) {
+        json_object *protos = json_object_new_array();
+        if (!protos)
+                return -ENOMEM;
+        json_object_array_add(protos, nft_j_str("ip"));
+        json_object_array_add(protos, nft_j_str("arp"));
+        if (spec->profile->ipv6)
+                json_object_array_add(protos, nft_j_str("ip6"));
+        /* The kernel takes a VLAN tag off before this hook (and meta protocol is then the
+         * inner one); nftables puts it back for matches on the link-layer header. */
+        int r = RULE(rules, j_verdict("drop"), j_match("==", j_payload("ether", "type"), nft_j_str("8021q")));
+        if (r >= 0)
+                r = RULE(rules, j_verdict("drop"), j_match("==", j_payload("ether", "type"), nft_j_str("8021ad")));
+        if (r >= 0)
+                r = RULE(rules, j_verdict("accept"), j_match("==", j_keyed("meta", "protocol"), nft_j_obj1("set", protos)));
+        return r < 0 ? r : add_deny_tail(rules, spec->seat);
+}
+
+static int build_jumps(json_object *rules, ChainKind k, const NftSeatSpec *spec) {
+        char target[CHAIN_NAME_MAX + 1];
+        int r;
+
+        switch (k) {
+        case CHAIN_FWD:
+                nft_chain_name(CHAIN_OUT, spec->bridge, target);
+                r = RULE(rules, nft_j_obj1("jump", nft_j_obj1("target", nft_j_str(target))),
+                         j_match("==", j_keyed("meta", "iifname"), nft_j_str(spec->bridge)));
+                if (r < 0)
+                        return r;
+                nft_chain_name(CHAIN_TO, spec->bridge, target);
+                return RULE(rules, nft_j_obj1("jump", nft_j_obj1("target", nft_j_str(target))),
+                            j_match("==", j_keyed("meta", "oifname"), nft_j_str(spec->bridge)));
+        case CHAIN_IN:
+                nft_chain_name(CHAIN_HOST, spec->bridge, target);
+                return RULE(rules, nft_j_obj1("jump", nft_j_obj1("target", nft_j_str(target))),
+                            j_match("==", j_keyed("meta", "iifname"), nft_j_str(spec->bridge)));
+        case CHAIN_NAT:
+                return RULE(rules, j_verdict("masquerade"), j_match("==", j_payload("ip", "saddr"), j_guest_ip(spec)),
+                            j_match("==", j_keyed("meta", "oifname"), nft_j_str(spec->uplink)));
+        default:
+                return -EINVAL;
+        }
+}
+
+static json_object *chain_object(ChainKind k, const char *bridge) {
+        char name[CHAIN_NAME_MAX + 1];
+        json_object *c = json_object_new_object();
+        if (!c)
+                return NULL;
+        nft_chain_name(k, bridge, name);
+        json_object_object_add(c, "family", nft_j_str(NFT_TABLE_FAMILY));
+        json_object_object_add(c, "table", nft_j_str(NFT_TABLE_NAME));
+        json_object_object_add(c, "name", nft_j_str(name));
+        if (nft_chain_is_base(k)) {
+                json_object_object_add(c, "type", nft_j_str(k == CHAIN_NAT ? "nat" : "filter"));
+                json_object_object_add(c, "hook", nft_j_str(k == CHAIN_FWD  ? "forward"
+                                                        : k == CHAIN_IN ? "input"
+                                                        : k == CHAIN_ING ? "ingress"
+                                                                         : "postrouting"));
+                if (k == CHAIN_ING) /* nft 1.0.6 does not list it back: not compared */
+                        json_object_object_add(c, "dev", nft_j_str(bridge));
+                json_object_object_add(c, "prio", json_object_new_int(k == CHAIN_NAT ? 100 : 0));
+                json_object_object_add(c, "policy", nft_j_str("accept"));
+        }
+        return c;
+}
+
+/* Names a chain for flush/delete: no hook data. */
+json_object *nft_chain_ref(ChainKind k, const char *bridge) {
+        json_object *c = chain_object(k, bridge);
+        if (c) {
+                json_object_object_del(c, "type");
+                json_object_object_del(c, "hook");
+                json_object_object_del(c, "prio");
+                json_object_object_del(c, "policy");
+        }
+        return c;
+}
+
+static int build_chain(ChainKind k, const NftSeatSpec *spec, json_object **ret) {
+        _cleanup_json_ json_object *entry = json_object_new_object();
+        json_object *rules = json_object_new_array();
+        int r;
+
+        if (!entry || !rules || json_object_object_add(entry, "rules", rules) < 0) {
+                json_object_put(rules);
+                return -ENOMEM;
+        }
+        json_object *c = chain_object(k, spec->bridge);
+        if (!c || json_object_object_add(entry, "chain", c) < 0) {
+                json_object_put(c);
+                return -ENOMEM;
+        }
+        switch (k) {
+        case CHAIN_OUT:
+                r = build_out(rules, spec);
+                break;
+        case CHAIN_TO:
+                r = build_to(rules, spec);
+                break;
+        case CHAIN_HOST:
+                r = build_host(rules, spec);
+                break;
+        case CHAIN_ING:
+                r = build_ingress(rules, spec);
+                break;
+        default:
+                r = build_jumps(rules, k, spec);
+        }
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(entry);
+        return 0;
+}
+
+/* Regular chains first: the base chains jump to them. */
+static const ChainKind chain_order[] = { CHAIN_OUT, CHAIN_TO, CHAIN_HOST, CHAIN_FWD, CHAIN_IN, CHAIN_NAT, CHAIN_ING };
+
+int nft_seat_expected(const NftSeatSpec *spec, json_object **ret, SeatError **ret_error) {
+        int r = nft_seat_spec_validate(spec, ret_error);
+        if (r < 0)
+                return r;
+        _cleanup_json_ json_object *chains = json_object_new_array();
+        if (!chains)
+                return -ENOMEM;
+        for (size_t i = 0; i < ELEMENTSOF(chain_order); i++) {
+                json_object *entry = NULL;
+                if (chain_order[i] == CHAIN_NAT && !spec->masquerade)
+                        continue;
+                r = build_chain(chain_order[i], spec, &entry);
+                if (r >= 0 && json_object_array_add(chains, entry) < 0) {
+                        json_object_put(entry);
+                        r = -ENOMEM;
+                }
+                if (r < 0)
+                        return seat_error_set(ret_error, -r, "seat '%s': cannot build the egress rules", spec->seat);
+        }
+        *ret = TAKE_PTR(chains);
+        return 0;
+}
