@@ -719,6 +719,22 @@ static int mkdir_parents(const char *path, mode_t mode) {
         return 0;
 }
 
+/* The socket's owner and mode, on its temporary path: the operator socket to root and
+ * the admin group (a missing group leaves it to root alone), the participant socket to
+ * everyone. */
+static int listener_own(Listener *l, const char *tmp) {
+        if (!l->participant) {
+                struct group *g = getgrnam(l->server->config->admin_group);
+                if (!g)
+                        log_warning("group '%s' (admin_group) does not exist: '%s' is root's alone", l->server->config->admin_group, l->path);
+                else if (chown(tmp, 0, g->gr_gid) < 0)
+                        log_warning("cannot give '%s' to group '%s': %m", l->path, l->server->config->admin_group);
+        }
+        if (chmod(tmp, l->participant ? 0666 : 0660) < 0)
+                return negative_errno();
+        return 0;
+}
+
 static int listener_open(Listener *l, SeatError **ret_error) {
         Server *s = l->server;
         const char *path = l->path;
@@ -746,17 +762,29 @@ static int listener_open(Listener *l, SeatError **ret_error) {
                 (void) unlink(path);
         }
         /* The operator socket: root and the admin group (0660). The participant socket:
-         * every local user (0666); what a token opens is decided per request. The mode is
-         * set through the umask, so the socket never exists with a wider one. */
-        mode_t old = umask(l->participant ? 0111 : 0117);
-        r = bind(fd, (struct sockaddr *) &sa, sizeof(sa));
-        umask(old);
-        if (r < 0)
-                return seat_error_set(ret_error, errno, "bind '%s': %m", path);
-        if (!l->participant) {
-                struct group *g = getgrnam(s->config->admin_group);
-                if (g && chown(path, 0, g->gr_gid) < 0)
-                        log_warning("cannot give '%s' to group '%s': %m", path, s->config->admin_group);
+         * every local user (0666); what a token opens is decided per request. seatd's
+         * threads (adoption, sealing) are running by now, so the mode is not set through
+         * the process-wide umask: the socket is bound under a temporary name, given its
+         * owner and mode there, and renamed into place. Its final path never exists with
+         * another mode; the temporary one is at most 0777 & ~umask, which lets nobody but
+         * root connect (connect needs write permission) while the default 0022 holds. */
+        _cleanup_free_ char *tmp = NULL;
+        if (asprintf(&tmp, "%s.%d.tmp", path, (int) getpid()) < 0)
+                return seat_error_set(ret_error, ENOMEM, "out of memory");
+        struct sockaddr_un tsa = { .sun_family = AF_UNIX };
+        if (strlen(tmp) >= sizeof(tsa.sun_path))
+                return seat_error_set(ret_error, ENAMETOOLONG, "%s '%s' is too long (seatd needs %zu more bytes for a temporary name)",
+                                      l->participant ? "participant_socket_path" : "socket_path", path, strlen(tmp) - strlen(path));
+        strcpy(tsa.sun_path, tmp);
+        (void) unlink(tmp);
+        if (bind(fd, (struct sockaddr *) &tsa, sizeof(tsa)) < 0)
+                return seat_error_set(ret_error, errno, "bind '%s': %m", tmp);
+        r = listener_own(l, tmp);
+        if (r >= 0 && rename(tmp, path) < 0)
+                r = -errno;
+        if (r < 0) {
+                (void) unlink(tmp);
+                return seat_error_set(ret_error, -r, "cannot put the socket '%s' in place: %s", path, strerror(-r));
         }
         if (listen(fd, 64) < 0)
                 return seat_error_set(ret_error, errno, "listen on '%s': %m", path);
