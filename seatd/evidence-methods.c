@@ -16,8 +16,6 @@
 
 #define LIST_MAX 10000
 
-static SeatManager *the_seats;
-
 static int filter_visible(const struct dirent *d) {
         return d->d_name[0] != '.';
 }
@@ -77,7 +75,8 @@ static json_object *pending_record(const char *qdir, const char *name) {
 
 static int list_job(Request *req, void *data, json_object **ret_result, SeatError **ret_error) {
         int64_t limit = (int64_t) (intptr_t) data;
-        const char *adir = seat_manager_archives_dir(the_seats), *qdir = seat_manager_quarantine_dir(the_seats);
+        SeatManager *seats = request_manager(req)->seats;
+        const char *adir = seat_manager_archives_dir(seats), *qdir = seat_manager_quarantine_dir(seats);
         _cleanup_json_ json_object *res = json_object_new_object();
         json_object *archives = json_object_new_array(), *pending = json_object_new_array();
         _cleanup_free_ char *pub = NULL;
@@ -89,7 +88,7 @@ static int list_job(Request *req, void *data, json_object **ret_result, SeatErro
         }
         json_object_object_add(res, "archives", archives);
         json_object_object_add(res, "pending", pending);
-        seat_manager_host_public_key(the_seats, &pk);
+        seat_manager_host_public_key(seats, &pk);
         if (seat_public_key_to_base64(&pk, &pub) < 0)
                 return -ENOMEM;
         json_object_object_add(res, "host_key", json_object_new_string(pub));
@@ -135,7 +134,7 @@ static void retry_args_free(void *p) {
 static int retry_job(Request *req, void *data, json_object **ret_result, SeatError **ret_error) {
         const char *seat = data;
         job_progress(req, "seal", 0, 1);
-        return seat_evidence_retry(the_seats, seat && *seat ? seat : NULL, ret_result, ret_error);
+        return seat_evidence_retry(request_manager(req)->seats, seat && *seat ? seat : NULL, ret_result, ret_error);
 }
 
 static int evidence_retry_method(Request *req) {
@@ -153,9 +152,8 @@ static const Method evidence_methods[] = {
         { "evidence.retry", evidence_retry_method, true },
 };
 
-int evidence_methods_init(Server *srv, SeatError **ret_error) {
-        the_seats = server_get_userdata(srv, "seats");
-        if (!the_seats)
+int evidence_methods_init(Manager *m, SeatError **ret_error) {
+        if (!m->seats)
                 return seat_error_set(ret_error, EINVAL, "evidence methods need the seat manager");
-        return server_add_methods(srv, evidence_methods, ELEMENTSOF(evidence_methods));
+        return server_add_methods(m->server, evidence_methods, ELEMENTSOF(evidence_methods));
 }

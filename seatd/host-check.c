@@ -121,7 +121,7 @@ static bool file_exists(const char *p) {
 
 static int host_check_job(Request *req, void *data, json_object **ret_result, SeatError **ret_error) {
         const SeatConfig *c = server_config(req->server);
-        ImageStore *store = server_get_userdata(req->server, "image-store");
+        ImageStore *store = request_manager(req)->store;
         _cleanup_(virConnectClosep) virConnectPtr conn = NULL;
         json_object *checks = json_object_new_array();
         char a[32], b[32], why[512];
@@ -203,6 +203,6 @@ static const Method host_methods[] = {
         { "host.check", host_check_method, true },
 };
 
-int host_methods_init(Server *s, SeatError **ret_error) {
-        return server_add_methods(s, host_methods, ELEMENTSOF(host_methods));
+int host_methods_init(Manager *m, SeatError **ret_error) {
+        return server_add_methods(m->server, host_methods, ELEMENTSOF(host_methods));
 }

@@ -13,7 +13,7 @@
 #include "store.h"
 
 static ImageStore *store_of(Request *req) {
-        return server_get_userdata(req->server, "image-store");
+        return request_manager(req)->store;
 }
 
 static void job_progress_cb(void *userdata, const char *what, uint64_t done, uint64_t total) {
@@ -229,7 +229,7 @@ static int image_remove_method(Request *req) {
         int r = name_param(req, "image.remove", &name);
         if (r < 0)
                 return r == -EINVAL ? 0 : r;
-        SeatManager *seats = server_get_userdata(req->server, "seats");
+        SeatManager *seats = request_manager(req)->seats;
         if (seats && seat_image_in_use(seats, name))
                 return request_reply_error(req, CONTROL_ERR_STATE,
                                            "image '%s' is in use by seats: release them first (seatctl list)", name);
@@ -247,20 +247,18 @@ static const Method image_methods[] = {
         { "image.remove", image_remove_method, true },
 };
 
-static ImageStore *the_store;
-
-int image_methods_init(Server *s, SeatError **ret_error) {
-        const SeatConfig *c = server_config(s);
+int image_methods_init(Manager *m, SeatError **ret_error) {
+        const SeatConfig *c = m->config;
         _cleanup_free_ char *images = NULL, *trust = NULL;
         if (asprintf(&images, "%s/images", c->state_dir) < 0 || asprintf(&trust, "%s/trust", c->state_dir) < 0)
                 return -ENOMEM;
-        int r = image_store_open(images, trust, c->trusted_keys_dir, c->max_image_bytes, &the_store, ret_error);
+        int r = image_store_open(images, trust, c->trusted_keys_dir, c->max_image_bytes, &m->store, ret_error);
         if (r < 0)
                 return r;
         _cleanup_free_ char *guestfs_cache = NULL;
         if (asprintf(&guestfs_cache, "%s/guestfs-cache", c->state_dir) < 0)
                 return -ENOMEM;
-        r = image_store_set_inspect(the_store, c->inspect_images, guestfs_cache, c->accel == SEAT_ACCEL_TCG);
+        r = image_store_set_inspect(m->store, c->inspect_images, guestfs_cache, c->accel == SEAT_ACCEL_TCG);
         if (r < 0)
                 return seat_error_set(ret_error, -r, "create the inspection cache '%s': %s", guestfs_cache, strerror(-r));
         /* No pull runs yet: what an interrupted one left besides its .part files goes. */
@@ -270,10 +268,9 @@ int image_methods_init(Server *s, SeatError **ret_error) {
         r = image_pull_clean_staging(staging);
         if (r < 0)
                 log_warning("clean the staging directory '%s': %s", staging, strerror(-r));
-        server_set_userdata(s, "image-store", the_store);
-        return server_add_methods(s, image_methods, ELEMENTSOF(image_methods));
+        return server_add_methods(m->server, image_methods, ELEMENTSOF(image_methods));
 }
 
-void image_methods_done(void) {
-        the_store = image_store_free(the_store);
+void image_methods_done(Manager *m) {
+        m->store = image_store_free(m->store);
 }

@@ -163,8 +163,12 @@ int main(int argc, char *argv[]) {
                 return log_error("cannot watch signals: %m"), 1;
 
         _cleanup_(server_freep) Server *server = NULL;
-        if (server_new(config, loop, &server, &err) < 0 || seatd_methods_init(server, &err) < 0 ||
-            server_listen(server, &err) < 0) {
+        Manager manager = { .config = config, .tick_fd = -EBADF };
+        if (server_new(config, loop, &server, &err) < 0)
+                return log_error("%s", err ? err->message : "out of memory"), 1;
+        manager.server = server;
+        server_set_userdata(server, &manager);
+        if (seatd_methods_init(&manager, &err) < 0 || server_listen(server, &err) < 0) {
                 log_error("%s", err ? err->message : "out of memory");
                 return 1;
         }
@@ -178,7 +182,7 @@ int main(int argc, char *argv[]) {
         (void) notify_send("STOPPING=1");
         server_shutdown(server);
         server = server_free(server);
-        seatd_methods_done();
+        seatd_methods_done(&manager);
         event_source_free(sig_src);
         if (r < 0)
                 return log_error_errno(r, "event loop failed: %m"), 1;

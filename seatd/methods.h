@@ -2,18 +2,19 @@
 #pragma once
 
 #include "error.h"
-#include "server.h"
+#include "manager.h"
 
 /* Registers every method module's methods (image.*, seat.*, host.*, evidence.*, pool.*) on the server. */
-int seatd_methods_init(Server *s, SeatError **ret_error);
-void seatd_methods_done(void);
+int seatd_methods_init(Manager *m, SeatError **ret_error);
+/* In the reverse order: the pools' worker stops before the seats go, the seats before the images. */
+void seatd_methods_done(Manager *m);
 
-int image_methods_init(Server *s, SeatError **ret_error);
-void image_methods_done(void);
+int image_methods_init(Manager *m, SeatError **ret_error);
+void image_methods_done(Manager *m);
 
-int seat_methods_init(Server *s, SeatError **ret_error);
-void seat_methods_done(void);
-int host_methods_init(Server *s, SeatError **ret_error);
-int evidence_methods_init(Server *s, SeatError **ret_error);
-int pool_methods_init(Server *s, SeatError **ret_error);
-void pool_methods_done(void);
+int seat_methods_init(Manager *m, SeatError **ret_error);
+void seat_methods_done(Manager *m);
+int host_methods_init(Manager *m, SeatError **ret_error);
+int evidence_methods_init(Manager *m, SeatError **ret_error);
+int pool_methods_init(Manager *m, SeatError **ret_error);
+void pool_methods_done(Manager *m);

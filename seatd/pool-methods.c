@@ -8,8 +8,6 @@
 #include "pool-state.h"
 #include "pool.h"
 
-static PoolManager *the_pools;
-
 static int pool_set_method(Request *req) {
         _cleanup_error_ SeatError *err = NULL;
         const char *image = NULL, *egress = NULL;
@@ -22,14 +20,14 @@ static int pool_set_method(Request *req) {
                                            "pool.set needs 'image' and 'ready' (0..%d; 0 removes the pool), and takes 'egress' (a profile name)",
                                            POOL_READY_MAX);
         /* Quick: the pools' worker boots the seats. */
-        if (pool_manager_set(the_pools, image, egress, ready, &o, &err) < 0)
+        if (pool_manager_set(request_manager(req)->pools, image, egress, ready, &o, &err) < 0)
                 return err ? request_reply_seat_error(req, err) : request_reply_error(req, CONTROL_ERR_IO, "out of memory");
         return request_reply_result(req, o);
 }
 
 static int pool_status_method(Request *req) {
         json_object *o = NULL;
-        int r = pool_manager_status(the_pools, &o);
+        int r = pool_manager_status(request_manager(req)->pools, &o);
         if (r < 0)
                 return r;
         return request_reply_result(req, o);
@@ -40,15 +38,13 @@ static const Method pool_methods[] = {
         { "pool.status", pool_status_method, true },
 };
 
-int pool_methods_init(Server *srv, SeatError **ret_error) {
-        SeatManager *seats = server_get_userdata(srv, "seats");
-        ImageStore *store = server_get_userdata(srv, "image-store");
-        int r = pool_manager_new(server_config(srv), seats, store, &the_pools, ret_error);
+int pool_methods_init(Manager *m, SeatError **ret_error) {
+        int r = pool_manager_new(m->config, m->seats, m->store, &m->pools, ret_error);
         if (r < 0)
                 return r;
-        return server_add_methods(srv, pool_methods, ELEMENTSOF(pool_methods));
+        return server_add_methods(m->server, pool_methods, ELEMENTSOF(pool_methods));
 }
 
-void pool_methods_done(void) {
-        the_pools = pool_manager_free(the_pools);
+void pool_methods_done(Manager *m) {
+        m->pools = pool_manager_free(m->pools);
 }

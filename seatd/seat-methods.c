@@ -36,10 +36,6 @@ static void sodium_memzero_token(char *t) {
 #define CONSOLE_CHUNK_MAX (64u * 1024u)
 #define PROVISION_COUNT_MAX 64
 
-static SeatManager *the_seats;
-static int64_t exec_max_timeout_ms; /* seatd.conf exec_max_timeout */
-static EventSource *net_src, *tick_src;
-static int tick_fd = -EBADF;
 
 /* ---- common parameter handling ---- */
 
@@ -66,7 +62,7 @@ static int seat_param(Request *req, Seat **ret, SeatTicket *ret_ticket) {
         if (json_get_string(req->params, "seat", true, SEAT_ID_MAX, &id) < 0)
                 return request_reply_error(req, CONTROL_ERR_INVALID, "'%s' needs 'seat', a seat id", req->method), -EINVAL;
         (void) json_get_string(req->params, "token", false, 256, &token);
-        _cleanup_(seat_unrefp) Seat *s = seat_manager_get(the_seats, id);
+        _cleanup_(seat_unrefp) Seat *s = seat_manager_get(request_manager(req)->seats, id);
         SeatTicket t = {};
         if (!req->operator && (!s || seat_authorize(s, token, false, &t) < 0))
                 /* Same answer whether the seat exists or not: a token reveals nothing else. */
@@ -144,14 +140,14 @@ static int provision_job(Request *req, void *data, json_object **ret_result, Sea
                 if (job_cancelled(req))
                         return seat_error_set(ret_error, ECANCELED, "provision cancelled after %" PRId64 " seats", i);
                 job_progress(req, "provision", (uint64_t) i, (uint64_t) a->count);
-                int r = seat_provision(the_seats, a->image, a->participant, a->egress, &s, &token, ret_error);
+                int r = seat_provision(request_manager(req)->seats, a->image, a->participant, a->egress, &s, &token, ret_error);
                 if (r >= 0 && job_cancelled(req)) {
                         /* Nobody will ever see its token: a seat made for a request that went
                          * away is released again, not left running for nobody. */
                         _cleanup_error_ SeatError *rel = NULL;
                         log_seat_notice(seat_id(s), "provision cancelled by its client: releasing seat '%s' again",
                                         seat_id(s));
-                        if (seat_release(the_seats, s, &rel) < 0)
+                        if (seat_release(request_manager(req)->seats, s, &rel) < 0)
                                 log_seat_warning(seat_id(s), "releasing seat '%s' of a cancelled provision: %s",
                                                  seat_id(s), rel ? rel->message : "?");
                         sodium_memzero_token(token);
@@ -203,7 +199,7 @@ static int seat_provision_method(Request *req) {
 /* ---- list, status ---- */
 
 static int seat_list_method(Request *req) {
-        Seat **all = seat_manager_all(the_seats);
+        Seat **all = seat_manager_all(request_manager(req)->seats);
         json_object *arr = json_object_new_array(), *res = json_object_new_object();
         if (!all || !arr || !res) {
                 free(all);
@@ -385,6 +381,7 @@ static int exec_job(Request *req, void *data, json_object **ret_result, SeatErro
         size_t stdin_len = 0;
         int64_t timeout_ms = 0, max_output = 0;
         AgentExecResult res = {};
+        const int64_t exec_max_timeout_ms = (int64_t) request_manager(req)->config->exec_max_timeout * 1000;
 
         if (json_get_strv(a->params, "argv", true, AGENT_ARGV_MAX, AGENT_STR_MAX, &argv) < 0 || !argv[0] ||
             json_get_strv(a->params, "env", false, AGENT_ENV_MAX, AGENT_STR_MAX, &env) < 0 ||
@@ -575,7 +572,7 @@ static int reset_job(Request *req, void *data, json_object **ret_result, SeatErr
         if (json_get_bool(a->params, "cold", false, &cold) < 0)
                 return seat_error_set(ret_error, EINVAL, "seat.reset takes 'seat' and 'cold' (a boolean)");
         job_progress(req, "reset", 0, 1);
-        int r = seat_reset(the_seats, a->seat, cold, &token, ret_error);
+        int r = seat_reset(request_manager(req)->seats, a->seat, cold, &token, ret_error);
         if (r < 0)
                 return r;
         if (seat_to_json(a->seat, &o) < 0)
@@ -588,7 +585,7 @@ static int reset_job(Request *req, void *data, json_object **ret_result, SeatErr
 
 static int release_job(Request *req, void *data, json_object **ret_result, SeatError **ret_error) {
         SeatArgs *a = data;
-        int r = seat_release(the_seats, a->seat, ret_error);
+        int r = seat_release(request_manager(req)->seats, a->seat, ret_error);
         if (r < 0)
                 return r;
         *ret_result = json_object_new_object();
@@ -616,52 +613,51 @@ static const Method seat_methods[] = {
 };
 
 static int on_net_event(EventSource *src, int fd, uint32_t revents, void *userdata) {
-        seat_manager_net_process(the_seats);
+        Manager *m = userdata;
+        seat_manager_net_process(m->seats);
         return 0;
 }
 
 static int on_tick(EventSource *src, int fd, uint32_t revents, void *userdata) {
+        Manager *m = userdata;
         uint64_t n;
         (void) !read(fd, &n, sizeof(n)); /* a timerfd: the count does not matter */
-        seat_manager_tick(the_seats);
+        seat_manager_tick(m->seats);
         return 0;
 }
 
 /* The egress watch and its periodic backstop, on the loop. */
-static int watch_networks(Server *srv, SeatError **ret_error) {
-        int fd = seat_manager_net_fd(the_seats);
+static int watch_networks(Manager *m, SeatError **ret_error) {
+        int fd = seat_manager_net_fd(m->seats);
         if (fd < 0)
                 return 0;
-        unsigned ms = seat_manager_tick_ms(the_seats);
+        unsigned ms = seat_manager_tick_ms(m->seats);
         struct itimerspec its = { .it_interval = { ms / 1000, (ms % 1000) * 1000000L } };
         its.it_value = its.it_interval;
-        tick_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-        if (tick_fd < 0 || timerfd_settime(tick_fd, 0, &its, NULL) < 0 ||
-            event_add_io(server_loop(srv), fd, EPOLLIN, on_net_event, NULL, &net_src) < 0 ||
-            event_add_io(server_loop(srv), tick_fd, EPOLLIN, on_tick, NULL, &tick_src) < 0)
+        m->tick_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+        if (m->tick_fd < 0 || timerfd_settime(m->tick_fd, 0, &its, NULL) < 0 ||
+            event_add_io(server_loop(m->server), fd, EPOLLIN, on_net_event, m, &m->net_src) < 0 ||
+            event_add_io(server_loop(m->server), m->tick_fd, EPOLLIN, on_tick, m, &m->tick_src) < 0)
                 return seat_error_set(ret_error, errno ?: EIO, "watch the egress rules: %m");
         return 0;
 }
 
-int seat_methods_init(Server *srv, SeatError **ret_error) {
-        ImageStore *store = server_get_userdata(srv, "image-store");
-        exec_max_timeout_ms = (int64_t) server_config(srv)->exec_max_timeout * 1000;
-        int r = seat_manager_new(server_config(srv), store, &the_seats, ret_error);
+int seat_methods_init(Manager *m, SeatError **ret_error) {
+        int r = seat_manager_new(m->config, m->store, &m->seats, ret_error);
         if (r < 0)
                 return r;
-        r = seat_manager_adopt(the_seats, ret_error);
+        r = seat_manager_adopt(m->seats, ret_error);
         if (r < 0)
                 return r;
-        server_set_userdata(srv, "seats", the_seats);
-        r = watch_networks(srv, ret_error);
+        r = watch_networks(m, ret_error);
         if (r < 0)
                 return r;
-        return server_add_methods(srv, seat_methods, ELEMENTSOF(seat_methods));
+        return server_add_methods(m->server, seat_methods, ELEMENTSOF(seat_methods));
 }
 
-void seat_methods_done(void) {
-        net_src = event_source_free(net_src);
-        tick_src = event_source_free(tick_src);
-        tick_fd = safe_close(tick_fd);
-        the_seats = seat_manager_free(the_seats);
+void seat_methods_done(Manager *m) {
+        m->net_src = event_source_free(m->net_src);
+        m->tick_src = event_source_free(m->tick_src);
+        m->tick_fd = safe_close(m->tick_fd);
+        m->seats = seat_manager_free(m->seats);
 }

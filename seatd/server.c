@@ -34,7 +34,6 @@
 #define CONN_READ_MAX (16u * 1024u)
 #define SWEEP_INTERVAL_S 1
 #define METHODS_MAX 64
-#define USERDATA_MAX 8
 
 typedef struct MailItem {
         Request *req;
@@ -83,7 +82,7 @@ struct Server {
         unsigned n_conns;
         Method methods[METHODS_MAX];
         size_t n_methods;
-        struct { const char *key; void *data; } userdata[USERDATA_MAX];
+        void *userdata;
 
         int wake_fd; /* eventfd: jobs post to the mailbox */
         EventSource *wake_src;
@@ -688,20 +687,12 @@ SeatConfig *server_config(Server *s) {
         return s->config;
 }
 
-void server_set_userdata(Server *s, const char *key, void *data) {
-        for (size_t i = 0; i < USERDATA_MAX; i++)
-                if (!s->userdata[i].key || !strcmp(s->userdata[i].key, key)) {
-                        s->userdata[i].key = key;
-                        s->userdata[i].data = data;
-                        return;
-                }
+void server_set_userdata(Server *s, void *userdata) {
+        s->userdata = userdata;
 }
 
-void *server_get_userdata(Server *s, const char *key) {
-        for (size_t i = 0; i < USERDATA_MAX && s->userdata[i].key; i++)
-                if (!strcmp(s->userdata[i].key, key))
-                        return s->userdata[i].data;
-        return NULL;
+void *server_userdata(Server *s) {
+        return s->userdata;
 }
 
 static int mkdir_parents(const char *path, mode_t mode) {

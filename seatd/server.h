@@ -60,8 +60,9 @@ int server_add_methods(Server *s, const Method *methods, size_t n);
 SeatConfig *server_config(Server *s);
 EventLoop *server_loop(Server *s);
 /* Opaque per-daemon state for the method modules (the image store, the seat manager). */
-void server_set_userdata(Server *s, const char *key, void *data);
-void *server_get_userdata(Server *s, const char *key);
+/* What the method modules share (seatd's Manager), set once before listening. */
+void server_set_userdata(Server *s, void *userdata);
+void *server_userdata(Server *s);
 /* Stop accepting work; returns when every job has ended. */
 void server_shutdown(Server *s);
 
