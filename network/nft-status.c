@@ -49,102 +49,103 @@ int nft_seat_denied(NftContext *c, const char *bridge, uint64_t *ret_packets, Se
 
 /* ---- rule text for status -------------------------------------------------------------- */
 
-typedef struct Text {
-        char *buf;
-        size_t size, len;
-} Text;
+/* Status shows each rule as nftables itself writes it: the table listed once more in
+ * nft's text form, with handles, and each rule's line found by the handle its JSON
+ * listing carries. The counter statement is cut out of the text: its numbers are reported
+ * beside it. */
 
-static void text_add(Text *t, const char *s) {
-        size_t n = strlen(s);
-        if (t->len + n + 1 >= t->size) { /* truncated: mark it once */
-                if (t->size > 4)
-                        memcpy(t->buf + t->size - 4, "...", 4);
-                t->len = t->size;
+#define RULE_TEXT_MAX 255
+
+typedef struct RuleText {
+        uint64_t handle;
+        char text[RULE_TEXT_MAX + 1];
+} RuleText;
+
+typedef struct RuleTexts {
+        RuleText *v;
+        size_t n;
+} RuleTexts;
+
+static void rule_texts_done(RuleTexts *t) {
+        free(t->v);
+}
+
+/* " counter packets N bytes M" out of a rule's text, in place. */
+static void cut_counter(char *s) {
+        char *c = strstr(s, " counter packets ");
+        if (!c)
                 return;
-        }
-        memcpy(t->buf + t->len, s, n + 1);
-        t->len += n;
+        char *bytes = strstr(c, " bytes ");
+        if (!bytes)
+                return;
+        char *end = bytes + strlen(" bytes ");
+        end += strspn(end, "0123456789");
+        memmove(c, end, strlen(end) + 1);
 }
 
-static void text_word(Text *t, const char *s) {
-        if (t->len > 0 && t->len < t->size)
-                text_add(t, " ");
-        if (t->len < t->size)
-                text_add(t, s);
+/* One line of the text listing: a rule ends in "# handle N"; chain and table lines end in
+ * "{ # handle N" and are not rules. */
+static int rule_line(const char *line, size_t len, RuleTexts *t) {
+        static const char mark[] = " # handle ";
+        const char *h = NULL;
+        for (const char *p = line; p + sizeof(mark) - 1 <= line + len; p++)
+                if (!memcmp(p, mark, sizeof(mark) - 1))
+                        h = p;
+        if (!h || (h > line && h[-1] == '{'))
+                return 0;
+        const char *num = h + sizeof(mark) - 1;
+        if (num >= line + len || !(*num >= '0' && *num <= '9'))
+                return 0;
+        uint64_t handle = strtoull(num, NULL, 10);
+        size_t skip = strspn(line, "\t ");
+        size_t n = (size_t) (h - line) - MIN(skip, (size_t) (h - line));
+        RuleText *v = reallocarray(t->v, t->n + 1, sizeof(*v));
+        if (!v)
+                return -ENOMEM;
+        t->v = v;
+        RuleText *rt = &v[t->n++];
+        rt->handle = handle;
+        if (n > RULE_TEXT_MAX) {
+                memcpy(rt->text, line + skip, RULE_TEXT_MAX - 3);
+                memcpy(rt->text + RULE_TEXT_MAX - 3, "...", 4);
+        } else {
+                memcpy(rt->text, line + skip, n);
+                rt->text[n] = 0;
+        }
+        cut_counter(rt->text);
+        return 0;
 }
 
-/* One operand of a match: a string, number, payload/meta/ct key, prefix, range or set. */
-static void describe_value(Text *t, json_object *v, int depth) {
-        json_object *o, *a, *b;
-        char num[32];
-
-        if (depth > 4)
-                return text_word(t, "...");
-        switch (json_object_get_type(v)) {
-        case json_type_string:
-                return text_word(t, json_object_get_string(v));
-        case json_type_int:
-                (void) snprintf(num, sizeof(num), "%" PRId64, json_object_get_int64(v));
-                return text_word(t, num);
-        case json_type_array:
-                text_word(t, "{");
-                for (size_t i = 0; i < json_object_array_length(v) && i < 16; i++)
-                        describe_value(t, json_object_array_get_idx(v, i), depth + 1);
-                return text_word(t, "}");
-        case json_type_object:
-                break;
-        default:
-                return text_word(t, "?");
+static int list_rule_texts(NftContext *c, RuleTexts *ret, SeatError **ret_error) {
+        unsigned flags = nft_ctx_output_get_flags(c->ctx);
+        nft_ctx_output_set_flags(c->ctx, NFT_CTX_OUTPUT_HANDLE);
+        int r = nft_run_cmd_from_buffer(c->ctx, "list table " NFT_TABLE_FAMILY " " NFT_TABLE_NAME);
+        nft_ctx_output_set_flags(c->ctx, flags);
+        if (r != 0)
+                return seat_error_set(ret_error, EIO, "nftables could not list table inet seatd as text");
+        const char *text = nft_ctx_get_output_buffer(c->ctx);
+        size_t n = strlen(text);
+        if (n > NFT_LIST_MAX)
+                return seat_error_set(ret_error, E2BIG, "table inet seatd lists as more than %u bytes", NFT_LIST_MAX);
+        for (const char *p = text; *p;) {
+                const char *nl = strchr(p, '\n');
+                size_t len = nl ? (size_t) (nl - p) : strlen(p);
+                if ((r = rule_line(p, len, ret)) < 0)
+                        return r;
+                p += len + (nl ? 1 : 0);
         }
-        if (json_object_object_get_ex(v, "payload", &o)) {
-                text_word(t, json_object_get_string(json_object_object_get(o, "protocol")));
-                return text_word(t, json_object_get_string(json_object_object_get(o, "field")));
-        }
-        if (json_object_object_get_ex(v, "meta", &o) || json_object_object_get_ex(v, "ct", &o)) {
-                if (json_object_object_get_ex(v, "ct", NULL))
-                        text_word(t, "ct");
-                return text_word(t, json_object_get_string(json_object_object_get(o, "key")));
-        }
-        if (json_object_object_get_ex(v, "prefix", &o)) {
-                describe_value(t, json_object_object_get(o, "addr"), depth + 1);
-                (void) snprintf(num, sizeof(num), "/%d", json_object_get_int(json_object_object_get(o, "len")));
-                return text_add(t, num);
-        }
-        if (json_object_object_get_ex(v, "range", &o) && json_object_array_length(o) == 2) {
-                a = json_object_array_get_idx(o, 0);
-                b = json_object_array_get_idx(o, 1);
-                (void) snprintf(num, sizeof(num), "%" PRId64 "-%" PRId64, json_object_get_int64(a),
-                                json_object_get_int64(b));
-                return text_word(t, num);
-        }
-        if (json_object_object_get_ex(v, "set", &o))
-                return describe_value(t, o, depth + 1);
-        text_word(t, "?");
+        return 0;
 }
 
-static void describe_statement(Text *t, json_object *st) {
-        json_object *o;
-        static const char *const verdicts[] = { "accept", "drop", "masquerade", "return" };
-
-        if (json_object_object_get_ex(st, "match", &o)) {
-                const char *op = json_object_get_string(json_object_object_get(o, "op"));
-                describe_value(t, json_object_object_get(o, "left"), 0);
-                if (op && strcmp(op, "==") != 0 && strcmp(op, "in") != 0)
-                        text_word(t, op);
-                return describe_value(t, json_object_object_get(o, "right"), 0);
-        }
-        if (json_object_object_get_ex(st, "jump", &o)) {
-                text_word(t, "jump");
-                return text_word(t, json_object_get_string(json_object_object_get(o, "target")));
-        }
-        if (json_object_object_get_ex(st, "log", NULL))
-                return text_word(t, "log");
-        if (json_object_object_get_ex(st, "limit", NULL))
-                return text_word(t, "limit");
-        for (size_t i = 0; i < ELEMENTSOF(verdicts); i++)
-                if (json_object_object_get_ex(st, verdicts[i], NULL))
-                        return text_word(t, verdicts[i]);
-        /* counters are reported as numbers beside the text */
+static const char *rule_text_of(const RuleTexts *t, json_object *rule) {
+        json_object *h;
+        if (!json_object_object_get_ex(rule, "handle", &h))
+                return "?";
+        uint64_t handle = (uint64_t) json_object_get_int64(h);
+        for (size_t i = 0; i < t->n; i++)
+                if (t->v[i].handle == handle)
+                        return t->v[i].text;
+        return "?"; /* changed between the two listings: the watch reports it */
 }
 
 static void counter_values(json_object *expr, uint64_t *packets, uint64_t *bytes) {
@@ -159,14 +160,8 @@ static void counter_values(json_object *expr, uint64_t *packets, uint64_t *bytes
         }
 }
 
-static int counter_entry(json_object *arr, const char *chain, json_object *expr) {
-        char text[256];
-        Text t = { .buf = text, .size = sizeof(text) };
+static int counter_entry(json_object *arr, const char *chain, const char *text, json_object *expr) {
         uint64_t packets, bytes;
-
-        text[0] = 0;
-        for (size_t i = 0; i < json_object_array_length(expr); i++)
-                describe_statement(&t, json_object_array_get_idx(expr, i));
         counter_values(expr, &packets, &bytes);
         json_object *o = json_object_new_object();
         if (!o || json_object_array_add(arr, o) < 0) {
@@ -185,8 +180,11 @@ int nft_seat_counters(NftContext *c, const char *bridge, json_object **ret, Seat
 
         if (!nft_ifname_valid(bridge))
                 return seat_error_set(ret_error, EINVAL, "invalid bridge name");
+        _cleanup_(rule_texts_done) RuleTexts texts = {};
         int r = nft_list_table(c, &items, ret_error);
         if (r < 0)
+                return r;
+        if (items && (r = list_rule_texts(c, &texts, ret_error)) < 0)
                 return r;
         if (!(out = json_object_new_array()))
                 return -ENOMEM;
@@ -201,7 +199,7 @@ int nft_seat_counters(NftContext *c, const char *bridge, json_object **ret, Seat
                         char label[8];
                         (void) snprintf(label, sizeof(label), "%.*s", (int) strlen(nft_chain_prefix[shown[k]]) - 1,
                                         nft_chain_prefix[shown[k]]);
-                        r = counter_entry(out, label, json_object_object_get(o, "expr"));
+                        r = counter_entry(out, label, rule_text_of(&texts, o), json_object_object_get(o, "expr"));
                         if (r < 0)
                                 return r;
                 }

@@ -236,6 +236,20 @@ if "$NFTEST" install "${SEAT1[@]}" 2>"$TMP/install.err"; then ok "install seat n
 check "install seat nt2" "$NFTEST" install "${SEAT2[@]}"
 check "verify seat nt1: ok" bash -c "[[ \$('$NFTEST' verify ${SEAT1[*]}) == ok ]]"
 check "reinstall replaces the seat's chains in one transaction" "$NFTEST" install "${SEAT1[@]}"
+# What status shows for each rule is nft's own text of it: every entry is a line of
+# `nft list chain` (counter cut out), in order, and none is missing.
+"$NFTEST" counters "${SEAT1[@]}" >"$TMP/counters.json" 2>"$TMP/counters.err"
+for ch in out to host; do nft list chain inet seatd "$ch-$BR1"; done >"$TMP/chains.txt" 2>&1
+check "status rules are nftables' own text of each rule (nft list chain), with counters beside them" python3 - "$TMP/counters.json" "$TMP/chains.txt" <<'PY'
+import json, re, sys
+entries = json.load(open(sys.argv[1]))
+lines = [re.sub(r" counter packets \d+ bytes \d+", "", l.strip()) for l in open(sys.argv[2])]
+rules = [l for l in lines if l and not l.startswith(("table", "chain", "type ", "}"))]
+shown = [e["rule"] for e in entries if e["chain"] in ("out", "to", "host")]
+assert shown == rules, (shown, rules)
+assert any("tcp dport" in r and r.endswith("accept") for r in shown), shown
+assert all(isinstance(e["packets"], int) and isinstance(e["bytes"], int) for e in entries)
+PY
 
 # --- with the filter --------------------------------------------------------------------
 forwarding

@@ -3,7 +3,7 @@
  * nftest: drives network/nft.c and network/nftwatch.c for one seat, for tests (egress.sh)
  * and for the integrator's VM version of them.
  *
- *   nftest install|verify|remove|denied|watch --seat S --bridge B --uplink U --guest IP
+ *   nftest install|verify|remove|denied|counters|watch --seat S --bridge B --uplink U --guest IP
  *          [--host IP] [--mac MAC] [--masquerade] [--profile FILE] [--timeout-ms N]
  *          [--interval-ms N]
  *
@@ -13,6 +13,8 @@
  * verify   prints ok|changed|missing; exit 0 only for ok
  * remove   removes the seat's chains
  * denied   prints the packets counted by the seat's drop rules
+ * counters prints what status shows: each rule of the seat as nftables writes it, with
+ *          its counter, as JSON
  * watch    prints "ready", then waits (netlink + a periodic check every --interval-ms) for
  *          the seat's rules to change and prints
  *          "detected seat=S state=changed|missing via=netlink|periodic at_ms=<CLOCK_REALTIME ms>";
@@ -25,6 +27,7 @@
 #include <string.h>
 
 #include "fileio.h"
+#include "jsonframe.h"
 #include "nft.h"
 #include "nftwatch.h"
 
@@ -152,6 +155,13 @@ static int run(const Options *o, SeatError **err) {
                 r = nft_seat_denied(c, o->spec.bridge, &n, err);
                 if (r >= 0)
                         printf("%llu\n", (unsigned long long) n);
+                return r;
+        }
+        if (strcmp(o->verb, "counters") == 0) {
+                _cleanup_json_ json_object *j = NULL;
+                r = nft_seat_counters(c, o->spec.bridge, &j, err);
+                if (r >= 0)
+                        printf("%s\n", json_object_to_json_string_ext(j, JSON_C_TO_STRING_PRETTY));
                 return r;
         }
         if (strcmp(o->verb, "install") == 0)
