@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -16,6 +18,9 @@ struct AgentClient {
         size_t max_frame;
         int64_t next_id;
         bool eof;
+        /* What the last -EPROTO of agent_client_recv() was about. */
+        enum { VIOLATION_NONE, VIOLATION_OVERSIZE, VIOLATION_BAD_FRAME, VIOLATION_REQUEST } violation_kind;
+        char violation[224];
 };
 
 int agent_client_new_fd(int fd, size_t max_frame, AgentClient **ret) {
@@ -139,6 +144,56 @@ int agent_client_send(AgentClient *c, const AgentMsg *m, int timeout_ms) {
         return agent_client_send_raw(c, line, len, timeout_ms);
 }
 
+/* Strict UTF-8 (no overlong forms, no surrogates, nothing above U+10FFFF): json-c's check
+ * answers only yes or no, and an operator should read which rule a guest broke. */
+static bool utf8_valid(const char *s, size_t len) {
+        const unsigned char *p = (const unsigned char *) s, *end = p + len;
+        while (p < end) {
+                unsigned char b = *p;
+                size_t n;
+                uint32_t cp;
+                if (b < 0x80) {
+                        p++;
+                        continue;
+                }
+                if (b >= 0xc2 && b <= 0xdf)
+                        n = 1, cp = b & 0x1f;
+                else if (b >= 0xe0 && b <= 0xef)
+                        n = 2, cp = b & 0x0f;
+                else if (b >= 0xf0 && b <= 0xf4)
+                        n = 3, cp = b & 0x07;
+                else
+                        return false;
+                if ((size_t) (end - p) <= n)
+                        return false;
+                for (size_t i = 1; i <= n; i++) {
+                        if ((p[i] & 0xc0) != 0x80)
+                                return false;
+                        cp = (cp << 6) | (p[i] & 0x3f);
+                }
+                if ((n == 2 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) || (n == 3 && (cp < 0x10000 || cp > 0x10ffff)))
+                        return false;
+                p += n + 1;
+        }
+        return true;
+}
+
+/* -EPROTO with why, for agent_client_violation(). */
+static int violation(AgentClient *c, int kind, const char *fmt, ...) _printf_(3, 4);
+static int violation(AgentClient *c, int kind, const char *fmt, ...) {
+        va_list ap;
+        c->violation_kind = kind;
+        va_start(ap, fmt);
+        (void) vsnprintf(c->violation, sizeof(c->violation), fmt, ap);
+        va_end(ap);
+        log_debug("agent broke the protocol: %s", c->violation);
+        return -EPROTO;
+}
+
+const char *agent_client_violation(const AgentClient *c) {
+        return c->violation[0] ? c->violation : "a bad frame";
+}
+
 int agent_client_recv(AgentClient *c, int timeout_ms, AgentMsg **ret) {
         int64_t deadline = deadline_in(timeout_ms);
 
@@ -146,20 +201,28 @@ int agent_client_recv(AgentClient *c, int timeout_ms, AgentMsg **ret) {
                 const char *frame;
                 size_t len;
                 int r = frame_reader_next(c->reader, &frame, &len);
-                if (r == -E2BIG) {
-                        log_debug("agent sent a frame over %zu bytes", c->max_frame);
-                        return -EPROTO;
-                }
+                if (r == -E2BIG)
+                        return violation(c, VIOLATION_OVERSIZE, "a frame over the %zu-byte cap", c->max_frame);
                 if (r > 0) {
                         AgentParseError err;
                         r = agent_msg_parse(frame, len, ret, &err);
                         if (r < 0) {
-                                log_debug("agent sent a bad frame: %s", err.message);
-                                return -EPROTO;
+                                /* Its start, escaped: the operator sees what the guest sent. */
+                                _cleanup_free_ char *head = log_escape(frame, MIN(len, (size_t) 48), 64);
+                                /* err.message is the codec's own text, never the guest's. */
+                                const char *what = !utf8_valid(frame, len) ? "is not valid UTF-8"
+                                                   : strstr(err.message, "not one JSON object") ? "is malformed JSON (not one JSON object)"
+                                                   : NULL;
+                                return violation(c, VIOLATION_BAD_FRAME, "a frame that %s%s ('%s')",
+                                                 what ? what : "breaks the codec's rules: ", what ? "" : err.message,
+                                                 head ? head : "?");
                         }
                         if (agent_msg_type_is_request((*ret)->type) && (*ret)->type != AGENT_MSG_HELLO) {
+                                AgentMsgType t = (*ret)->type;
                                 *ret = agent_msg_free(*ret);
-                                return -EPROTO; /* an agent sends replies only */
+                                /* an agent sends replies only */
+                                return violation(c, VIOLATION_REQUEST, "a '%s' request, which an agent never sends",
+                                                 agent_msg_type_to_string(t));
                         }
                         return 0;
                 }
@@ -196,7 +259,8 @@ static int recv_for(AgentClient *c, int64_t id, int64_t deadline, AgentMsg **ret
         if (r == -ETIMEDOUT)
                 return seat_error_set(ret_error, ETIMEDOUT, "agent did not answer request %lld in time", (long long) id);
         if (r == -EPROTO)
-                return seat_error_set(ret_error, EPROTO, "agent broke the protocol (bad or oversized frame)");
+                return seat_error_set(ret_error, EPROTO, "agent broke the protocol (bad or oversized frame): it sent %s",
+                                      agent_client_violation(c));
         if (r < 0)
                 return seat_error_set(ret_error, -r, "read from agent: %s", strerror(-r));
         if (m->id != id)
@@ -226,27 +290,42 @@ int agent_client_call(AgentClient *c, AgentMsg *req, int timeout_ms, AgentMsg **
         return 0;
 }
 
-/* After a reconnect the channel may still deliver frames the agent wrote to the previous
- * connection: before hello's reply, frames for other ids are dropped (a bounded number). */
-static int recv_hello_reply(AgentClient *c, int64_t id, int64_t deadline, AgentMsg **ret, SeatError **ret_error) {
-        for (unsigned stale = 0; stale < 4096; stale++) {
+/* The reply to hello id. fresh: the machine has just booted (or been restored) and
+ * nothing but that reply can be in the channel, so every frame that is not it proves the
+ * agent broken and fails at once, naming what it sent; only silence waits for the
+ * deadline (a slow boot). Otherwise (a new connection to a running agent), the channel may
+ * still deliver what the agent wrote to the previous connection: the tail of a frame cut
+ * by the reconnect (only the first frame can be one) and whole replies for other ids (a
+ * bounded number) are dropped. An over-cap frame or a request is never stale: no agent
+ * writes one, and a cut tail is shorter than the frame it was cut from. */
+static int recv_hello_reply(AgentClient *c, int64_t id, bool fresh, int64_t deadline, AgentMsg **ret,
+                            SeatError **ret_error) {
+        for (unsigned frames = 0; frames < 4096; frames++) {
                 _cleanup_agent_msg_ AgentMsg *m = NULL;
                 int r = agent_client_recv(c, remaining_ms(deadline), &m);
                 if (r == -ETIMEDOUT)
                         return seat_error_set(ret_error, ETIMEDOUT, "agent did not answer hello in time");
-                if (r == -EPROTO)
+                if (r == -EPROTO && !fresh && frames == 0 && c->violation_kind == VIOLATION_BAD_FRAME)
                         continue; /* the tail of a frame cut by the reconnect */
+                if (r == -EPROTO)
+                        return seat_error_set(ret_error, EPROTO, "agent broke the protocol before answering hello: it sent %s",
+                                              agent_client_violation(c));
                 if (r < 0)
                         return seat_error_set(ret_error, -r, "read from agent: %s", strerror(-r));
                 if (m->id == id) {
                         *ret = TAKE_PTR(m);
                         return 0;
                 }
+                if (fresh)
+                        return seat_error_set(ret_error, EPROTO,
+                                              "agent broke the protocol before answering hello: it sent a '%s' for id %lld, "
+                                              "which seatd never asked for (hello is id %lld)",
+                                              agent_msg_type_to_string(m->type), (long long) m->id, (long long) id);
         }
         return seat_error_set(ret_error, EPROTO, "agent sent too many frames before answering hello");
 }
 
-int agent_client_hello(AgentClient *c, int timeout_ms, AgentMsg **ret_hello, SeatError **ret_error) {
+static int hello(AgentClient *c, bool fresh, int timeout_ms, AgentMsg **ret_hello, SeatError **ret_error) {
         int64_t deadline = deadline_in(timeout_ms);
         _cleanup_agent_msg_ AgentMsg *reply = NULL;
         AgentMsg req = { .type = AGENT_MSG_HELLO, .id = agent_client_next_id(c),
@@ -255,7 +334,7 @@ int agent_client_hello(AgentClient *c, int timeout_ms, AgentMsg **ret_hello, Sea
         int r = agent_client_send(c, &req, remaining_ms(deadline));
         if (r < 0)
                 return seat_error_set(ret_error, -r, "send hello to agent: %s", strerror(-r));
-        r = recv_hello_reply(c, req.id, deadline, &reply, ret_error);
+        r = recv_hello_reply(c, req.id, fresh, deadline, &reply, ret_error);
         if (r < 0)
                 return r;
         if (reply->type == AGENT_MSG_ERROR)
@@ -268,6 +347,14 @@ int agent_client_hello(AgentClient *c, int timeout_ms, AgentMsg **ret_hello, Sea
         if (ret_hello)
                 *ret_hello = TAKE_PTR(reply);
         return 0;
+}
+
+int agent_client_hello(AgentClient *c, int timeout_ms, AgentMsg **ret_hello, SeatError **ret_error) {
+        return hello(c, false, timeout_ms, ret_hello, ret_error);
+}
+
+int agent_client_hello_fresh(AgentClient *c, int timeout_ms, AgentMsg **ret_hello, SeatError **ret_error) {
+        return hello(c, true, timeout_ms, ret_hello, ret_error);
 }
 
 int agent_client_ping(AgentClient *c, int timeout_ms, SeatError **ret_error) {
@@ -325,7 +412,8 @@ static int exec_recv(AgentClient *c, int64_t deadline, bool poll_cancel, AgentMs
         if (r == -ETIMEDOUT)
                 return seat_error_set(ret_error, ETIMEDOUT, "agent did not finish the command in time");
         if (r == -EPROTO)
-                return seat_error_set(ret_error, EPROTO, "agent broke the protocol (bad or oversized frame)");
+                return seat_error_set(ret_error, EPROTO, "agent broke the protocol (bad or oversized frame): it sent %s",
+                                      agent_client_violation(c));
         if (r < 0)
                 return seat_error_set(ret_error, -r, "read from agent: %s", strerror(-r));
         return 0;

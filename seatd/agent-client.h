@@ -34,11 +34,22 @@ int64_t agent_client_next_id(AgentClient *c);
 int agent_client_send(AgentClient *c, const AgentMsg *m, int timeout_ms);
 int agent_client_send_raw(AgentClient *c, const void *buf, size_t len, int timeout_ms);
 /* The next message from the agent, whatever its id. -ETIMEDOUT, -ECONNRESET at EOF,
- * -EPROTO for a frame that does not parse (or is over the cap). */
+ * -EPROTO for a frame that does not parse, is over the cap or is a request;
+ * agent_client_violation() then says which, for a person (the guest's bytes escaped). */
 int agent_client_recv(AgentClient *c, int timeout_ms, AgentMsg **ret);
+const char *agent_client_violation(const AgentClient *c);
 
-/* hello: sends version 1, expects a hello reply of version 1. */
+/* hello: sends version 1, expects a hello reply of version 1.
+ * agent_client_hello_fresh: for a machine that has just booted or been restored, whose
+ * channel can hold nothing but the reply: any other frame (over the cap, not JSON, not
+ * UTF-8, a request, a reply for another id) fails at once with -EPROTO, naming it; only
+ * silence waits the whole timeout_ms (a slow boot).
+ * agent_client_hello: for a new connection to an agent that was already running (seatd
+ * restarted, the same connection after a refused hello), whose channel may still deliver
+ * the previous connection's frames: the first frame may be the tail of one cut by the
+ * reconnect, and whole replies for other ids are dropped (at most 4096). */
 int agent_client_hello(AgentClient *c, int timeout_ms, AgentMsg **ret_hello, SeatError **ret_error);
+int agent_client_hello_fresh(AgentClient *c, int timeout_ms, AgentMsg **ret_hello, SeatError **ret_error);
 /* One request, one reply (not for exec). An `error` reply becomes -EREMOTEIO with the
  * agent's code and message (escaped) in ret_error; the reply itself is returned otherwise. */
 int agent_client_call(AgentClient *c, AgentMsg *req, int timeout_ms, AgentMsg **ret_reply, SeatError **ret_error);

@@ -550,19 +550,30 @@ static int open_agent(Seat *s, int timeout_ms, SeatError **ret_error) {
         return agent_client_connect_unix(sock, timeout_ms, &s->agent, ret_error);
 }
 
-static int greet_agent(Seat *s, int timeout_ms, SeatError **ret_error) {
+/* The first hello names the image: an agent that breaks the protocol (or never answers)
+ * is the image's doing, and the operator must know which image to pull. */
+static int hello_failed(const char *kind, const char *name, const char *image, int64_t version, SeatError **ret_error) {
+        return seat_error_wrap(ret_error, "%s '%s': guest-init of image '%s' version %" PRId64 " did not come up", kind, name,
+                               image, version);
+}
+
+/* fresh: the machine has just booted or been restored, so anything but the hello reply
+ * proves its agent broken at once (agent_client_hello_fresh); otherwise seatd reconnects to
+ * a running agent whose channel may still hold the previous connection's frames. */
+static int greet_agent(Seat *s, bool fresh, int timeout_ms, SeatError **ret_error) {
         _cleanup_agent_msg_ AgentMsg *hello = NULL;
-        int r = agent_client_hello(s->agent, timeout_ms, &hello, ret_error);
+        int r = fresh ? agent_client_hello_fresh(s->agent, timeout_ms, &hello, ret_error)
+                      : agent_client_hello(s->agent, timeout_ms, &hello, ret_error);
         if (r < 0)
-                return seat_error_wrap(ret_error, "seat '%s': guest-init did not come up", s->rec.id);
+                return hello_failed("seat", s->rec.id, s->rec.image, s->rec.image_version, ret_error);
         return 0;
 }
 
-static int connect_agent(Seat *s, int timeout_ms, SeatError **ret_error) {
+static int connect_agent(Seat *s, bool fresh, int timeout_ms, SeatError **ret_error) {
         int r = open_agent(s, timeout_ms, ret_error);
         if (r < 0)
                 return seat_error_wrap(ret_error, "seat '%s': guest-init did not come up", s->rec.id);
-        return greet_agent(s, timeout_ms, ret_error);
+        return greet_agent(s, fresh, timeout_ms, ret_error);
 }
 
 /* A new identity for whoever sits down next: hostname, machine id, fresh RNG entropy,
@@ -1096,8 +1107,9 @@ static int warm_make(SeatManager *m, Seat *s, int k, const SeatRecord *rec, cons
         if (r >= 0)
                 r = agent_client_connect_unix(sock, kvm ? AGENT_BOOT_TIMEOUT_KVM_MS : AGENT_BOOT_TIMEOUT_TCG_MS, &agent,
                                               ret_error);
-        if (r >= 0)
-                r = agent_client_hello(agent, kvm ? AGENT_BOOT_TIMEOUT_KVM_MS : AGENT_BOOT_TIMEOUT_TCG_MS, &hello, ret_error);
+        if (r >= 0 && (r = agent_client_hello_fresh(agent, kvm ? AGENT_BOOT_TIMEOUT_KVM_MS : AGENT_BOOT_TIMEOUT_TCG_MS,
+                                                    &hello, ret_error)) < 0)
+                (void) hello_failed("machine", name, rec->image, man->version, ret_error);
         if (r >= 0 && virDomainGetUUIDString(dom, uuid) < 0)
                 r = seat_error_set(ret_error, EIO, "the UUID of domain '%s': %s", name, domain_last_error());
         if (r >= 0)
@@ -1427,7 +1439,7 @@ static int boot_seat(SeatManager *m, Seat *s, const char *cold_why, SeatError **
         else if (warm_restore(m, s, man, kvm, &why) >= 0) {
                 warm = true;
                 log_seat_debug(s->rec.id, "seat '%s': restored at +%" PRId64 " ms", s->rec.id, now_monotonic_ms() - t0);
-                r = greet_agent(s, WARM_AGENT_TIMEOUT_MS, ret_error);
+                r = greet_agent(s, true, WARM_AGENT_TIMEOUT_MS, ret_error);
                 if (r < 0) {
                         /* Not this state again: the next preparation makes a new one. */
                         _cleanup_(warm_paths_done) WarmPaths wp = {};
@@ -1449,7 +1461,7 @@ static int boot_seat(SeatManager *m, Seat *s, const char *cold_why, SeatError **
                 r = build_spec_and_start(m, s, man, kvm, ret_error);
                 if (r < 0)
                         return r;
-                r = connect_agent(s, kvm ? AGENT_BOOT_TIMEOUT_KVM_MS : AGENT_BOOT_TIMEOUT_TCG_MS, ret_error);
+                r = connect_agent(s, true, kvm ? AGENT_BOOT_TIMEOUT_KVM_MS : AGENT_BOOT_TIMEOUT_TCG_MS, ret_error);
                 if (r < 0)
                         return r;
         }
@@ -2472,7 +2484,7 @@ static int adopt_one(SeatManager *m, virDomainPtr dom) {
         s->dom = dom;
         (void) snprintf(s->live_domain, sizeof(s->live_domain), "%s", name);
         seat_set_state(s, SEAT_READY);
-        if (seat_paths(m, s) < 0 || adopt_net(m, s, &err) < 0 || connect_agent(s, ADOPT_HELLO_TIMEOUT_MS, &err) < 0 ||
+        if (seat_paths(m, s) < 0 || adopt_net(m, s, &err) < 0 || connect_agent(s, false, ADOPT_HELLO_TIMEOUT_MS, &err) < 0 ||
             table_add(m, s) < 0) {
                 log_seat_warning(rec.id, "seat '%s' is not healthy (%s): removing it", rec.id,
                                  err ? err->message : "?");

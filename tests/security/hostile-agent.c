@@ -10,6 +10,13 @@
  *   wrongid  an exit for an id the host never sent
  *   stall    half a frame, then nothing
  *   newer    a hello reply claiming protocol version 2, unasked
+ * With seatd.hostile_hello=MODE on the kernel command line it never greets: it answers
+ * every hello with MODE's violation instead, then says nothing more:
+ *   giant    one 8 MiB frame
+ *   badjson  a line that is not JSON
+ *   badutf8  a hello reply whose agent name is not valid UTF-8
+ *   request  an exec request (an agent only ever sends replies)
+ *   wrongid  a well-formed hello reply for an id the host never sent
  * Never part of an image anyone boots for real.
  */
 #include <poll.h>
@@ -64,6 +71,46 @@ static void hello_reply(int64_t id, int64_t version) {
         send_msg(&m);
 }
 
+static void write_giant(void) {
+        static char big[64 * 1024];
+        memset(big, 'x', sizeof(big));
+        (void) write_all("{\"type\":\"output\",\"id\":1,\"data\":\"", 32);
+        for (int i = 0; i < 128; i++)
+                if (write_all(big, sizeof(big)) < 0)
+                        return;
+        (void) write_all("\"}\n", 3);
+}
+
+/* seatd.hostile_hello=MODE from the kernel command line, or NULL. */
+static char *hello_mode(void) {
+        _cleanup_free_ char *cmdline = NULL;
+        size_t len;
+        if (read_file_capped("/proc/cmdline", 4096, &cmdline, &len) < 0)
+                return NULL;
+        const char *p = strstr(cmdline, "seatd.hostile_hello=");
+        if (!p)
+                return NULL;
+        p += strlen("seatd.hostile_hello=");
+        return strndup(p, strcspn(p, " \t\n"));
+}
+
+static void hello_misbehave(const char *mode, int64_t id) {
+        char line[256];
+        if (!strcmp(mode, "giant"))
+                write_giant();
+        else if (!strcmp(mode, "badjson"))
+                (void) write_all("{this is not json]\n", 19);
+        else if (!strcmp(mode, "badutf8")) {
+                int n = snprintf(line, sizeof(line), "{\"type\":\"hello\",\"id\":%lld,\"version\":1,\"agent\":\"bad\xc3\x28\"}\n",
+                                 (long long) id);
+                (void) write_all(line, (size_t) n);
+        } else if (!strcmp(mode, "request")) {
+                int n = snprintf(line, sizeof(line), "{\"type\":\"exec\",\"id\":%lld,\"argv\":[\"/bin/sh\"]}\n", (long long) id);
+                (void) write_all(line, (size_t) n);
+        } else if (!strcmp(mode, "wrongid"))
+                hello_reply(id + 1000, AGENT_PROTO_VERSION);
+}
+
 static void misbehave(const AgentMsg *req) {
         const char *mode = req->exec.argv[0];
         int64_t id = req->id;
@@ -81,15 +128,9 @@ static void misbehave(const AgentMsg *req) {
                 for (size_t sent = 0; sent < FLOOD_MAX; sent += sizeof(junk))
                         if (write_all(junk, sizeof(junk)) < 0)
                                 break;
-        } else if (!strcmp(mode, "giant")) {
-                static char big[64 * 1024];
-                memset(big, 'x', sizeof(big));
-                (void) write_all("{\"type\":\"output\",\"id\":1,\"data\":\"", 32);
-                for (int i = 0; i < 128; i++)
-                        if (write_all(big, sizeof(big)) < 0)
-                                return;
-                (void) write_all("\"}\n", 3);
-        } else if (!strcmp(mode, "badjson"))
+        } else if (!strcmp(mode, "giant"))
+                write_giant();
+        else if (!strcmp(mode, "badjson"))
                 (void) write_all("{this is not json]\n", 19);
         else if (!strcmp(mode, "wrongid")) {
                 AgentMsg ex = { .type = AGENT_MSG_EXIT, .id = id + 1000 };
@@ -102,6 +143,7 @@ static void misbehave(const AgentMsg *req) {
 
 static void serve(int fd) {
         _cleanup_(frame_reader_freep) FrameReader *r = frame_reader_new(AGENT_MAX_FRAME_DEFAULT);
+        _cleanup_free_ char *broken_hello = hello_mode();
         for (;;) {
                 struct pollfd pfd = { .fd = fd, .events = POLLIN };
                 if (poll(&pfd, 1, 1000) <= 0)
@@ -121,7 +163,9 @@ static void serve(int fd) {
                         _cleanup_agent_msg_ AgentMsg *m = NULL;
                         if (k < 0 || agent_msg_parse(frame, len, &m, NULL) < 0)
                                 continue;
-                        if (m->type == AGENT_MSG_HELLO)
+                        if (m->type == AGENT_MSG_HELLO && broken_hello)
+                                hello_misbehave(broken_hello, m->id);
+                        else if (m->type == AGENT_MSG_HELLO)
                                 hello_reply(m->id, AGENT_PROTO_VERSION);
                         else if (m->type == AGENT_MSG_EXEC)
                                 misbehave(m);

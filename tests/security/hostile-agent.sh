@@ -42,6 +42,19 @@ for img in test-image hostile-image; do
   "$src/images/recipes/test-image" --guest-init "$agent" --out "$t/$img" --name "$img" --quiet \
     --sign-key "$t/k.key" --tools "$build/images:$build/signing" || { echo "Bail out! cannot build $img"; exit 1; }
 done
+# Images whose agent breaks the protocol before it has answered the first hello (issue 13
+# #14): the same hostile agent, told its violation on the kernel command line (signed with
+# the rest of the manifest), at version 3 so that the error must name the version too.
+hello_modes=(giant badjson badutf8 request wrongid)
+declare -A hello_why=([giant]="a frame over the 1048576-byte cap" [badjson]="malformed JSON"
+  [badutf8]="not valid UTF-8" [request]="'exec' request, which an agent never sends" [wrongid]="for id 1001, which seatd never asked for")
+cmdline=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["cmdline"])' "$t/hostile-image/image.json") \
+  || { echo "Bail out! no cmdline in hostile-image"; exit 1; }
+for mode in "${hello_modes[@]}"; do
+  "$src/images/recipes/test-image" --guest-init "$build/tests/security/hostile-agent" --out "$t/hello-$mode" \
+    --name "hostile-hello-$mode" --version 3 --cmdline "$cmdline seatd.hostile_hello=$mode" --quiet \
+    --sign-key "$t/k.key" --tools "$build/images:$build/signing" || { echo "Bail out! cannot build hostile-hello-$mode"; exit 1; }
+done
 cat >"$t/seatd.conf" <<CONF
 state_dir = $t/state
 socket_path = $t/ctl.sock
@@ -56,6 +69,9 @@ export SEATD_SOCKET=$t/ctl.sock
 for _ in $(seq 1 1200); do [[ -S $SEATD_SOCKET ]] && break; sleep 0.05; done
 "$CTL" -q image import "$t/test-image/manifest.json" >/dev/null && "$CTL" -q image import "$t/hostile-image/manifest.json" >/dev/null \
   || { echo "Bail out! import failed"; exit 1; }
+for mode in "${hello_modes[@]}"; do
+  "$CTL" -q image import "$t/hello-$mode/manifest.json" >/dev/null || { echo "Bail out! import of hostile-hello-$mode failed"; exit 1; }
+done
 
 seat() { "$CTL" -q --json provision --image "$1" | python3 -c 'import json,sys; print(json.load(sys.stdin)["seats"][0]["id"])'; }
 state_of() { "$CTL" --json status "$1" 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["state"])' 2>/dev/null; }
@@ -93,6 +109,38 @@ grep -q "faulted" "$t/seatd.log" && ok "each fault is in seatd's log" || not_ok 
 # A faulted seat can be reset into a new machine (here: the hostile image again) or released.
 f=$("$CTL" --json list | python3 -c 'import json,sys; print([s["id"] for s in json.load(sys.stdin)["seats"] if s["state"]=="faulted"][0])')
 "$CTL" release "$f" >"$t/out" 2>&1 && ok "a faulted seat can be released" || not_ok "a faulted seat can be released"
+
+# An agent that breaks the protocol before its first hello reply proves the image broken:
+# the provision fails at once, naming the violation and the image (name and version),
+# instead of holding the seat for the whole hello timeout (180 s under TCG), which only a
+# guest that says nothing at all (a slow boot) still gets. All at once: before the fix,
+# each would take the full timeout.
+hello_timeout=180
+pids=()
+for mode in "${hello_modes[@]}"; do
+  ( s0=${EPOCHREALTIME/[.,]/}
+    "$CTL" -q provision --image "hostile-hello-$mode" >"$t/hello-$mode.out" 2>&1; rc=$?
+    echo "$rc $(( (${EPOCHREALTIME/[.,]/} - s0) / 1000000 ))" >"$t/hello-$mode.rc" ) &
+  pids+=($!)
+done
+wait "${pids[@]}"
+for mode in "${hello_modes[@]}"; do
+  read -r rc secs <"$t/hello-$mode.rc"
+  cp "$t/hello-$mode.out" "$t/out"
+  why=${hello_why[$mode]}
+  if [[ $rc != 0 ]] && (( secs < hello_timeout )) && grep -qF "image 'hostile-hello-$mode' version 3" "$t/out" &&
+     grep -qF "broke the protocol before answering hello" "$t/out" && grep -qF "$why" "$t/out"; then
+    ok "hello $mode: provision failed in ${secs} s (hello timeout ${hello_timeout} s), naming the violation and the image ($(head -c 300 "$t/out" | tr '\n' ' '))"
+  else
+    echo "rc=$rc after ${secs} s; wanted: image 'hostile-hello-$mode' version 3, $why" >>"$t/out"
+    not_ok "hello $mode: provision fails at once, naming the violation and the image"
+  fi
+  grep -q "provision of seat '[^']*' failed: .*image 'hostile-hello-$mode' version 3.*$why" "$t/seatd.log" \
+    && ok "hello $mode: seatd's log tells the operator which image did it" \
+    || not_ok "hello $mode: seatd's log tells the operator which image did it"
+done
+[[ $("$CTL" exec "$good" -- /bin/echo still 2>/dev/null) == still ]] && ok "hello: the normal seat still answers" \
+  || not_ok "hello: the normal seat still answers"
 
 echo "1..$n"
 exit $((failed > 0))

@@ -1,0 +1,175 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * seatd's first hello over a socketpair (the guest's end played here): an agent that
+ * breaks the protocol before its reply fails the wait at once, naming what it sent; only
+ * silence waits the whole timeout (issue 13 #14). A reconnect to a running agent still
+ * drops the previous connection's leftovers.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "agent-client.h"
+#include "fileio.h"
+
+#define LONG_MS 60000 /* the boot timeout a violation must not wait for */
+
+typedef struct Pair {
+        AgentClient *client;
+        int guest; /* the agent's end */
+} Pair;
+
+static void pair_open(Pair *p) {
+        int fds[2];
+        assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds), 0);
+        assert_int_equal(agent_client_new_fd(fds[0], AGENT_MAX_FRAME_DEFAULT, &p->client), 0);
+        p->guest = fds[1];
+}
+
+static void pair_close(Pair *p) {
+        p->client = agent_client_free(p->client);
+        p->guest = safe_close(p->guest);
+}
+
+static void guest_says(Pair *p, const char *s) {
+        assert_int_equal(write(p->guest, s, strlen(s)), (ssize_t) strlen(s));
+}
+
+/* hello (fresh or not) against what the guest already said; its error and time taken. */
+static int hello_ms(Pair *p, bool fresh, int timeout_ms, char **ret_message, int64_t *ret_ms) {
+        _cleanup_error_ SeatError *err = NULL;
+        _cleanup_agent_msg_ AgentMsg *h = NULL;
+        int64_t t0 = now_monotonic_ms();
+        int r = fresh ? agent_client_hello_fresh(p->client, timeout_ms, &h, &err)
+                      : agent_client_hello(p->client, timeout_ms, &h, &err);
+        *ret_ms = now_monotonic_ms() - t0;
+        *ret_message = err ? strdup(err->message) : NULL;
+        return r;
+}
+
+static void expect_fresh_violation(const char *guest, const char *why) {
+        Pair p;
+        _cleanup_free_ char *msg = NULL;
+        int64_t ms;
+        pair_open(&p);
+        guest_says(&p, guest);
+        int r = hello_ms(&p, true, LONG_MS, &msg, &ms);
+        if (r != -EPROTO)
+                fail_msg("'%s' (wanted '%s'): %d %s", guest, why, r, msg ? msg : "");
+        if (!strstr(msg, "broke the protocol before answering hello") || !strstr(msg, why))
+                fail_msg("wanted '%s' in: %s", why, msg);
+        assert_true(ms < 5000); /* at once, not after LONG_MS */
+        pair_close(&p);
+}
+
+static void test_fresh_violations_fail_at_once(void **state) {
+        expect_fresh_violation("{this is not json]\n", "malformed JSON");
+        expect_fresh_violation("\n", "malformed JSON");
+        expect_fresh_violation("{\"type\":\"hello\",\"id\":1,\"version\":1,\"agent\":\"bad\xc3\x28\"}\n", "not valid UTF-8");
+        expect_fresh_violation("{\"type\":\"exec\",\"id\":1,\"argv\":[\"/bin/sh\"]}\n", "'exec' request, which an agent never sends");
+        expect_fresh_violation("{\"type\":\"exit\",\"id\":7,\"code\":0}\n", "for id 7, which seatd never asked for");
+        expect_fresh_violation("{\"type\":\"hello\",\"id\":1001,\"version\":1,\"agent\":\"x\"}\n", "for id 1001");
+        /* The guest's bytes are quoted, escaped. */
+        expect_fresh_violation("{\"\x1b[2J\":1\n", "'{\\\"\\x1b[2J\\\":1'");
+}
+
+static void test_fresh_oversize_fails_at_once(void **state) {
+        Pair p;
+        _cleanup_free_ char *msg = NULL;
+        int64_t ms;
+        pair_open(&p);
+        /* More than the socket holds: a child writes it while the client reads. */
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+                static char big[64 * 1024];
+                for (int fd = 3; fd < 256; fd++) /* the client's end too: its hang-up ends us */
+                        if (fd != p.guest)
+                                (void) close(fd);
+                memset(big, 'x', sizeof(big));
+                for (int i = 0; i < 32; i++)
+                        if (write(p.guest, big, sizeof(big)) < 0)
+                                _exit(0); /* the client hung up: done */
+                _exit(0);
+        }
+        assert_int_equal(hello_ms(&p, true, LONG_MS, &msg, &ms), -EPROTO);
+        if (!strstr(msg, "a frame over the 1048576-byte cap"))
+                fail_msg("%s", msg);
+        assert_true(ms < 5000);
+        pair_close(&p);
+        assert_int_equal(waitpid(pid, NULL, 0), pid);
+}
+
+/* Silence is a slow boot: the whole timeout, then a timeout error, nothing sooner. */
+static void test_fresh_silence_waits_the_timeout(void **state) {
+        Pair p;
+        _cleanup_free_ char *msg = NULL;
+        int64_t ms;
+        pair_open(&p);
+        assert_int_equal(hello_ms(&p, true, 1500, &msg, &ms), -ETIMEDOUT);
+        assert_non_null(strstr(msg, "did not answer hello in time"));
+        assert_true(ms >= 1400);
+        pair_close(&p);
+}
+
+static void test_fresh_good_reply(void **state) {
+        Pair p;
+        _cleanup_free_ char *msg = NULL;
+        int64_t ms;
+        pair_open(&p);
+        guest_says(&p, "{\"type\":\"hello\",\"id\":1,\"version\":1,\"agent\":\"guest-init\"}\n");
+        assert_int_equal(hello_ms(&p, true, LONG_MS, &msg, &ms), 0);
+        pair_close(&p);
+}
+
+/* A reconnect may see the tail of a frame cut by it, then whole stale replies. */
+static void test_reconnect_drops_leftovers(void **state) {
+        Pair p;
+        _cleanup_free_ char *msg = NULL;
+        int64_t ms;
+        pair_open(&p);
+        guest_says(&p, "a\":\"b3V0cHV0\"}\n{\"type\":\"exit\",\"id\":41,\"code\":0}\n"
+                       "{\"type\":\"hello\",\"id\":1,\"version\":1,\"agent\":\"guest-init\"}\n");
+        assert_int_equal(hello_ms(&p, false, LONG_MS, &msg, &ms), 0);
+        pair_close(&p);
+}
+
+/* ... but only one cut tail, and never a request: those are the agent's own doing. */
+static void test_reconnect_violations_fail(void **state) {
+        Pair p;
+        _cleanup_free_ char *msg = NULL;
+        int64_t ms;
+        pair_open(&p);
+        guest_says(&p, "cut tail\n{still not json\n");
+        assert_int_equal(hello_ms(&p, false, LONG_MS, &msg, &ms), -EPROTO);
+        assert_non_null(strstr(msg, "malformed JSON"));
+        assert_true(ms < 5000);
+        pair_close(&p);
+        free(msg);
+        msg = NULL;
+
+        pair_open(&p);
+        guest_says(&p, "{\"type\":\"file_get\",\"id\":3,\"path\":\"/etc/passwd\"}\n");
+        assert_int_equal(hello_ms(&p, false, LONG_MS, &msg, &ms), -EPROTO);
+        assert_non_null(strstr(msg, "'file_get' request"));
+        pair_close(&p);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_fresh_violations_fail_at_once),
+                cmocka_unit_test(test_fresh_oversize_fails_at_once),
+                cmocka_unit_test(test_fresh_silence_waits_the_timeout),
+                cmocka_unit_test(test_fresh_good_reply),
+                cmocka_unit_test(test_reconnect_drops_leftovers),
+                cmocka_unit_test(test_reconnect_violations_fail),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
