@@ -48,12 +48,12 @@ typedef struct WarmSeen {
 /* What seat.status and seat.console show of a seat, as of its last change.
  *
  * Both answer on the event loop (and status also on worker threads) without s->lock: a
- * reset holds that lock for its whole boot (a minute under TCG), and a status that waited
- * for it would stall every client of seatd behind one seat. Reading the fields themselves
- * without the lock raced with reset, release and faults, which free and replace them
- * (security review, issue 13 finding 9). So whoever changes them (holding s->lock) copies
- * what is shown here with seat_view_publish(), and readers copy it out again; view_lock is
- * held for those copies only, and nothing else is locked under it.
+ * reset holds that lock for its whole boot (seconds, up to minutes under TCG), and a
+ * status that waited for it would stall every client of seatd behind one seat. Reading the
+ * fields themselves without the lock raced with reset, release and faults, which free and
+ * replace them (security review, issue 13 finding 9). So whoever changes them (holding
+ * s->lock) copies what is shown here with seat_view_publish(), and readers copy it out
+ * again; view_lock is held for those copies only, and nothing else is locked under it.
  *
  * A copy rather than the fields themselves under a second short lock: s->dom alone is
  * replaced at a dozen places, some of them inside libvirt calls that write it through a
