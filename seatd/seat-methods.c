@@ -541,7 +541,11 @@ static int seat_console_method(Request *req) {
                 return 0;
         if (json_get_int64(req->params, "offset", false, 0, INT64_MAX - 1, &offset) < 0)
                 return request_reply_error(req, CONTROL_ERR_INVALID, "'offset' must be a byte offset");
-        _cleanup_close_ int fd = open(seat_console_path(s), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+        /* A copy of the path: a reset replaces (and frees) the seat's own while this runs. */
+        _cleanup_free_ char *path = NULL;
+        if (seat_console_path(s, &path) < 0)
+                return -ENOMEM;
+        _cleanup_close_ int fd = path ? open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK) : -ENOENT;
         _cleanup_free_ uint8_t *buf = malloc(CONSOLE_CHUNK_MAX);
         _cleanup_free_ char *b64 = NULL;
         ssize_t n = 0;

@@ -45,6 +45,40 @@ typedef struct WarmSeen {
         char hash[SEAT_HASH_HEX_LEN + 1];
 } WarmSeen;
 
+/* What seat.status and seat.console show of a seat, as of its last change.
+ *
+ * Both answer on the event loop (and status also on worker threads) without s->lock: a
+ * reset holds that lock for its whole boot (seconds, up to minutes under TCG), and a
+ * status that waited for it would stall every client of seatd behind one seat. Reading the
+ * fields themselves without the lock raced with reset, release and faults, which free and
+ * replace them (security review, issue 13 finding 9). So whoever changes them (holding
+ * s->lock) copies what is shown here with seat_view_publish(), and readers copy it out
+ * again; view_lock is held for those copies only, and nothing else is locked under it.
+ *
+ * A copy rather than the fields themselves under a second short lock: s->dom alone is
+ * replaced at a dozen places, some of them inside libvirt calls that write it through a
+ * pointer, and every one would have to take that lock; a copy cannot be freed under its
+ * reader, and a change not yet published shows as the value before it, never as freed
+ * memory. */
+typedef struct SeatView {
+        char domain[64];          /* the machine's libvirt name, "" while it has none */
+        char *overlay;            /* its disk, for used_bytes (NULL: none) */
+        char *console_log;        /* this session's serial console log (NULL: none) */
+        char *fault, *seal_fault;
+        DomainConfinement confinement;
+        uint64_t disk_virtual;
+        int64_t generation, image_version;
+        char participant[sizeof(((SeatRecord *) NULL)->participant)];
+} SeatView;
+
+static void seat_view_done(SeatView *v) {
+        free(v->overlay);
+        free(v->console_log);
+        free(v->fault);
+        free(v->seal_fault);
+        *v = (SeatView) {};
+}
+
 struct Seat {
         unsigned refs;            /* under the manager's lock */
         pthread_mutex_t lock;     /* one operation at a time */
@@ -55,6 +89,8 @@ struct Seat {
         SeatManager *m;
         SeatRecord rec;
         SeatState state;
+        /* Replaced under lock and the manager's lock both: disk_promised_locked() reads
+         * every seat's overlay under the latter. */
         char *dir, *overlay, *console_log;
         virDomainPtr dom;
         AgentClient *agent;
@@ -91,6 +127,8 @@ struct Seat {
         WarmSeen seen[2];               /* by the prep thread, or under s->lock once it is joined */
         char **evidence_paths;    /* the image's evidence_paths for this session (NULL: unknown) */
         char *evidence_fs;        /* and the filesystem holding them (guest_init's), or NULL */
+        pthread_mutex_t view_lock; /* a leaf: held only to copy view in or out */
+        SeatView view;             /* what status and console read (see SeatView) */
 };
 
 struct SeatManager {
@@ -131,17 +169,70 @@ const char *seat_id(const Seat *s) {
         return s->rec.id;
 }
 
-const char *seat_console_path(const Seat *s) {
-        return s->console_log;
+static char *strdup_or_null(const char *p) {
+        return p ? strdup(p) : NULL;
+}
+
+/* Copy what status shows into s->view. The caller holds s->lock (or s is not shared yet):
+ * every field read here is written only by the holder of s->lock (disk_virtual also under
+ * the manager's lock, for the disk admission of other seats). A string that cannot be
+ * copied shows as absent until the next publish. */
+static void seat_view_publish(Seat *s) {
+        SeatView v = { .overlay = strdup_or_null(s->overlay), .console_log = strdup_or_null(s->console_log),
+                       .fault = strdup_or_null(s->fault), .seal_fault = strdup_or_null(s->seal_fault),
+                       .confinement = s->confinement, .generation = s->rec.generation,
+                       .image_version = s->rec.image_version };
+        const char *name = s->dom ? virDomainGetName(s->dom) : NULL;
+        (void) snprintf(v.domain, sizeof(v.domain), "%s", name ? name : "");
+        (void) snprintf(v.participant, sizeof(v.participant), "%s", s->rec.participant);
+        pthread_mutex_lock(&s->m->lock);
+        v.disk_virtual = s->disk_virtual;
+        pthread_mutex_unlock(&s->m->lock);
+        pthread_mutex_lock(&s->view_lock);
+        SeatView old = s->view;
+        s->view = v;
+        pthread_mutex_unlock(&s->view_lock);
+        seat_view_done(&old);
+}
+
+/* A copy of s->view, from any thread, without waiting for s->lock (seat_view_done() it). */
+static int seat_view_get(Seat *s, SeatView *ret) {
+        pthread_mutex_lock(&s->view_lock);
+        SeatView v = s->view;
+        v.overlay = strdup_or_null(s->view.overlay);
+        v.console_log = strdup_or_null(s->view.console_log);
+        v.fault = strdup_or_null(s->view.fault);
+        v.seal_fault = strdup_or_null(s->view.seal_fault);
+        bool lost = (s->view.overlay && !v.overlay) || (s->view.console_log && !v.console_log) ||
+                    (s->view.fault && !v.fault) || (s->view.seal_fault && !v.seal_fault);
+        pthread_mutex_unlock(&s->view_lock);
+        if (lost) {
+                seat_view_done(&v);
+                return -ENOMEM;
+        }
+        *ret = v;
+        return 0;
+}
+
+int seat_console_path(Seat *s, char **ret) {
+        SeatView v;
+        int r = seat_view_get(s, &v);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(v.console_log);
+        seat_view_done(&v);
+        return 0;
 }
 
 SeatState seat_state(Seat *s) {
         return __atomic_load_n(&s->state, __ATOMIC_ACQUIRE);
 }
 
+/* Under s->lock (or before s is shared). Every transition publishes what status shows. */
 static void seat_set_state(Seat *s, SeatState st) {
         __atomic_store_n(&s->state, st, __ATOMIC_RELEASE);
         snprintf(s->rec.state, sizeof(s->rec.state), "%s", state_names[st]);
+        seat_view_publish(s);
 }
 
 /* ---- the table ---- */
@@ -167,6 +258,8 @@ static void seat_free(Seat *s) {
         free(s->overlay);
         free(s->console_log);
         free(s->fault);
+        seat_view_done(&s->view);
+        pthread_mutex_destroy(&s->view_lock);
         pthread_mutex_destroy(&s->ticket_lock);
         pthread_mutex_destroy(&s->lock);
         free(s);
@@ -316,16 +409,24 @@ static bool participant_valid(const char *p) {
                strspn(p, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789@._+- ") == n;
 }
 
+/* Under s->lock (or before s is shared): the paths of the seat's current generation. */
 static int seat_paths(SeatManager *m, Seat *s) {
-        free(s->dir);
-        free(s->overlay);
-        free(s->console_log);
-        s->dir = s->overlay = s->console_log = NULL;
-        if (asprintf(&s->dir, "%s/%s", m->seats_dir, s->rec.id) < 0 ||
-            asprintf(&s->overlay, "%s/overlay-g%" PRId64 ".qcow2", s->dir, s->rec.generation) < 0 ||
-            asprintf(&s->console_log, "%s/console-g%" PRId64 ".log", s->dir, s->rec.generation) < 0)
+        _cleanup_free_ char *dir = NULL, *overlay = NULL, *console_log = NULL;
+        if (asprintf(&dir, "%s/%s", m->seats_dir, s->rec.id) < 0 ||
+            asprintf(&overlay, "%s/overlay-g%" PRId64 ".qcow2", dir, s->rec.generation) < 0 ||
+            asprintf(&console_log, "%s/console-g%" PRId64 ".log", dir, s->rec.generation) < 0)
                 return -ENOMEM;
-        return 0;
+        /* Swapped under the manager's lock: other seats' disk admission reads s->overlay. */
+        pthread_mutex_lock(&m->lock);
+        char *old_dir = s->dir, *old_overlay = s->overlay, *old_console_log = s->console_log;
+        s->dir = TAKE_PTR(dir);
+        s->overlay = TAKE_PTR(overlay);
+        s->console_log = TAKE_PTR(console_log);
+        pthread_mutex_unlock(&m->lock);
+        dir = old_dir;
+        overlay = old_overlay;
+        console_log = old_console_log;
+        return 0; /* the old paths are freed on the way out */
 }
 
 /* A reference to libvirt's connection (drop it with virConnectClose()). A restarted libvirtd
@@ -894,6 +995,7 @@ static void seat_seal_failed(Seat *s, const char *dir, const char *why) {
         if (seat_state(s) != SEAT_RELEASED &&
             asprintf(&fault, "the evidence of an earlier session is not sealed (kept in '%s'): %s", dir, why) >= 0)
                 seat_fault(s, fault);
+        seat_view_publish(s);
         pthread_mutex_unlock(&s->lock);
 }
 
@@ -950,6 +1052,7 @@ static void seal_dir_in_background(SeatManager *m, Seat *s, const char *seat_id,
                 if (s) { /* the caller holds s->lock, or s is not shared yet */
                         free(s->seal_fault);
                         s->seal_fault = strdup("seatd could not start a thread to seal it: seatctl evidence retry");
+                        seat_view_publish(s);
                 }
                 seal_job_free(j);
                 return;
@@ -1494,6 +1597,7 @@ static int provision_new(SeatManager *m, const char *image, const char *particip
         pthread_mutex_init(&s->ticket_lock, NULL);
         pthread_mutex_init(&s->audit_lock, NULL);
         pthread_mutex_init(&s->warm_lock, NULL);
+        pthread_mutex_init(&s->view_lock, NULL);
         s->m = m;
         s->refs = 1;
         s->rec.net_index = -1;
@@ -1549,9 +1653,9 @@ static int provision_new(SeatManager *m, const char *image, const char *particip
 }
 
 static void seat_fault(Seat *s, const char *why) {
-        seat_set_state(s, SEAT_FAULTED);
         free(s->fault);
         s->fault = strdup(why);
+        seat_set_state(s, SEAT_FAULTED); /* publishes the fault with the state */
         if (s->dom)
                 (void) domain_set_record(s->dom, &s->rec, NULL);
         log_seat_warning(s->rec.id, "seat '%s' faulted: %s", s->rec.id, why);
@@ -1689,8 +1793,12 @@ static int pool_claim(SeatManager *m, Seat *s, const char *participant, char **r
         }
         if (r < 0) {
                 _cleanup_free_ char *why = NULL;
+                /* Only what the claim changed: the rest of s->rec (its id, its image) is read
+                 * by others without s->lock, and must not be written even with equal bytes. */
                 pthread_mutex_lock(&s->ticket_lock);
-                s->rec = old;
+                memcpy(s->rec.token_hash, old.token_hash, sizeof(old.token_hash));
+                memcpy(s->rec.participant, old.participant, sizeof(old.participant));
+                s->rec.pooled = old.pooled;
                 pthread_mutex_unlock(&s->ticket_lock);
                 if (asprintf(&why, "failed its health check when claimed from the pool: %s",
                              *ret_error ? (*ret_error)->message : strerror(-r)) < 0)
@@ -1705,6 +1813,7 @@ static int pool_claim(SeatManager *m, Seat *s, const char *participant, char **r
         pthread_mutex_lock(&m->lock);
         s->from_pool = true;
         pthread_mutex_unlock(&m->lock);
+        seat_view_publish(s); /* its participant */
         json_object *o = json_object_new_object();
         json_object_object_add(o, "participant", json_object_new_string(participant));
         (void) seat_audit(s, "claim", o);
@@ -1865,6 +1974,7 @@ int seat_reset(SeatManager *m, Seat *s, bool cold, char **ret_token, SeatError *
                 r = new_token(s, true, &token);
         if (r >= 0)
                 r = seat_paths(m, s);
+        seat_view_publish(s); /* the old machine gone, the new generation's paths */
         /* The filter as the profile says, whatever happened to it meanwhile. */
         if (r >= 0 && s->net && (r = seatnet_reinstall(m->net, s->net, ret_error)) >= 0)
                 __atomic_store_n(&s->net_paused, false, __ATOMIC_RELEASE);
@@ -1887,6 +1997,7 @@ int seat_reset(SeatManager *m, Seat *s, bool cold, char **ret_token, SeatError *
         }
         free(s->fault);
         s->fault = NULL;
+        seat_view_publish(s);
         log_seat_notice(s->rec.id, "seat '%s' reset (%s%s%s): generation %" PRId64, s->rec.id, s->reset_mode,
                         s->reset_reason ? ": " : "", s->reset_reason ? s->reset_reason : "", s->rec.generation);
         prep_start(m, s);
@@ -2100,42 +2211,49 @@ int seat_agent_call(Seat *s, const SeatTicket *ticket, AgentMsg *req, int timeou
 
 int seat_to_json(Seat *s, json_object **ret) {
         char created[32];
+        /* What changes under s->lock, as last published: never s's own fields, which a
+         * reset or a fault may be freeing right now (see SeatView). */
+        SeatView v;
+        if (seat_view_get(s, &v) < 0)
+                return -ENOMEM;
         json_object *o = json_object_new_object();
         if (!o || rfc3339_format(s->rec.created, created, sizeof(created)) < 0) {
                 json_object_put(o);
+                seat_view_done(&v);
                 return -ENOMEM;
         }
         json_object_object_add(o, "id", json_object_new_string(s->rec.id));
         json_object_object_add(o, "state", json_object_new_string(seat_state_to_string(seat_state(s))));
         json_object_object_add(o, "image", json_object_new_string(s->rec.image));
-        json_object_object_add(o, "image_version", json_object_new_int64(s->rec.image_version));
-        json_object_object_add(o, "participant", json_object_new_string(s->rec.participant));
+        json_object_object_add(o, "image_version", json_object_new_int64(v.image_version));
+        json_object_object_add(o, "participant", json_object_new_string(v.participant));
         pthread_mutex_lock(&s->m->lock);
         if (s->pooled)
                 json_object_object_add(o, "pool", json_object_new_boolean(true));
         if (s->from_pool)
                 json_object_object_add(o, "from_pool", json_object_new_boolean(true));
         pthread_mutex_unlock(&s->m->lock);
-        json_object_object_add(o, "generation", json_object_new_int64(s->rec.generation));
+        json_object_object_add(o, "generation", json_object_new_int64(v.generation));
         json_object_object_add(o, "created", json_object_new_string(created));
-        json_object_object_add(o, "domain", json_object_new_string(s->dom ? virDomainGetName(s->dom) : ""));
-        if (s->confinement.known) {
+        json_object_object_add(o, "domain", json_object_new_string(v.domain));
+        if (v.confinement.known) {
                 json_object *cf = json_object_new_object();
-                json_object_object_add(cf, "uid", json_object_new_int64((int64_t) s->confinement.uid));
-                json_object_object_add(cf, "seccomp", json_object_new_boolean(s->confinement.seccomp));
-                json_object_object_add(cf, "mac", json_object_new_string(s->confinement.mac[0] ? s->confinement.mac : "none"));
+                json_object_object_add(cf, "uid", json_object_new_int64((int64_t) v.confinement.uid));
+                json_object_object_add(cf, "seccomp", json_object_new_boolean(v.confinement.seccomp));
+                json_object_object_add(cf, "mac", json_object_new_string(v.confinement.mac[0] ? v.confinement.mac : "none"));
                 json_object_object_add(o, "confinement", cf);
         }
-        if (s->disk_virtual) {
+        if (v.disk_virtual) {
                 json_object *d = json_object_new_object();
-                json_object_object_add(d, "virtual_bytes", json_object_new_int64((int64_t) s->disk_virtual));
-                json_object_object_add(d, "used_bytes", json_object_new_int64((int64_t) file_allocated(s->overlay)));
+                json_object_object_add(d, "virtual_bytes", json_object_new_int64((int64_t) v.disk_virtual));
+                json_object_object_add(d, "used_bytes", json_object_new_int64((int64_t) file_allocated(v.overlay)));
                 json_object_object_add(o, "disk", d);
         }
-        if (s->fault)
-                json_object_object_add(o, "fault", json_object_new_string(s->fault));
-        if (s->seal_fault)
-                json_object_object_add(o, "evidence_fault", json_object_new_string(s->seal_fault));
+        if (v.fault)
+                json_object_object_add(o, "fault", json_object_new_string(v.fault));
+        if (v.seal_fault)
+                json_object_object_add(o, "evidence_fault", json_object_new_string(v.seal_fault));
+        seat_view_done(&v);
         json_object *net = NULL;
         pthread_mutex_lock(&s->m->lock);
         if (s->net && seatnet_to_json(s->m->net, s->net, &net) >= 0) {
@@ -2478,6 +2596,7 @@ static int adopt_one(SeatManager *m, virDomainPtr dom) {
         pthread_mutex_init(&s->ticket_lock, NULL);
         pthread_mutex_init(&s->audit_lock, NULL);
         pthread_mutex_init(&s->warm_lock, NULL);
+        pthread_mutex_init(&s->view_lock, NULL);
         s->m = m;
         s->refs = 0;
         s->rec = rec;
@@ -2506,6 +2625,7 @@ static int adopt_one(SeatManager *m, virDomainPtr dom) {
         continue_session_after_restart(m, s);
         set_reset_mode(s, "unknown", "adopted after a seatd restart");
         pthread_mutex_lock(&s->lock);
+        seat_view_publish(s); /* its paths and disk, found after its state was set */
         prep_start(m, s);
         pthread_mutex_unlock(&s->lock);
         log_seat_notice(rec.id, "adopted seat '%s' (image '%s', participant '%s')", rec.id, rec.image, rec.participant);
@@ -2628,6 +2748,7 @@ static void seat_seal_recovered(Seat *s) {
                 (void) domain_set_record(s->dom, &s->rec, NULL);
                 log_seat_notice(s->rec.id, "seat '%s' is ready again: its evidence is sealed", s->rec.id);
         }
+        seat_view_publish(s);
         pthread_mutex_unlock(&s->lock);
 }
 

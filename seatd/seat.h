@@ -105,9 +105,12 @@ typedef struct SeatTicket {
 /* Authorise a request now: operators always, anyone else only with the seat's current
  * token (compared in constant time). 0 with *ret filled, or -EPERM. */
 int seat_authorize(Seat *s, const char *token, bool operator, SeatTicket *ret);
+/* What status shows: from any thread, without waiting for a reset or release of the seat
+ * (it reads what the seat last published, never fields being replaced). */
 int seat_to_json(Seat *s, json_object **ret);
-/* The seat's serial console log (read-only for callers). */
-const char *seat_console_path(const Seat *s);
+/* A copy of the path of the seat's current serial console log (free() it; NULL while it
+ * has none), read the same way. */
+int seat_console_path(Seat *s, char **ret);
 
 /*
  * Agent calls on a READY seat, one at a time per seat, each for the session its ticket was
