@@ -36,8 +36,8 @@ done
 host_start_libvirt >/dev/null 2>&1 || { echo "Bail out! libvirtd does not answer"; exit 1; }
 
 UPLINK=sdw-up1
-POOL=10.218.0.0/24
-TABLE=5218
+POOL=10.219.0.0/24
+TABLE=5219
 STREAM_PORT=8082
 SPORT=45678
 export WORLD_NS=seatd-w-hand WORLD_NET=10.255.1
