@@ -130,6 +130,11 @@ ct_flow() { conntrack -L -p udp --orig-src "$G" --orig-port-src $SPORT 2>/dev/nu
 ct_guest() { local o; for o in --orig-src --orig-dst --reply-src --reply-dst; do conntrack -L "$o" "$G" 2>/dev/null; done | sort -u; }
 ticks() { wc -l <"$t/stream.log" 2>/dev/null || echo 0; }
 forwarding_ports() { bridge -o link show 2>/dev/null | grep " master $BR " | grep -c "state forwarding" || true; }
+# one sample: "FORWARDING DISABLED", the seat bridge's ports in each state
+port_states() {
+  bridge -o link show 2>/dev/null | awk -v br="$BR" '$0 ~ " master " br " " { if (/state forwarding/) f++; else if (/state disabled/) d++ }
+    END { print f + 0, d + 0 }'
+}
 
 # ---------------------------------------------------------------- the flow, before the reset
 T=(--timeout-ms 1500)
@@ -141,7 +146,11 @@ probe "$S" --sport $SPORT "${T[@]}" udp "$WORLD_ALLOWED" $STREAM_PORT && ct=$(ct
   || not_ok "control: the seat's bridge forwards to one port (the guest's tap): $(forwarding_ports)"
 
 # ---------------------------------------------------------------- the reset
-( for _ in $(seq 1 2400); do forwarding_ports; sleep 0.05; done ) >"$t/ports" 2>/dev/null &
+# Dirty data for the old guest to sync when it is asked to power off: it stays up a while
+# beside the start of the next machine (as it may for its whole grace, or on).
+"$CTL" exec --timeout 120 "$S" -- dd if=/dev/zero of=/dirty bs=1M count=48 >"$t/out" 2>&1 \
+  || diag "dd in the guest failed: $(tail -1 "$t/out")"
+( for _ in $(seq 1 6000); do port_states; sleep 0.02; done ) >"$t/ports" 2>/dev/null &
 sampler=$!
 "$CTL" -q reset "$S" >"$t/out" 2>&1 && ok "reset" || not_ok "reset"
 kill "$sampler" 2>/dev/null; wait "$sampler" 2>/dev/null; sampler=
@@ -156,11 +165,15 @@ left=$(ct_guest) ct=$(ct_flow)
 echo "$left" >"$t/out"
 [[ $ct == 0 && -z $left ]] && ok "after the reset conntrack holds nothing for the guest address $G" \
   || not_ok "after the reset conntrack holds nothing for the guest address $G (the flow: $ct entries)"
-max=$(sort -n "$t/ports" | tail -1) samples=$(wc -l <"$t/ports")
-sort -n "$t/ports" | uniq -c | sed 's/^ */forwarding ports: /' >"$t/out"
+max=$(awk '{print $1}' "$t/ports" | sort -n | tail -1) samples=$(wc -l <"$t/ports")
+disabled=$(awk '$2 > 0' "$t/ports" | wc -l)
+sort "$t/ports" | uniq -c | sed 's/^ */samples (count, forwarding, disabled): /' >"$t/out"
 [[ -n $max ]] && ((max == 1)) \
   && ok "during the reset the seat's bridge never forwarded to two ports ($samples samples): the last machine's tap was off before the next one's came" \
   || not_ok "during the reset the seat's bridge never forwarded to two ports (at most ${max:-?} in $samples samples)"
+# Seen only while the old machine still runs after it was taken off, which may be for less
+# than one sample here (it powers off fast): reported, not required.
+diag "the last machine's tap seen as a disabled port in $disabled of $samples samples"
 grep -q "seat=$S .*connection tracking entries of guest address $G removed" "$t/seatd.log" \
   && ok "seatd's log says how many entries of $G it removed" || { : >"$t/out"; not_ok "seatd's log says how many entries of $G it removed"; }
 
