@@ -86,16 +86,24 @@ static int netlink_talk(NetlinkRequest *req) {
         }
 }
 
-int netlink_link_up(int ifindex) {
+static int netlink_link_set_up(int ifindex, bool up) {
         NetlinkRequest req = {};
 
         req.h.nlmsg_len = NLMSG_LENGTH(sizeof(struct ifinfomsg));
         req.h.nlmsg_type = RTM_NEWLINK;
         req.ifi.ifi_family = AF_UNSPEC;
         req.ifi.ifi_index = ifindex;
-        req.ifi.ifi_flags = IFF_UP;
+        req.ifi.ifi_flags = up ? IFF_UP : 0;
         req.ifi.ifi_change = IFF_UP;
         return netlink_talk(&req);
+}
+
+int netlink_link_up(int ifindex) {
+        return netlink_link_set_up(ifindex, true);
+}
+
+int netlink_link_down(int ifindex) {
+        return netlink_link_set_up(ifindex, false);
 }
 
 int netlink_add_ipv4_address(int ifindex, struct in_addr addr, unsigned prefixlen) {

@@ -138,7 +138,7 @@ int netdef_network_xml(const NetSeat *s, char **ret) {
         return 0;
 }
 
-int netdef_interface_xml(const NetSeat *s, char **ret) {
+static int interface_xml(const NetSeat *s, bool link_down, char **ret) {
         char mac[18];
         char *xml = NULL;
 
@@ -150,9 +150,22 @@ int netdef_interface_xml(const NetSeat *s, char **ret) {
                      "  <source network='%s'/>\n"
                      "  <mac address='%s'/>\n"
                      "  <model type='virtio'/>\n"
+                     "%s"
                      "</interface>\n",
-                     s->network, mac) < 0)
+                     s->network, mac, link_down ? "  <link state='down'/>\n" : "") < 0)
                 return -ENOMEM;
         *ret = xml;
         return 0;
+}
+
+int netdef_interface_xml(const NetSeat *s, char **ret) {
+        return interface_xml(s, false, ret);
+}
+
+int netdef_interface_down_xml(const NetSeat *s, char **ret) {
+        return interface_xml(s, true, ret);
+}
+
+void netdef_mac_string(const NetSeat *s, char ret[static 18]) {
+        format_mac(s->guest_mac, ret);
 }

@@ -54,3 +54,8 @@ int netdef_bridge_name(const char *id, char ret[static NETDEF_IFNAME_MAX + 1]);
 int netdef_network_xml(const NetSeat *s, char **ret);
 /* <interface type='network'>…</interface> for the domain's <devices>. */
 int netdef_interface_xml(const NetSeat *s, char **ret);
+/* The same with <link state='down'/>: for virDomainUpdateDeviceFlags() on the running
+ * domain, whose NIC then neither sends nor receives (the old machine of a reset). */
+int netdef_interface_down_xml(const NetSeat *s, char **ret);
+/* The guest's MAC as libvirt writes it ("52:54:00:d5:00:01"). */
+void netdef_mac_string(const NetSeat *s, char ret[static 18]);

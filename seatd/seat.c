@@ -1904,6 +1904,28 @@ static void *destroy_thread(void *p) {
         return why;
 }
 
+/* Before the next machine is connected (issue #13, finding 6): the old one off the seat's
+ * network (seatnet_unplug()) and every flow tracked for the guest's address forgotten. A
+ * machine that cannot be taken off is destroyed here and now, without its grace; one that
+ * cannot even be destroyed fails the reset: two machines with one MAC and one address never
+ * share the bridge. */
+static int handover_network(Seat *s, SeatError **ret_error) {
+        _cleanup_error_ SeatError *err = NULL;
+        if (!s->net)
+                return 0;
+        if (s->dom && seatnet_unplug(s->net, s->dom, &err) < 0) {
+                log_seat_warning(s->rec.id, "seat '%s': %s: destroying the old machine now", s->rec.id,
+                                 err ? err->message : "taking the old machine off the network failed");
+                if (domain_stop(s->dom) < 0)
+                        return seat_error_set(ret_error, EIO,
+                                              "seat '%s': the old machine could be neither taken off the network (%s) nor destroyed (%s): the next one is not started beside it",
+                                              s->rec.id, err ? err->message : "?", domain_last_error());
+                s->dom = (virDomainFree(s->dom), NULL);
+        }
+        int r = seatnet_forget_flows(s->net, ret_error);
+        return r < 0 ? r : 0;
+}
+
 int seat_reset(SeatManager *m, Seat *s, bool cold, char **ret_token, SeatError **ret_error) {
         _cleanup_free_ char *token = NULL;
         int r;
@@ -1941,12 +1963,15 @@ int seat_reset(SeatManager *m, Seat *s, bool cold, char **ret_token, SeatError *
          * is gone in milliseconds) and libvirt finishes it beside the new machine's start,
          * under the slot's other identity: nobody waits for it. Whoever next needs this
          * identity joins it first. */
+        int handed = handover_network(s, ret_error);
         int grace = end_session_in_guest(s, st == SEAT_READY);
         s->agent = agent_client_free(s->agent);
         int old_k = seat_identity(s->rec.generation);
         session_close(s);
         char *qdir = NULL;
         r = quarantine(m, s, &qdir, ret_error);
+        if (handed < 0)
+                r = handed; /* the session is quarantined and sealed all the same */
         DestroyJob *dj = s->dom ? calloc(1, sizeof(*dj)) : NULL;
         if (dj) {
                 *dj = (DestroyJob) { .m = m, .s = s, .dom = TAKE_PTR(s->dom), .grace_ms = grace, .qdir = TAKE_PTR(qdir) };

@@ -3,12 +3,15 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <libgen.h>
+#include <limits.h>
 #include <net/if.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "conntrack.h"
 #include "domain.h"
 #include "fileio.h"
 #include "jsonframe.h"
@@ -443,6 +446,11 @@ int seatnet_up(SeatNetManager *nm, virConnectPtr conn, const char *seat_id, cons
                 fill_spec(nm, n);
                 r = install_and_watch(nm, n, ret_error);
         }
+        /* A new seat on this subnet: nothing tracked for its address may date from a seat
+         * that had it before (released, or left by a seatd that was killed). An adopted seat
+         * (index >= 0) keeps its own flows. */
+        if (r >= 0 && index < 0)
+                r = seatnet_forget_flows(n, ret_error);
         if (r < 0) {
                 if (n->index >= 0)
                         seatnet_down(nm, conn, n);
@@ -469,6 +477,10 @@ void seatnet_down(SeatNetManager *nm, virConnectPtr conn, SeatNet *n) {
         pthread_mutex_unlock(&nm->lock);
         if (n->ns.network[0])
                 destroy_network(conn, n->seat_id, n->ns.network);
+        /* Its address goes back to the pool: the next seat given it starts without its flows. */
+        _cleanup_error_ SeatError *ct_err = NULL;
+        if (n->ns.bridge[0] && seatnet_forget_flows(n, &ct_err) < 0)
+                log_seat_warning(n->seat_id, "%s", ct_err ? ct_err->message : "removing its connection tracking entries failed");
         free_index(nm, n->index);
         seatnet_free(n);
 }
@@ -526,6 +538,96 @@ int seatnet_standby_interface_xml(const SeatNet *n, char **ret) {
         NetSeat standby = n->ns;
         (void) snprintf(standby.network, sizeof(standby.network), SEATNET_STANDBY_NETWORK);
         return netdef_interface_xml(&standby, ret);
+}
+
+/* The host end of the domain's NIC with that MAC, from its live XML: "<target dev='vnetN'/>"
+ * inside the <interface> that has "<mac address='MAC'/>". -ENOENT when there is none. */
+static int find_tap(const char *xml, const char *mac, char ret[static IF_NAMESIZE]) {
+        _cleanup_free_ char *want = NULL;
+        if (asprintf(&want, "<mac address='%s'/>", mac) < 0)
+                return -ENOMEM;
+        for (const char *p = xml; (p = strstr(p, "<interface ")); p++) {
+                const char *end = strstr(p, "</interface>");
+                if (!end)
+                        return -EBADMSG;
+                const char *m = strstr(p, want), *t = strstr(p, "<target dev='");
+                if (!m || m > end || !t || t > end)
+                        continue;
+                t += strlen("<target dev='");
+                size_t len = strcspn(t, "'");
+                if (len == 0 || len >= IF_NAMESIZE || t[len] != '\'' ||
+                    strspn(t, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") < len)
+                        return -EBADMSG;
+                memcpy(ret, t, len);
+                ret[len] = 0;
+                return 0;
+        }
+        return -ENOENT;
+}
+
+/* Set the tap down, if it is still a port of the seat's bridge (a name libvirt freed may
+ * have been given to another machine's tap meanwhile: that one is left alone). */
+static int tap_down(const SeatNet *n, const char *tap) {
+        char path[PATH_MAX], master[PATH_MAX];
+        (void) snprintf(path, sizeof(path), "/sys/class/net/%s/master", tap);
+        ssize_t l = readlink(path, master, sizeof(master) - 1);
+        if (l < 0)
+                return errno == ENOENT ? 0 : -errno; /* gone, or on no bridge */
+        master[l] = 0;
+        if (strcmp(basename(master), n->ns.bridge) != 0)
+                return 0;
+        unsigned ifindex = if_nametoindex(tap);
+        if (ifindex == 0)
+                return errno == ENODEV ? 0 : -errno;
+        int r = netlink_link_down((int) ifindex);
+        return r == -ENODEV ? 0 : r;
+}
+
+int seatnet_unplug(SeatNet *n, virDomainPtr dom, SeatError **ret_error) {
+        _cleanup_free_ char *down = NULL, *xml = NULL;
+        char mac[18], tap[IF_NAMESIZE];
+        if (!n || !dom)
+                return 0;
+        netdef_mac_string(&n->ns, mac);
+        /* The tap's name first: the live XML still has it. */
+        xml = virDomainGetXMLDesc(dom, 0);
+        if (!xml)
+                return virDomainIsActive(dom) == 1
+                               ? seat_error_set(ret_error, EIO, "seat '%s': read the old machine's definition: %s",
+                                                n->seat_id, domain_last_error())
+                               : 0;
+        int r = find_tap(xml, mac, tap);
+        if (r == -ENOENT)
+                tap[0] = 0; /* no NIC (already gone), or no tap */
+        else if (r < 0)
+                return seat_error_set(ret_error, -r, "seat '%s': no tap name for MAC %s in the old machine's definition",
+                                      n->seat_id, mac);
+        if (netdef_interface_down_xml(&n->ns, &down) < 0)
+                return -ENOMEM;
+        if (virDomainUpdateDeviceFlags(dom, down, VIR_DOMAIN_AFFECT_LIVE) < 0 && virDomainIsActive(dom) == 1)
+                return seat_error_set(ret_error, EIO, "seat '%s': set the old machine's link down: %s", n->seat_id,
+                                      domain_last_error());
+        if (tap[0] && (r = tap_down(n, tap)) < 0)
+                return seat_error_set(ret_error, -r, "seat '%s': set the old machine's tap '%s' down: %s", n->seat_id,
+                                      tap, strerror(-r));
+        return 0;
+}
+
+int seatnet_forget_flows(SeatNet *n, SeatError **ret_error) {
+        char a[INET_ADDRSTRLEN];
+        if (!n)
+                return 0;
+        (void) inet_ntop(AF_INET, &n->ns.guest, a, sizeof(a));
+        int r = conntrack_flush_ipv4(n->ns.guest);
+        if (r < 0)
+                return seat_error_set(ret_error, -r,
+                                      "seat '%s': remove the connection tracking entries of guest address %s: %s%s",
+                                      n->seat_id, a, strerror(-r),
+                                      r == -EPROTONOSUPPORT ? " (load the nf_conntrack_netlink module)" : "");
+        if (r > 0)
+                log_seat_info(n->seat_id, "seat '%s': %d connection tracking entries of guest address %s removed",
+                              n->seat_id, r, a);
+        return r;
 }
 
 void seatnet_guest_address(const SeatNet *n, AgentAddress *ret) {

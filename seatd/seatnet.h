@@ -77,6 +77,20 @@ int seatnet_interface_xml(const SeatNet *n, char **ret);
 /* The same NIC (MAC, model) on the host-wide standby network "seatd-standby" (no address,
  * no route, nothing listening): where a warm reset's spare machine boots and is saved. */
 int seatnet_standby_interface_xml(const SeatNet *n, char **ret);
+/*
+ * The reset's handover (issue #13, finding 6): the next machine has the old one's MAC and
+ * address on the same bridge, while the old one may still run (its grace to power off, or
+ * on when its destroy fails). seatnet_unplug() takes a running machine of the seat off the
+ * network before the next one is connected: its NIC's link goes down through libvirt (QEMU
+ * neither sends nor receives on it), and its tap goes down on the host (a disabled bridge
+ * port: nothing is forwarded to or from it, and the bridge forgets the MAC there, whatever
+ * QEMU does). A domain that is gone already is fine (0).
+ */
+int seatnet_unplug(SeatNet *n, virDomainPtr dom, SeatError **ret_error);
+/* Remove every conntrack entry whose original or reply tuple names the guest's address, so
+ * no flow an earlier machine opened is carried on (its filter accepts `ct state
+ * established`). Returns how many were removed, or -errno. */
+int seatnet_forget_flows(SeatNet *n, SeatError **ret_error);
 /* What the guest configures: eth0, its address/prefix, the bridge as its gateway. The
  * strings point into n. */
 void seatnet_guest_address(const SeatNet *n, AgentAddress *ret);

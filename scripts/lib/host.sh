@@ -13,6 +13,8 @@ SEATD_PACKAGES=(
   # run: libvirt, QEMU (TCG), the seat network, libguestfs' appliance
   qemu-system-x86 qemu-utils libvirt-daemon-system libvirt-clients dnsmasq-base
   libguestfs-tools supermin linux-image-amd64 nftables iproute2 libseccomp2
+  # the tests: conntrack only observes (seatd speaks ctnetlink itself)
+  conntrack
   # the test image recipe and the scripts
   busybox-static e2fsprogs cpio xz-utils zstd kmod file python3 minisign openssl
   bsdutils util-linux procps coreutils

@@ -8,6 +8,12 @@ is bounded and every connection has a timeout. The clients are guest-probe's.
                              HTTP/1.0 200 whose body names the server, anything else is
                              echoed back as one line
   serve-udp ADDR PORT        echoes every datagram
+  serve-udp-stream ADDR PORT LOG
+                             answers every datagram, then keeps sending "tick N" to
+                             its sender every 200 ms for 180 s (a flow the world goes
+                             on with, like a game or media server); one line per tick
+                             sent, "tick peer=ADDR:PORT n=N", appended to LOG; at most
+                             8 peers at a time
   serve-dns ADDR NAME=IP...  UDP 53: A queries for the NAMEs answered (TTL 60), NXDOMAIN
                              for any other name, FORMERR for what is not a plain query
   serve-record ADDR PORT LOG UDP: appends one line per datagram to LOG:
@@ -20,6 +26,7 @@ import socket
 import struct
 import sys
 import threading
+import time
 
 LINE_MAX = 4096
 
@@ -97,6 +104,44 @@ def serve_udp(addr, port):
         s.sendto(data, peer)
 
 
+STREAM_INTERVAL_S = 0.2
+STREAM_DURATION_S = 180
+STREAM_PEERS_MAX = 8
+
+
+def serve_udp_stream(addr, port, log):
+    s = bound(socket.SOCK_DGRAM, addr, port)
+    fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    lock = threading.Lock()
+    streams = {}  # peer -> deadline (monotonic); a new datagram from it extends it
+
+    def stream(peer):
+        n = 0
+        while True:
+            with lock:
+                if time.monotonic() >= streams[peer]:
+                    del streams[peer]
+                    return
+            n += 1
+            try:
+                s.sendto(b"tick %d\n" % n, peer)
+                os.write(fd, ("tick peer=%s:%d n=%d\n" % (peer[0], peer[1], n)).encode())
+            except OSError:
+                pass
+            time.sleep(STREAM_INTERVAL_S)
+
+    while True:
+        data, peer = s.recvfrom(2048)
+        s.sendto(data, peer)
+        with lock:
+            known = peer in streams
+            if not known and len(streams) >= STREAM_PEERS_MAX:
+                continue
+            streams[peer] = time.monotonic() + STREAM_DURATION_S
+        if not known:
+            threading.Thread(target=stream, args=(peer,), daemon=True).start()
+
+
 def dns_question(q):
     """(name, qtype, end) of the first question, or None. Bounded: no pointers allowed."""
     labels, off = [], 12
@@ -149,7 +194,7 @@ def serve_record(addr, port, log):
 
 
 def main(argv):
-    servers = {"serve-tcp": serve_tcp, "serve-udp": serve_udp, "serve-dns": serve_dns, "serve-record": serve_record}
+    servers = {"serve-tcp": serve_tcp, "serve-udp": serve_udp, "serve-udp-stream": serve_udp_stream, "serve-dns": serve_dns, "serve-record": serve_record}
     if len(argv) < 2 or argv[1] not in servers:
         sys.stderr.write(__doc__)
         return 2

@@ -89,6 +89,17 @@ static void test_xml(void **state) {
                                    "  <mac address='52:54:00:d5:00:01'/>\n"
                                    "  <model type='virtio'/>\n"
                                    "</interface>\n");
+        _cleanup_free_ char *down = NULL;
+        assert_int_equal(netdef_interface_down_xml(&s, &down), 0);
+        assert_string_equal(down, "<interface type='network'>\n"
+                                  "  <source network='seatd-s1'/>\n"
+                                  "  <mac address='52:54:00:d5:00:01'/>\n"
+                                  "  <model type='virtio'/>\n"
+                                  "  <link state='down'/>\n"
+                                  "</interface>\n");
+        char mac[18];
+        netdef_mac_string(&s, mac);
+        assert_string_equal(mac, "52:54:00:d5:00:01");
         s.dhcp = true;
         assert_int_equal(netdef_network_xml(&s, &net_dhcp), 0);
         assert_non_null(strstr(net_dhcp, "<host mac='52:54:00:d5:00:01' ip='10.213.0.6'/>"));
