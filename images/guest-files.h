@@ -26,6 +26,7 @@
 #define GUEST_FILES_DEPTH_MAX 64         /* directory levels below an evidence path */
 #define GUEST_FILES_VISIT_MAX 200000U    /* entries looked at (lstat) in one collection */
 #define GUEST_FILES_DIR_NAMES_MAX 100000U /* names read from one directory */
+#define GUEST_FILES_LISTING_MAX (4U << 20) /* bytes of one directory's listing, read into memory */
 #define GUEST_FILES_INDEX_MAX (4U << 20) /* bytes of the index */
 
 typedef struct GuestFilesLimits {
@@ -51,6 +52,7 @@ typedef struct GuestFiles {
         GuestEntry *entries;
         size_t n_entries;
         uint64_t files, symlinks, bytes, truncated, skipped;
+        uint64_t listings_cut;   /* directories whose listing was over GUEST_FILES_LISTING_MAX */
         char *index_path;        /* staging_dir/index.txt: every entry looked at, escaped */
 } GuestFiles;
 

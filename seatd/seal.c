@@ -305,6 +305,55 @@ static int guest_inputs(Inputs *in, const GuestPart *g) {
         return 0;
 }
 
+static uint64_t file_size(const char *path) {
+        struct stat st;
+        return stat(path, &st) >= 0 && S_ISREG(st.st_mode) ? (uint64_t) st.st_size : 0;
+}
+
+static bool same_filesystem(const char *a, const char *b) {
+        struct stat sa, sb;
+        return stat(a, &sa) >= 0 && stat(b, &sb) >= 0 && sa.st_dev == sb.st_dev;
+}
+
+/* The most a seal of qdir may write: the guest copies and their index beside the quarantine
+ * (the caps, a block of slack per file), and the archive (host files + guest copies + its
+ * manifest) when it goes to the same filesystem. The guest's listings never reach the disk
+ * (images/guest-files.c reads them in memory). */
+static uint64_t seal_disk_need(const SealContext *ctx, const char *qdir, bool guest) {
+        const SeatConfig *c = ctx->config;
+        uint64_t staging = guest ? c->evidence_max_bytes + GUEST_FILES_INDEX_MAX + ((uint64_t) c->evidence_max_files + 2) * 4096U : 0;
+        if (!same_filesystem(qdir, ctx->archives_dir))
+                return staging;
+        uint64_t host = 0;
+        static const char *const fixed[] = { "audit.log", "console.log", "capture.pcap" };
+        for (size_t i = 0; i < ELEMENTSOF(fixed); i++) {
+                _cleanup_free_ char *p = NULL;
+                if (asprintf(&p, "%s/%s", qdir, fixed[i]) >= 0)
+                        host += file_size(p);
+        }
+        DIR *d = opendir(qdir);
+        struct dirent *de;
+        while (d && (de = readdir(d)))
+                if (!strncmp(de->d_name, "audit-pre-", 10) || !strncmp(de->d_name, "console.log.", 12)) {
+                        _cleanup_free_ char *p = NULL;
+                        if (asprintf(&p, "%s/%s", qdir, de->d_name) >= 0)
+                                host += file_size(p);
+                }
+        if (d)
+                closedir(d);
+        return staging + staging + host + (1U << 20);
+}
+
+typedef struct SealAdmission {
+        const SealContext *ctx;
+        uint64_t need;
+} SealAdmission;
+
+static void seal_admission_done(SealAdmission *a) {
+        if (a->need > 0 && a->ctx->settle)
+                a->ctx->settle(a->ctx->userdata, a->need);
+}
+
 static int seal_locked(const SealContext *ctx, const char *qdir, char **ret_archive, SeatError **ret_error) {
         _cleanup_(session_info_done) SessionInfo info = {};
         _cleanup_(guest_part_done) GuestPart g = {};
@@ -321,6 +370,16 @@ static int seal_locked(const SealContext *ctx, const char *qdir, char **ret_arch
         if (r < 0 || sealed_len != ARCHIVE_SEALED_AUDIT_KEY_BYTES)
                 return seat_error_set(ret_error, r < 0 ? -r : EBADMSG,
                                       "the sealed audit key in '%s' is missing or damaged: seal this session by hand", qdir);
+        /* What the seal writes is admitted like a seat's disk: it never takes the host's
+         * reserve, nor what running seats were promised. */
+        _cleanup_(seal_admission_done) SealAdmission adm = { .ctx = ctx };
+        if (ctx->admit) {
+                uint64_t need = seal_disk_need(ctx, qdir, info.paths[0] != NULL);
+                r = ctx->admit(ctx->userdata, info.seat, need, ret_error);
+                if (r < 0)
+                        return r;
+                adm.need = need;
+        }
         if (info.paths[0]) {
                 r = collect_guest(ctx, qdir, &info, &g, ret_error);
                 if (r < 0)

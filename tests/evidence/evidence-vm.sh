@@ -19,9 +19,10 @@ SIGN=$build/signing/seat-sign
 SEATD=$build/seatd/seatd
 CTL=$build/seatctl/seatctl
 GUEST_INIT=$build/guest-init/guest-init
+NAMES=$build/tests/evidence/guest-names
 RECIPE=$src/images/recipes/test-image
 VIRSH=(virsh -q -c qemu:///system)
-for b in "$SIGN" "$SEATD" "$CTL" "$GUEST_INIT" "$build/images/seat-manifest"; do
+for b in "$SIGN" "$SEATD" "$CTL" "$GUEST_INIT" "$NAMES" "$build/images/seat-manifest"; do
   [[ -x $b ]] || { echo "1..0 # SKIP $b not built"; exit 0; }
 done
 [[ $(id -u) == 0 ]] || { echo "1..0 # SKIP needs root (libvirt qemu:///system, tmpfs mounts)"; exit 0; }
@@ -76,7 +77,7 @@ unset SEATD_TOKEN
 mkdir -p "$t/keys" "$t/state" "$t/archives" "$GUESTFS_CACHE"
 ln -s "$GUESTFS_CACHE" "$t/state/guestfs-cache"
 # The archives on a small filesystem of their own: disk full is made by filling it.
-mount -t tmpfs -o size=16m,mode=0700 seatd-evidence-vm "$t/archives" || bail "cannot mount a tmpfs for the archives"
+mount -t tmpfs -o size=48m,mode=0700 seatd-evidence-vm "$t/archives" || bail "cannot mount a tmpfs for the archives"
 mnt=$t/archives
 "$SIGN" keygen --box -p "$t/facilitator.pub" -s "$t/facilitator.key" >/dev/null 2>&1 || bail "seat-sign keygen --box failed"
 cat >"$t/seatd.conf" <<CONF
@@ -122,7 +123,7 @@ touch "$t/marker"
 "$SIGN" keygen -W -p "$t/test.pub" -s "$t/test.key" >/dev/null 2>&1 || bail "seat-sign keygen failed"
 cp "$t/test.pub" "$t/keys/test.pub"
 "$RECIPE" --guest-init "$GUEST_INIT" --out "$t/img" --quiet --sign-key "$t/test.key" \
-  --tools "$build/images:$build/signing" >"$t/out" 2>&1 || { cat "$t/out"; bail "building the test image failed"; }
+  --tools "$build/images:$build/signing" --guest-tool "$NAMES" >"$t/out" 2>&1 || { cat "$t/out"; bail "building the test image failed"; }
 grep -q '"/root"' "$t/img/manifest.json" || bail "the test image names no evidence path /root"
 start_seatd
 "$CTL" -q image import "$t/img/manifest.json" >"$t/out" 2>&1 || { cat "$t/out"; bail "image import failed"; }
@@ -273,6 +274,54 @@ a3=$(archive_of "$A" 3)
 wait_for 20 no_partial_archive
 [[ -z $(ls -A "$t/archives" | grep '^\.') && $(ls "$t/archives" | wc -l) == 3 ]] && ok "no half-written archive stays beside the three whole ones" || { ls -la "$t/archives" >"$t/out"; not_ok "no half-written archive stays"; }
 [[ $(state_of "$A") == ready ]] && ok "the seat was adopted and is READY" || not_ok "the seat was adopted and is READY ($(state_of "$A"))"
+
+# ---------------------------------------------------------------- 5. a directory of very many long names
+# (docs/security.md, issue 13 #3) libguestfs streams a directory's listing wherever it is
+# told: it must never become a host file, whatever the guest put there. 5 million names
+# would take hours to make under TCG; NAMES_COUNT names of 250 bytes make a listing of
+# ~30 MB, 7 times the listing cap (4 MiB) and over the old on-disk cap (25.6 MB). The host
+# side is the same for any count: what is read stops at the cap, nothing is written.
+NAMES_COUNT=${NAMES_COUNT:-120000}
+"$CTL" -q provision --image test-image --participant bystander >"$t/provB" 2>"$t/out" || { cat "$t/provB" >>"$t/out"; not_ok "provision a second seat"; }
+B=$(awk 'NR==2 {print $1}' "$t/provB")
+t0=$SECONDS
+"$CTL" exec --timeout 1200 "$A" -- /bin/guest-names /root/many "$NAMES_COUNT" 250 >"$t/out" 2>&1
+grep -q "made $NAMES_COUNT names" "$t/out" && ok "the guest made $NAMES_COUNT names of 250 bytes in /root/many ($((SECONDS - t0)) s)" || not_ok "the guest made $NAMES_COUNT names in /root/many"
+gen=$(json_field 'd["generation"]' < <("$CTL" --json status "$A"))
+# The guest's staging beside the quarantine, watched while it is sealed: its largest size.
+watch_staging() {
+  local max=0 s q
+  while :; do
+    for q in "$t"/state/evidence/quarantine/"$A"-g"$gen"-*/guest; do
+      [[ -d $q ]] || continue
+      s=$(du -sb "$q" 2>/dev/null | cut -f1)
+      ((${s:-0} > max)) && { max=$s; echo "$max" >"$t/staging-max"; }
+    done
+    sleep 0.2
+  done
+}
+echo 0 >"$t/staging-max"
+watch_staging & watcher=$!
+"$CTL" reset "$A" >"$t/out" 2>&1 || not_ok "reset of the seat with many names (rc $?)"
+# The other seat works on while this one is sealed.
+busy=0
+for _ in 1 2 3; do "$CTL" exec "$B" -- true >/dev/null 2>&1 && busy=$((busy + 1)); sleep 2; done
+[[ $busy == 3 ]] && ok "another seat answers exec while the session is sealed" || not_ok "another seat answers exec while the session is sealed ($busy/3)"
+wait_for 600 has_archive "$A" "$gen"
+kill "$watcher" 2>/dev/null; wait "$watcher" 2>/dev/null
+a5=$(archive_of "$A" "$gen")
+staging_max=$(cat "$t/staging-max")
+# The caps of this seatd: 2.5 MiB of copies, an index of at most 4 MiB (and a line).
+((staging_max <= 2621440 + 4194304 + 65536)) && ok "the host never held the listing: the guest's staging stayed within its caps (at most $staging_max bytes)" \
+  || { echo "staging reached $staging_max bytes" >"$t/out"; not_ok "the host never held the listing (staging reached $staging_max bytes)"; }
+"$CTL" --json evidence open "$a5" --key "$t/facilitator.key" --out "$t/opened5" >"$t/open5.json" 2>"$t/out"; rc=$?
+idx5=$(ls "$t/opened5" 2>/dev/null | grep -E -- '^[0-9]{4}-guest-index.txt$' | head -1)
+[[ $rc == 0 && -n $idx5 ]] && grep -q '^cut dir - /root/many (its listing is over the cap of 4194304 bytes' "$t/opened5/$idx5" \
+  && [[ $(json_field "d['manifest']['guest']['complete']" <"$t/open5.json") == False ]] \
+  && ok "the archive records the cut listing (index line, collection incomplete), and opens" || { grep many "$t/opened5/$idx5" 2>/dev/null | head -5 >>"$t/out"; not_ok "the archive records the cut listing"; }
+check "that archive verifies" "$CTL" evidence verify "$(basename "${a5:-none}")" --seat "$A"
+[[ $(state_of "$A") == ready && $(state_of "$B") == ready ]] && ok "both seats are READY" || not_ok "both seats are READY ($(state_of "$A"), $(state_of "$B"))"
+"$CTL" release "$B" >/dev/null 2>&1
 
 check "release" "$CTL" release "$A"
 echo "# took $((SECONDS - t_start)) s"
