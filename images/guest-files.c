@@ -480,11 +480,15 @@ int guest_files_collect(const char *disk, ImageFormat format, const char *filesy
         r = image_guestfs_new(context, opts, &g, ret_error);
         if (r >= 0)
                 r = image_guestfs_add_and_launch(g, context, disk, image_format_to_string(format), opts, ret_error);
+        bool launched = r >= 0;
         c.g = g;
         if (r >= 0)
                 r = mount_guest(&c, filesystem, ret_error);
         for (char *const *p = paths; r >= 0 && p && *p; p++)
                 r = visit_root(&c, *p, ret_error);
+        /* Up, then gone: what the guest's disk did to the appliance (a crash, a kill). */
+        if (r < 0 && r != -ENOMEM && r != -ENODEV && launched && !guestfs_is_ready(g))
+                r = -EPIPE;
         if (g)
                 (void) guestfs_shutdown(g); /* read-only: nothing to flush; stops the appliance now */
         if (fflush(index) != 0 || fsync(fileno(index)) < 0) {

@@ -64,7 +64,10 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(GuestFiles *, guest_files_free)
  * format. filesystem: the device holding the paths (the manifest's guest_init filesystem);
  * NULL: the disk's only filesystem. paths: absolute guest paths, NULL-terminated.
  * staging_dir must exist and be empty, owned by the caller. Missing paths are not an
- * error (listed as absent); a disk that cannot be opened or mounted is.
+ * error (listed as absent); a disk that cannot be opened or mounted is: -ENODEV when the
+ * guest's filesystem cannot be found or mounted, -EPIPE when the appliance was up and died
+ * or stopped answering while it read the guest (both the guest's doing), anything else
+ * the host's (the appliance does not start, the staging disk is full).
  */
 int guest_files_collect(const char *disk, ImageFormat format, const char *filesystem, char *const *paths,
                         const GuestFilesLimits *limits, const ImageInspectOptions *opts, const char *context,

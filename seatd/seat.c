@@ -2345,7 +2345,9 @@ int seat_manager_new(const SeatConfig *config, ImageStore *store, SeatManager **
         if (r >= 0 && (asprintf(&m->seats_dir, "%s/seats", config->state_dir) < 0 ||
                        asprintf(&m->quarantine_dir, "%s/evidence/quarantine", config->state_dir) < 0))
                 r = -ENOMEM;
-        if (r >= 0 && mkdir(m->quarantine_dir, 0700) < 0 && errno != EEXIST)
+        /* 0711: evidence_collect_user reaches the one overlay it is handed by its name
+         * (seatd/collect.c); listing stays root's, every file in it is 0600. */
+        if (r >= 0 && ((mkdir(m->quarantine_dir, 0711) < 0 && errno != EEXIST) || chmod(m->quarantine_dir, 0711) < 0))
                 r = seat_error_set(ret_error, errno, "create '%s': %m", m->quarantine_dir);
         m->archives_dir = config->evidence_archive_dir;
         if (r >= 0 && mkdir(m->archives_dir, 0700) < 0 && errno != EEXIST)
