@@ -32,8 +32,8 @@
 #include "jsonframe.h"
 #include "log.h"
 
-#ifndef SEATD_LIBEXECDIR
-#define SEATD_LIBEXECDIR "/usr/libexec/seatd"
+#ifndef SEATD_COLLECT_DIR
+#define SEATD_COLLECT_DIR "/usr/libexec/seatd"
 #endif
 
 /* ---- at most COLLECT_PARALLEL_MAX at once ---- */
@@ -77,7 +77,7 @@ static void helper_find(void) {
                                 return;
                 }
         }
-        snprintf(helper_path, sizeof(helper_path), "%s/seatd-collect", SEATD_LIBEXECDIR);
+        snprintf(helper_path, sizeof(helper_path), "%s/seatd-collect", SEATD_COLLECT_DIR);
 }
 
 const char *collect_helper_path(void) {

@@ -42,5 +42,5 @@ typedef struct CollectRequest {
  */
 int collect_run(const CollectRequest *req, GuestFiles **ret, char **ret_reason, SeatError **ret_error);
 
-/* The seatd-collect beside the running seatd (a build tree), else the installed one. */
+/* The seatd-collect beside the running seatd (a build tree), else libexecdir's. */
 const char *collect_helper_path(void);
