@@ -125,8 +125,14 @@ int main(int argc, char *argv[]) {
         /* The guest's doing: its filesystem does not mount, or the appliance died while it
          * read it, or while it booted with the disk attached (its kernel parses the
          * partition table then): libguestfs' words for a QEMU that went away. */
-        if (r == -ENODEV || r == -EPIPE || strstr(msg, "closed the connection unexpectedly") ||
-            strstr(msg, "child process died unexpectedly"))
+        if (r == -EPIPE || strstr(msg, "closed the connection unexpectedly") ||
+            strstr(msg, "child process died unexpectedly")) {
+                _cleanup_free_ char *why = NULL;
+                if (asprintf(&why, "the appliance died or stopped answering while it read the guest's disk: %s", msg) < 0)
+                        return fault("host-fault", ENOMEM, "out of memory");
+                return fault("guest-fault", EPIPE, why);
+        }
+        if (r == -ENODEV)
                 return fault("guest-fault", -r, msg);
         if (r < 0)
                 return fault("host-fault", -r, msg);
