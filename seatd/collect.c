@@ -481,10 +481,13 @@ int collect_run(const CollectRequest *req, GuestFiles **ret, char **ret_reason, 
                 _cleanup_json_ json_object *o = NULL;
                 const char *result = NULL, *message = NULL, *why = NULL;
                 int64_t e = 0;
-                JsonFrameLimits lim = { .max_depth = 4, .max_containers = 2 + (size_t) req->limits.max_files,
-                                        .max_values = 8 + 8 * (size_t) req->limits.max_files };
-                if (json_frame_parse_limited(report, len, &lim, &o) < 0 || json_get_string(o, "result", true, 32, &result) < 0)
-                        r = reason_set(&reason, "the collector's report is not valid (exit status %d)", WEXITSTATUS(child.status));
+                /* Its shape: an object, an array of max_files objects of 5 members each. */
+                JsonFrameLimits lim = { .max_depth = 4, .max_containers = 4 + (size_t) req->limits.max_files,
+                                        .max_values = 32 + 16 * (size_t) req->limits.max_files };
+                int pr = json_frame_parse_limited(report, len, &lim, &o);
+                if (pr < 0 || json_get_string(o, "result", true, 32, &result) < 0)
+                        r = reason_set(&reason, "the collector's report is not valid (%zu bytes, %s, exit status %d)", len,
+                                       pr < 0 ? strerror(-pr) : "no result", WEXITSTATUS(child.status));
                 else if (!strcmp(result, "ok")) {
                         dfd = take_back(req->staging, false);
                         if (dfd < 0)

@@ -124,7 +124,8 @@ watch_appliance() {
   while :; do
     for h in $(pgrep -P "$seatd_pid" -x seatd-collect 2>/dev/null); do
       for q in $(pgrep -P "$h" 2>/dev/null); do
-        [[ $(cat "/proc/$q/comm" 2>/dev/null) == qemu* ]] || continue
+        # the appliance itself, not libguestfs' earlier qemu -help/-version probes
+        [[ $(cat "/proc/$q/comm" 2>/dev/null) == qemu* ]] && tr '\0' '\n' <"/proc/$q/cmdline" 2>/dev/null | grep -qx -- -kernel || continue
         { echo "helper_uid=$(awk '/^Uid:/ {print $2}' "/proc/$h/status")"
           echo "qemu_pid=$q"
           echo "qemu_uid=$(awk '/^Uid:/ {print $2}' "/proc/$q/status")"
