@@ -118,11 +118,13 @@ in_state() { [[ $(state_of "$1") == "$2" ]]; }
 sealed_or_faulted() { has_archive "$1" "$2" || in_state "$1" faulted; }
 no_partial_archive() { [[ -z $(ls -A "$t/archives" | grep '^\.') ]]; }
 # The appliance of a seal: seatd-collect (seatd's child) and the QEMU it starts; their uid,
-# seccomp mode and QEMU's -sandbox, written to FILE once seen.
+# seccomp mode and QEMU's -sandbox, written to FILE once seen. PATTERN (optional): the seal
+# of that quarantine only (another seat's release may be sealed at the same time).
 watch_appliance() {
   local h q
   while :; do
     for h in $(pgrep -P "$seatd_pid" -x seatd-collect 2>/dev/null); do
+      [[ -z ${2:-} ]] || tr '\0' '\n' <"/proc/$h/cmdline" 2>/dev/null | grep -q -- "$2" || continue
       for q in $(pgrep -P "$h" 2>/dev/null); do
         # the appliance itself, not libguestfs' earlier qemu -help/-version probes
         [[ $(cat "/proc/$q/comm" 2>/dev/null) == qemu* ]] && tr '\0' '\n' <"/proc/$q/cmdline" 2>/dev/null | grep -qx -- -kernel || continue
@@ -370,7 +372,7 @@ incomplete_with() { # ARCHIVE PATTERN OUTDIR: verifies; opens; guest incomplete,
 "$CTL" exec "$A" -- sh -c 'mkdir -p /root/ev && i=0; while [ $i -lt 40 ]; do dd if=/dev/urandom of=/root/ev/k$i bs=60k count=1 2>/dev/null; i=$((i + 1)); done; sync; echo written' >"$t/out" 2>&1
 grep -q written "$t/out" || not_ok "the guest wrote 40 files"
 gen=$(json_field 'd["generation"]' < <("$CTL" --json status "$A"))
-rm -f "$t/appliance6"; watch_appliance "$t/appliance6" & watcher=$!
+rm -f "$t/appliance6"; watch_appliance "$t/appliance6" "/$A-g$gen-" & watcher=$!
 "$CTL" reset "$A" >"$t/out" 2>&1 || not_ok "reset before the appliance is killed"
 wait_for 300 test -s "$t/appliance6"; kill "$watcher" 2>/dev/null; wait "$watcher" 2>/dev/null
 confined "$t/appliance6" && ok "during that seal too: $(tr '\n' ' ' <"$t/appliance6")" || { cat "$t/appliance6" >"$t/out" 2>/dev/null; not_ok "the appliance ran confined"; }
