@@ -173,6 +173,8 @@ static int collection_to_json(const ArchiveCollection *c, json_object **ret) {
         r |= json_add(o, "complete", json_object_new_boolean(c->complete));
         for (size_t i = 0; i < ELEMENTSOF(collection_counts); i++)
                 r |= json_add(o, collection_counts[i].key, json_object_new_int64((int64_t) *collection_count(&copy, i)));
+        if (c->reason[0])
+                r |= json_add(o, "reason", json_object_new_string(c->reason));
         if (r != 0)
                 return -ENOMEM;
         *ret = TAKE_PTR(o);
@@ -244,6 +246,8 @@ void archive_manifest_describe(const ArchiveManifest *m, FILE *f) {
                         " cut at a cap, %" PRIu64 " skipped (caps: %" PRIu64 " bytes, %" PRIu64 " per file, %" PRIu64
                         " files)\n", c->complete ? "complete" : "INCOMPLETE", c->files, c->symlinks, c->bytes,
                         c->truncated, c->skipped, c->max_bytes, c->max_file_bytes, c->max_files);
+                if (c->reason[0])
+                        fprintf(f, "reason:  %s\n", c->reason);
         }
         fprintf(f, "members:\n");
         for (size_t i = 0; i < m->n_members; i++) {
@@ -329,7 +333,14 @@ static int collection_parse(json_object *o, ArchiveManifest *m, SeatError **ret_
                         return seat_error_set(ret_error, EBADMSG, "manifest: bad \"guest\".\"%s\"", collection_counts[i].key);
                 *collection_count(c, i) = (uint64_t) v;
         }
-        if (c->complete != (c->truncated == 0 && c->skipped == 0))
+        const char *reason = NULL;
+        if (json_get_string(g, "reason", false, ARCHIVE_REASON_MAX, &reason) < 0)
+                return mf_fail(ret_error, "manifest: bad \"%s\"", "guest.reason");
+        for (const char *p = reason; p && *p; p++)
+                if (*p < 0x20 || *p > 0x7e)
+                        return mf_fail(ret_error, "manifest: bad \"%s\"", "guest.reason");
+        snprintf(c->reason, sizeof(c->reason), "%s", reason ? reason : "");
+        if (c->complete != (c->truncated == 0 && c->skipped == 0 && !c->reason[0]))
                 return mf_fail(ret_error, "manifest: %s", "\"guest\".\"complete\" contradicts its counts");
         m->has_collection = true;
         return 0;

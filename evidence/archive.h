@@ -60,6 +60,8 @@ typedef struct ArchiveInput {
 
 /* What was taken from the guest's evidence paths, and what not (signed, in the manifest's
  * "guest" object): counts, and the caps that applied. */
+#define ARCHIVE_REASON_MAX 1000
+
 typedef struct ArchiveCollection {
         bool complete;            /* nothing cut, nothing skipped */
         uint64_t files, symlinks; /* members taken */
@@ -67,6 +69,11 @@ typedef struct ArchiveCollection {
         uint64_t truncated;       /* files cut at a cap (they are members, marked truncated) */
         uint64_t skipped;         /* entries not taken: over max_files, special files, unreadable */
         uint64_t max_bytes, max_file_bytes, max_files;
+        /* Why the guest's files could not all be read (its filesystem unreadable, the
+         * appliance crashed or was killed at its timeout), printable ASCII; "" when nothing
+         * went wrong. Signed with the manifest ("guest"."reason"); a reason makes the
+         * collection incomplete. */
+        char reason[ARCHIVE_REASON_MAX + 1];
 } ArchiveCollection;
 #define ARCHIVE_COUNT_MAX (1ULL << 53)
 

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,7 +32,6 @@ GuestFiles *guest_files_free(GuestFiles *f) {
 #include "guestfs-util.h"
 
 #define LSTAT_BATCH 200
-#define LISTING_MAX ((size_t) GUEST_FILES_DIR_NAMES_MAX * 256U)
 #define INDEX_PATH_SHOWN 600U
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct guestfs_statns *, guestfs_free_statns)
@@ -216,27 +216,98 @@ static int cmp_str(const void *a, const void *b) {
         return strcmp(*(char *const *) a, *(char *const *) b);
 }
 
-/* The names in a directory, sorted, at most GUEST_FILES_DIR_NAMES_MAX (*ret_more counts the rest). */
-static int list_dir(Collector *c, const char *path, char ***ret, size_t *ret_n, uint64_t *ret_more,
-                    SeatError **ret_error) {
-        _cleanup_free_ char *tmp = NULL, *buf = NULL;
-        size_t len = 0;
-        if (asprintf(&tmp, "%s/.listing", c->staging) < 0)
+/*
+ * What guestfs_ls0 streams out of the appliance, read through a pipe by a thread of our own
+ * as it comes: a guest can put millions of long names in one directory, and libguestfs
+ * writes a FileOut listing wherever it is told, unbounded. So it never goes to a file: at
+ * most GUEST_FILES_LISTING_MAX bytes are kept in memory, then the transfer is cancelled
+ * (guestfs_user_cancel, thread safe) and the rest drained and dropped.
+ */
+typedef struct ListingReader {
+        guestfs_h *g;
+        int fd;
+        char *buf;
+        size_t len;
+        bool cut;
+        int error;               /* -errno of read() */
+} ListingReader;
+
+static void *listing_reader(void *p) {
+        ListingReader *r = p;
+        char chunk[65536];
+        for (;;) {
+                ssize_t n = read(r->fd, chunk, sizeof(chunk));
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0) {
+                        r->error = -errno;
+                        break;
+                }
+                if (n == 0)
+                        break; /* every writer closed: guestfs_ls0 returned and we closed ours */
+                if (r->cut)
+                        continue; /* draining until the cancelled transfer stops */
+                size_t take = MIN((size_t) n, GUEST_FILES_LISTING_MAX - r->len);
+                memcpy(r->buf + r->len, chunk, take);
+                r->len += take;
+                if (take < (size_t) n) {
+                        r->cut = true;
+                        (void) guestfs_user_cancel(r->g);
+                }
+        }
+        return NULL;
+}
+
+/* The listing of path into *ret (at most GUEST_FILES_LISTING_MAX bytes); *ret_cut when
+ * there was more. 1: the directory could not be listed (recorded in the index). */
+static int read_listing(Collector *c, const char *path, char **ret, size_t *ret_len, bool *ret_cut,
+                        SeatError **ret_error) {
+        _cleanup_free_ char *buf = malloc(GUEST_FILES_LISTING_MAX), *dev = NULL;
+        int fds[2];
+        if (!buf)
                 return -ENOMEM;
-        (void) unlink(tmp);
-        if (guestfs_ls0(c->g, path, tmp) < 0) {
-                (void) unlink(tmp);
-                int r = entry_failed(c, path, "list", ret_error);
+        if (pipe2(fds, O_CLOEXEC) < 0)
+                return seat_error_set(ret_error, errno, "%s: cannot make a pipe for a listing: %m", c->context);
+        _cleanup_close_ int rfd = fds[0], wfd = fds[1];
+        if (asprintf(&dev, "/dev/fd/%d", wfd) < 0)
+                return -ENOMEM;
+        ListingReader reader = { .g = c->g, .fd = rfd, .buf = buf };
+        pthread_t t;
+        int e = pthread_create(&t, NULL, listing_reader, &reader);
+        if (e != 0)
+                return seat_error_set(ret_error, e, "%s: cannot start a thread to read a listing: %s", c->context,
+                                      strerror(e));
+        int r = guestfs_ls0(c->g, path, dev);
+        wfd = safe_close(wfd); /* libguestfs closed its own: the reader sees the end */
+        pthread_join(t, NULL);
+        if (reader.error < 0)
+                return seat_error_set(ret_error, -reader.error, "%s: cannot read a listing: %s", c->context,
+                                      strerror(-reader.error));
+        if (r < 0 && !reader.cut) {
+                r = entry_failed(c, path, "list", ret_error);
                 return r < 0 ? r : 1;
         }
-        int r = read_file_capped(tmp, LISTING_MAX, &buf, &len);
-        (void) unlink(tmp);
-        if (r == -EFBIG) {
-                skip(c, path, "dir", "its listing is over the cap");
-                return 1;
-        }
-        if (r < 0)
-                return seat_error_set(ret_error, -r, "%s: cannot read a listing: %s", c->context, strerror(-r));
+        if (r < 0 && !guestfs_is_ready(c->g)) /* a cancel leaves the appliance usable; anything else does not */
+                return image_guestfs_error(c->g, c->context, EIO, "list", ret_error);
+        *ret = TAKE_PTR(buf);
+        *ret_len = reader.len;
+        *ret_cut = reader.cut;
+        return 0;
+}
+
+/* The names in a directory, sorted, at most GUEST_FILES_DIR_NAMES_MAX (*ret_more counts the
+ * rest seen); *ret_cut: the listing itself was over its cap, more names were not seen. */
+static int list_dir(Collector *c, const char *path, char ***ret, size_t *ret_n, uint64_t *ret_more, bool *ret_cut,
+                    SeatError **ret_error) {
+        _cleanup_free_ char *buf = NULL;
+        size_t len = 0;
+        bool cut = false;
+        int r = read_listing(c, path, &buf, &len, &cut, ret_error);
+        if (r != 0)
+                return r;
+        if (cut) /* the last name may be cut in the middle: only whole ones count */
+                while (len > 0 && buf[len - 1] != '\0')
+                        len--;
         size_t n = 0, cap = 0;
         uint64_t more = 0;
         _cleanup_strv_free_ char **names = NULL;
@@ -265,6 +336,7 @@ static int list_dir(Collector *c, const char *path, char ***ret, size_t *ret_n, 
         *ret = TAKE_PTR(names);
         *ret_n = n;
         *ret_more = more;
+        *ret_cut = cut;
         return 0;
 }
 
@@ -272,13 +344,22 @@ static int visit_dir(Collector *c, const char *path, unsigned depth, SeatError *
         _cleanup_strv_free_ char **names = NULL;
         size_t n = 0;
         uint64_t more = 0;
+        bool cut = false;
         if (depth >= GUEST_FILES_DEPTH_MAX) {
                 skip(c, path, "dir", "deeper than the depth cap");
                 return 0;
         }
-        int r = list_dir(c, path, &names, &n, &more, ret_error);
+        int r = list_dir(c, path, &names, &n, &more, &cut, ret_error);
         if (r != 0)
                 return r < 0 ? r : 0;
+        if (cut) {
+                /* How many names were not seen is not known: counted as one skipped entry. */
+                c->out->skipped++;
+                c->out->listings_cut++;
+                index_line(c, "cut", "dir", "-", path,
+                           "(its listing is over the cap of %u bytes: only the %zu names in its first part were looked at, the rest not read)",
+                           GUEST_FILES_LISTING_MAX, n + (size_t) more);
+        }
         if (more > 0) {
                 c->out->skipped += more;
                 index_line(c, "skipped", "-", "-", path, "(%" PRIu64 " more names than the cap of %u per directory)", more,
@@ -399,11 +480,15 @@ int guest_files_collect(const char *disk, ImageFormat format, const char *filesy
         r = image_guestfs_new(context, opts, &g, ret_error);
         if (r >= 0)
                 r = image_guestfs_add_and_launch(g, context, disk, image_format_to_string(format), opts, ret_error);
+        bool launched = r >= 0;
         c.g = g;
         if (r >= 0)
                 r = mount_guest(&c, filesystem, ret_error);
         for (char *const *p = paths; r >= 0 && p && *p; p++)
                 r = visit_root(&c, *p, ret_error);
+        /* Up, then gone: what the guest's disk did to the appliance (a crash, a kill). */
+        if (r < 0 && r != -ENOMEM && r != -ENODEV && launched && !guestfs_is_ready(g))
+                r = -EPIPE;
         if (g)
                 (void) guestfs_shutdown(g); /* read-only: nothing to flush; stops the appliance now */
         if (fflush(index) != 0 || fsync(fileno(index)) < 0) {

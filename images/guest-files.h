@@ -26,6 +26,7 @@
 #define GUEST_FILES_DEPTH_MAX 64         /* directory levels below an evidence path */
 #define GUEST_FILES_VISIT_MAX 200000U    /* entries looked at (lstat) in one collection */
 #define GUEST_FILES_DIR_NAMES_MAX 100000U /* names read from one directory */
+#define GUEST_FILES_LISTING_MAX (4U << 20) /* bytes of one directory's listing, read into memory */
 #define GUEST_FILES_INDEX_MAX (4U << 20) /* bytes of the index */
 
 typedef struct GuestFilesLimits {
@@ -51,6 +52,7 @@ typedef struct GuestFiles {
         GuestEntry *entries;
         size_t n_entries;
         uint64_t files, symlinks, bytes, truncated, skipped;
+        uint64_t listings_cut;   /* directories whose listing was over GUEST_FILES_LISTING_MAX */
         char *index_path;        /* staging_dir/index.txt: every entry looked at, escaped */
 } GuestFiles;
 
@@ -62,7 +64,10 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(GuestFiles *, guest_files_free)
  * format. filesystem: the device holding the paths (the manifest's guest_init filesystem);
  * NULL: the disk's only filesystem. paths: absolute guest paths, NULL-terminated.
  * staging_dir must exist and be empty, owned by the caller. Missing paths are not an
- * error (listed as absent); a disk that cannot be opened or mounted is.
+ * error (listed as absent); a disk that cannot be opened or mounted is: -ENODEV when the
+ * guest's filesystem cannot be found or mounted, -EPIPE when the appliance was up and died
+ * or stopped answering while it read the guest (both the guest's doing), anything else
+ * the host's (the appliance does not start, the staging disk is full).
  */
 int guest_files_collect(const char *disk, ImageFormat format, const char *filesystem, char *const *paths,
                         const GuestFilesLimits *limits, const ImageInspectOptions *opts, const char *context,

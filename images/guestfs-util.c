@@ -40,7 +40,8 @@ int image_guestfs_new(const char *context, const ImageInspectOptions *opts, gues
         if (guestfs_set_backend(g, "direct") < 0 || guestfs_set_backend_settings(g, opts && opts->force_tcg ? tcg : none) < 0 ||
             guestfs_set_memsize(g, GUESTFS_MEMSIZE_MIB) < 0 || guestfs_set_smp(g, 1) < 0 ||
             guestfs_set_network(g, 0) < 0 || guestfs_set_autosync(g, 0) < 0 ||
-            (opts && opts->cache_dir && guestfs_set_cachedir(g, opts->cache_dir) < 0))
+            (opts && opts->cache_dir && guestfs_set_cachedir(g, opts->cache_dir) < 0) ||
+            (opts && opts->qemu_sandbox && guestfs_config(g, "-sandbox", IMAGE_GUESTFS_QEMU_SANDBOX) < 0))
                 return image_guestfs_error(g, context, EINVAL, "configure libguestfs", ret_error);
         *ret = TAKE_PTR(g);
         return 0;

@@ -16,6 +16,9 @@
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(guestfs_h *, guestfs_close)
 
+/* QEMU's seccomp sandbox as libvirt turns it on for seat QEMUs (qemu.conf seccomp_sandbox). */
+#define IMAGE_GUESTFS_QEMU_SANDBOX "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny"
+
 /* context names the work in messages ("inspect image 'x'", "collect evidence of seat 's1'"). */
 int image_guestfs_error(guestfs_h *g, const char *context, int fallback_errno, const char *what, SeatError **ret_error);
 int image_guestfs_new(const char *context, const ImageInspectOptions *opts, guestfs_h **ret, SeatError **ret_error);

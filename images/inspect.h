@@ -22,6 +22,7 @@
 typedef struct ImageInspectOptions {
         const char *cache_dir; /* libguestfs appliance cache (built once); NULL: libguestfs' default */
         bool force_tcg;        /* software emulation: /dev/kvm absent or unusable */
+        bool qemu_sandbox;     /* the appliance's QEMU with its seccomp sandbox, as libvirt starts seat QEMUs */
 } ImageInspectOptions;
 
 /* blob_path: the store's verified copy (never the caller's file); the disk that the

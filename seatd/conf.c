@@ -243,6 +243,10 @@ static const ConfItem items[] = {
         BYTES(evidence_max_bytes, conf_parse_cap, "268435456", .doc = "bytes of guest files taken per session"),
         BYTES(evidence_max_file_bytes, conf_parse_cap, "67108864", .doc = "bytes taken of one guest file"),
         LONG(evidence_max_files, 1, 4000, "1000", .doc = "guest files and links taken per session"),
+        STRING(evidence_collect_user, conf_parse_string, "seatd-collect",
+               .doc = "the unprivileged user the guest files are read as (the libguestfs appliance's QEMU included)"),
+        LONG(evidence_collect_timeout, 10, 86400, "1800",
+             .doc = "seconds one session's guest files may take to read; then the appliance is killed and the archive marked incomplete"),
 };
 
 static const ConfItem *item_find(const char *key) {

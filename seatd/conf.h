@@ -76,6 +76,9 @@ typedef struct SeatConfig {
         unsigned long long evidence_max_bytes;      /* all guest files of a session */
         unsigned long long evidence_max_file_bytes; /* one guest file (cut there) */
         long evidence_max_files;                    /* guest files and links taken */
+        /* Who reads the guest files (seatd/collect.c: never root), and for how long at most. */
+        char *evidence_collect_user;
+        long evidence_collect_timeout;              /* seconds */
         /* Pools (docs/pools.md): what their background refill may fill the host up to, counting
          * every seat it runs: seats (default 16) and machine memory in MiB (0, the default:
          * half of the host's RAM). */

@@ -2,7 +2,6 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/file.h>
@@ -11,6 +10,7 @@
 #include <unistd.h>
 
 #include "archive.h"
+#include "collect.h"
 #include "fileio.h"
 #include "guest-files.h"
 #include "jsonframe.h"
@@ -156,21 +156,25 @@ static void guest_part_done(GuestPart *g) {
         free(g->index_path);
 }
 
-/* The guest's own filesystem may be unreadable (it is the guest's to break): that is
- * evidence too, sealed as an incomplete collection with the reason in the index. Anything
- * else (the appliance does not start, the host's disk) fails the seal. */
+/* The guest's disk may be unreadable (it is the guest's to break: a filesystem that does not
+ * mount, one that crashes or hangs the appliance): that is evidence too, sealed as an
+ * incomplete collection with the reason in the signed manifest and in the index. Anything
+ * else (the collector cannot be started, the host's disk) fails the seal. */
 static int guest_unreadable(const char *staging, const char *why, GuestPart *g, SeatError **ret_error) {
-        _cleanup_free_ char *esc = log_escape(why, strlen(why), 2000);
+        _cleanup_free_ char *esc = log_escape(why, strlen(why), ARCHIVE_REASON_MAX - 40);
         _cleanup_free_ char *text = NULL;
         if (asprintf(&g->index_path, "%s/index.txt", staging) < 0 ||
-            asprintf(&text, "# the guest's filesystem could not be read: %s\n", esc ? esc : "?") < 0)
+            asprintf(&text, "# the guest's files could not be read: %s\n", esc ? esc : "?") < 0)
                 return -ENOMEM;
         (void) unlink(g->index_path);
         int r = write_file_atomic(g->index_path, text, strlen(text), 0600);
         if (r < 0)
                 return seat_error_set(ret_error, -r, "cannot write '%s': %s", g->index_path, strerror(-r));
-        g->summary.skipped = 1;
         g->summary.complete = false;
+        snprintf(g->summary.reason, sizeof(g->summary.reason), "%s", esc ? esc : "unreadable");
+        for (char *p = g->summary.reason; *p; p++)
+                if (*p < 0x20 || *p > 0x7e)
+                        *p = '?';
         return 0;
 }
 
@@ -191,25 +195,29 @@ static int collect_guest(const SealContext *ctx, const char *qdir, const Session
                 return 0;
         }
         /* Import makes it only when it inspects images (inspect_images). */
-        if (mkdir(cache, 0700) < 0 && errno != EEXIST)
+        if (mkdir(cache, 0711) < 0 && errno != EEXIST)
                 return seat_error_set(ret_error, errno, "cannot make the libguestfs cache '%s': %m", cache);
         int r = remove_dir(staging, 1); /* a failed attempt's copies */
         if (r < 0 || mkdir(staging, 0700) < 0)
                 return seat_error_set(ret_error, r < 0 ? -r : errno, "cannot make '%s': %s", staging,
                                       strerror(r < 0 ? -r : errno));
-        GuestFilesLimits lim = { .max_bytes = c->evidence_max_bytes, .max_file_bytes = c->evidence_max_file_bytes,
-                                 .max_files = (uint64_t) c->evidence_max_files };
-        ImageInspectOptions opts = { .cache_dir = cache, .force_tcg = c->accel == SEAT_ACCEL_TCG };
+        /* The collector reaches the overlay and its staging by name: the session's directory
+         * is passable, nothing in it readable but what it is handed. */
+        if (chmod(qdir, 0711) < 0)
+                return seat_error_set(ret_error, errno, "chmod '%s': %m", qdir);
+        CollectRequest req = {
+                .helper = collect_helper_path(), .user = c->evidence_collect_user, .disk = overlay,
+                .filesystem = info->filesystem, .paths = info->paths, .staging = staging, .cache_dir = cache,
+                .context = context, .force_tcg = c->accel == SEAT_ACCEL_TCG, .timeout_s = (int) c->evidence_collect_timeout,
+                .limits = { .max_bytes = c->evidence_max_bytes, .max_file_bytes = c->evidence_max_file_bytes,
+                            .max_files = (uint64_t) c->evidence_max_files },
+        };
         _cleanup_error_ SeatError *err = NULL;
-        /* One appliance at a time: each is a VM (384 MiB, a vCPU) beside the seats. */
-        static pthread_mutex_t one_appliance = PTHREAD_MUTEX_INITIALIZER;
-        pthread_mutex_lock(&one_appliance);
-        r = guest_files_collect(overlay, IMAGE_FORMAT_QCOW2, info->filesystem, info->paths, &lim, &opts, context, staging,
-                                &g->files, &err);
-        pthread_mutex_unlock(&one_appliance);
-        if (r == -ENODEV) {
-                log_seat_warning(info->seat, "%s: %s (sealed as incomplete)", context, err ? err->message : "?");
-                return guest_unreadable(staging, err ? err->message : "?", g, ret_error);
+        _cleanup_free_ char *reason = NULL;
+        r = collect_run(&req, &g->files, &reason, &err);
+        if (r > 0) {
+                log_seat_warning(info->seat, "%s: %s (sealed as incomplete)", context, reason);
+                return guest_unreadable(staging, reason, g, ret_error);
         }
         if (r < 0) {
                 if (ret_error && err)
@@ -223,9 +231,10 @@ static int collect_guest(const SealContext *ctx, const char *qdir, const Session
         g->summary.skipped = g->files->skipped;
         g->summary.complete = g->summary.truncated == 0 && g->summary.skipped == 0;
         log_seat_info(info->seat,
-                      "%s: %" PRIu64 " file(s), %" PRIu64 " symlink(s), %" PRIu64 " bytes, %" PRIu64 " cut, %" PRIu64 " skipped",
+                      "%s: %" PRIu64 " file(s), %" PRIu64 " symlink(s), %" PRIu64 " bytes, %" PRIu64 " cut, %" PRIu64
+                      " skipped, %" PRIu64 " listing(s) cut",
                       context, g->summary.files, g->summary.symlinks, g->summary.bytes, g->summary.truncated,
-                      g->summary.skipped);
+                      g->summary.skipped, g->files->listings_cut);
         return 0;
 }
 
@@ -305,6 +314,55 @@ static int guest_inputs(Inputs *in, const GuestPart *g) {
         return 0;
 }
 
+static uint64_t file_size(const char *path) {
+        struct stat st;
+        return stat(path, &st) >= 0 && S_ISREG(st.st_mode) ? (uint64_t) st.st_size : 0;
+}
+
+static bool same_filesystem(const char *a, const char *b) {
+        struct stat sa, sb;
+        return stat(a, &sa) >= 0 && stat(b, &sb) >= 0 && sa.st_dev == sb.st_dev;
+}
+
+/* The most a seal of qdir may write: the guest copies and their index beside the quarantine
+ * (the caps, a block of slack per file), and the archive (host files + guest copies + its
+ * manifest) when it goes to the same filesystem. The guest's listings never reach the disk
+ * (images/guest-files.c reads them in memory). */
+static uint64_t seal_disk_need(const SealContext *ctx, const char *qdir, bool guest) {
+        const SeatConfig *c = ctx->config;
+        uint64_t staging = guest ? c->evidence_max_bytes + GUEST_FILES_INDEX_MAX + ((uint64_t) c->evidence_max_files + 2) * 4096U : 0;
+        if (!same_filesystem(qdir, ctx->archives_dir))
+                return staging;
+        uint64_t host = 0;
+        static const char *const fixed[] = { "audit.log", "console.log", "capture.pcap" };
+        for (size_t i = 0; i < ELEMENTSOF(fixed); i++) {
+                _cleanup_free_ char *p = NULL;
+                if (asprintf(&p, "%s/%s", qdir, fixed[i]) >= 0)
+                        host += file_size(p);
+        }
+        DIR *d = opendir(qdir);
+        struct dirent *de;
+        while (d && (de = readdir(d)))
+                if (!strncmp(de->d_name, "audit-pre-", 10) || !strncmp(de->d_name, "console.log.", 12)) {
+                        _cleanup_free_ char *p = NULL;
+                        if (asprintf(&p, "%s/%s", qdir, de->d_name) >= 0)
+                                host += file_size(p);
+                }
+        if (d)
+                closedir(d);
+        return staging + staging + host + (1U << 20);
+}
+
+typedef struct SealAdmission {
+        const SealContext *ctx;
+        uint64_t need;
+} SealAdmission;
+
+static void seal_admission_done(SealAdmission *a) {
+        if (a->need > 0 && a->ctx->settle)
+                a->ctx->settle(a->ctx->userdata, a->need);
+}
+
 static int seal_locked(const SealContext *ctx, const char *qdir, char **ret_archive, SeatError **ret_error) {
         _cleanup_(session_info_done) SessionInfo info = {};
         _cleanup_(guest_part_done) GuestPart g = {};
@@ -321,6 +379,16 @@ static int seal_locked(const SealContext *ctx, const char *qdir, char **ret_arch
         if (r < 0 || sealed_len != ARCHIVE_SEALED_AUDIT_KEY_BYTES)
                 return seat_error_set(ret_error, r < 0 ? -r : EBADMSG,
                                       "the sealed audit key in '%s' is missing or damaged: seal this session by hand", qdir);
+        /* What the seal writes is admitted like a seat's disk: it never takes the host's
+         * reserve, nor what running seats were promised. */
+        _cleanup_(seal_admission_done) SealAdmission adm = { .ctx = ctx };
+        if (ctx->admit) {
+                uint64_t need = seal_disk_need(ctx, qdir, info.paths[0] != NULL);
+                r = ctx->admit(ctx->userdata, info.seat, need, ret_error);
+                if (r < 0)
+                        return r;
+                adm.need = need;
+        }
         if (info.paths[0]) {
                 r = collect_guest(ctx, qdir, &info, &g, ret_error);
                 if (r < 0)

@@ -29,6 +29,12 @@ typedef struct SealContext {
         const char *archives_dir;
         const SeatSecretKey *host_key;
         const SeatBoxPublicKey *facilitator;
+        /* Disk admission for what a seal writes (the guest copies beside the quarantine, the
+         * archive): need bytes are promised before the guest is read, or -ENOSPC with a
+         * message; settle gives the promise back once the seal is over. NULL: no admission. */
+        int (*admit)(void *userdata, const char *seat_id, uint64_t need, SeatError **ret_error);
+        void (*settle)(void *userdata, uint64_t need);
+        void *userdata;
 } SealContext;
 
 typedef struct SealSessionInfo {

@@ -971,9 +971,40 @@ typedef struct SealJob {
         char *dir, *seat_id;
 } SealJob;
 
+/* A seal's output is admitted like a seat's disk (disk_admit): beside what running seats
+ * were promised and the reserve, and promised itself until the seal is over. */
+static int seal_admit(void *userdata, const char *seat_id, uint64_t need, SeatError **ret_error) {
+        SeatManager *m = userdata;
+        struct statvfs sv;
+        if (statvfs(m->quarantine_dir, &sv) < 0)
+                return seat_error_set(ret_error, errno, "free space of '%s': %m", m->quarantine_dir);
+        uint64_t avail = (uint64_t) sv.f_bavail * sv.f_frsize, reserve = m->config->disk_reserve_bytes;
+        pthread_mutex_lock(&m->lock);
+        uint64_t promised = disk_promised_locked(m, NULL);
+        bool fits = avail >= reserve && avail - reserve >= promised && avail - reserve - promised >= need;
+        if (fits)
+                m->disk_pending += need;
+        pthread_mutex_unlock(&m->lock);
+        if (!fits)
+                return seat_error_set(ret_error, ENOSPC,
+                                      "disk full for sealing the session of seat '%s': %" PRIu64 " MiB free in '%s', %" PRIu64
+                                      " MiB promised to running seats and other seals, %" PRIu64 " MiB needed (evidence caps), %" PRIu64
+                                      " MiB kept in reserve (disk_reserve_bytes): free space, then 'seatctl evidence retry'",
+                                      seat_id, avail >> 20, m->quarantine_dir, promised >> 20, need >> 20, reserve >> 20);
+        return 0;
+}
+
+static void seal_settle(void *userdata, uint64_t need) {
+        SeatManager *m = userdata;
+        pthread_mutex_lock(&m->lock);
+        m->disk_pending -= MIN(need, m->disk_pending);
+        pthread_mutex_unlock(&m->lock);
+}
+
 static SealContext seal_context(SeatManager *m) {
         return (SealContext) { .config = m->config, .archives_dir = m->archives_dir, .host_key = m->host_key,
-                               .facilitator = &m->facilitator };
+                               .facilitator = &m->facilitator, .admit = seal_admit, .settle = seal_settle,
+                               .userdata = m };
 }
 
 static void seal_job_free(SealJob *j) {
@@ -2469,7 +2500,9 @@ int seat_manager_new(const SeatConfig *config, ImageStore *store, SeatManager **
         if (r >= 0 && (asprintf(&m->seats_dir, "%s/seats", config->state_dir) < 0 ||
                        asprintf(&m->quarantine_dir, "%s/evidence/quarantine", config->state_dir) < 0))
                 r = -ENOMEM;
-        if (r >= 0 && mkdir(m->quarantine_dir, 0700) < 0 && errno != EEXIST)
+        /* 0711: evidence_collect_user reaches the one overlay it is handed by its name
+         * (seatd/collect.c); listing stays root's, every file in it is 0600. */
+        if (r >= 0 && ((mkdir(m->quarantine_dir, 0711) < 0 && errno != EEXIST) || chmod(m->quarantine_dir, 0711) < 0))
                 r = seat_error_set(ret_error, errno, "create '%s': %m", m->quarantine_dir);
         m->archives_dir = config->evidence_archive_dir;
         if (r >= 0 && mkdir(m->archives_dir, 0700) < 0 && errno != EEXIST)

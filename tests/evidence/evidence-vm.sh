@@ -19,9 +19,10 @@ SIGN=$build/signing/seat-sign
 SEATD=$build/seatd/seatd
 CTL=$build/seatctl/seatctl
 GUEST_INIT=$build/guest-init/guest-init
+NAMES=$build/tests/evidence/guest-names
 RECIPE=$src/images/recipes/test-image
 VIRSH=(virsh -q -c qemu:///system)
-for b in "$SIGN" "$SEATD" "$CTL" "$GUEST_INIT" "$build/images/seat-manifest"; do
+for b in "$SIGN" "$SEATD" "$CTL" "$GUEST_INIT" "$NAMES" "$build/images/seat-manifest"; do
   [[ -x $b ]] || { echo "1..0 # SKIP $b not built"; exit 0; }
 done
 [[ $(id -u) == 0 ]] || { echo "1..0 # SKIP needs root (libvirt qemu:///system, tmpfs mounts)"; exit 0; }
@@ -76,7 +77,7 @@ unset SEATD_TOKEN
 mkdir -p "$t/keys" "$t/state" "$t/archives" "$GUESTFS_CACHE"
 ln -s "$GUESTFS_CACHE" "$t/state/guestfs-cache"
 # The archives on a small filesystem of their own: disk full is made by filling it.
-mount -t tmpfs -o size=16m,mode=0700 seatd-evidence-vm "$t/archives" || bail "cannot mount a tmpfs for the archives"
+mount -t tmpfs -o size=48m,mode=0700 seatd-evidence-vm "$t/archives" || bail "cannot mount a tmpfs for the archives"
 mnt=$t/archives
 "$SIGN" keygen --box -p "$t/facilitator.pub" -s "$t/facilitator.key" >/dev/null 2>&1 || bail "seat-sign keygen --box failed"
 cat >"$t/seatd.conf" <<CONF
@@ -91,6 +92,9 @@ evidence_archive_dir = $t/archives
 evidence_max_file_bytes = 1048576
 evidence_max_bytes = 2621440
 evidence_max_files = 40
+# The guest files are read as an unprivileged user (issue 13 #2); the package makes
+# seatd-collect, this host has nobody.
+evidence_collect_user = nobody
 CONF
 
 start_seatd() {
@@ -111,7 +115,36 @@ quarantine_of() { ls -d "$t/state/evidence/quarantine/$1-g$2-"* 2>/dev/null | he
 has_archive() { [[ -n $(archive_of "$1" "$2") ]]; }
 no_quarantine() { [[ -z $(quarantine_of "$1" "$2") ]]; }
 in_state() { [[ $(state_of "$1") == "$2" ]]; }
+sealed_or_faulted() { has_archive "$1" "$2" || in_state "$1" faulted; }
 no_partial_archive() { [[ -z $(ls -A "$t/archives" | grep '^\.') ]]; }
+# The appliance of a seal: seatd-collect (seatd's child) and the QEMU it starts; their uid,
+# seccomp mode and QEMU's -sandbox, written to FILE once seen. PATTERN (optional): the seal
+# of that quarantine only (another seat's release may be sealed at the same time).
+watch_appliance() {
+  local h q
+  while :; do
+    for h in $(pgrep -P "$seatd_pid" -x seatd-collect 2>/dev/null); do
+      [[ -z ${2:-} ]] || tr '\0' '\n' <"/proc/$h/cmdline" 2>/dev/null | grep -q -- "$2" || continue
+      for q in $(pgrep -P "$h" 2>/dev/null); do
+        # the appliance itself, not libguestfs' earlier qemu -help/-version probes
+        [[ $(cat "/proc/$q/comm" 2>/dev/null) == qemu* ]] && tr '\0' '\n' <"/proc/$q/cmdline" 2>/dev/null | grep -qx -- -kernel || continue
+        { echo "helper_uid=$(awk '/^Uid:/ {print $2}' "/proc/$h/status")"
+          echo "qemu_pid=$q"
+          echo "qemu_uid=$(awk '/^Uid:/ {print $2}' "/proc/$q/status")"
+          echo "qemu_seccomp=$(awk '/^Seccomp:/ {print $2}' "/proc/$q/status")"
+          echo "qemu_sandbox=$(tr '\0' '\n' <"/proc/$q/cmdline" | grep -A1 -x -- -sandbox | tail -1)"
+        } >"$1.tmp" 2>/dev/null && mv "$1.tmp" "$1"
+        return 0
+      done
+    done
+    sleep 0.2
+  done
+}
+field() { sed -n "s/^$2=//p" "$1" 2>/dev/null; }
+confined() { # FILE: not root, seccomp filter mode, QEMU's sandbox on
+  [[ -s $1 && $(field "$1" helper_uid) =~ ^[1-9][0-9]*$ && $(field "$1" qemu_uid) =~ ^[1-9][0-9]*$ &&
+     $(field "$1" qemu_seccomp) == 2 && $(field "$1" qemu_sandbox) == on,* ]]
+}
 
 # What must not change on the host, whatever the guest wrote.
 host_state() { sha256sum /etc/shadow /etc/passwd 2>/dev/null; ls -la --time-style=full-iso /etc/cron.d /root 2>/dev/null; }
@@ -122,7 +155,7 @@ touch "$t/marker"
 "$SIGN" keygen -W -p "$t/test.pub" -s "$t/test.key" >/dev/null 2>&1 || bail "seat-sign keygen failed"
 cp "$t/test.pub" "$t/keys/test.pub"
 "$RECIPE" --guest-init "$GUEST_INIT" --out "$t/img" --quiet --sign-key "$t/test.key" \
-  --tools "$build/images:$build/signing" >"$t/out" 2>&1 || { cat "$t/out"; bail "building the test image failed"; }
+  --tools "$build/images:$build/signing" --guest-tool "$NAMES" >"$t/out" 2>&1 || { cat "$t/out"; bail "building the test image failed"; }
 grep -q '"/root"' "$t/img/manifest.json" || bail "the test image names no evidence path /root"
 start_seatd
 "$CTL" -q image import "$t/img/manifest.json" >"$t/out" 2>&1 || { cat "$t/out"; bail "image import failed"; }
@@ -150,6 +183,7 @@ echo "# seat $A up ($((SECONDS - t_start)) s)"
 grep -q written "$t/out" && ok "the guest wrote hostile files into /root/ev (an evidence path)" || not_ok "the guest wrote hostile files into /root/ev"
 
 t0=$SECONDS
+rm -f "$t/appliance1"; watch_appliance "$t/appliance1" & watcher=$!
 "$CTL" reset "$A" >"$t/reset" 2>"$t/out"; rc=$?
 reset_s=$((SECONDS - t0))
 cat "$t/reset" >>"$t/out"
@@ -157,6 +191,9 @@ cat "$t/reset" >>"$t/out"
 wait_for 300 has_archive "$A" 1
 arch=$(archive_of "$A" 1)
 [[ -n $arch ]] && ok "the session is sealed into $(basename "${arch:-none}") ($((SECONDS - t0)) s after the reset)" || not_ok "the session is sealed into an archive"
+kill "$watcher" 2>/dev/null; wait "$watcher" 2>/dev/null
+confined "$t/appliance1" && ok "the seal's appliance ran confined: $(tr '\n' ' ' <"$t/appliance1")" \
+  || { cat "$t/appliance1" >"$t/out" 2>/dev/null; not_ok "the seal's appliance ran confined (not root, seccomp, -sandbox on)"; }
 wait_for 20 no_quarantine "$A" 1
 [[ -z $(quarantine_of "$A" 1) ]] && ok "its quarantine (overlay included) is deleted once the archive is stored" || { ls -laR "$t/state/evidence" >"$t/out"; not_ok "its quarantine is deleted once the archive is stored"; }
 grep -q "appliance up in" "$t/seatd.log" && ok "the guest files were read by a libguestfs appliance ($(grep -o 'appliance up in [0-9.]* s' "$t/seatd.log" | head -1))" || not_ok "the guest files were read by a libguestfs appliance"
@@ -273,6 +310,99 @@ a3=$(archive_of "$A" 3)
 wait_for 20 no_partial_archive
 [[ -z $(ls -A "$t/archives" | grep '^\.') && $(ls "$t/archives" | wc -l) == 3 ]] && ok "no half-written archive stays beside the three whole ones" || { ls -la "$t/archives" >"$t/out"; not_ok "no half-written archive stays"; }
 [[ $(state_of "$A") == ready ]] && ok "the seat was adopted and is READY" || not_ok "the seat was adopted and is READY ($(state_of "$A"))"
+
+# ---------------------------------------------------------------- 5. a directory of very many long names
+# (docs/security.md, issue 13 #3) libguestfs streams a directory's listing wherever it is
+# told: it must never become a host file, whatever the guest put there. 5 million names
+# would take 15 minutes to make under TCG (about 5500 links/s here) and 1.3 GB of guest
+# disk; NAMES_COUNT names of 250 bytes make a listing of ~50 MB, 12 times the listing cap
+# (4 MiB) and twice the old on-disk cap (25.6 MB). The host side is the same for any count:
+# what is read stops at the cap, nothing is written.
+NAMES_COUNT=${NAMES_COUNT:-200000}
+"$CTL" -q provision --image test-image --participant bystander >"$t/provB" 2>"$t/out" || { cat "$t/provB" >>"$t/out"; not_ok "provision a second seat"; }
+B=$(awk 'NR==2 {print $1}' "$t/provB")
+t0=$SECONDS
+"$CTL" exec --timeout 1200 "$A" -- /bin/guest-names /root/many "$NAMES_COUNT" 250 >"$t/out" 2>&1
+grep -q "made $NAMES_COUNT names" "$t/out" && ok "the guest made $NAMES_COUNT names of 250 bytes in /root/many ($((SECONDS - t0)) s)" || not_ok "the guest made $NAMES_COUNT names in /root/many"
+gen=$(json_field 'd["generation"]' < <("$CTL" --json status "$A"))
+# The guest's staging beside the quarantine, watched while it is sealed: its largest size.
+watch_staging() {
+  local max=0 s q
+  while :; do
+    for q in "$t"/state/evidence/quarantine/"$A"-g"$gen"-*/guest; do
+      [[ -d $q ]] || continue
+      s=$(du -sb "$q" 2>/dev/null | cut -f1)
+      ((${s:-0} > max)) && { max=$s; echo "$max" >"$t/staging-max"; }
+    done
+    sleep 0.2
+  done
+}
+echo 0 >"$t/staging-max"
+watch_staging & watcher=$!
+"$CTL" reset "$A" >"$t/out" 2>&1 || not_ok "reset of the seat with many names (rc $?)"
+# The other seat works on while this one is sealed.
+busy=0
+for _ in 1 2 3; do "$CTL" exec "$B" -- true >/dev/null 2>&1 && busy=$((busy + 1)); sleep 2; done
+[[ $busy == 3 ]] && ok "another seat answers exec while the session is sealed" || not_ok "another seat answers exec while the session is sealed ($busy/3)"
+wait_for 600 sealed_or_faulted "$A" "$gen"
+kill "$watcher" 2>/dev/null; wait "$watcher" 2>/dev/null
+a5=$(archive_of "$A" "$gen")
+staging_max=$(cat "$t/staging-max")
+# The caps of this seatd: 2.5 MiB of copies, an index of at most 4 MiB (and a line).
+((staging_max <= 2621440 + 4194304 + 65536)) && ok "the host never held the listing: the guest's staging stayed within its caps (at most $staging_max bytes)" \
+  || { echo "staging reached $staging_max bytes" >"$t/out"; not_ok "the host never held the listing (staging reached $staging_max bytes)"; }
+"$CTL" --json evidence open "$a5" --key "$t/facilitator.key" --out "$t/opened5" >"$t/open5.json" 2>"$t/out"; rc=$?
+idx5=$(ls "$t/opened5" 2>/dev/null | grep -E -- '^[0-9]{4}-guest-index.txt$' | head -1)
+[[ $rc == 0 && -n $idx5 ]] && grep -q '^cut dir - /root/many (its listing is over the cap of 4194304 bytes' "$t/opened5/$idx5" \
+  && [[ $(json_field "d['manifest']['guest']['complete']" <"$t/open5.json") == False ]] \
+  && ok "the archive records the cut listing (index line, collection incomplete), and opens" || { grep many "$t/opened5/$idx5" 2>/dev/null | head -5 >>"$t/out"; not_ok "the archive records the cut listing"; }
+check "that archive verifies" "$CTL" evidence verify "$(basename "${a5:-none}")" --seat "$A"
+[[ $(state_of "$A") == ready && $(state_of "$B") == ready ]] && ok "both seats are READY" || not_ok "both seats are READY ($(state_of "$A"), $(state_of "$B"))"
+"$CTL" release "$B" >/dev/null 2>&1
+
+# ---------------------------------------------------------------- 6. the appliance killed mid-seal
+# (docs/security.md, issue 13 #2) whatever happens to the appliance, the session is sealed:
+# the archive is incomplete, says why in its signed manifest, and the seat can be reset.
+incomplete_with() { # ARCHIVE PATTERN OUTDIR: verifies; opens; guest incomplete, reason matches
+  "$CTL" evidence verify "$1" --host-key "$t/state/trust/host.pub" >"$t/out" 2>&1 && grep -qE "^reason: +.*$2" "$t/out" &&
+    "$CTL" --json evidence open "$1" --key "$t/facilitator.key" --out "$3" >"$3.json" 2>>"$t/out" &&
+    [[ $(json_field "d['manifest']['guest']['complete']" <"$3.json") == False ]] &&
+    json_field "d['manifest']['guest']['reason']" <"$3.json" | grep -qE "$2"
+}
+"$CTL" exec "$A" -- sh -c 'mkdir -p /root/ev && i=0; while [ $i -lt 40 ]; do dd if=/dev/urandom of=/root/ev/k$i bs=60k count=1 2>/dev/null; i=$((i + 1)); done; sync; echo written' >"$t/out" 2>&1
+grep -q written "$t/out" || not_ok "the guest wrote 40 files"
+gen=$(json_field 'd["generation"]' < <("$CTL" --json status "$A"))
+rm -f "$t/appliance6"; watch_appliance "$t/appliance6" "/$A-g$gen-" & watcher=$!
+"$CTL" reset "$A" >"$t/out" 2>&1 || not_ok "reset before the appliance is killed"
+wait_for 300 test -s "$t/appliance6"; kill "$watcher" 2>/dev/null; wait "$watcher" 2>/dev/null
+confined "$t/appliance6" && ok "during that seal too: $(tr '\n' ' ' <"$t/appliance6")" || { cat "$t/appliance6" >"$t/out" 2>/dev/null; not_ok "the appliance ran confined"; }
+# Killed once it copies the guest's files: mid-seal.
+end=$((SECONDS + 300))
+until compgen -G "$t/state/evidence/quarantine/$A-g$gen-*/guest/g000001" >/dev/null || ((SECONDS > end)) || has_archive "$A" "$gen"; do sleep 0.05; done
+qpid=$(field "$t/appliance6" qemu_pid)
+killed=no; [[ -n $qpid ]] && kill -9 "$qpid" 2>/dev/null && killed=yes
+echo "# appliance QEMU $qpid killed: $killed"
+wait_for 300 sealed_or_faulted "$A" "$gen"
+a6=$(archive_of "$A" "$gen")
+[[ $killed == yes && -n $a6 ]] && incomplete_with "$a6" "appliance|died|connection|signal" "$t/opened6" \
+  && ok "appliance killed mid-seal: the archive verifies, is incomplete, its signed manifest says why ($(json_field "d['manifest']['guest']['reason']" <"$t/opened6.json" | cut -c1-120))" \
+  || not_ok "appliance killed mid-seal: an incomplete, valid archive with the reason"
+wait_for 20 no_quarantine "$A" "$gen"
+[[ $(state_of "$A") == ready ]] && "$CTL" reset "$A" >"$t/out" 2>&1 && [[ $(state_of "$A") == ready ]] \
+  && ok "the seat is READY and resets" || not_ok "the seat is READY and resets ($(state_of "$A"))"
+
+# ---------------------------------------------------------------- 7. a corrupted guest filesystem
+gen=$(json_field 'd["generation"]' < <("$CTL" --json status "$A"))
+"$CTL" exec --timeout 60 "$A" -- sh -c 'dd if=/dev/zero of=/dev/vda bs=4096 count=4096 conv=notrunc 2>/dev/null; sync; echo zeroed' >"$t/out" 2>&1
+grep -q zeroed "$t/out" && ok "the guest zeroed the first 16 MiB of its own disk" || not_ok "the guest zeroed the start of its disk"
+"$CTL" reset "$A" >"$t/out" 2>&1 || not_ok "reset of the seat with a corrupted disk"
+wait_for 300 sealed_or_faulted "$A" "$gen"
+a7=$(archive_of "$A" "$gen")
+[[ -n $a7 ]] && incomplete_with "$a7" "[a-z]" "$t/opened7" \
+  && ok "a corrupted guest filesystem: the archive verifies, is incomplete, its signed manifest says why ($(json_field "d['manifest']['guest']['reason']" <"$t/opened7.json" | cut -c1-120))" \
+  || not_ok "a corrupted guest filesystem: an incomplete, valid archive with the reason"
+[[ $(state_of "$A") == ready ]] && "$CTL" reset "$A" >"$t/out" 2>&1 && [[ $(state_of "$A") == ready ]] \
+  && ok "that seat is READY and resets too" || not_ok "that seat is READY and resets ($(state_of "$A"))"
 
 check "release" "$CTL" release "$A"
 echo "# took $((SECONDS - t_start)) s"

@@ -45,6 +45,8 @@ static void test_defaults(void **state) {
         assert_int_equal(c->evidence_max_bytes, 256ULL << 20);
         assert_int_equal(c->evidence_max_file_bytes, 64ULL << 20);
         assert_int_equal(c->evidence_max_files, 1000);
+        assert_string_equal(c->evidence_collect_user, "seatd-collect");
+        assert_int_equal(c->evidence_collect_timeout, 1800);
         assert_int_equal(c->exec_max_timeout, 3600);
 }
 
