@@ -148,7 +148,8 @@ seatd_conf() {
         } >"$f"
 }
 # seatd_start [CONF]: start seatd (log level SEATD_LOG_LEVEL, default debug, empty: seatd's
-# own default; the log in $t/seatd.log) and wait up to a minute until its operator socket answers.
+# own default; the log in $t/seatd.log), wait up to a minute until its operator socket
+# answers, and point seatctl at it (SEATD_SOCKET).
 seatd_start() {
         local conf=${1:-$t/seatd.conf} sock
         sock=$(sed -n 's/^socket_path *= *//p' "$conf" | tail -n1)
@@ -160,7 +161,10 @@ seatd_start() {
         seatd_pid=$!
         for _ in $(seq 1 600); do
                 kill -0 "$seatd_pid" 2>/dev/null || { seatd_pid=; bail "seatd exited at start"; }
-                [[ -S $sock ]] && "$CTL" --socket "$sock" list >/dev/null 2>&1 && return 0
+                if [[ -S $sock ]] && "$CTL" --socket "$sock" list >/dev/null 2>&1; then
+                        export SEATD_SOCKET=$sock
+                        return 0
+                fi
                 sleep 0.1
         done
         bail "seatd did not start within a minute"
@@ -168,10 +172,10 @@ seatd_start() {
 # seatd_stop: SIGTERM, and SIGKILL if it is still there after a minute.
 seatd_stop() {
         [[ -n $seatd_pid ]] || return 0
-        kill "$seatd_pid" 2>/dev/null
+        kill "$seatd_pid" 2>/dev/null || true
         for _ in $(seq 1 600); do kill -0 "$seatd_pid" 2>/dev/null || break; sleep 0.1; done
-        kill -9 "$seatd_pid" 2>/dev/null
-        wait "$seatd_pid" 2>/dev/null
+        kill -9 "$seatd_pid" 2>/dev/null || true
+        wait "$seatd_pid" 2>/dev/null || true
         seatd_pid=
         return 0
 }
@@ -222,7 +226,35 @@ test_image() {
         fi
 }
 
+# image_import [test-image options...]: the test image in $t/img, signed with a key of its
+# own that the private seatd trusts ($t/keys/test.pub), imported into the running seatd.
+image_import() {
+        if [[ ! -f $t/test.key ]]; then
+                mkdir -p "$t/keys"
+                "$SIGN" keygen -W -p "$t/keys/test.pub" -s "$t/test.key" >/dev/null 2>&1 || bail "seat-sign keygen failed"
+        fi
+        test_image "$t/img" --sign-key "$t/test.key" "$@" >"$t/out" 2>&1 || { cat "$t/out" >&2; bail "building the test image failed"; }
+        "$CTL" -q image import "$t/img/manifest.json" >"$t/out" 2>&1 || { cat "$t/out" >&2; bail "image import failed"; }
+}
+# provision_id [seatctl provision options...]: provision a seat of the test image, print its id.
+provision_id() {
+        "$CTL" -q --json provision --image test-image "$@" | python3 -c 'import json,sys; print(json.load(sys.stdin)["seats"][0]["id"])'
+}
+
 # ---------------------------------------------------------------- benches
+# bench_seatd [KEY=VALUE...] [-- test-image options...]: a bench's private seatd on TCG
+# (log level warning; debug, and the log kept in the file BENCH_LOG, when that is set),
+# with the test image imported.
+bench_seatd() {
+        local -a keys=()
+        while (($#)) && [[ $1 != -- ]]; do keys+=("$1"); shift; done
+        [[ ${1-} != -- ]] || shift
+        SEATD_LOG_LEVEL=warning
+        if [[ -n ${BENCH_LOG:-} ]]; then SEATD_LOG_LEVEL=debug; harness_keep_log "$BENCH_LOG"; fi
+        seatd_conf accel=tcg allow_tcg=true inspect_images=false "${keys[@]}"
+        seatd_start
+        image_import "$@"
+}
 # ms: milliseconds, from bash's own clock (no process started to read it).
 ms() { local now=${EPOCHREALTIME/[.,]/}; echo $((now / 1000)); }
 # median / median_int: of the numbers on stdin (the mean of the middle two of an even
@@ -266,7 +298,7 @@ naive_domain_xml() {
 }
 # naive_cycle NAME DIR: destroy the naive domain, a new overlay, create it, wait for its agent.
 naive_cycle() {
-        "${VIRSH[@]}" destroy "$1" >/dev/null 2>&1
+        "${VIRSH[@]}" destroy "$1" >/dev/null 2>&1 || true
         rm -f "$2/overlay.qcow2"; qemu-img create -q -f qcow2 -F qcow2 -b "$naive_base" "$2/overlay.qcow2"
         "${VIRSH[@]}" create "$2/domain.xml" >/dev/null
         wait_agent "$1"
