@@ -10,10 +10,12 @@
 #     networks, nftables chains and routing rules of that seatd (leftovers.sh) and then the
 #     work directory: suites and benches leave nothing behind, even when they fail;
 #   - a private seatd: seatd_conf KEY=VALUE..., seatd_start, seatd_stop;
-#   - our_domains, token_file, as_nobody, as_daemon;
+#   - our_domains, token_file, as_nobody, as_daemon, provision_id;
 #   - test_image: the signed test image, from the one meson builds (SEATD_TEST_IMAGE_DIR)
 #     where it can, built by images/recipes/test-image where the suite asks for more;
-#   - bench helpers: ms, median, median_int, wait_agent, image_blob, naive_domain_xml.
+#     image_import signs it with a key seatd trusts and imports it;
+#   - bench helpers: bench_seatd, ms, median, median_int, wait_agent, image_blob,
+#     naive_domain_xml, naive_cycle.
 # A suite:
 #   . "$(dirname "$0")/../lib/seatd-harness.sh"
 #   harness_build "${1:?usage: $0 BUILD_DIR}"
