@@ -7,48 +7,16 @@
 # states made after it. Prints numbers; asserts nothing about time.
 #   usage: bench-concurrency.sh BUILD_DIR [SEATS [MEMORY_MIB]]
 set -euo pipefail
-build=$(realpath "${1:?usage: $0 BUILD_DIR [SEATS [MEMORY_MIB]]}")
+# shellcheck source=../lib/seatd-harness.sh
+. "$(dirname "$0")/../lib/seatd-harness.sh"
+harness_bench
+harness_build "${1:?usage: $0 BUILD_DIR [SEATS [MEMORY_MIB]]}"
 seats=${2:-20} mem=${3:-128}
-src=$(dirname "$(realpath "$0")")/../..
-# shellcheck source=../lib/leftovers.sh
-. "$src/tests/lib/leftovers.sh"
-SIGN=$build/signing/seat-sign SEATD=$build/seatd/seatd CTL=$build/seatctl/seatctl
-V=(virsh -q -c qemu:///system)
-
-t=$(mktemp -d /var/tmp/seatd-bench-conc.XXXXXX)
-chmod 0755 "$t"
-seatd_pid=
-cleanup() {
-  if [[ -n $seatd_pid ]]; then
-    "$CTL" --json list 2>/dev/null | python3 -c 'import json,sys; [print(s["id"]) for s in json.load(sys.stdin)["seats"]]' 2>/dev/null \
-      | xargs -r -P 4 -n 1 "$CTL" -q release >/dev/null 2>&1 || true
-    kill "$seatd_pid" 2>/dev/null || true
-  fi
-  [[ -n $seatd_pid ]] && wait "$seatd_pid" 2>/dev/null; [[ -n ${BENCH_LOG:-} ]] && cp "$t/seatd.log" "$BENCH_LOG"; seat_leftovers_remove "$t/state"; rm -rf "$t"
-}
-trap cleanup EXIT
-ms() { local t=${EPOCHREALTIME/[.,]/}; echo $((t / 1000)); }
+# (the harness's cleanup removes the seats, their networks and the work directory)
+harness_workdir /var/tmp/seatd-bench-conc 0755
 avail_mib() { awk '/^MemAvailable:/ { print int($2 / 1024) }' /proc/meminfo; }
 
-mkdir -p "$t/keys"
-"$SIGN" keygen -W -p "$t/keys/k.pub" -s "$t/k.key" >/dev/null 2>&1
-"$src/images/recipes/test-image" --guest-init "$build/guest-init/guest-init" --out "$t/img" --quiet \
-  --memory-mib "$mem" --sign-key "$t/k.key" --tools "$build/images:$build/signing"
-cat >"$t/seatd.conf" <<CONF
-state_dir = $t/state
-socket_path = $t/ctl.sock
-trusted_keys_dir = $t/keys
-accel = tcg
-allow_tcg = true
-inspect_images = false
-warm_reset = false
-CONF
-lvl=warning; [[ -n ${BENCH_LOG:-} ]] && lvl=debug
-"$SEATD" -c "$t/seatd.conf" -l "$lvl" 2>"$t/seatd.log" &
-seatd_pid=$!
-export SEATD_SOCKET=$t/ctl.sock
-for _ in $(seq 1 1200); do [[ -S $SEATD_SOCKET ]] && break; sleep 0.05; done
-"$CTL" -q image import "$t/img/manifest.json" >/dev/null
+bench_seatd warm_reset=false -- --memory-mib "$mem"
 
 before=$(avail_mib)
 a=$(ms)

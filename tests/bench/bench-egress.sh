@@ -11,30 +11,22 @@
 # usage: bench-egress.sh BUILD_DIR
 set -uo pipefail
 
-build=$(realpath "${1:?usage: $0 BUILD_DIR}")
-src=$(cd "$(dirname "$0")/../.." && pwd)
+# shellcheck source=../lib/seatd-harness.sh
+. "$(dirname "$0")/../lib/seatd-harness.sh"
+harness_bench
+harness_build "${1:?usage: $0 BUILD_DIR}"
 NFTEST=$build/tests/network/nftest
-[[ $(id -u) == 0 ]] || { echo "bench-egress: needs root" >&2; exit 1; }
+need_root
 # shellcheck source=../network/world.sh
-. "$src/tests/network/world.sh"
+. "$HARNESS_SRC/tests/network/world.sh"
 
 UP=sdb-up0 BR=seat-bench VETH=sdb-g1 GNS=seatd-b-g1 TABLE=216 # world_route: rule pref TABLE*10 must come before main (32766)
 GUEST=10.216.0.2 HOST=10.216.0.1 MAC=52:54:00:d5:01:01
-t=$(mktemp -d /var/tmp/seatd-bench-egress.XXXXXX)
-chmod 0755 "$t"
+harness_workdir /var/tmp/seatd-bench-egress 0755
 SEAT=(--seat bench --bridge $BR --uplink $UP --guest $GUEST --mac $MAC --profile "$t/bench.profile")
-seatd_pid=
-
-cleanup() {
-  [[ -n $seatd_pid ]] && { kill "$seatd_pid" 2>/dev/null; wait "$seatd_pid" 2>/dev/null; }
-  "$NFTEST" remove "${SEAT[@]}" >/dev/null 2>&1
-  world_unroute $TABLE >/dev/null 2>&1
-  world_guest_down $GNS $BR $VETH >/dev/null 2>&1
-  world_down >/dev/null 2>&1
-  rm -rf "$t"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+# seatd first, then the filter and the test world it was routed through
+harness_on_exit 'seatd_stop; "$NFTEST" remove "${SEAT[@]}" >/dev/null 2>&1; world_unroute $TABLE >/dev/null 2>&1
+  world_guest_down $GNS $BR $VETH >/dev/null 2>&1; world_down >/dev/null 2>&1'
 
 world_up $UP >/dev/null || { echo "bench-egress: the test world did not come up" >&2; exit 1; }
 world_guest_up $GNS $BR $VETH $HOST $GUEST/30 $MAC || exit 1
@@ -83,7 +75,6 @@ ip netns exec "$WORLD_NS" python3 "$t/srv.py" "$WORLD_ALLOWED" </dev/null >/dev/
 echo $! >>"$WORLD_DIR/pids" # world_down stops it
 sleep 0.5
 
-median() { sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
 # Forwarding on the uplink again before each run: another seatd's forwarding_lockdown
 # (docs/egress.md) would switch it off for every interface but its own.
 run() {
@@ -102,32 +93,10 @@ echo "throughput MiB/s: filtered $(tr '\n' ' ' <"$t/bf")(median $bf), unfiltered
 echo "connections/s:    filtered $(tr '\n' ' ' <"$t/cf")(median $cf), unfiltered $(tr '\n' ' ' <"$t/cu")(median $cu)"
 
 # ---------------------------------------------------------------- provision with 500 rules
-SEATD=$build/seatd/seatd CTL=$build/seatctl/seatctl
-export SEATD_SOCKET=$t/ctl.sock
-mkdir -p "$t/keys" "$t/state" "$t/egress"
+mkdir -p "$t/egress"
 for i in $(seq 0 499); do echo "allow tcp 198.51.100.$((i % 250 + 1)) port $((10000 + i))"; done >"$t/egress/big.profile"
-"$build/signing/seat-sign" keygen -W -p "$t/k.pub" -s "$t/k.key" >/dev/null 2>&1 && cp "$t/k.pub" "$t/keys/"
-"$src/images/recipes/test-image" --guest-init "$build/guest-init/guest-init" --out "$t/img" --quiet \
-  --sign-key "$t/k.key" --tools "$build/images:$build/signing" >/dev/null 2>&1 || { echo "bench-egress: image build failed" >&2; exit 1; }
-cat >"$t/seatd.conf" <<EOF
-state_dir = $t/state
-socket_path = $t/ctl.sock
-trusted_keys_dir = $t/keys
-accel = tcg
-allow_tcg = true
-inspect_images = false
-warm_reset = false
-net_pool = 10.217.0.0/24
-uplink = $UP
-uplink_gateway = $WORLD_NET.2
-route_table = 5217
-route_priority = 5217
-egress_dir = $t/egress
-EOF
-"$SEATD" -c "$t/seatd.conf" >"$t/seatd.log" 2>&1 &
-seatd_pid=$!
-for _ in $(seq 1 300); do "$CTL" list >/dev/null 2>&1 && break; sleep 0.1; done
-"$CTL" -q image import "$t/img/manifest.json" >/dev/null || { echo "bench-egress: import failed" >&2; exit 1; }
+bench_seatd warm_reset=false net_pool=10.217.0.0/24 "uplink=$UP" "uplink_gateway=$WORLD_NET.2" \
+  route_table=5217 route_priority=5217 "egress_dir=$t/egress"
 prov() { # PROFILE -> ms
   local s0 ms id
   s0=$EPOCHREALTIME

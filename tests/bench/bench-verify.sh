@@ -4,18 +4,16 @@
 # same filesystem. Medians of repeated runs; prints numbers, asserts nothing about time.
 #   usage: bench-verify.sh BUILD_DIR [SIZE_MIB] [RUNS]
 set -euo pipefail
-build=$(realpath "${1:?usage: $0 BUILD_DIR [SIZE_MIB] [RUNS]}")
+# shellcheck source=../lib/seatd-harness.sh
+. "$(dirname "$0")/../lib/seatd-harness.sh"
+harness_bench
+harness_build "${1:?usage: $0 BUILD_DIR [SIZE_MIB] [RUNS]}"
 size_mib=${2:-1024} runs=${3:-5}
-SIGN=$build/signing/seat-sign MANIFEST=$build/images/seat-manifest SEATD=$build/seatd/seatd CTL=$build/seatctl/seatctl
-
-t=$(mktemp -d /var/tmp/seatd-bench-verify.XXXXXX)
-seatd_pid=
-cleanup() { [[ -n $seatd_pid ]] && kill "$seatd_pid" 2>/dev/null; wait 2>/dev/null; rm -rf "$t"; }
-trap cleanup EXIT
+harness_workdir /var/tmp/seatd-bench-verify
+export SEATD_LOG_LEVEL=warning
 
 now() { echo "${EPOCHREALTIME/,/.}"; }
 calc() { awk "BEGIN { printf \"%.6f\", $1 }"; }
-median() { sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
 
 echo "making a ${size_mib} MiB image (random bytes) ..." >&2
 mkdir -p "$t/img" "$t/keys" "$t/state"
@@ -23,20 +21,17 @@ head -c $((size_mib << 20)) /dev/urandom >"$t/img/disk.raw"
 "$SIGN" keygen -W -p "$t/keys/k.pub" -s "$t/k.key" >/dev/null 2>&1
 "$MANIFEST" --name bench --version 1 --out "$t/img/manifest.json" --disk "$t/img/disk.raw:raw"
 "$SIGN" sign -s "$t/k.key" -m "$t/img/manifest.json" >/dev/null 2>&1
-printf 'state_dir = %s/state\nsocket_path = %s/ctl.sock\ntrusted_keys_dir = %s/keys\n' "$t" "$t" "$t" >"$t/seatd.conf"
-"$SEATD" -c "$t/seatd.conf" -l warning &
-seatd_pid=$!
+seatd_conf
+seatd_start
 export SEATD_SOCKET=$t/ctl.sock
-for _ in $(seq 1 1200); do [[ -S $SEATD_SOCKET ]] && break; sleep 0.05; done
 cat "$t/img/disk.raw" >/dev/null # warm the page cache for everyone alike
 
 imp=() cpt=() ver=() b2=()
 for i in $(seq 1 "$runs"); do
   # import: a fresh store each time (the same version re-imported would be a no-op)
-  kill "$seatd_pid"; wait "$seatd_pid" 2>/dev/null || true
+  seatd_stop
   rm -rf "$t/state"; mkdir -p "$t/state"
-  "$SEATD" -c "$t/seatd.conf" -l warning & seatd_pid=$!
-  for _ in $(seq 1 1200); do [[ -S $SEATD_SOCKET ]] && break; sleep 0.05; done
+  seatd_start
   sync
   a=$(now); "$CTL" -q image import "$t/img/manifest.json" >/dev/null; sync; b=$(now)
   imp+=("$(calc "$b - $a")")

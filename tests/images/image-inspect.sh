@@ -8,54 +8,24 @@
 # in all. The appliance is built once, into the private state_dir/guestfs-cache.
 set -uo pipefail
 
-build=$(realpath "${1:?usage: $0 BUILD_DIR}")
-src=$(realpath "$(dirname "$0")/../..")
-SIGN=$build/signing/seat-sign
-MANIFEST=$build/images/seat-manifest
-SEATD=$build/seatd/seatd
-CTL=$build/seatctl/seatctl
-GUEST_INIT=$build/guest-init/guest-init
-RECIPE=$src/images/recipes/test-image
-for b in "$SIGN" "$MANIFEST" "$SEATD" "$CTL" "$GUEST_INIT"; do
-  [[ -x $b ]] || { echo "1..0 # SKIP $b not built"; exit 0; }
-done
-for tool in guestfish qemu-img mke2fs minisign python3; do
-  command -v "$tool" >/dev/null || { echo "1..0 # SKIP $tool is not installed (apt-get install libguestfs-tools qemu-utils e2fsprogs minisign)"; exit 0; }
-done
-ls /boot/vmlinuz-* >/dev/null 2>&1 || { echo "1..0 # SKIP no kernel in /boot for the test image (apt-get install linux-image-amd64)"; exit 0; }
+# shellcheck source=../lib/seatd-harness.sh
+. "$(dirname "$0")/../lib/seatd-harness.sh"
+harness_build "${1:?usage: $0 BUILD_DIR}"
+need_built "$SIGN" "$MANIFEST" "$SEATD" "$CTL" "$GUEST_INIT"
+need_cmd -h "apt-get install libguestfs-tools qemu-utils e2fsprogs minisign" guestfish qemu-img mke2fs minisign python3
+need_kernel
 
-t=$(mktemp -d /tmp/seatd-inspect-test.XXXXXX)
-seatd_pid=
-cleanup() {
-  [[ -n $seatd_pid ]] && kill "$seatd_pid" 2>/dev/null && wait "$seatd_pid" 2>/dev/null
-  rm -rf "$t"
-}
-trap cleanup EXIT
-
-n=0 failed=0
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-not_ok() { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $1"; [[ -f $t/out ]] && sed 's/^/# /' "$t/out" | head -20; }
+harness_workdir /tmp/seatd-inspect-test
 
 # KVM is unusable on the build machines (docs: ENVIRONMENT.md): accel = tcg makes seatd
 # launch the appliance with force_tcg. Real KVM hosts may say SEATD_TEST_ACCEL=auto.
 export SEATD_SOCKET=$t/ctl.sock
-mkdir -p "$t/keys" "$t/state"
-cat > "$t/seatd.conf" <<CONF
-state_dir = $t/state
-socket_path = $t/ctl.sock
-trusted_keys_dir = $t/keys
-accel = ${SEATD_TEST_ACCEL:-tcg}
-inspect_images = true
-max_image_bytes = 268435456
-CONF
+seatd_conf "accel=${SEATD_TEST_ACCEL:-tcg}" inspect_images=true max_image_bytes=268435456
 
 "$SIGN" keygen -W -p "$t/trusted.pub" -s "$t/trusted.key" >/dev/null 2>&1
 cp "$t/trusted.pub" "$t/keys/"
 
-"$SEATD" -c "$t/seatd.conf" -l debug >>"$t/seatd.log" 2>&1 &
-seatd_pid=$!
-for _ in $(seq 1 1200); do [[ -S $t/ctl.sock ]] && break; sleep 0.05; done
-[[ -S $t/ctl.sock ]] || { echo "Bail out! seatd did not start"; cat "$t/seatd.log"; exit 1; }
+seatd_start
 
 sign() { "$SIGN" sign -s "$t/trusted.key" -m "$1" >/dev/null 2>&1; }
 import() { "$CTL" image import "$1" >"$t/out" 2>&1; }
@@ -81,8 +51,7 @@ manifest() {
 
 # --- (a) the real test image: guest-init at /dev/sda:/sbin/guest-init, protocol 1 ---
 start=$SECONDS
-if "$RECIPE" --guest-init "$GUEST_INIT" --out "$t/good" --sign-key "$t/trusted.key" \
-    --tools "$build/images:$build/signing" --quiet --disk-size 64M >"$t/out" 2>&1; then
+if test_image "$t/good" --sign-key "$t/trusted.key" --disk-size 64M >"$t/out" 2>&1; then
   ok "the test image recipe builds a signed bundle"
 else
   not_ok "the test image recipe builds a signed bundle"; echo "1..$n"; exit 1
@@ -141,5 +110,4 @@ else not_ok "an image without guest_init imports without an appliance"; fi
 kill -0 "$seatd_pid" && ok "seatd is still serving" || not_ok "seatd is still serving"
 echo "# whole test: $((SECONDS - start)) s"
 
-echo "1..$n"
-exit $((failed > 0))
+tap_end

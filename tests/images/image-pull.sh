@@ -6,44 +6,24 @@
 # made with openssl in the test's temp dir. Nothing leaves the machine.
 set -uo pipefail
 
-build=$(realpath "${1:?usage: $0 BUILD_DIR}")
-here=$(dirname "$(realpath "$0")")
-SIGN=$build/signing/seat-sign
-MANIFEST=$build/images/seat-manifest
-SEATD=$build/seatd/seatd
-CTL=$build/seatctl/seatctl
-HTTPD=$here/test-http-server.py
-for b in "$SIGN" "$MANIFEST" "$SEATD" "$CTL"; do
-  [[ -x $b ]] || { echo "1..0 # SKIP $b not built"; exit 0; }
-done
+# shellcheck source=../lib/seatd-harness.sh
+. "$(dirname "$0")/../lib/seatd-harness.sh"
+harness_build "${1:?usage: $0 BUILD_DIR}"
+HTTPD=$(dirname "$(realpath "$0")")/test-http-server.py
+need_built "$SIGN" "$MANIFEST" "$SEATD" "$CTL"
 for c in python3 openssl qemu-img; do
-  command -v "$c" >/dev/null || { echo "Bail out! $c is not installed (scripts/lib/host.sh lists the packages)"; exit 1; }
+  command -v "$c" >/dev/null || bail "$c is not installed (scripts/lib/host.sh lists the packages)"
 done
 
 # Loopback only, whatever proxy the caller's environment names.
 unset http_proxy https_proxy HTTP_PROXY HTTPS_PROXY all_proxy ALL_PROXY no_proxy NO_PROXY
 
-t=$(mktemp -d /tmp/seatd-pull-test.XXXXXX)
-seatd_pid= http_pid= https_pid= ctl_pid=
-cleanup() {
-  local p
-  for p in $ctl_pid $seatd_pid $http_pid $https_pid; do
-    kill "$p" 2>/dev/null && wait "$p" 2>/dev/null
-  done
-  rm -rf "$t"
-}
-trap cleanup EXIT
+harness_workdir /tmp/seatd-pull-test
+http_pid= https_pid= ctl_pid=
+harness_on_exit 'kill_wait "$ctl_pid" "$http_pid" "$https_pid"'
 # KEEP_LOG=FILE keeps seatd's log for a look afterwards.
-[[ -n ${KEEP_LOG:-} ]] && trap 'cp "$t/seatd.log" "$KEEP_LOG"; cleanup' EXIT
-
-n=0 failed=0
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-not_ok() {
-  n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $1"
-  [[ -f $t/out ]] && sed 's/^/# /' "$t/out" | head -20
-  [[ -f $t/seatd.log ]] && tail -5 "$t/seatd.log" | sed 's/^/# seatd: /'
-}
-check() { if eval "$2"; then ok "$1"; else not_ok "$1"; fi; }
+[[ -n ${KEEP_LOG:-} ]] && harness_keep_log "$KEEP_LOG"
+harness_not_ok_log=5
 
 export SEATD_SOCKET=$t/ctl.sock
 staging=$t/state/images/staging
@@ -102,25 +82,12 @@ HTTP=http://127.0.0.1:$hp
 HTTPS=https://127.0.0.1:$sp
 
 # --- seatd, with a config per case group ---
-write_conf() { # write_conf NAME [extra lines...]
-  local f=$t/$1.conf; shift
-  { echo "state_dir = $t/state"; echo "socket_path = $t/ctl.sock"; echo "trusted_keys_dir = $t/keys"
-    echo "max_image_bytes = 67108864"; echo "pull_low_speed_time = 3"; echo "pull_connect_timeout = 5"
-    # libvirt's in-memory test driver: this seatd must never touch the machine's domains.
-    echo "libvirt_uri = test:///default"; echo "inspect_images = false"
-    printf '%s\n' "$@"; } >"$f"
-}
-write_conf strict "ca_file = $t/tls/ca.pem"
-write_conf plain "ca_file = $t/tls/ca.pem" "allow_plain_http = true"
-write_conf wrongca "ca_file = $t/tls/wrong-ca.pem"
-start_seatd() {
-  rm -f "$t/ctl.sock"
-  "$SEATD" -c "$t/$1.conf" -l debug >>"$t/seatd.log" 2>&1 &
-  seatd_pid=$!
-  for _ in $(seq 1 1200); do [[ -S $t/ctl.sock ]] && return 0; sleep 0.05; done
-  echo "Bail out! seatd did not start"; cat "$t/seatd.log"; exit 1
-}
-stop_seatd() { kill "$seatd_pid"; wait "$seatd_pid" 2>/dev/null; seatd_pid=; }
+# libvirt's in-memory test driver: this seatd must never touch the machine's domains.
+pull_conf=(max_image_bytes=67108864 pull_low_speed_time=3 pull_connect_timeout=5 libvirt_uri=test:///default inspect_images=false)
+seatd_conf -f "$t/strict.conf" "${pull_conf[@]}" "ca_file=$t/tls/ca.pem"
+seatd_conf -f "$t/plain.conf" "${pull_conf[@]}" "ca_file=$t/tls/ca.pem" allow_plain_http=true
+seatd_conf -f "$t/wrongca.conf" "${pull_conf[@]}" "ca_file=$t/tls/wrong-ca.pem"
+start_seatd() { seatd_start "$t/$1.conf"; }
 
 pull() { timeout 60 "$CTL" image pull "$1" >"$t/out" 2>&1; }
 # expect_refused DESCRIPTION URL PATTERN: the pull fails and says why, naming the URL.
@@ -174,18 +141,18 @@ expect_refused "a manifest signed by an untrusted key is refused" "$HTTPS/normal
 check "... before any of its files is requested" '[[ $(file_requests untrusted) == 0 ]]'
 
 # --- redirects: never from https to http, even where http is allowed ---
-stop_seatd; start_seatd plain
+seatd_stop; start_seatd plain
 remove_demo
 expect_refused "a redirect from https:// to http:// is refused" "$HTTPS/redirect/normal/b1/manifest.json" "redirect"
 
 # --- the wrong CA ---
-stop_seatd; start_seatd wrongca
+seatd_stop; start_seatd wrongca
 remove_demo
 expect_refused "HTTPS with a CA that did not sign the server's certificate is refused" "$HTTPS/normal/b1/manifest.json" "certificate"
 check "... and nothing is staged" '[[ $(parts) == 0 ]]'
 
 # --- plain HTTP where allowed, and servers that misbehave ---
-stop_seatd; start_seatd plain
+seatd_stop; start_seatd plain
 pull "$HTTP/normal/b1/manifest.json" && ok "plain HTTP works when allow_plain_http is set" || not_ok "plain HTTP works when allow_plain_http is set"
 remove_demo
 
@@ -237,5 +204,4 @@ check "... seatd is still serving" '"$CTL" image list >"$t/out" 2>&1 && kill -0 
 check "... and only the resumable .part is left" '[[ $(parts) == 1 ]] && only_parts_left'
 pull "$HTTP/normal/b1/manifest.json" && ok "... which the next pull resumes" || not_ok "... which the next pull resumes"
 
-echo "1..$n"
-exit $((failed > 0))
+tap_end

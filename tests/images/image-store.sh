@@ -5,46 +5,17 @@
 # Every case of "Image and supply chain" in SECURITY-TESTS.md that an import can reach.
 set -uo pipefail
 
-build=$(realpath "${1:?usage: $0 BUILD_DIR}")
-SIGN=$build/signing/seat-sign
-MANIFEST=$build/images/seat-manifest
-SEATD=$build/seatd/seatd
-CTL=$build/seatctl/seatctl
-for b in "$SIGN" "$MANIFEST" "$SEATD" "$CTL"; do
-  [[ -x $b ]] || { echo "1..0 # SKIP $b not built"; exit 0; }
-done
-command -v minisign >/dev/null || { echo "Bail out! minisign is not installed (apt-get install minisign)"; exit 1; }
-command -v qemu-img >/dev/null || { echo "Bail out! qemu-img is not installed"; exit 1; }
+# shellcheck source=../lib/seatd-harness.sh
+. "$(dirname "$0")/../lib/seatd-harness.sh"
+harness_build "${1:?usage: $0 BUILD_DIR}"
+need_built "$SIGN" "$MANIFEST" "$SEATD" "$CTL"
+command -v minisign >/dev/null || bail "minisign is not installed (apt-get install minisign)"
+command -v qemu-img >/dev/null || bail "qemu-img is not installed"
 
-t=$(mktemp -d /tmp/seatd-image-test.XXXXXX)
-seatd_pid=
-cleanup() {
-  [[ -n $seatd_pid ]] && kill "$seatd_pid" 2>/dev/null && wait "$seatd_pid" 2>/dev/null
-  rm -rf "$t"
-}
-trap cleanup EXIT
-
-n=0 failed=0
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-not_ok() { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $1"; [[ -f $t/out ]] && sed 's/^/# /' "$t/out" | head -20; }
+harness_workdir /tmp/seatd-image-test
 
 export SEATD_SOCKET=$t/ctl.sock
-mkdir -p "$t/keys" "$t/state"
-cat > "$t/seatd.conf" <<CONF
-state_dir = $t/state
-socket_path = $t/ctl.sock
-trusted_keys_dir = $t/keys
-max_image_bytes = 67108864
-inspect_images = false
-CONF
-
-start_seatd() {
-  "$SEATD" -c "$t/seatd.conf" -l debug >>"$t/seatd.log" 2>&1 &
-  seatd_pid=$!
-  for _ in $(seq 1 1200); do [[ -S $t/ctl.sock ]] && return 0; sleep 0.05; done
-  echo "Bail out! seatd did not start"; cat "$t/seatd.log"; exit 1
-}
-stop_seatd() { kill "$seatd_pid"; wait "$seatd_pid" 2>/dev/null; seatd_pid=; }
+seatd_conf max_image_bytes=67108864 inspect_images=false
 
 # A trusted key (ours, unprotected for automation) and an untrusted one.
 "$SIGN" keygen -W -p "$t/trusted.pub" -s "$t/trusted.key" >/dev/null 2>&1
@@ -69,7 +40,7 @@ expect_refused() {
 blob_count() { find "$t/state/images/blobs" -type f ! -name '.import-*' | wc -l; }
 no_temp_left() { [[ -z $(find "$t/state/images/blobs" -name '.import-*') ]]; }
 
-start_seatd
+seatd_start
 
 # --- the good path, and interop with the real minisign ---
 bundle "$t/v2" 2 && sign "$t/v2/manifest.json"
@@ -147,7 +118,7 @@ mk v1 1
 expect_refused "an older version than the one accepted is refused" "$t/v1/manifest.json" "older than version 2|no rollback"
 mk v2b 2; sed -i 's/console=ttyS0/console=ttyS1/' "$t/v2b/manifest.json"; sign "$t/v2b/manifest.json"
 expect_refused "the same version with other contents is refused" "$t/v2b/manifest.json" "already accepted with other contents"
-stop_seatd; start_seatd
+seatd_stop; seatd_start
 expect_refused "the high-water mark survives a restart of seatd" "$t/v1/manifest.json" "older than version 2"
 "$CTL" image remove demo >"$t/out" 2>&1 && ok "image remove" || not_ok "image remove"
 expect_refused "removing an image keeps its high-water mark" "$t/v1/manifest.json" "older than version 2"
@@ -187,13 +158,13 @@ if "$CTL" image verify demo >"$t/out" 2>&1; then not_ok "a damaged stored blob f
 # Through the sockets as seatd made them (tests/security/sockets.sh tries them in depth):
 # the operator socket is closed to other users, the participant socket serves no image.*.
 chmod 0755 "$t" # the test's own directory
-if setpriv --reuid=nobody --regid=nogroup --clear-groups "$CTL" image list >"$t/out" 2>&1; then
+if as_nobody "$CTL" image list >"$t/out" 2>&1; then
   not_ok "a non-operator is denied image.list"
 else
   grep -q "no permission to talk to seatd" "$t/out" && ok "a non-operator cannot reach image.list on the operator socket" || not_ok "a non-operator is denied image.list"
 fi
-printf 'x\n' >"$t/tok"; chmod 0644 "$t/tok"
-if setpriv --reuid=nobody --regid=nogroup --clear-groups "$CTL" --token-file "$t/tok" image list >"$t/out" 2>&1; then
+token_file "$t/tok" x
+if as_nobody "$CTL" --token-file "$t/tok" image list >"$t/out" 2>&1; then
   not_ok "a token does not open image.list"
 else
   grep -q "no permission to talk to seatd" "$t/out" && ok "a token does not open image.list (the operator socket stays closed)" || not_ok "a token does not open image.list"
@@ -204,5 +175,4 @@ fi
 "$CTL" image verify '../etc' >"$t/out" 2>&1; [[ $? == 1 ]] && grep -q "image name" "$t/out" && ok "a bad image name is refused" || not_ok "a bad image name is refused"
 kill -0 "$seatd_pid" && ok "seatd is still serving" || not_ok "seatd is still serving"
 
-echo "1..$n"
-exit $((failed > 0))
+tap_end

@@ -10,83 +10,28 @@
 # Needs root and a running libvirtd (never restarted here).
 set -uo pipefail
 
-build=$(realpath "${1:?usage: $0 BUILD_DIR}")
-src=$(cd "$(dirname "$0")/../.." && pwd)
-# shellcheck source=../lib/leftovers.sh
-. "$src/tests/lib/leftovers.sh"
-SIGN=$build/signing/seat-sign SEATD=$build/seatd/seatd CTL=$build/seatctl/seatctl
-GUEST_INIT=$build/guest-init/guest-init RECIPE=$src/images/recipes/test-image
-VIRSH=(virsh -q -c qemu:///system)
-for b in "$SIGN" "$SEATD" "$CTL" "$GUEST_INIT" "$build/images/seat-manifest"; do
-  [[ -x $b ]] || { echo "1..0 # SKIP $b not built"; exit 0; }
-done
-[[ $(id -u) == 0 ]] || { echo "1..0 # SKIP needs root (libvirt qemu:///system)"; exit 0; }
-for c in virsh qemu-img python3 setpriv; do command -v "$c" >/dev/null || { echo "1..0 # SKIP $c is not installed"; exit 0; }; done
-"${VIRSH[@]}" version >/dev/null 2>&1 || { echo "1..0 # SKIP libvirtd does not answer on qemu:///system (start it: . scripts/lib/host.sh; host_start_libvirt)"; exit 0; }
+# shellcheck source=../lib/seatd-harness.sh
+. "$(dirname "$0")/../lib/seatd-harness.sh"
+harness_build "${1:?usage: $0 BUILD_DIR}"
+need_built "$SIGN" "$SEATD" "$CTL" "$GUEST_INIT" "$MANIFEST"
+need_root
+need_cmd virsh qemu-img python3 setpriv
+need_libvirt
 
-t=$(mktemp -d /var/tmp/seatd-pools.XXXXXX)
-chmod 0755 "$t"
-seatd_pid=
+harness_workdir /var/tmp/seatd-pools 0755
+harness_keep_log "$build/meson-logs/pools-seatd.log"
+harness_seatd_must_live=1
 t_start=$(date +%s)
-
-our_domains() {
-  local d names
-  names=$("${VIRSH[@]}" list --all --name 2>/dev/null)
-  for d in $names; do
-    [[ $d == seatd-* ]] || continue
-    [[ $("${VIRSH[@]}" dumpxml "$d" 2>/dev/null) == *"file='$t/state/"* ]] && echo "$d"
-  done
-}
-cleanup() {
-  local d
-  if [[ -n $seatd_pid ]]; then kill -9 "$seatd_pid" 2>/dev/null; wait "$seatd_pid" 2>/dev/null; fi
-  for d in $(our_domains); do "${VIRSH[@]}" destroy "$d" >/dev/null 2>&1; done
-  [[ -f $t/seatd.log ]] && cp "$t/seatd.log" "$build/meson-logs/pools-seatd.log" 2>/dev/null
-  seat_leftovers_remove "$t/state"; rm -rf "$t"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-n=0 failed=0
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-not_ok() {
-  n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $1"
-  [[ -s $t/out ]] && sed 's/^/#   /' "$t/out" | head -20
-  [[ -n $seatd_pid ]] && ! kill -0 "$seatd_pid" 2>/dev/null && bail "seatd (pid $seatd_pid) is gone"
-  return 0
-}
-bail() { echo "Bail out! $*"; [[ -f $t/seatd.log ]] && tail -30 "$t/seatd.log" | sed 's/^/# /'; exit 1; }
 
 export SEATD_SOCKET=$t/ctl.sock
 unset SEATD_TOKEN
-mkdir -p "$t/keys" "$t/state"
 # Warm reset off: this test is about pools, and each saved state is one more boot on a
 # 2-core machine. pool_max_seats leaves room for the pool, the claims it makes and a cold boot.
 write_conf() {
-  cat >"$t/seatd.conf" <<CONF
-state_dir = $t/state
-socket_path = $t/ctl.sock
-trusted_keys_dir = $t/keys
-accel = tcg
-allow_tcg = true
-inspect_images = false
-warm_reset = false
-pool_max_seats = $1
-CONF
-}
-start_seatd() {
-  rm -f "$t/ctl.sock"
-  "$SEATD" -c "$t/seatd.conf" -l debug >>"$t/seatd.log" 2>&1 &
-  seatd_pid=$!
-  for _ in $(seq 1 900); do
-    kill -0 "$seatd_pid" 2>/dev/null || bail "seatd exited"
-    if [[ -S $t/ctl.sock ]] && "$CTL" list >/dev/null 2>&1; then return 0; fi
-    sleep 0.1
-  done
-  bail "seatd did not start"
+  seatd_conf accel=tcg allow_tcg=true inspect_images=false warm_reset=false "pool_max_seats=$1"
 }
 write_conf 8
-start_seatd
+seatd_start
 
 py() { python3 -c "import json,sys; d=json.load(sys.stdin); $1"; }
 pool_field() { "$CTL" --json pool status 2>/dev/null | py "p=[x for x in d['pools'] if x['image']=='test-image']; print(p[0].get('$1','') if p else '')"; }
@@ -101,14 +46,9 @@ wait_ready() { # wait_ready N: the pool holds N ready seats
   done
   echo "pool: ready=$r, want $1; $("$CTL" pool status 2>&1)"; return 1
 }
-ms() { date +%s%3N; }
-nobody() { setpriv --reuid=nobody --regid=nogroup --clear-groups -- "$CTL" "$@"; }
+nobody() { as_nobody "$CTL" "$@"; }
 
-"$SIGN" keygen -W -p "$t/test.pub" -s "$t/test.key" >/dev/null 2>&1 || bail "seat-sign keygen failed"
-cp "$t/test.pub" "$t/keys/test.pub"
-"$RECIPE" --guest-init "$GUEST_INIT" --out "$t/img" --quiet --sign-key "$t/test.key" \
-  --tools "$build/images:$build/signing" >"$t/out" 2>&1 || { cat "$t/out"; bail "building the test image failed"; }
-"$CTL" -q image import "$t/img/manifest.json" >"$t/out" 2>&1 || { cat "$t/out"; bail "image import failed"; }
+image_import
 
 # ---------------------------------------------------------------- 1. a cold provision, for comparison
 t0=$(ms)
@@ -137,7 +77,7 @@ A=$(py 'print(d["seats"][0]["id"])' <"$t/claim" 2>/dev/null) tokA=$(py 'print(d[
   && ok "provision claims a pooled seat ($A) for its participant" || { cat "$t/claim" >>"$t/out"; not_ok "provision claims a pooled seat"; }
 (( claim_ms < cold_ms )) && ok "the claim took $claim_ms ms through seatctl, a cold provision $cold_ms ms" \
   || { echo "claim $claim_ms ms, cold $cold_ms ms" >"$t/out"; not_ok "a claim is faster than a cold boot"; }
-printf '%s\n' "$tokA" >"$t/tokA"; chown nobody:nogroup "$t/tokA"; chmod 0600 "$t/tokA"
+token_file "$t/tokA" "$tokA" nobody:nogroup 0600
 [[ $tokA =~ ^[0-9a-f]{64}$ && $(nobody --token-file "$t/tokA" exec "$A" -- hostname 2>"$t/out") == "seat-$A" ]] \
   && ok "the new token opens the claimed seat" || not_ok "the new token opens the claimed seat"
 other=$(echo "$P" | tr ' ' '\n' | grep -v "^$A$")
@@ -189,10 +129,10 @@ py "p=d['pools'][0]; h=d['host']; assert (p['image'],p['egress'],p['size'],p['re
 
 # ---------------------------------------------------------------- 7. a restart keeps the pool; the host limit
 P=$(pooled_ids)
-kill "$seatd_pid"; wait "$seatd_pid" 2>/dev/null; seatd_pid=
+seatd_stop
 grep -q "^pool image=test-image egress=none ready=2$" "$t/state/pools" && ok "the pool is saved in the state directory" || not_ok "the pool is saved in the state directory"
 write_conf 3 # B and the 2 pooled seats: the host is full
-start_seatd
+seatd_start
 [[ $(pool_field size) == 2 && $(pooled_ids) == "$P" ]] && ok "after a restart the pool is back with its adopted seats ($P)" \
   || { "$CTL" list >"$t/out" 2>&1; not_ok "after a restart the pool is back with its adopted seats"; }
 "$CTL" -q --json provision --image test-image --participant carol >"$t/claim" 2>"$t/out"
@@ -219,5 +159,4 @@ for s in $("$CTL" --json list | py "print(' '.join(s['id'] for s in d['seats']))
 kill -0 "$seatd_pid" 2>/dev/null && ok "seatd is still serving" || not_ok "seatd is still serving"
 
 echo "# took $(($(date +%s) - t_start)) s"
-echo "1..$n"
-exit $((failed > 0))
+tap_end

@@ -14,34 +14,23 @@ set -u
 SEAT_RUN=${1:?usage: guest-probe-vm.sh SEAT_RUN GUEST_INIT GUEST_PROBE}
 GUEST_INIT=${2:?usage: guest-probe-vm.sh SEAT_RUN GUEST_INIT GUEST_PROBE}
 GP=${3:?usage: guest-probe-vm.sh SEAT_RUN GUEST_INIT GUEST_PROBE}
-RECIPE=$(cd "$(dirname "$0")/../.." && pwd)/images/recipes/test-image
+# shellcheck source=../lib/seatd-harness.sh
+. "$(dirname "$0")/../lib/seatd-harness.sh"
 
-[[ $(id -u) == 0 ]] || { echo "1..0 # SKIP needs root (libvirt qemu:///system)"; exit 0; }
-for b in "$SEAT_RUN" "$GUEST_INIT" "$GP"; do
-        [[ -x $b ]] || { echo "1..0 # SKIP $b not built"; exit 0; }
-done
-virsh -c qemu:///system version >/dev/null 2>&1 ||
-        { echo "1..0 # SKIP libvirtd does not answer (. scripts/lib/host.sh; host_start_libvirt)"; exit 0; }
-
-n=0 failed=0
-ok() { n=$((n + 1)); echo "ok $n - $*"; }
-not_ok() { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $*"; }
-diag() { echo "# $*"; }
+need_root
+need_built "$SEAT_RUN" "$GUEST_INIT" "$GP"
+need_libvirt
 
 # Under /var/tmp with 0755 parents: QEMU runs as libvirt-qemu and must read the image.
-t=$(mktemp -d /var/tmp/seatd-probe-vm.XXXXXX)
-chmod 0755 "$t"
-trap 'rm -rf "$t"' EXIT
+harness_workdir /var/tmp/seatd-probe-vm 0755
 
 if "$RECIPE" --guest-init "$GUEST_INIT" --out "$t/bad" --quiet --guest-tool "$(command -v ls)" >"$t/out" 2>&1; then
         not_ok "the recipe refuses a dynamically linked --guest-tool"
 else
         ok "the recipe refuses a dynamically linked --guest-tool ($(tail -n1 "$t/out"))"
 fi
-if ! "$RECIPE" --guest-init "$GUEST_INIT" --out "$t/img" --quiet --guest-tool "$GP" >"$t/out" 2>&1; then
-        echo "Bail out! cannot build the test image: $(tail -n 3 "$t/out" | tr '\n' ' ')"
-        exit 1
-fi
+test_image "$t/img" --guest-tool "$GP" >"$t/out" 2>&1 ||
+        bail "cannot build the test image: $(tail -n 3 "$t/out" | tr '\n' ' ')"
 ok "test image built with --guest-tool $GP"
 
 # Everything in one boot; each step's output is framed by markers with its exit code.
@@ -61,8 +50,7 @@ STEPS
 rc=$?
 if [[ $rc != 0 ]]; then
         not_ok "boot and run the steps in the guest (seat-run exit $rc): $(tail -n 3 "$t/guest.err" | tr '\n' ' ')"
-        echo "1..$n"
-        exit 1
+        tap_end
 fi
 ok "booted: $(grep -o 'ready in [0-9]* ms' "$t/guest.err" | head -n1)"
 
@@ -90,5 +78,4 @@ check_step refused 1 'result=fail reason=refused' "a refused TCP connect exits 1
 check_step dns 1 'result=fail reason=refused' "DNS to a port with no server fails (exit 1, reason=refused)"
 check_step name 2 'reason=usage' "a name without --resolver is a usage error (no /etc/resolv.conf is read)"
 
-echo "1..$n"
-[[ $failed == 0 ]]
+tap_end

@@ -11,12 +11,9 @@ CTL=${1:?usage: seatctl.sh SEATCTL SEATD}
 SEATD=${2:-}
 case $CTL in /*) ;; *) CTL=$PWD/$CTL ;; esac
 case $SEATD in /*|'') ;; *) SEATD=$PWD/$SEATD ;; esac
-n=0
+# shellcheck source=../lib/seatd-harness.sh
+. "$(dirname "$0")/../lib/seatd-harness.sh"
 
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-not_ok() { n=$((n + 1)); echo "not ok $n - $1"; }
-skip() { n=$((n + 1)); echo "ok $n - $1 # SKIP $2"; }
-diag() { sed 's/^/# /' "$@"; }
 # run NAME ARGS...: seatctl's stdout, stderr and status in $t/NAME.{out,err,rc}; stdin is
 # not a terminal, so exec would send it: /dev/null.
 run() { local name=$1; shift; "$CTL" "$@" </dev/null >"$t/$name.out" 2>"$t/$name.err"; echo $? >"$t/$name.rc"; }
@@ -24,13 +21,7 @@ rc() { cat "$t/$1.rc"; }
 # same A B: the same status and the same output, both streams
 same() { [[ $(rc "$1") == $(rc "$2") ]] && cmp -s "$t/$1.out" "$t/$2.out" && cmp -s "$t/$1.err" "$t/$2.err"; }
 
-t=$(mktemp -d /tmp/seatctl-test.XXXXXX) || exit 1
-seatd_pid=
-cleanup() {
-        [[ -n $seatd_pid ]] && kill "$seatd_pid" 2>/dev/null && wait "$seatd_pid" 2>/dev/null
-        rm -rf "$t"
-}
-trap cleanup EXIT
+harness_workdir /tmp/seatctl-test
 unset SEATD_SOCKET SEATD_TOKEN
 NONE=(--socket "$t/nonexistent.sock")
 
@@ -41,7 +32,7 @@ if [[ $(rc json-after) == 1 ]] && same json-before json-after && grep -q "seatd 
         ok "list --json: accepted after the verb, the same error as --json list"
 else
         not_ok "list --json: accepted after the verb (status $(rc json-after), before the verb $(rc json-before))"
-        diag "$t/json-after.err"
+        diag_file "$t/json-after.err"
 fi
 run q-before "${NONE[@]}" -q list
 run q-after "${NONE[@]}" list -q
@@ -50,7 +41,7 @@ if [[ $(rc q-after) == 1 ]] && same q-before q-after && same q-before quiet-afte
         ok "list -q / --quiet: accepted after the verb, the same error as -q list"
 else
         not_ok "list -q / --quiet: accepted after the verb (status $(rc q-after) and $(rc quiet-after))"
-        diag "$t/q-after.err"
+        diag_file "$t/q-after.err"
 fi
 run img-before "${NONE[@]}" --json -q image list
 run img-after "${NONE[@]}" image list -q --json
@@ -60,7 +51,7 @@ if same img-before img-after && same status-before status-after && [[ $(rc img-a
         ok "image list -q --json and status SEAT --json: accepted after a sub-command and after an argument"
 else
         not_ok "image list -q --json and status SEAT --json (status $(rc img-after), $(rc status-after))"
-        diag "$t/img-after.err" "$t/status-after.err"
+        diag_file "$t/img-after.err" "$t/status-after.err"
 fi
 run list-bad "${NONE[@]}" list --bogus
 [[ $(rc list-bad) == 2 ]] && ok "list --bogus: still bad usage (2)" || not_ok "list --bogus: still bad usage (got $(rc list-bad))"
@@ -79,7 +70,7 @@ if [[ $(rc exec-json-after) == 125 ]] && same exec-json-before exec-json-after &
         ok "exec SEAT --json / -q -- CMD: accepted between SEAT and '--'"
 else
         not_ok "exec SEAT --json / -q -- CMD (got $(rc exec-json-after), $(rc exec-q-after))"
-        diag "$t/exec-json-after.err"
+        diag_file "$t/exec-json-after.err"
 fi
 bad=
 for args in "exec" "exec s1" "exec s1 --" "exec --bogus s1 -- true" "exec s1 --bogus -- true" "exec s1 --timeout" \
@@ -103,14 +94,10 @@ grep -q -- "--json and -q may also come after the command" "$t/help.out" && grep
 # what a command's own status does to exec is tried on a real seat in lifecycle.sh)
 if [[ ! -x $SEATD ]]; then
         for d in "list --json prints JSON" "exec: a seatd error is 125"; do skip "$d" "seatd is not built (no libvirt)"; done
-        echo "1..$n"; exit 0
+        tap_end
 fi
-mkdir -p "$t/state" "$t/keys"
-printf 'state_dir = %s\nsocket_path = %s\ntrusted_keys_dir = %s\ninspect_images = false\nnetwork = false\n' \
-        "$t/state" "$t/ctl.sock" "$t/keys" >"$t/seatd.conf"
-"$SEATD" -c "$t/seatd.conf" >"$t/seatd.log" 2>&1 &
-seatd_pid=$!
-for _ in $(seq 1 1200); do "$CTL" --socket "$t/ctl.sock" list >/dev/null 2>&1 && break; sleep 0.05; done
+seatd_conf inspect_images=false network=false
+SEATD_LOG_LEVEL='' seatd_start
 F=(--socket "$t/ctl.sock")
 run fl-before "${F[@]}" --json list
 run fl-after "${F[@]}" list --json
@@ -118,12 +105,12 @@ if [[ $(rc fl-after) == 0 ]] && same fl-before fl-after && python3 -c 'import js
         ok "list --json prints the same JSON as --json list"
 else
         not_ok "list --json prints the same JSON as --json list (status $(rc fl-after))"
-        diag "$t/fl-after.out" "$t/fl-after.err" "$t/seatd.log"
+        diag_file "$t/fl-after.out" "$t/fl-after.err" "$t/seatd.log"
 fi
 run fe-gone "${F[@]}" exec sdeadbeef -- true
 run fe-gone-json "${F[@]}" exec sdeadbeef --json -- true
 [[ $(rc fe-gone) == 125 && $(rc fe-gone-json) == 125 ]] && grep -q "sdeadbeef" "$t/fe-gone.err" \
         && ok "exec: seatd's refusal (no such seat) is 125, with seatd's message" \
-        || { not_ok "exec: a seatd error is 125 (got $(rc fe-gone), $(rc fe-gone-json))"; diag "$t/fe-gone.err"; }
+        || { not_ok "exec: a seatd error is 125 (got $(rc fe-gone), $(rc fe-gone-json))"; diag_file "$t/fe-gone.err"; }
 
-echo "1..$n"
+tap_end

@@ -7,44 +7,22 @@
 # anything seatd made: that is the point. Speaks TAP.
 set -uo pipefail
 
-build=$(realpath "${1:?usage: $0 BUILD_DIR}")
-SEATD=$build/seatd/seatd CTL=$build/seatctl/seatctl
-for b in "$SEATD" "$CTL"; do [[ -x $b ]] || { echo "1..0 # SKIP $b not built"; exit 0; }; done
-command -v setpriv >/dev/null || { echo "1..0 # SKIP setpriv is missing (util-linux)"; exit 0; }
+# shellcheck source=../lib/seatd-harness.sh
+. "$(dirname "$0")/../lib/seatd-harness.sh"
+harness_build "${1:?usage: $0 BUILD_DIR}"
+need_built "$SEATD" "$CTL"
+need_cmd -h util-linux setpriv
 # The interpreter the unprivileged clients run: outside any user's home.
 PY=/usr/bin/python3
 
-t=$(mktemp -d /tmp/seatd-sockets.XXXXXX)
-chmod 0755 "$t" # the test's own directory: other users must be able to reach the sockets in it
-seatd_pid=
-cleanup() {
-  [[ -n $seatd_pid ]] && kill "$seatd_pid" 2>/dev/null && wait "$seatd_pid" 2>/dev/null
-  rm -rf "$t"
-}
-trap cleanup EXIT
-
-n=0 failed=0
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-not_ok() { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $1"; [[ -f $t/out ]] && sed 's/^/# /' "$t/out" | head -20; }
-bail() { echo "Bail out! $*"; [[ -f $t/seatd.log ]] && tail -20 "$t/seatd.log" | sed 's/^/# /'; exit 1; }
-as_nobody() { setpriv --reuid=nobody --regid=nogroup --clear-groups -- "$@"; }
-as_daemon() { setpriv --reuid=daemon --regid=daemon --clear-groups -- "$@"; }
+# 0755: other users must be able to reach the sockets in the test's own directory
+harness_workdir /tmp/seatd-sockets 0755
 
 export SEATD_SOCKET=$t/ctl.sock
 unset SEATD_TOKEN SEATD_PARTICIPANT_SOCKET
-mkdir -p "$t/state" "$t/keys"
-cat >"$t/seatd.conf" <<CONF
-state_dir = $t/state
-socket_path = $t/ctl.sock
-trusted_keys_dir = $t/keys
-inspect_images = false
-network = false
-participant_max_connections = 4
-participant_idle_timeout = 3
-CONF
-"$SEATD" -c "$t/seatd.conf" -l debug >"$t/seatd.log" 2>&1 &
-seatd_pid=$!
-for _ in $(seq 1 200); do [[ -S $t/participant.sock ]] && "$CTL" list >/dev/null 2>&1 && break; sleep 0.05; done
+seatd_conf inspect_images=false network=false participant_max_connections=4 participant_idle_timeout=3
+seatd_start
+for _ in $(seq 1 200); do [[ -S $t/participant.sock ]] && break; sleep 0.05; done
 [[ -S $t/participant.sock ]] || bail "seatd did not start"
 
 # A protocol client: connects to $1, says hello, sends each request, prints each reply as
@@ -80,7 +58,7 @@ mode_of() { stat -c '%a %U' "$1"; }
 as_nobody "$CTL" list >"$t/out" 2>&1; rc=$?
 [[ $rc == 1 ]] && grep -q "no permission to talk to seatd" "$t/out" \
   && ok "another user cannot open the operator socket, and is told what to do" || not_ok "another user cannot open the operator socket"
-printf 'not-a-real-token\n' >"$t/tok"; chmod 0644 "$t/tok" # the test's own file
+token_file "$t/tok" not-a-real-token # the test's own file, 0644
 as_nobody "$CTL" --token-file "$t/tok" status sdeadbeef >"$t/out" 2>&1; rc=$?
 [[ $rc == 1 ]] && ! grep -q "no permission\|not running" "$t/out" && grep -qi "token\|seat" "$t/out" \
   && ok "a participant's seatctl reaches seatd through the participant socket, and a bad token is refused there ($(head -c 90 "$t/out"))" \
@@ -189,5 +167,4 @@ printf 'state_dir = %s\nsocket_path = %s\nparticipant_socket_path = %s\n' "$t/s2
   || { grep -q "must be a path of its own" "$t/out" && ok "one path for both sockets is refused, saying why" || not_ok "one path for both sockets is refused, saying why"; }
 
 kill -0 "$seatd_pid" && "$CTL" list >/dev/null 2>&1 && ok "seatd is still serving" || not_ok "seatd is still serving"
-echo "1..$n"
-exit $((failed > 0))
+tap_end

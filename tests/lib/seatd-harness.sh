@@ -1,0 +1,307 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# shellcheck shell=bash
+#
+# The one harness of seatd's shell suites and benches (systemd's test/units/util.sh is the
+# model): sourced, never run. It gives
+#   - TAP: ok, not_ok, check, skip, skip_all, bail, diag, diag_file, tap_end;
+#   - need_* checks that skip the whole suite with the reason when the host cannot run it;
+#   - a work directory (harness_workdir) and ONE cleanup on EXIT, INT and TERM that stops
+#     the private seatd, runs the suite's own harness_on_exit steps, removes the domains,
+#     networks, nftables chains and routing rules of that seatd (leftovers.sh) and then the
+#     work directory: suites and benches leave nothing behind, even when they fail;
+#   - a private seatd: seatd_conf KEY=VALUE..., seatd_start, seatd_stop;
+#   - our_domains, token_file, as_nobody, as_daemon, provision_id;
+#   - test_image: the signed test image, from the one meson builds (SEATD_TEST_IMAGE_DIR)
+#     where it can, built by images/recipes/test-image where the suite asks for more;
+#     image_import signs it with a key seatd trusts and imports it;
+#   - bench helpers: bench_seatd, ms, median, median_int, wait_agent, image_blob,
+#     naive_domain_xml, naive_cycle.
+# A suite:
+#   . "$(dirname "$0")/../lib/seatd-harness.sh"
+#   harness_build "${1:?usage: $0 BUILD_DIR}"
+#   need_built "$SEATD" "$CTL"; need_root; need_libvirt
+#   harness_workdir /var/tmp/seatd-NAME 0755
+#   seatd_conf inspect_images=false; seatd_start
+#   ... ok / not_ok ...
+#   tap_end
+
+HARNESS_SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+RECIPE=$HARNESS_SRC/images/recipes/test-image
+VIRSH=(virsh -q -c qemu:///system)
+# shellcheck source=leftovers.sh
+. "$HARNESS_SRC/tests/lib/leftovers.sh"
+
+harness_prog=${0##*/}
+harness_tap=1      # 0 in a bench: no TAP, a missing need is an error on stderr
+harness_hooks=()   # harness_on_exit steps, run in order at exit
+harness_keep_log=  # where seatd's log is copied at exit
+harness_seatd_must_live=0 # 1: a not_ok after seatd died bails out
+harness_not_ok_log=0      # lines of seatd's log shown after each not_ok
+t='' seatd_pid=''
+n=0 failed=0
+
+# ---------------------------------------------------------------- TAP
+ok() { n=$((n + 1)); echo "ok $n - $*"; }
+# not_ok DESCRIPTION: and what the failed step left in $t/out, and seatd's log tail if asked.
+not_ok() {
+        n=$((n + 1)) failed=$((failed + 1))
+        echo "not ok $n - $*"
+        [[ -n $t && -s $t/out ]] && sed 's/^/# /' "$t/out" | head -20
+        ((harness_not_ok_log > 0)) && [[ -f $t/seatd.log ]] && tail -n "$harness_not_ok_log" "$t/seatd.log" | sed 's/^/# seatd: /'
+        if ((harness_seatd_must_live)) && [[ -n $seatd_pid ]] && ! kill -0 "$seatd_pid" 2>/dev/null; then
+                bail "seatd (pid $seatd_pid) is gone"
+        fi
+        return 0
+}
+# check DESCRIPTION EXPRESSION: ok when the expression (eval'd) holds.
+check() { if eval "$2"; then ok "$1"; else not_ok "$1"; fi; }
+skip() { n=$((n + 1)); echo "ok $n - $1 # SKIP $2"; }
+diag() { echo "# $*"; }
+diag_file() { sed 's/^/# /' "$@"; }
+# skip_all REASON: the whole suite cannot run here (in a bench: an error).
+skip_all() {
+        if ((harness_tap)); then echo "1..0 # SKIP $*"; exit 0; fi
+        echo "$harness_prog: cannot run: $*" >&2
+        exit 1
+}
+bail() {
+        if ((harness_tap)); then echo "Bail out! $*"; else echo "$harness_prog: $*" >&2; fi
+        [[ -n $t && -f $t/seatd.log ]] && tail -30 "$t/seatd.log" | sed 's/^/# /' >&2
+        exit 1
+}
+tap_end() { echo "1..$n"; exit $((failed > 0)); }
+
+# harness_bench: this script is a bench (prints figures, no TAP).
+harness_bench() { harness_tap=0; }
+
+# ---------------------------------------------------------------- what the host needs
+need_built() { local b; for b; do [[ -x $b ]] || skip_all "$b not built"; done; }
+need_root() { [[ $(id -u) == 0 ]] || skip_all "needs root (libvirt qemu:///system)"; }
+# need_cmd [-h HINT] CMD...: each command is on PATH; HINT says which packages give them.
+need_cmd() {
+        local hint='' c
+        [[ ${1-} == -h ]] && { hint=" ($2)"; shift 2; }
+        for c; do command -v "$c" >/dev/null || skip_all "$c is not installed$hint"; done
+}
+need_libvirt() {
+        "${VIRSH[@]}" version >/dev/null 2>&1 ||
+                skip_all "libvirtd does not answer on qemu:///system (start it: . scripts/lib/host.sh; host_start_libvirt)"
+}
+need_kernel() {
+        compgen -G '/boot/vmlinuz-*' >/dev/null ||
+                skip_all "no kernel in /boot for the test image (apt-get install linux-image-amd64)"
+}
+
+# harness_build BUILD_DIR: the programs of that build tree (for the suite to use).
+# shellcheck disable=SC2034
+harness_build() {
+        build=$(realpath "$1") || bail "no build directory '$1'"
+        SEATD=$build/seatd/seatd CTL=$build/seatctl/seatctl SIGN=$build/signing/seat-sign
+        MANIFEST=$build/images/seat-manifest GUEST_INIT=${GUEST_INIT:-$build/guest-init/guest-init}
+}
+
+# ---------------------------------------------------------------- work directory, cleanup
+# harness_workdir PREFIX [MODE]: t=PREFIX.XXXXXX, removed at exit with all it holds. MODE
+# 0755 where QEMU (libvirt-qemu) or another user must reach into it.
+harness_workdir() {
+        t=$(mktemp -d "$1.XXXXXX") || bail "cannot make a work directory $1.XXXXXX"
+        [[ -n ${2-} ]] && chmod "$2" "$t"
+        trap harness_cleanup EXIT
+        trap 'exit 130' INT TERM
+}
+# harness_on_exit 'COMMAND': run (eval'd, so variables expand at exit) before the
+# private seatd stops and its leftovers are removed.
+harness_on_exit() { harness_hooks+=("$1"); }
+# harness_keep_log FILE: copy seatd's log there at exit.
+harness_keep_log() { harness_keep_log=$1; }
+# kill_wait PID...: stop these children of ours (empty arguments are skipped).
+kill_wait() { local p; for p; do [[ -n $p ]] && kill "$p" 2>/dev/null && wait "$p" 2>/dev/null; done; return 0; }
+
+harness_cleanup() {
+        local rc=$? h
+        set +e
+        trap - INT TERM
+        for h in "${harness_hooks[@]}"; do eval "$h"; done
+        seatd_stop
+        if [[ -n $t && -d $t ]]; then
+                [[ -n $harness_keep_log && -f $t/seatd.log ]] && cp "$t/seatd.log" "$harness_keep_log" 2>/dev/null
+                seat_leftovers_remove "$t/state"
+                rm -rf "$t"
+        fi
+        exit "$rc"
+}
+
+# ---------------------------------------------------------------- the private seatd
+# seatd_conf [-f FILE] KEY=VALUE...: write a seatd.conf (default $t/seatd.conf) with its
+# state, sockets and trusted keys in $t, then each KEY = VALUE in order (a KEY of the
+# first three replaces it).
+seatd_conf() {
+        local f=$t/seatd.conf kv k
+        [[ ${1-} == -f ]] && { f=$2; shift 2; }
+        local -A base=([state_dir]=$t/state [socket_path]=$t/ctl.sock [trusted_keys_dir]=$t/keys)
+        for kv; do k=${kv%%=*}; [[ -n ${base[$k]+x} ]] && base[$k]=${kv#*=}; done
+        mkdir -p "${base[state_dir]}" "${base[trusted_keys_dir]}"
+        {
+                for k in state_dir socket_path trusted_keys_dir; do echo "$k = ${base[$k]}"; done
+                for kv; do
+                        k=${kv%%=*}
+                        [[ -n ${base[$k]+x} ]] || echo "$k = ${kv#*=}"
+                done
+        } >"$f"
+}
+# seatd_start [CONF]: start seatd (log level SEATD_LOG_LEVEL, default debug, empty: seatd's
+# own default; the log in $t/seatd.log), wait up to a minute until its operator socket
+# answers, and point seatctl at it (SEATD_SOCKET).
+seatd_start() {
+        local conf=${1:-$t/seatd.conf} sock
+        sock=$(sed -n 's/^socket_path *= *//p' "$conf" | tail -n1)
+        [[ -n $sock ]] || bail "no socket_path in $conf"
+        local -a level=(-l "${SEATD_LOG_LEVEL-debug}")
+        [[ -n ${SEATD_LOG_LEVEL-debug} ]] || level=()
+        rm -f "$sock"
+        "$SEATD" -c "$conf" "${level[@]}" >>"$t/seatd.log" 2>&1 &
+        seatd_pid=$!
+        for _ in $(seq 1 600); do
+                kill -0 "$seatd_pid" 2>/dev/null || { seatd_pid=; bail "seatd exited at start"; }
+                if [[ -S $sock ]] && "$CTL" --socket "$sock" list >/dev/null 2>&1; then
+                        export SEATD_SOCKET=$sock
+                        return 0
+                fi
+                sleep 0.1
+        done
+        bail "seatd did not start within a minute"
+}
+# seatd_stop: SIGTERM, and SIGKILL if it is still there after a minute.
+seatd_stop() {
+        [[ -n $seatd_pid ]] || return 0
+        kill "$seatd_pid" 2>/dev/null || true
+        for _ in $(seq 1 600); do kill -0 "$seatd_pid" 2>/dev/null || break; sleep 0.1; done
+        kill -9 "$seatd_pid" 2>/dev/null || true
+        wait "$seatd_pid" 2>/dev/null || true
+        seatd_pid=
+        return 0
+}
+# seatd_seat_ids: the ids of every seat the private seatd knows.
+seatd_seat_ids() {
+        "$CTL" --json list 2>/dev/null |
+                python3 -c 'import json,sys; [print(s["id"]) for s in json.load(sys.stdin)["seats"]]' 2>/dev/null
+}
+
+# our_domains [STATE_DIR]: the libvirt domains (running or not) of the private seatd.
+our_domains() {
+        local state=${1:-$t/state} d
+        for d in $("${VIRSH[@]}" list --all --name 2>/dev/null); do
+                [[ $d == seatd-* ]] || continue
+                [[ $("${VIRSH[@]}" dumpxml "$d" 2>/dev/null) == *"file='$state/"* ]] && echo "$d"
+        done
+        return 0
+}
+# token_file FILE TOKEN [OWNER [MODE]]: a token in a file of its own (mode 0644 by default).
+token_file() {
+        printf '%s\n' "$2" >"$1"
+        [[ -n ${3-} ]] && chown "$3" "$1"
+        chmod "${4:-0644}" "$1"
+}
+as_nobody() { setpriv --reuid=nobody --regid=nogroup --clear-groups -- "$@"; }
+as_daemon() { setpriv --reuid=daemon --regid=daemon --clear-groups -- "$@"; }
+
+# ---------------------------------------------------------------- the test image
+# test_image OUT [test-image options...]: the test image in OUT (signed with --sign-key
+# KEY when asked). The recipe is reproducible, so meson's image (SEATD_TEST_IMAGE_DIR, set
+# by `meson test` and scripts/bench) is the very image it would build: only signed
+# (--prebuilt). Options that change the files (--disk-size, --guest-tool, ...) build anew.
+test_image() {
+        local out=$1 a prebuilt=${SEATD_TEST_IMAGE_DIR-}
+        shift
+        for a; do
+                case $a in
+                --disk-size | --guest-tool | --extra-module | --busybox | --kernel-version | \
+                        --initramfs-compression | --kernel-format) prebuilt= ;;
+                esac
+        done
+        local -a tools=()
+        [[ -n ${build-} ]] && tools=(--tools "$build/images:$build/signing")
+        if [[ -n $prebuilt && -f $prebuilt/image.json ]]; then
+                "$RECIPE" --prebuilt "$prebuilt" --out "$out" --quiet "${tools[@]}" "$@"
+        else
+                "$RECIPE" --guest-init "$GUEST_INIT" --out "$out" --quiet "${tools[@]}" "$@"
+        fi
+}
+
+# image_import [test-image options...]: the test image in $t/img, signed with a key of its
+# own that the private seatd trusts ($t/keys/test.pub), imported into the running seatd.
+image_import() {
+        if [[ ! -f $t/test.key ]]; then
+                mkdir -p "$t/keys"
+                "$SIGN" keygen -W -p "$t/keys/test.pub" -s "$t/test.key" >/dev/null 2>&1 || bail "seat-sign keygen failed"
+        fi
+        test_image "$t/img" --sign-key "$t/test.key" "$@" >"$t/out" 2>&1 || { cat "$t/out" >&2; bail "building the test image failed"; }
+        "$CTL" -q image import "$t/img/manifest.json" >"$t/out" 2>&1 || { cat "$t/out" >&2; bail "image import failed"; }
+}
+# provision_id [seatctl provision options...]: provision a seat of the test image, print its id.
+provision_id() {
+        "$CTL" -q --json provision --image test-image "$@" | python3 -c 'import json,sys; print(json.load(sys.stdin)["seats"][0]["id"])'
+}
+
+# ---------------------------------------------------------------- benches
+# bench_seatd [KEY=VALUE...] [-- test-image options...]: a bench's private seatd on TCG
+# (log level warning; debug, and the log kept in the file BENCH_LOG, when that is set),
+# with the test image imported.
+bench_seatd() {
+        local -a keys=()
+        while (($#)) && [[ $1 != -- ]]; do keys+=("$1"); shift; done
+        [[ ${1-} != -- ]] || shift
+        SEATD_LOG_LEVEL=warning
+        if [[ -n ${BENCH_LOG:-} ]]; then SEATD_LOG_LEVEL=debug; harness_keep_log "$BENCH_LOG"; fi
+        seatd_conf accel=tcg allow_tcg=true inspect_images=false "${keys[@]}"
+        seatd_start
+        image_import "$@"
+}
+# ms: milliseconds, from bash's own clock (no process started to read it).
+ms() { local now=${EPOCHREALTIME/[.,]/}; echo $((now / 1000)); }
+# median / median_int: of the numbers on stdin (the mean of the middle two of an even
+# count; median_int truncates it).
+median() { sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
+median_int() { sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR + 1) / 2] : int((a[NR / 2] + a[NR / 2 + 1]) / 2)}'; }
+# wait_agent DOMAIN: until the domain's agent channel answers hello (2 minutes at most).
+wait_agent() {
+        python3 - "$1" <<'PY'
+import socket, sys, time, re, subprocess
+xml = subprocess.run(["virsh", "-q", "-c", "qemu:///system", "dumpxml", sys.argv[1]], capture_output=True, text=True).stdout
+path = re.search(r"<channel type='unix'>\s*<source mode='bind' path='([^']+)'", xml).group(1)
+deadline = time.monotonic() + 120
+while time.monotonic() < deadline:
+    try:
+        s = socket.socket(socket.AF_UNIX); s.connect(path); s.settimeout(120)
+        s.sendall(b'{"type":"hello","id":1,"version":1}\n')
+        if b'"type":"hello"' in s.makefile("rb").readline(): sys.exit(0)
+    except OSError:
+        time.sleep(0.02)
+sys.exit(1)
+PY
+}
+# image_blob FILE: where the private seatd stores FILE of the imported test-image.
+image_blob() {
+        local id
+        id=$("$CTL" --json image list | python3 -c "import json,sys; i=[x for x in json.load(sys.stdin)['images'] if x['name']=='test-image'][0]; print([f['identity'] for f in i['disks'] if f['file']=='$1'][0])")
+        echo "$t/state/images/blobs/$id"
+}
+# naive_domain_xml NAME DIR IMAGE_DIR: the domain a sysadmin would write for the stored
+# test image (its files in seatd's store, an overlay DIR/overlay.qcow2), in DIR/domain.xml;
+# sets naive_base to the stored root disk the overlay sits on.
+naive_domain_xml() {
+        local name=$1 dir=$2 kernel initrd cmdline
+        kernel=$(image_blob vmlinux) initrd=$(image_blob initramfs.img) naive_base=$(image_blob root.qcow2)
+        cmdline=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["cmdline"])' "$3/image.json")
+        mkdir -p "$dir"
+        sed -e "s|@NAME@|$name|" -e "s|@MEMORY_MIB@|256|" -e "s|@KERNEL@|$kernel|" -e "s|@INITRD@|$initrd|" \
+                -e "s|@CMDLINE@|$cmdline|" -e "s|@DISK@|$dir/overlay.qcow2|" -e "s|@CONSOLE_LOG@|$dir/console.log|" \
+                "$HARNESS_SRC/images/recipes/test-domain.xml.in" >"$dir/domain.xml"
+}
+# naive_cycle NAME DIR: destroy the naive domain, a new overlay, create it, wait for its agent.
+naive_cycle() {
+        "${VIRSH[@]}" destroy "$1" >/dev/null 2>&1 || true
+        rm -f "$2/overlay.qcow2"; qemu-img create -q -f qcow2 -F qcow2 -b "$naive_base" "$2/overlay.qcow2"
+        "${VIRSH[@]}" create "$2/domain.xml" >/dev/null
+        wait_agent "$1"
+}
