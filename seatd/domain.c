@@ -2,9 +2,12 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 #include <time.h>
 
+#include "conf.h"
 #include "domain.h"
 #include "fileio.h"
 #include "log.h"
@@ -56,10 +59,11 @@ static char *record_xml(const SeatRecord *r) {
                      "<seat><id>%s</id><image>%s</image><image_version>%lld</image_version>"
                      "<image_digest>%s</image_digest><participant>%s</participant><token_hash>%s</token_hash>"
                      "<state>%s</state><generation>%lld</generation><created>%lld</created>"
-                     "<net_index>%lld</net_index><egress>%s</egress><pooled>%d</pooled></seat>",
+                     "<net_index>%lld</net_index><egress>%s</egress><pooled>%d</pooled>"
+                     "<qemu_uid>%lld</qemu_uid></seat>",
                      r->id, image, (long long) r->image_version, r->image_digest, participant, r->token_hash,
                      r->state, (long long) r->generation, (long long) r->created, (long long) r->net_index,
-                     r->egress, r->pooled ? 1 : 0) < 0)
+                     r->egress, r->pooled ? 1 : 0, (long long) r->qemu_uid) < 0)
                 return NULL;
         return x;
 }
@@ -77,7 +81,7 @@ char *domain_xml(const DomainSpec *s) {
                             *log = xml_escape(s->console_log), *rec = record_xml(s->record), *os = NULL;
         char *xml = NULL;
 
-        if (!disk || !name || !kernel || !initrd || !cmdline || !overlay || !base || !log || !rec)
+        if (!disk || !name || !kernel || !initrd || !cmdline || !overlay || !base || !log || !rec || s->qemu_uid == 0)
                 return NULL;
         if (m->direct_boot) {
                 if (asprintf(&os,
@@ -122,6 +126,12 @@ char *domain_xml(const DomainSpec *s) {
                      "    <memballoon model='none'/>\n"
                      "%s"
                      "  </devices>\n"
+                     /* QEMU runs as this seat machine's own uid and gid. relabel='no':
+                      * libvirt's DAC driver has no per-file exception for <kernel> and
+                      * <initrd>, and with relabelling on it chowns those shared, verified
+                      * blobs to the QEMU user while the seat runs (issue 13 #8). Only the
+                      * overlay is QEMU's, given to it by seatd (overlay_give()). */
+                     "  <seclabel type='static' model='dac' relabel='no'><label>+%u:+%u</label></seclabel>\n"
                      "</domain>\n",
                      s->kvm ? "kvm" : "qemu", name, s->uuid ? "  <uuid>" : "", s->uuid ? s->uuid : "",
                      s->uuid ? "</uuid>\n" : "", rec, (long long) m->memory_mib, (long long) m->vcpus, os,
@@ -129,7 +139,7 @@ char *domain_xml(const DomainSpec *s) {
                             : "<cpu mode='custom' match='exact' check='none'><model fallback='forbid'>qemu64</model>"
                               "<feature policy='require' name='rdrand'/></cpu>",
                      overlay, image_format_to_string(disk->format), base, log,
-                     s->interface_xml ? s->interface_xml : "") < 0)
+                     s->interface_xml ? s->interface_xml : "", (unsigned) s->qemu_uid, (unsigned) s->qemu_uid) < 0)
                 return NULL;
         return xml;
 }
@@ -260,6 +270,11 @@ int domain_get_record(virDomainPtr dom, SeatRecord *ret) {
         r.net_index = extract(x, "net_index", num, sizeof(num)) >= 0 && num[0] ? atoll(num) : -1;
         if (extract(x, "egress", r.egress, sizeof(r.egress)) < 0)
                 r.egress[0] = '\0';
+        /* A seat recorded before per-seat QEMU uids ran as libvirt's one user: 0, given
+         * one at its next boot. */
+        r.qemu_uid = extract(x, "qemu_uid", num, sizeof(num)) >= 0 && num[0] ? atoll(num) : 0;
+        if (r.qemu_uid < 0 || r.qemu_uid > (int64_t) SEATD_QEMU_UID_MAX)
+                return -EBADMSG;
         /* A seat recorded before pools existed was never pooled. */
         r.pooled = extract(x, "pooled", num, sizeof(num)) >= 0 && !strcmp(num, "1");
         if (r.net_index < -1 || r.net_index > 65535)
@@ -332,6 +347,15 @@ int overlay_create(const char *base, const char *base_format, const char *overla
                         return seat_error_set(ret_error, errno, "waitpid: %m");
         if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
                 return seat_error_set(ret_error, EIO, "qemu-img could not create overlay '%s' of '%s'", overlay, base);
+        return 0;
+}
+
+int overlay_give(const char *overlay, uid_t uid, SeatError **ret_error) {
+        if (uid == 0)
+                return seat_error_set(ret_error, EINVAL, "no QEMU uid for overlay '%s'", overlay);
+        /* Mode first: it is never readable by others, whoever owns it for a moment. */
+        if (chmod(overlay, 0600) < 0 || chown(overlay, uid, (gid_t) uid) < 0)
+                return seat_error_set(ret_error, errno, "give overlay '%s' to QEMU uid %u: %m", overlay, (unsigned) uid);
         return 0;
 }
 

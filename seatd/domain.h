@@ -38,6 +38,7 @@ typedef struct SeatRecord {
         int64_t net_index;   /* the seat's subnet in the pool; -1: no network */
         char egress[33];     /* its egress profile's name ("" without a network) */
         bool pooled;         /* kept ready in a pool, not handed out yet (docs/pools.md) */
+        int64_t qemu_uid;    /* the slot's first QEMU uid (its identity g1; g2 runs as the next); 0: none yet */
 } SeatRecord;
 
 typedef struct DomainSpec {
@@ -51,6 +52,10 @@ typedef struct DomainSpec {
         const SeatRecord *record;
         const char *interface_xml;   /* the seat network's <interface>, or NULL: no NIC */
         const char *uuid;            /* NULL: libvirt picks one; a restore names the saved one */
+        /* The uid (and gid of the same number) QEMU runs as, through a static DAC label
+         * that relabels nothing: the caller gives the overlay to it, and libvirt leaves
+         * the shared kernel, initrd and base blobs root-owned (issue 13 #8). Never 0. */
+        uid_t qemu_uid;
 } DomainSpec;
 
 int domain_open(const char *uri, virConnectPtr *ret, SeatError **ret_error);
@@ -76,6 +81,8 @@ int domain_list_seats(virConnectPtr conn, virDomainPtr **ret, size_t *ret_n);
 const char *domain_last_error(void);
 /* qemu-img create -f qcow2 -F <format> -b <base> <overlay> (backing format pinned). */
 int overlay_create(const char *base, const char *base_format, const char *overlay, SeatError **ret_error);
+/* The overlay belongs to the QEMU that runs on it and nobody else: uid:uid, 0600. */
+int overlay_give(const char *overlay, uid_t uid, SeatError **ret_error);
 
 /* How a running seat's QEMU is confined (docs/security.md): the user it runs as, whether
  * QEMU's seccomp sandbox is on, and the MAC model of its label (apparmor, selinux; ""
