@@ -844,6 +844,9 @@ static int quarantine(SeatManager *m, Seat *s, char **ret_dir, SeatError **ret_e
                 return seat_error_set(ret_error, errno, "create quarantine '%s': %m", q);
         if (rename(s->overlay, o) < 0 && errno != ENOENT)
                 return seat_error_set(ret_error, errno, "set aside the overlay of seat '%s': %m", s->rec.id);
+        /* Evidence is root's: the slot's QEMU uid pair goes to another seat after release. */
+        if (chown(o, 0, 0) < 0 && errno != ENOENT)
+                return seat_error_set(ret_error, errno, "take back the overlay of seat '%s': %m", s->rec.id);
         if (rename(s->console_log, c) < 0 && errno != ENOENT)
                 return seat_error_set(ret_error, errno, "set aside the console log of seat '%s': %m", s->rec.id);
         /* What virtlogd rotated out of it (console-gN.log.0, .1, ...: it keeps a few). */
