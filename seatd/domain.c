@@ -112,9 +112,11 @@ char *domain_xml(const DomainSpec *s) {
                      "    <disk type='file' device='disk'>\n"
                      "      <driver name='qemu' type='qcow2'/>\n"
                      "      <source file='%s'/>\n"
-                     /* The verified base: read-only, never relabelled (chowned) to QEMU's user. */
+                     /* The verified base: read-only, never relabelled (chowned) to QEMU's
+                      * user: the domain's DAC label below relabels nothing (libvirt refuses
+                      * a per-source override of a domain that does not relabel). */
                      "      <backingStore type='file'><format type='%s'/>"
-                     "<source file='%s'><seclabel model='dac' relabel='no'/></source><backingStore/></backingStore>\n"
+                     "<source file='%s'/><backingStore/></backingStore>\n"
                      "      <target dev='vda' bus='virtio'/>\n"
                      "    </disk>\n"
                      "    <channel type='unix'>\n"

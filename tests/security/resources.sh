@@ -180,8 +180,13 @@ diag "kernel, initrd, base disk while seats run: $modes"
 [[ $(echo "$blobs" | wc -w) == 2 && -n $base && $modes == "root:root 444 " ]] \
   && ok "the shared kernel, initrd and base disk stay root:root 0444 while seats run" \
   || not_ok "the shared kernel, initrd and base disk stay root:root 0444 while seats run ($modes)"
-{ as_qemu "$uidA" "$gidA" sh -c "for f in $blobs $base; do : >>\"\$f\" && exit 0; done; exit 1"; } 2>/dev/null \
-  && not_ok "seat $A's QEMU uid can write a shared blob" || ok "seat $A's QEMU uid can write none of the shared blobs"
+# As the first seat's QEMU: neither make a blob writable (an owner could) nor write it.
+if as_qemu "$uidA" "$gidA" sh -c "for f in $blobs $base; do chmod u+w \"\$f\" 2>/dev/null && exit 0; : >>\"\$f\" && exit 0; done; exit 1" 2>/dev/null; then
+  chmod 0444 $blobs $base # put back what it could change
+  not_ok "seat $A's QEMU uid can chmod or write a shared blob"
+else
+  ok "seat $A's QEMU uid can neither chmod nor write any of the shared blobs"
+fi
 
 # ---------------------------------------------------------------- console flood
 dom=$("${VIRSH[@]}" list --name | grep "^seatd-$A-")
