@@ -112,11 +112,9 @@ char *domain_xml(const DomainSpec *s) {
                      "    <disk type='file' device='disk'>\n"
                      "      <driver name='qemu' type='qcow2'/>\n"
                      "      <source file='%s'/>\n"
-                     /* The verified base: read-only, never relabelled (chowned) to QEMU's
-                      * user: the domain's DAC label below relabels nothing (libvirt refuses
-                      * a per-source override of a domain that does not relabel). */
+                     /* The verified base: read-only, never relabelled (chowned) to QEMU's user. */
                      "      <backingStore type='file'><format type='%s'/>"
-                     "<source file='%s'/><backingStore/></backingStore>\n"
+                     "<source file='%s'><seclabel model='dac' relabel='no'/></source><backingStore/></backingStore>\n"
                      "      <target dev='vda' bus='virtio'/>\n"
                      "    </disk>\n"
                      "    <channel type='unix'>\n"
@@ -128,12 +126,12 @@ char *domain_xml(const DomainSpec *s) {
                      "    <memballoon model='none'/>\n"
                      "%s"
                      "  </devices>\n"
-                     /* QEMU runs as this seat machine's own uid and gid. relabel='no':
-                      * libvirt's DAC driver has no per-file exception for <kernel> and
-                      * <initrd>, and with relabelling on it chowns those shared, verified
-                      * blobs to the QEMU user while the seat runs (issue 13 #8). Only the
-                      * overlay is QEMU's, given to it by seatd (overlay_give()). */
-                     "  <seclabel type='static' model='dac' relabel='no'><label>+%u:+%u</label></seclabel>\n"
+                     /* QEMU runs as this seat machine's own uid and gid (issue 13 #8).
+                      * Relabelling stays on: libvirt must give QEMU its own per-domain
+                      * files (the master key). It chows what the domain names to that
+                      * uid, so the kernel and initrd are the machine's own copies
+                      * (domain_boot_copies()), never the shared blobs. */
+                     "  <seclabel type='static' model='dac' relabel='yes'><label>+%u:+%u</label></seclabel>\n"
                      "</domain>\n",
                      s->kvm ? "kvm" : "qemu", name, s->uuid ? "  <uuid>" : "", s->uuid ? s->uuid : "",
                      s->uuid ? "</uuid>\n" : "", rec, (long long) m->memory_mib, (long long) m->vcpus, os,
@@ -349,6 +347,81 @@ int overlay_create(const char *base, const char *base_format, const char *overla
                         return seat_error_set(ret_error, errno, "waitpid: %m");
         if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
                 return seat_error_set(ret_error, EIO, "qemu-img could not create overlay '%s' of '%s'", overlay, base);
+        return 0;
+}
+
+static void boot_copies_unlink(char **path) {
+        if (*path) {
+                (void) unlink(*path);
+                free(*path);
+                *path = NULL;
+        }
+}
+
+void domain_boot_copies_done(DomainBootCopies *b) {
+        boot_copies_unlink(&b->kernel);
+        boot_copies_unlink(&b->initrd);
+}
+
+/* from into a new file to (mode), in the kernel where it can (a reflink on filesystems
+ * that share extents), else through memory. */
+static int file_copy(const char *from, const char *to, mode_t mode) {
+        _cleanup_close_ int src = open(from, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
+        if (src < 0)
+                return -errno;
+        _cleanup_close_ int dst = open(to, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
+        if (dst < 0)
+                return -errno;
+        for (;;) {
+                ssize_t n = copy_file_range(src, NULL, dst, NULL, 1 << 30, 0);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0 && (errno == EXDEV || errno == EINVAL || errno == ENOSYS || errno == EOPNOTSUPP))
+                        break;
+                if (n < 0)
+                        return -errno;
+                if (n == 0)
+                        return 0;
+        }
+        uint8_t buf[64 * 1024];
+        for (;;) {
+                ssize_t n = loop_read(src, buf, sizeof(buf));
+                if (n < 0)
+                        return (int) n;
+                if (n == 0)
+                        return 0;
+                int r = loop_write(dst, buf, (size_t) n);
+                if (r < 0)
+                        return r;
+        }
+}
+
+static int boot_copy(const char *blob, const char *prefix, const char *suffix, char **ret, SeatError **ret_error) {
+        _cleanup_free_ char *path = NULL;
+        if (asprintf(&path, "%s.%s", prefix, suffix) < 0)
+                return -ENOMEM;
+        (void) unlink(path); /* left by a seatd that died between the copy and the start */
+        int r = file_copy(blob, path, 0400);
+        if (r < 0) {
+                (void) unlink(path);
+                return seat_error_set(ret_error, -r, "copy '%s' to '%s' for the machine's boot: %s", blob, path,
+                                      strerror(-r));
+        }
+        *ret = TAKE_PTR(path);
+        return 0;
+}
+
+int domain_boot_copies(const char *kernel, const char *initrd, const char *prefix, DomainBootCopies *ret,
+                       SeatError **ret_error) {
+        DomainBootCopies b = {};
+        int r = kernel ? boot_copy(kernel, prefix, "kernel", &b.kernel, ret_error) : 0;
+        if (r >= 0 && initrd)
+                r = boot_copy(initrd, prefix, "initrd", &b.initrd, ret_error);
+        if (r < 0) {
+                domain_boot_copies_done(&b);
+                return r;
+        }
+        *ret = b;
         return 0;
 }
 

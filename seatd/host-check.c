@@ -85,12 +85,15 @@ static int probe_kvm(virConnectPtr conn, ImageStore *store, const char *state_di
         snprintf(rec.image, sizeof(rec.image), "%s", m->name);
         char name[64];
         snprintf(name, sizeof(name), "seatd-probe-%d", (int) getpid());
-        DomainSpec spec = { .name = name, .kvm = true, .manifest = m, .kernel = kernel, .initrd = initrd, .base = base,
-                            .overlay = overlay, .console_log = console, .record = &rec, .qemu_uid = uid };
+        _cleanup_(domain_boot_copies_done) DomainBootCopies boot = {};
         virDomainPtr dom = NULL;
         int r = overlay_create(base, image_format_to_string(disk->format), overlay, &err);
         if (r >= 0)
                 r = overlay_give(overlay, uid, &err);
+        if (r >= 0)
+                r = domain_boot_copies(kernel, initrd, overlay, &boot, &err);
+        DomainSpec spec = { .name = name, .kvm = true, .manifest = m, .kernel = boot.kernel, .initrd = boot.initrd,
+                            .base = base, .overlay = overlay, .console_log = console, .record = &rec, .qemu_uid = uid };
         if (r >= 0)
                 r = domain_create(conn, &spec, &dom, &err);
         if (r >= 0) {
@@ -113,6 +116,7 @@ static int probe_kvm(virConnectPtr conn, ImageStore *store, const char *state_di
                 virDomainFree(dom);
         } else
                 snprintf(why, why_size, "a KVM probe guest could not start: %s", err ? err->message : "?");
+        domain_boot_copies_done(&boot);
         (void) unlink(overlay);
         (void) unlink(console);
         (void) rmdir(dir);

@@ -604,15 +604,18 @@ static int start_fresh(SeatManager *m, const ImageManifest *man, bool kvm, const
                        const char *console_log, const SeatRecord *rec, const char *iface, uid_t uid, virDomainPtr *ret,
                        SeatError **ret_error) {
         _cleanup_(spec_files_done) SpecFiles f = {};
+        _cleanup_(domain_boot_copies_done) DomainBootCopies boot = {};
         int r = spec_files(m, man, &f);
         if (r < 0)
                 return r;
         r = overlay_create(f.base, image_format_to_string(f.disk->format), overlay, ret_error);
         if (r >= 0)
                 r = overlay_give(overlay, uid, ret_error);
+        if (r >= 0)
+                r = domain_boot_copies(f.kernel, f.initrd, overlay, &boot, ret_error);
         if (r < 0)
                 return r;
-        DomainSpec spec = { .name = name, .kvm = kvm, .manifest = man, .kernel = f.kernel, .initrd = f.initrd,
+        DomainSpec spec = { .name = name, .kvm = kvm, .manifest = man, .kernel = boot.kernel, .initrd = boot.initrd,
                             .base = f.base, .overlay = overlay, .console_log = console_log, .record = rec,
                             .interface_xml = iface, .qemu_uid = uid };
         virConnectPtr c = manager_conn(m, ret_error);
@@ -1389,6 +1392,7 @@ static int warm_connect_and_resume(Seat *s, char **ret_why) {
 static int warm_restore(SeatManager *m, Seat *s, const ImageManifest *man, bool kvm, char **ret_why) {
         _cleanup_(warm_paths_done) WarmPaths wp = {};
         _cleanup_(spec_files_done) SpecFiles f = {};
+        _cleanup_(domain_boot_copies_done) DomainBootCopies boot = {};
         _cleanup_error_ SeatError *err = NULL;
         char digest[SEAT_HASH_HEX_LEN + 1], name[64], hash[SEAT_HASH_HEX_LEN + 1];
         int k = seat_identity(s->rec.generation);
@@ -1424,6 +1428,8 @@ static int warm_restore(SeatManager *m, Seat *s, const ImageManifest *man, bool 
                 r = -EBADMSG;
         if (r >= 0)
                 r = spec_files(m, man, &f);
+        if (r >= 0)
+                r = domain_boot_copies(f.kernel, f.initrd, s->overlay, &boot, NULL);
         if (r < 0) {
                 (void) unlink(s->overlay);
                 if (r == -EBADMSG)
@@ -1437,7 +1443,7 @@ static int warm_restore(SeatManager *m, Seat *s, const ImageManifest *man, bool 
                 return -ENOMEM;
         }
         seat_domain_name(&s->rec, name, sizeof(name));
-        DomainSpec spec = { .name = name, .kvm = kvm, .manifest = man, .kernel = f.kernel, .initrd = f.initrd,
+        DomainSpec spec = { .name = name, .kvm = kvm, .manifest = man, .kernel = boot.kernel, .initrd = boot.initrd,
                             .base = f.base, .overlay = s->overlay, .console_log = s->console_log, .record = &s->rec,
                             .uuid = meta.uuid, .interface_xml = iface, .qemu_uid = identity_uid(&s->rec, k) };
         virConnectPtr c = manager_conn(m, &err);

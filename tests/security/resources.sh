@@ -172,17 +172,19 @@ as_qemu "$uidB" "$gidB" head -c 4 "$ovB" 2>"$t/out" | grep -q QFI \
   && [[ $(stat -c '%u:%g %a' "$ovA" "$ovB" | sort -u | wc -l) == 2 && $(stat -c '%u:%g %a' "$ovB") == "$uidB:$gidB 600" ]] \
   && ok "control: seat $B's own QEMU uid opens its overlay (owned $uidB:$gidB, 0600; nobody else's)" \
   || not_ok "control: each overlay belongs to its own seat's QEMU uid, 0600"
-# The verified blobs every seat boots from stay root's and read-only while both run.
-blobs=$("${VIRSH[@]}" dumpxml "$domB" | sed -n -e "s|.*<kernel>\(.*\)</kernel>.*|\1|p" -e "s|.*<initrd>\(.*\)</initrd>.*|\1|p")
-base=$("${VIRSH[@]}" dumpxml "$domB" | sed -n "s|.*<source file='\([^']*/blobs/[^']*\)'.*|\1|p" | head -1)
-modes=$(for f in $blobs $base; do stat -c '%U:%G %a' "$f"; done | sort -u | tr '\n' ' ')
-diag "kernel, initrd, base disk while seats run: $modes"
-[[ $(echo "$blobs" | wc -w) == 2 && -n $base && $modes == "root:root 444 " ]] \
+# The verified blobs every seat boots from (kernel, initrd, base disk) stay root's and
+# read-only while both run: libvirt chowns the kernel and initrd a domain names, so each
+# machine boots its own copies of them, removed once it runs.
+blobs=$(find "$t/state/images/blobs" -type f | tr '\n' ' ')
+modes=$(for f in $blobs; do stat -c '%U:%G %a' "$f"; done | sort -u | tr '\n' ' ')
+kern=$("${VIRSH[@]}" dumpxml "$domB" | sed -n "s|.*<kernel>\(.*\)</kernel>.*|\1|p")
+diag "the store's $(echo $blobs | wc -w) blobs while seats run: $modes; seat $B's <kernel>: ${kern#$t/}"
+[[ $(echo $blobs | wc -w) -ge 3 && $modes == "root:root 444 " ]] \
   && ok "the shared kernel, initrd and base disk stay root:root 0444 while seats run" \
   || not_ok "the shared kernel, initrd and base disk stay root:root 0444 while seats run ($modes)"
 # As the first seat's QEMU: neither make a blob writable (an owner could) nor write it.
-if as_qemu "$uidA" "$gidA" sh -c "for f in $blobs $base; do chmod u+w \"\$f\" 2>/dev/null && exit 0; : >>\"\$f\" && exit 0; done; exit 1" 2>/dev/null; then
-  chmod 0444 $blobs $base # put back what it could change
+if as_qemu "$uidA" "$gidA" sh -c "for f in $blobs; do chmod u+w \"\$f\" 2>/dev/null && exit 0; : >>\"\$f\" && exit 0; done; exit 1" 2>/dev/null; then
+  chmod 0444 $blobs # put back what it could change
   not_ok "seat $A's QEMU uid can chmod or write a shared blob"
 else
   ok "seat $A's QEMU uid can neither chmod nor write any of the shared blobs"
