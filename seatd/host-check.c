@@ -205,13 +205,28 @@ static int host_check_job(Request *req, void *data, json_object **ret_result, Se
         else
                 add_check(checks, "qemu_uids", true, "qemu_uid_range %s: no user or group of this host uses those ids",
                           c->qemu_uid_range);
+        /* The seat QEMUs' own uids reach their per-domain files (master key, agent socket)
+         * only through libvirt's state directories, which Debian ships 0750. */
+        const char *need_x[] = { "/var/lib/libvirt/qemu", "/var/lib/libvirt/qemu/channel",
+                                 "/var/lib/libvirt/qemu/channel/target" };
+        const char *closed = NULL;
+        for (size_t i = 0; i < ELEMENTSOF(need_x) && !closed; i++) {
+                struct stat dst;
+                if (stat(need_x[i], &dst) == 0 && !(dst.st_mode & S_IXOTH))
+                        closed = need_x[i];
+        }
+        if (closed)
+                add_check(checks, "libvirt_dirs", false,
+                          "'%s' cannot be traversed by seat QEMUs' own uids: chmod o+x it (seatd's tmpfiles.d does)", closed);
+        else
+                add_check(checks, "libvirt_dirs", true, "libvirt's state directories can be traversed by seat QEMUs' uids");
         struct statvfs vfs;
         uint64_t free_bytes = statvfs(c->state_dir, &vfs) == 0 ? (uint64_t) vfs.f_bavail * vfs.f_frsize : 0;
         add_check(checks, "disk", free_bytes >= c->disk_reserve_bytes, "%.1f GiB free in '%s' (disk_reserve_bytes %.1f GiB)",
                   free_bytes / 1073741824.0, c->state_dir, c->disk_reserve_bytes / 1073741824.0);
 
         const char *accel = kvm_ok ? "kvm" : c->allow_tcg ? "tcg" : "none";
-        ready = (kvm_ok || c->allow_tcg) && conf_ok && (!seccomp_off || !c->require_seccomp) && !clash;
+        ready = (kvm_ok || c->allow_tcg) && conf_ok && (!seccomp_off || !c->require_seccomp) && !clash && !closed;
         /* Remembered for accel = auto. */
         _cleanup_free_ char *mark = NULL;
         if (asprintf(&mark, "%s/kvm-usable", c->state_dir) >= 0)
