@@ -90,6 +90,12 @@ static int conf_parse_confinement(const ConfItem *item, const char *v, void *fie
         return !strcmp(v, "dac") || !strcmp(v, "mac") || !strcmp(v, "none") ? set_string(field, v) : -EINVAL;
 }
 
+/* "FIRST-LAST": numeric uids (and the same gids) seatd gives seat QEMUs, one a machine. */
+static int conf_parse_uid_range(const ConfItem *item, const char *v, void *field) {
+        uid_t first = 0, last = 0;
+        return seat_config_parse_uid_range(v, &first, &last) < 0 ? -EINVAL : set_string(field, v);
+}
+
 static int conf_parse_bool(const ConfItem *item, const char *v, void *field) {
         bool *b = field;
         if (!strcmp(v, "true") || !strcmp(v, "yes") || !strcmp(v, "1"))
@@ -196,6 +202,8 @@ static const ConfItem items[] = {
                .doc = "dac (not root), mac (also an AppArmor or SELinux label) or none"),
         BOOL(require_seccomp, "true", .doc = "QEMU must run with its seccomp sandbox"),
         PATH(qemu_run_dir, "/run/libvirt/qemu", .doc = "where libvirt keeps <domain>.pid"),
+        STRING(qemu_uid_range, conf_parse_uid_range, "70000-70999",
+               .doc = "uids (gids alike) of seat QEMUs: the first for the host check's probe, two for each seat"),
 
         /* Images */
         BYTES(max_image_bytes, conf_parse_cap, "68719476736",
@@ -262,6 +270,29 @@ static void *item_field(const ConfItem *item, const SeatConfig *c) {
 
 const char *seat_config_key(size_t i) {
         return i < ELEMENTSOF(items) ? items[i].key : NULL;
+}
+
+int seat_config_parse_uid_range(const char *v, uid_t *ret_first, uid_t *ret_last) {
+        char *end = NULL;
+        if (!v || v[0] < '0' || v[0] > '9')
+                return -EINVAL;
+        errno = 0;
+        unsigned long a = strtoul(v, &end, 10);
+        if (errno || *end != '-' || end[1] < '0' || end[1] > '9')
+                return -EINVAL;
+        const char *b_text = end + 1;
+        unsigned long b = strtoul(b_text, &end, 10);
+        if (errno || *end)
+                return -EINVAL;
+        /* Never root or a system or login user's id; at least the probe and one seat; a cap
+         * on the table of slots; below the ids that mean "none" ((uid_t) -1, 65534 aside,
+         * which is nobody's and must not be a seat's). */
+        if (a < SEATD_QEMU_UID_MIN || b > SEATD_QEMU_UID_MAX || b < a + 2 || b - a + 1 > SEATD_QEMU_UIDS_MAX ||
+            (a <= 65534 && b >= 65534))
+                return -EINVAL;
+        *ret_first = (uid_t) a;
+        *ret_last = (uid_t) b;
+        return 0;
 }
 
 /* ---- reading the file ---- */

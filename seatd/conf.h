@@ -4,6 +4,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 #include "error.h"
 
@@ -70,6 +71,12 @@ typedef struct SeatConfig {
         char *require_confinement;
         bool require_seccomp;
         char *qemu_run_dir;     /* where libvirt keeps <domain>.pid (default /run/libvirt/qemu) */
+        /* "FIRST-LAST" (default 70000-70999): each seat machine's QEMU runs under a uid
+         * (and the gid of the same number) of its own from here, through a static DAC
+         * <seclabel>, so one QEMU's escape reaches no other seat's files (issue 13 #8).
+         * The first is the host check's probe guest; each seat slot takes the next free
+         * pair (its two machine identities, docs/warm-reset.md). */
+        char *qemu_uid_range;
         /* Evidence: where archives go (default <state_dir>/evidence/archives), and the caps
          * on what is taken from the guest's evidence_paths (docs/seatd.conf.md). */
         char *evidence_archive_dir;
@@ -86,10 +93,18 @@ typedef struct SeatConfig {
         long pool_max_memory_mib;
 } SeatConfig;
 
+/* qemu_uid_range's bounds: above every system and login user, below (uid_t) -1, and at
+ * most this many ids. */
+#define SEATD_QEMU_UID_MIN 1000u
+#define SEATD_QEMU_UID_MAX 0x7fffffffu
+#define SEATD_QEMU_UIDS_MAX 65536u
+
 #define SEATD_CONFIG_MAX_BYTES (64u * 1024u)
 #define SEATD_CONFIG_DEFAULT "/etc/seatd/seatd.conf"
 
 int seat_config_parse(const char *text, size_t len, const char *origin, SeatConfig **ret, SeatError **ret_error);
+/* qemu_uid_range's text into its first and last uid; -EINVAL when it is not one. */
+int seat_config_parse_uid_range(const char *v, uid_t *ret_first, uid_t *ret_last);
 int seat_config_load(const char *path, SeatConfig **ret, SeatError **ret_error);
 SeatConfig *seat_config_free(SeatConfig *c);
 DEFINE_TRIVIAL_CLEANUP_FUNC(SeatConfig *, seat_config_free)

@@ -2,9 +2,12 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 #include <time.h>
 
+#include "conf.h"
 #include "domain.h"
 #include "fileio.h"
 #include "log.h"
@@ -56,10 +59,11 @@ static char *record_xml(const SeatRecord *r) {
                      "<seat><id>%s</id><image>%s</image><image_version>%lld</image_version>"
                      "<image_digest>%s</image_digest><participant>%s</participant><token_hash>%s</token_hash>"
                      "<state>%s</state><generation>%lld</generation><created>%lld</created>"
-                     "<net_index>%lld</net_index><egress>%s</egress><pooled>%d</pooled></seat>",
+                     "<net_index>%lld</net_index><egress>%s</egress><pooled>%d</pooled>"
+                     "<qemu_uid>%lld</qemu_uid></seat>",
                      r->id, image, (long long) r->image_version, r->image_digest, participant, r->token_hash,
                      r->state, (long long) r->generation, (long long) r->created, (long long) r->net_index,
-                     r->egress, r->pooled ? 1 : 0) < 0)
+                     r->egress, r->pooled ? 1 : 0, (long long) r->qemu_uid) < 0)
                 return NULL;
         return x;
 }
@@ -77,7 +81,7 @@ char *domain_xml(const DomainSpec *s) {
                             *log = xml_escape(s->console_log), *rec = record_xml(s->record), *os = NULL;
         char *xml = NULL;
 
-        if (!disk || !name || !kernel || !initrd || !cmdline || !overlay || !base || !log || !rec)
+        if (!disk || !name || !kernel || !initrd || !cmdline || !overlay || !base || !log || !rec || s->qemu_uid == 0)
                 return NULL;
         if (m->direct_boot) {
                 if (asprintf(&os,
@@ -122,6 +126,12 @@ char *domain_xml(const DomainSpec *s) {
                      "    <memballoon model='none'/>\n"
                      "%s"
                      "  </devices>\n"
+                     /* QEMU runs as this seat machine's own uid and gid (issue 13 #8).
+                      * Relabelling stays on: libvirt must give QEMU its own per-domain
+                      * files (the master key). It chows what the domain names to that
+                      * uid, so the kernel and initrd are the machine's own copies
+                      * (domain_boot_copies()), never the shared blobs. */
+                     "  <seclabel type='static' model='dac' relabel='yes'><label>+%u:+%u</label></seclabel>\n"
                      "</domain>\n",
                      s->kvm ? "kvm" : "qemu", name, s->uuid ? "  <uuid>" : "", s->uuid ? s->uuid : "",
                      s->uuid ? "</uuid>\n" : "", rec, (long long) m->memory_mib, (long long) m->vcpus, os,
@@ -129,7 +139,7 @@ char *domain_xml(const DomainSpec *s) {
                             : "<cpu mode='custom' match='exact' check='none'><model fallback='forbid'>qemu64</model>"
                               "<feature policy='require' name='rdrand'/></cpu>",
                      overlay, image_format_to_string(disk->format), base, log,
-                     s->interface_xml ? s->interface_xml : "") < 0)
+                     s->interface_xml ? s->interface_xml : "", (unsigned) s->qemu_uid, (unsigned) s->qemu_uid) < 0)
                 return NULL;
         return xml;
 }
@@ -260,6 +270,11 @@ int domain_get_record(virDomainPtr dom, SeatRecord *ret) {
         r.net_index = extract(x, "net_index", num, sizeof(num)) >= 0 && num[0] ? atoll(num) : -1;
         if (extract(x, "egress", r.egress, sizeof(r.egress)) < 0)
                 r.egress[0] = '\0';
+        /* A seat recorded before per-seat QEMU uids ran as libvirt's one user: 0, given
+         * one at its next boot. */
+        r.qemu_uid = extract(x, "qemu_uid", num, sizeof(num)) >= 0 && num[0] ? atoll(num) : 0;
+        if (r.qemu_uid < 0 || r.qemu_uid > (int64_t) SEATD_QEMU_UID_MAX)
+                return -EBADMSG;
         /* A seat recorded before pools existed was never pooled. */
         r.pooled = extract(x, "pooled", num, sizeof(num)) >= 0 && !strcmp(num, "1");
         if (r.net_index < -1 || r.net_index > 65535)
@@ -332,6 +347,90 @@ int overlay_create(const char *base, const char *base_format, const char *overla
                         return seat_error_set(ret_error, errno, "waitpid: %m");
         if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
                 return seat_error_set(ret_error, EIO, "qemu-img could not create overlay '%s' of '%s'", overlay, base);
+        return 0;
+}
+
+static void boot_copies_unlink(char **path) {
+        if (*path) {
+                (void) unlink(*path);
+                free(*path);
+                *path = NULL;
+        }
+}
+
+void domain_boot_copies_done(DomainBootCopies *b) {
+        boot_copies_unlink(&b->kernel);
+        boot_copies_unlink(&b->initrd);
+}
+
+/* from into a new file to (mode), in the kernel where it can (a reflink on filesystems
+ * that share extents), else through memory. */
+static int file_copy(const char *from, const char *to, mode_t mode) {
+        _cleanup_close_ int src = open(from, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
+        if (src < 0)
+                return -errno;
+        _cleanup_close_ int dst = open(to, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
+        if (dst < 0)
+                return -errno;
+        for (;;) {
+                ssize_t n = copy_file_range(src, NULL, dst, NULL, 1 << 30, 0);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0 && (errno == EXDEV || errno == EINVAL || errno == ENOSYS || errno == EOPNOTSUPP))
+                        break;
+                if (n < 0)
+                        return -errno;
+                if (n == 0)
+                        return 0;
+        }
+        uint8_t buf[64 * 1024];
+        for (;;) {
+                ssize_t n = loop_read(src, buf, sizeof(buf));
+                if (n < 0)
+                        return (int) n;
+                if (n == 0)
+                        return 0;
+                int r = loop_write(dst, buf, (size_t) n);
+                if (r < 0)
+                        return r;
+        }
+}
+
+static int boot_copy(const char *blob, const char *prefix, const char *suffix, char **ret, SeatError **ret_error) {
+        _cleanup_free_ char *path = NULL;
+        if (asprintf(&path, "%s.%s", prefix, suffix) < 0)
+                return -ENOMEM;
+        (void) unlink(path); /* left by a seatd that died between the copy and the start */
+        int r = file_copy(blob, path, 0400);
+        if (r < 0) {
+                (void) unlink(path);
+                return seat_error_set(ret_error, -r, "copy '%s' to '%s' for the machine's boot: %s", blob, path,
+                                      strerror(-r));
+        }
+        *ret = TAKE_PTR(path);
+        return 0;
+}
+
+int domain_boot_copies(const char *kernel, const char *initrd, const char *prefix, DomainBootCopies *ret,
+                       SeatError **ret_error) {
+        DomainBootCopies b = {};
+        int r = kernel ? boot_copy(kernel, prefix, "kernel", &b.kernel, ret_error) : 0;
+        if (r >= 0 && initrd)
+                r = boot_copy(initrd, prefix, "initrd", &b.initrd, ret_error);
+        if (r < 0) {
+                domain_boot_copies_done(&b);
+                return r;
+        }
+        *ret = b;
+        return 0;
+}
+
+int overlay_give(const char *overlay, uid_t uid, SeatError **ret_error) {
+        if (uid == 0)
+                return seat_error_set(ret_error, EINVAL, "no QEMU uid for overlay '%s'", overlay);
+        /* Mode first: it is never readable by others, whoever owns it for a moment. */
+        if (chmod(overlay, 0600) < 0 || chown(overlay, uid, (gid_t) uid) < 0)
+                return seat_error_set(ret_error, errno, "give overlay '%s' to QEMU uid %u: %m", overlay, (unsigned) uid);
         return 0;
 }
 

@@ -38,6 +38,7 @@ typedef struct SeatRecord {
         int64_t net_index;   /* the seat's subnet in the pool; -1: no network */
         char egress[33];     /* its egress profile's name ("" without a network) */
         bool pooled;         /* kept ready in a pool, not handed out yet (docs/pools.md) */
+        int64_t qemu_uid;    /* the slot's first QEMU uid (its identity g1; g2 runs as the next); 0: none yet */
 } SeatRecord;
 
 typedef struct DomainSpec {
@@ -51,6 +52,11 @@ typedef struct DomainSpec {
         const SeatRecord *record;
         const char *interface_xml;   /* the seat network's <interface>, or NULL: no NIC */
         const char *uuid;            /* NULL: libvirt picks one; a restore names the saved one */
+        /* The uid (and gid of the same number) QEMU runs as, through a static DAC label
+         * (issue 13 #8). Never 0. libvirt chowns the overlay, the kernel and the initrd
+         * to it: kernel and initrd must be the machine's own copies (domain_boot_copies()),
+         * never the shared blobs; the base is never relabelled. */
+        uid_t qemu_uid;
 } DomainSpec;
 
 int domain_open(const char *uri, virConnectPtr *ret, SeatError **ret_error);
@@ -76,6 +82,21 @@ int domain_list_seats(virConnectPtr conn, virDomainPtr **ret, size_t *ret_n);
 const char *domain_last_error(void);
 /* qemu-img create -f qcow2 -F <format> -b <base> <overlay> (backing format pinned). */
 int overlay_create(const char *base, const char *base_format, const char *overlay, SeatError **ret_error);
+/* A machine's own copies of the verified kernel and initrd, "<prefix>.kernel" and
+ * "<prefix>.initrd" (0400): libvirt's DAC driver chowns <kernel> and <initrd> to the
+ * machine's uid while it runs, with no per-file exception, and turning relabelling off
+ * for the domain leaves QEMU without libvirt's own per-domain files (its master key).
+ * QEMU reads them once, as it starts: domain_boot_copies_done() removes them as soon as
+ * the domain runs (or failed to). */
+typedef struct DomainBootCopies {
+        char *kernel, *initrd; /* NULL: none */
+} DomainBootCopies;
+int domain_boot_copies(const char *kernel, const char *initrd, const char *prefix, DomainBootCopies *ret,
+                       SeatError **ret_error);
+void domain_boot_copies_done(DomainBootCopies *b);
+
+/* The overlay belongs to the QEMU that runs on it and nobody else: uid:uid, 0600. */
+int overlay_give(const char *overlay, uid_t uid, SeatError **ret_error);
 
 /* How a running seat's QEMU is confined (docs/security.md): the user it runs as, whether
  * QEMU's seccomp sandbox is on, and the MAC model of its label (apparmor, selinux; ""

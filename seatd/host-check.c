@@ -5,7 +5,9 @@
  * nftables, cgroups, sVirt confinement of QEMU, free disk.
  */
 #include <fcntl.h>
+#include <grp.h>
 #include <inttypes.h>
+#include <pwd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -56,7 +58,7 @@ static ImageManifest *probe_image(ImageStore *store) {
 }
 
 /* Boot the image under KVM; usable only if guest-init answers in time. */
-static int probe_kvm(virConnectPtr conn, ImageStore *store, const char *state_dir, char *why, size_t why_size) {
+static int probe_kvm(virConnectPtr conn, ImageStore *store, const char *state_dir, uid_t uid, char *why, size_t why_size) {
         _cleanup_(image_manifest_freep) ImageManifest *m = probe_image(store);
         _cleanup_free_ char *dir = NULL, *overlay = NULL, *console = NULL, *kernel = NULL, *initrd = NULL, *base = NULL;
         _cleanup_error_ SeatError *err = NULL;
@@ -83,10 +85,15 @@ static int probe_kvm(virConnectPtr conn, ImageStore *store, const char *state_di
         snprintf(rec.image, sizeof(rec.image), "%s", m->name);
         char name[64];
         snprintf(name, sizeof(name), "seatd-probe-%d", (int) getpid());
-        DomainSpec spec = { .name = name, .kvm = true, .manifest = m, .kernel = kernel, .initrd = initrd, .base = base,
-                            .overlay = overlay, .console_log = console, .record = &rec };
+        _cleanup_(domain_boot_copies_done) DomainBootCopies boot = {};
         virDomainPtr dom = NULL;
         int r = overlay_create(base, image_format_to_string(disk->format), overlay, &err);
+        if (r >= 0)
+                r = overlay_give(overlay, uid, &err);
+        if (r >= 0)
+                r = domain_boot_copies(kernel, initrd, overlay, &boot, &err);
+        DomainSpec spec = { .name = name, .kvm = true, .manifest = m, .kernel = boot.kernel, .initrd = boot.initrd,
+                            .base = base, .overlay = overlay, .console_log = console, .record = &rec, .qemu_uid = uid };
         if (r >= 0)
                 r = domain_create(conn, &spec, &dom, &err);
         if (r >= 0) {
@@ -109,6 +116,7 @@ static int probe_kvm(virConnectPtr conn, ImageStore *store, const char *state_di
                 virDomainFree(dom);
         } else
                 snprintf(why, why_size, "a KVM probe guest could not start: %s", err ? err->message : "?");
+        domain_boot_copies_done(&boot);
         (void) unlink(overlay);
         (void) unlink(console);
         (void) rmdir(dir);
@@ -139,11 +147,21 @@ static int host_check_job(Request *req, void *data, json_object **ret_result, Se
         version_string(hv, b, sizeof(b));
         add_check(checks, "libvirt", lib >= 8000000, "libvirt %s, QEMU %s at %s", a, b, c->libvirt_uri);
 
+        /* The probe runs as the first uid of qemu_uid_range, never one a seat gets. */
+        uid_t uid_first = 0, uid_last = 0;
+        (void) seat_config_parse_uid_range(c->qemu_uid_range, &uid_first, &uid_last); /* checked at parse */
         job_progress(req, "probing KVM with a guest", 0, 1);
-        if (!file_exists("/dev/kvm"))
+        struct stat kst;
+        if (stat("/dev/kvm", &kst) < 0)
                 add_check(checks, "kvm", false, "/dev/kvm is missing: no hardware virtualization here");
+        else if ((kst.st_mode & 0006) != 0006)
+                /* Each seat's QEMU has a uid and gid of its own and no supplementary
+                 * groups (a static DAC label): the kvm group does not reach it. */
+                add_check(checks, "kvm", false,
+                          "/dev/kvm is mode %04o: seat QEMUs run as uids of their own (qemu_uid_range) outside its group; make it 0666 (systemd's default udev rule)",
+                          (unsigned) (kst.st_mode & 07777));
         else {
-                kvm_ok = probe_kvm(conn, store, c->state_dir, why, sizeof(why)) >= 0;
+                kvm_ok = probe_kvm(conn, store, c->state_dir, uid_first, why, sizeof(why)) >= 0;
                 add_check(checks, "kvm", kvm_ok, "%s", why);
         }
         job_progress(req, "probing KVM with a guest", 1, 1);
@@ -174,13 +192,41 @@ static int host_check_job(Request *req, void *data, json_object **ret_result, Se
                                                        : "no cgroup hierarchy at /sys/fs/cgroup: each seat is bounded by its VM alone");
         bool nft = file_exists("/usr/sbin/nft") || file_exists("/sbin/nft");
         add_check(checks, "nftables", nft, nft ? "nft is installed" : "nftables is missing (apt-get install nftables)");
+        /* qemu_uid_range is seatd's alone: a user or group of the host with one of those
+         * ids would own seat overlays (and a seat QEMU its files). */
+        uid_t clash = 0;
+        for (uid_t u = uid_first; u && u <= uid_last && !clash; u++)
+                if (getpwuid(u) || getgrgid((gid_t) u))
+                        clash = u;
+        if (clash)
+                add_check(checks, "qemu_uids", false,
+                          "id %u of qemu_uid_range %s belongs to a user or group of this host: choose a range no account uses",
+                          (unsigned) clash, c->qemu_uid_range);
+        else
+                add_check(checks, "qemu_uids", true, "qemu_uid_range %s: no user or group of this host uses those ids",
+                          c->qemu_uid_range);
+        /* The seat QEMUs' own uids reach their per-domain files (master key, agent socket)
+         * only through libvirt's state directories, which Debian ships 0750. */
+        const char *need_x[] = { "/var/lib/libvirt/qemu", "/var/lib/libvirt/qemu/channel",
+                                 "/var/lib/libvirt/qemu/channel/target" };
+        const char *closed = NULL;
+        for (size_t i = 0; i < ELEMENTSOF(need_x) && !closed; i++) {
+                struct stat dst;
+                if (stat(need_x[i], &dst) == 0 && !(dst.st_mode & S_IXOTH))
+                        closed = need_x[i];
+        }
+        if (closed)
+                add_check(checks, "libvirt_dirs", false,
+                          "'%s' cannot be traversed by seat QEMUs' own uids: chmod o+x it (seatd's tmpfiles.d does)", closed);
+        else
+                add_check(checks, "libvirt_dirs", true, "libvirt's state directories can be traversed by seat QEMUs' uids");
         struct statvfs vfs;
         uint64_t free_bytes = statvfs(c->state_dir, &vfs) == 0 ? (uint64_t) vfs.f_bavail * vfs.f_frsize : 0;
         add_check(checks, "disk", free_bytes >= c->disk_reserve_bytes, "%.1f GiB free in '%s' (disk_reserve_bytes %.1f GiB)",
                   free_bytes / 1073741824.0, c->state_dir, c->disk_reserve_bytes / 1073741824.0);
 
         const char *accel = kvm_ok ? "kvm" : c->allow_tcg ? "tcg" : "none";
-        ready = (kvm_ok || c->allow_tcg) && conf_ok && (!seccomp_off || !c->require_seccomp);
+        ready = (kvm_ok || c->allow_tcg) && conf_ok && (!seccomp_off || !c->require_seccomp) && !clash && !closed;
         /* Remembered for accel = auto. */
         _cleanup_free_ char *mark = NULL;
         if (asprintf(&mark, "%s/kvm-usable", c->state_dir) >= 0)

@@ -129,6 +129,9 @@ struct Seat {
         char *evidence_fs;        /* and the filesystem holding them (guest_init's), or NULL */
         pthread_mutex_t view_lock; /* a leaf: held only to copy view in or out */
         SeatView view;             /* what status and console read (see SeatView) */
+        /* The uid pair (rec.qemu_uid, +1) its two machine identities run as: the slots of
+         * the manager's uid table it holds (-1: none), until the seat is freed. */
+        long uid_slot[2];
 };
 
 struct SeatManager {
@@ -154,6 +157,11 @@ struct SeatManager {
         SeatPoolFn pool_fn;               /* told when a pool's seats change (seatd/pool.c) */
         void *pool_userdata;
         uint64_t pool_seq;                /* under lock */
+        /* QEMU uids (qemu_uid_range, issue 13 #8): slot i is the pair uid_first + 2i and
+         * the next; uid_slot_used[i] under lock. */
+        uid_t uid_first;
+        size_t n_uid_slots;
+        bool *uid_slot_used;
 };
 
 static const char *const state_names[] = {
@@ -237,7 +245,10 @@ static void seat_set_state(Seat *s, SeatState st) {
 
 /* ---- the table ---- */
 
+static void seat_uid_release(SeatManager *m, Seat *s);
+
 static void seat_free(Seat *s) {
+        seat_uid_release(s->m, s);
         free(s->reset_mode);
         free(s->reset_reason);
         free(s->warm_standby);
@@ -464,6 +475,85 @@ static void seat_domain_name(const SeatRecord *rec, char *buf, size_t size) {
         identity_domain_name(rec->id, seat_identity(rec->generation), buf, size);
 }
 
+/* ---- QEMU uids: each seat machine's QEMU runs as a uid of its own (issue 13 #8) ---- */
+
+static int uid_table_init(SeatManager *m, const SeatConfig *config, SeatError **ret_error) {
+        uid_t first = 0, last = 0;
+        if (seat_config_parse_uid_range(config->qemu_uid_range, &first, &last) < 0)
+                return seat_error_set(ret_error, EINVAL, "invalid qemu_uid_range '%s'", config->qemu_uid_range);
+        m->uid_first = first + 1; /* the first is the host check's probe guest */
+        m->n_uid_slots = (size_t) (last - first) / 2;
+        m->uid_slot_used = calloc(m->n_uid_slots, sizeof(bool));
+        return m->uid_slot_used ? 0 : -ENOMEM;
+}
+
+/* The uid identity k of the seat's slot runs as: the participant's machine and the standby
+ * state made beside it (the other identity) never share one, so even the slot's own live
+ * QEMU cannot reach the state its next session restores. */
+static uid_t identity_uid(const SeatRecord *rec, int k) {
+        return (uid_t) rec->qemu_uid + (uid_t) k;
+}
+
+/* The slot of the table a uid falls in, or -1 outside the range. */
+static long uid_slot_of(const SeatManager *m, int64_t uid) {
+        if (uid < (int64_t) m->uid_first)
+                return -1;
+        uint64_t i = (uint64_t) (uid - (int64_t) m->uid_first) / 2;
+        return i < m->n_uid_slots ? (long) i : -1;
+}
+
+/* A free pair for the seat, held until it is freed (release, or a failed provision). */
+static int seat_uid_take(SeatManager *m, Seat *s, SeatError **ret_error) {
+        if (s->uid_slot[0] >= 0)
+                return 0;
+        pthread_mutex_lock(&m->lock);
+        size_t i = 0;
+        while (i < m->n_uid_slots && m->uid_slot_used[i])
+                i++;
+        if (i < m->n_uid_slots)
+                m->uid_slot_used[i] = true;
+        pthread_mutex_unlock(&m->lock);
+        if (i == m->n_uid_slots)
+                return seat_error_set(ret_error, EUSERS,
+                                      "no free QEMU uid pair in qemu_uid_range '%s' (room for %zu seats): release a seat or widen the range",
+                                      m->config->qemu_uid_range, m->n_uid_slots);
+        s->uid_slot[0] = (long) i;
+        s->rec.qemu_uid = (int64_t) m->uid_first + 2 * (int64_t) i;
+        return 0;
+}
+
+/* An adopted seat's recorded uids, which its running QEMU has: taken in the table, or
+ * -EBUSY when another seat holds them (two seats on one uid is what this prevents). A
+ * pair outside the range (it was changed since) cannot collide with one handed out now. */
+static int seat_uid_adopt(SeatManager *m, Seat *s) {
+        long a = uid_slot_of(m, s->rec.qemu_uid), b = uid_slot_of(m, s->rec.qemu_uid + 1);
+        int r = 0;
+        if (b == a)
+                b = -1;
+        pthread_mutex_lock(&m->lock);
+        if ((a >= 0 && m->uid_slot_used[a]) || (b >= 0 && m->uid_slot_used[b]))
+                r = -EBUSY;
+        else {
+                if (a >= 0)
+                        m->uid_slot_used[a] = true;
+                if (b >= 0)
+                        m->uid_slot_used[b] = true;
+                s->uid_slot[0] = a;
+                s->uid_slot[1] = b;
+        }
+        pthread_mutex_unlock(&m->lock);
+        return r;
+}
+
+static void seat_uid_release(SeatManager *m, Seat *s) {
+        pthread_mutex_lock(&m->lock);
+        for (int k = 0; k < 2; k++)
+                if (s->uid_slot[k] >= 0 && (size_t) s->uid_slot[k] < m->n_uid_slots)
+                        m->uid_slot_used[s->uid_slot[k]] = false;
+        pthread_mutex_unlock(&m->lock);
+        s->uid_slot[0] = s->uid_slot[1] = -1;
+}
+
 /* Make s->dom a handle on the live connection (it may date from before a reconnect). */
 static int seat_refresh_dom(SeatManager *m, Seat *s, SeatError **ret_error) {
         virConnectPtr c = manager_conn(m, ret_error);
@@ -612,18 +702,23 @@ static int spec_files(SeatManager *m, const ImageManifest *man, SpecFiles *f) {
 
 /* A new domain on a new overlay of the verified base (cold boot), with iface as its NIC. */
 static int start_fresh(SeatManager *m, const ImageManifest *man, bool kvm, const char *name, const char *overlay,
-                       const char *console_log, const SeatRecord *rec, const char *iface, virDomainPtr *ret,
+                       const char *console_log, const SeatRecord *rec, const char *iface, uid_t uid, virDomainPtr *ret,
                        SeatError **ret_error) {
         _cleanup_(spec_files_done) SpecFiles f = {};
+        _cleanup_(domain_boot_copies_done) DomainBootCopies boot = {};
         int r = spec_files(m, man, &f);
         if (r < 0)
                 return r;
         r = overlay_create(f.base, image_format_to_string(f.disk->format), overlay, ret_error);
+        if (r >= 0)
+                r = overlay_give(overlay, uid, ret_error);
+        if (r >= 0)
+                r = domain_boot_copies(f.kernel, f.initrd, overlay, &boot, ret_error);
         if (r < 0)
                 return r;
-        DomainSpec spec = { .name = name, .kvm = kvm, .manifest = man, .kernel = f.kernel, .initrd = f.initrd,
+        DomainSpec spec = { .name = name, .kvm = kvm, .manifest = man, .kernel = boot.kernel, .initrd = boot.initrd,
                             .base = f.base, .overlay = overlay, .console_log = console_log, .record = rec,
-                            .interface_xml = iface };
+                            .interface_xml = iface, .qemu_uid = uid };
         virConnectPtr c = manager_conn(m, ret_error);
         if (!c)
                 return -ECONNREFUSED;
@@ -638,7 +733,8 @@ static int build_spec_and_start(SeatManager *m, Seat *s, const ImageManifest *ma
         if (s->net && seatnet_interface_xml(s->net, &iface) < 0)
                 return -ENOMEM;
         seat_domain_name(&s->rec, name, sizeof(name));
-        return start_fresh(m, man, kvm, name, s->overlay, s->console_log, &s->rec, iface, &s->dom, ret_error);
+        return start_fresh(m, man, kvm, name, s->overlay, s->console_log, &s->rec, iface,
+                           identity_uid(&s->rec, seat_identity(s->rec.generation)), &s->dom, ret_error);
 }
 
 /* The host end of the agent channel (libvirt's socket for it). */
@@ -863,6 +959,9 @@ static int quarantine(SeatManager *m, Seat *s, char **ret_dir, SeatError **ret_e
                 return seat_error_set(ret_error, errno, "create quarantine '%s': %m", q);
         if (rename(s->overlay, o) < 0 && errno != ENOENT)
                 return seat_error_set(ret_error, errno, "set aside the overlay of seat '%s': %m", s->rec.id);
+        /* Evidence is root's: the slot's QEMU uid pair goes to another seat after release. */
+        if (chown(o, 0, 0) < 0 && errno != ENOENT)
+                return seat_error_set(ret_error, errno, "take back the overlay of seat '%s': %m", s->rec.id);
         if (rename(s->console_log, c) < 0 && errno != ENOENT)
                 return seat_error_set(ret_error, errno, "set aside the console log of seat '%s': %m", s->rec.id);
         /* What virtlogd rotated out of it (console-gN.log.0, .1, ...: it keeps a few). */
@@ -1235,7 +1334,8 @@ static int warm_make(SeatManager *m, Seat *s, int k, const SeatRecord *rec, cons
                 r = -ENOMEM;
         pthread_mutex_unlock(&m->lock);
         if (r >= 0)
-                r = start_fresh(m, man, kvm, name, wp->overlay_tmp, wp->console, &trec, iface, &dom, ret_error);
+                r = start_fresh(m, man, kvm, name, wp->overlay_tmp, wp->console, &trec, iface, identity_uid(rec, k), &dom,
+                                ret_error);
         if (r >= 0 && (r = domain_agent_socket(dom, &sock)) < 0)
                 r = seat_error_set(ret_error, -r, "domain '%s' has no agent channel", name);
         if (r >= 0)
@@ -1263,7 +1363,10 @@ static int warm_make(SeatManager *m, Seat *s, int k, const SeatRecord *rec, cons
         snprintf(meta.image, sizeof(meta.image), "%s", rec->image);
         snprintf(meta.image_digest, sizeof(meta.image_digest), "%s", image_digest);
         meta.created = (int64_t) time(NULL);
-        if (chmod(wp->save_tmp, 0600) < 0 || chmod(wp->overlay_tmp, 0600) < 0)
+        /* Saved, the state is seatd's (root's): a restore gives its copy of the overlay to
+         * the uid that runs it. */
+        if (chmod(wp->save_tmp, 0600) < 0 || chmod(wp->overlay_tmp, 0600) < 0 || chown(wp->save_tmp, 0, 0) < 0 ||
+            chown(wp->overlay_tmp, 0, 0) < 0)
                 return seat_error_set(ret_error, errno, "chmod the saved state of '%s': %m", name);
         if ((r = warm_file_hash(wp->save_tmp, meta.state_hash, &meta.state_size)) < 0 ||
             (r = warm_file_hash(wp->overlay_tmp, meta.overlay_hash, &meta.overlay_size)) < 0)
@@ -1435,6 +1538,7 @@ static int warm_connect_and_resume(Seat *s, char **ret_why) {
 static int warm_restore(SeatManager *m, Seat *s, const ImageManifest *man, bool kvm, char **ret_why) {
         _cleanup_(warm_paths_done) WarmPaths wp = {};
         _cleanup_(spec_files_done) SpecFiles f = {};
+        _cleanup_(domain_boot_copies_done) DomainBootCopies boot = {};
         _cleanup_error_ SeatError *err = NULL;
         char digest[SEAT_HASH_HEX_LEN + 1], name[64], hash[SEAT_HASH_HEX_LEN + 1];
         int k = seat_identity(s->rec.generation);
@@ -1463,10 +1567,15 @@ static int warm_restore(SeatManager *m, Seat *s, const ImageManifest *man, bool 
         r = warm_file_copy(wp.overlay, s->overlay, 0600);
         if (r >= 0)
                 r = warm_file_hash(s->overlay, hash, &size);
+        /* After the hash: what is hashed is root's copy, which QEMU's uid gets only now. */
+        if (r >= 0)
+                r = overlay_give(s->overlay, identity_uid(&s->rec, k), NULL);
         if (r >= 0 && (size != meta.overlay_size || strcmp(hash, meta.overlay_hash) != 0))
                 r = -EBADMSG;
         if (r >= 0)
                 r = spec_files(m, man, &f);
+        if (r >= 0)
+                r = domain_boot_copies(f.kernel, f.initrd, s->overlay, &boot, NULL);
         if (r < 0) {
                 (void) unlink(s->overlay);
                 if (r == -EBADMSG)
@@ -1480,9 +1589,9 @@ static int warm_restore(SeatManager *m, Seat *s, const ImageManifest *man, bool 
                 return -ENOMEM;
         }
         seat_domain_name(&s->rec, name, sizeof(name));
-        DomainSpec spec = { .name = name, .kvm = kvm, .manifest = man, .kernel = f.kernel, .initrd = f.initrd,
+        DomainSpec spec = { .name = name, .kvm = kvm, .manifest = man, .kernel = boot.kernel, .initrd = boot.initrd,
                             .base = f.base, .overlay = s->overlay, .console_log = s->console_log, .record = &s->rec,
-                            .uuid = meta.uuid, .interface_xml = iface };
+                            .uuid = meta.uuid, .interface_xml = iface, .qemu_uid = identity_uid(&s->rec, k) };
         virConnectPtr c = manager_conn(m, &err);
         r = c ? domain_restore(c, wp.save, &spec, true, &s->dom, &err) : -ECONNREFUSED;
         if (c)
@@ -1526,6 +1635,12 @@ static int check_confinement(SeatManager *m, Seat *s, SeatError **ret_error) {
                 return seat_error_set(ret_error, EPERM,
                                       "seat '%s': QEMU runs as root; require_confinement = %s needs libvirt's DAC driver to run it as an unprivileged user (user/group in /etc/libvirt/qemu.conf)",
                                       s->rec.id, c->require_confinement);
+        /* Its own uid, nobody else's (issue 13 #8): libvirt honoured the static label. */
+        uid_t want = identity_uid(&s->rec, seat_identity(s->rec.generation));
+        if (!none && r >= 0 && dc.uid != want)
+                return seat_error_set(ret_error, EPERM,
+                                      "seat '%s': QEMU runs as uid %u, not the seat's own uid %u (qemu_uid_range); libvirt did not apply its DAC label",
+                                      s->rec.id, (unsigned) dc.uid, (unsigned) want);
         if (!strcmp(c->require_confinement, "mac") && !dc.mac[0])
                 return seat_error_set(ret_error, EPERM,
                                       "seat '%s': require_confinement = mac, but QEMU has no AppArmor or SELinux label on this host (enable one for libvirt, or set require_confinement = dac)",
@@ -1555,6 +1670,9 @@ static int boot_seat(SeatManager *m, Seat *s, const char *cold_why, SeatError **
         (void) digest_to_hex(man->digest, SEAT_HASH_BYTES, s->rec.image_digest, sizeof(s->rec.image_digest));
         if (remember_evidence_paths(s, man) < 0)
                 return -ENOMEM;
+        r = seat_uid_take(m, s, ret_error);
+        if (r < 0)
+                return r;
         pthread_mutex_lock(&m->lock);
         s->memory_mib = man->memory_mib > 0 ? (uint64_t) man->memory_mib : 0;
         pthread_mutex_unlock(&m->lock);
@@ -1631,6 +1749,7 @@ static int provision_new(SeatManager *m, const char *image, const char *particip
         pthread_mutex_init(&s->view_lock, NULL);
         s->m = m;
         s->refs = 1;
+        s->uid_slot[0] = s->uid_slot[1] = -1;
         s->rec.net_index = -1;
         snprintf(s->rec.id, sizeof(s->rec.id), "s");
         random_hex(s->rec.id + 1, 4);
@@ -2512,6 +2631,8 @@ int seat_manager_new(const SeatConfig *config, ImageStore *store, SeatManager **
         if (r >= 0)
                 r = warm_init(m, config, ret_error);
         if (r >= 0)
+                r = uid_table_init(m, config, ret_error);
+        if (r >= 0)
                 r = domain_open(config->libvirt_uri, &m->conn, ret_error);
         if (r >= 0)
                 r = seatnet_manager_new(config, on_net_tamper, m, &m->net, ret_error);
@@ -2544,6 +2665,7 @@ SeatManager *seat_manager_free(SeatManager *m) {
         free(m->seats_dir);
         free(m->quarantine_dir);
         free(m->warm_dir);
+        free(m->uid_slot_used);
         sodium_memzero(m->warm_key, sizeof(m->warm_key));
         pthread_mutex_destroy(&m->prep_lock);
         pthread_cond_destroy(&m->prep_cond);
@@ -2624,6 +2746,19 @@ static int adopt_net(SeatManager *m, Seat *s, SeatError **ret_error) {
         return 0;
 }
 
+/* Its uid pair back in the table. A seat from before per-seat uids (libvirt's one QEMU
+ * user) gets a pair now: its standby state and its next machines run under it. */
+static int adopt_uids(SeatManager *m, Seat *s, SeatError **ret_error) {
+        if (s->rec.qemu_uid == 0) {
+                int r = seat_uid_take(m, s, ret_error);
+                return r < 0 ? r : domain_set_record(s->dom, &s->rec, ret_error);
+        }
+        if (seat_uid_adopt(m, s) < 0)
+                return seat_error_set(ret_error, EBUSY, "its QEMU uid %" PRId64 " is recorded for another seat too",
+                                      s->rec.qemu_uid);
+        return 0;
+}
+
 static int adopt_one(SeatManager *m, virDomainPtr dom) {
         SeatRecord rec = {};
         const char *name = virDomainGetName(dom);
@@ -2657,12 +2792,13 @@ static int adopt_one(SeatManager *m, virDomainPtr dom) {
         pthread_mutex_init(&s->view_lock, NULL);
         s->m = m;
         s->refs = 0;
+        s->uid_slot[0] = s->uid_slot[1] = -1;
         s->rec = rec;
         s->dom = dom;
         (void) snprintf(s->live_domain, sizeof(s->live_domain), "%s", name);
         seat_set_state(s, SEAT_READY);
-        if (seat_paths(m, s) < 0 || adopt_net(m, s, &err) < 0 || connect_agent(s, false, ADOPT_HELLO_TIMEOUT_MS, &err) < 0 ||
-            table_add(m, s) < 0) {
+        if (seat_paths(m, s) < 0 || adopt_uids(m, s, &err) < 0 || adopt_net(m, s, &err) < 0 ||
+            connect_agent(s, false, ADOPT_HELLO_TIMEOUT_MS, &err) < 0 || table_add(m, s) < 0) {
                 log_seat_warning(rec.id, "seat '%s' is not healthy (%s): removing it", rec.id,
                                  err ? err->message : "?");
                 /* Its files are a participant's session: the sweep sets them aside, never deletes them. */

@@ -79,6 +79,13 @@ host_start_libvirt() {
   # dnsmasq for a network (never, for seat networks) yet writes their MAC files there.
   # (The seatd package's tmpfiles.d makes it too.)
   mkdir -p /var/lib/libvirt/dnsmasq
+  # Seat QEMUs run as uids of their own (qemu_uid_range), outside libvirt-qemu's group:
+  # they must traverse (not list) libvirt's state to their own per-domain directories
+  # (master key, agent socket). Debian ships these 0750. (seatd.tmpfiles does the same.)
+  local d
+  for d in /var/lib/libvirt/qemu /var/lib/libvirt/qemu/channel /var/lib/libvirt/qemu/channel/target; do
+    [[ -d $d ]] && chmod o+x "$d"
+  done
   if virsh -c qemu:///system version >/dev/null 2>&1; then
     return 0
   fi

@@ -66,6 +66,10 @@ static int image_info_load(const char *dir, ImageInfo *ret, SeatError **ret_erro
         return 0;
 }
 
+/* Test VMs run as the first uid of seatd's default qemu_uid_range (the host check's probe
+ * uid): never one a seat of a seatd under test gets. */
+#define TESTVM_QEMU_UID 70000u
+
 /* The boot files into the VM's own directory: QEMU runs as libvirt's unprivileged user,
  * and a build tree in a home directory (a clone in /root, say) is not reachable by it. */
 static int copy_into(const char *dir, char **path, SeatError **ret_error) {
@@ -128,6 +132,8 @@ int testvm_boot(const char *uri, const char *image_dir, const char *name, TestVm
             asprintf(&vm->console_log, "%s/console.log", vm->dir) < 0)
                 return -ENOMEM;
         r = overlay_create(img.disk, img.disk_format, vm->overlay, ret_error);
+        if (r >= 0)
+                r = overlay_give(vm->overlay, TESTVM_QEMU_UID, ret_error);
         if (r < 0)
                 return r;
 
@@ -147,7 +153,8 @@ int testvm_boot(const char *uri, const char *image_dir, const char *name, TestVm
         snprintf(rec.state, sizeof(rec.state), "test");
         snprintf(rec.image, sizeof(rec.image), "test-image");
         DomainSpec spec = { .name = name, .kvm = false, .manifest = &man, .kernel = img.kernel, .initrd = img.initrd,
-                            .base = img.disk, .overlay = vm->overlay, .console_log = vm->console_log, .record = &rec };
+                            .base = img.disk, .overlay = vm->overlay, .console_log = vm->console_log, .record = &rec,
+                            .qemu_uid = TESTVM_QEMU_UID };
         vm->started_ms = now_monotonic_ms();
         r = domain_create(vm->conn, &spec, &vm->dom, ret_error);
         if (r < 0)

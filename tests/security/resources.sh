@@ -147,6 +147,49 @@ grep -qi "no space" "$t/out" && ((used > virt / 2 && used <= virt + virt / 8)) \
   && ok "status: the seat's QEMU runs unprivileged with its seccomp sandbox (checked on the process)" \
   || not_ok "status shows the QEMU confinement"
 
+# ---------------------------------------------------------------- one QEMU escape reaches no other seat
+# Issue #13, finding 8: seat QEMUs shared libvirt's one uid, and libvirt chowned the shared,
+# verified kernel and initrd to it while seats ran. Each seat machine now runs as a uid of
+# its own (qemu_uid_range): what one escaped QEMU can open is tried here as its uid.
+live_domain() { "${VIRSH[@]}" list --name | grep "^seatd-$1-g$2\$"; }
+qemu_ids() { local pid; pid=$(cat "/run/libvirt/qemu/$1.pid" 2>/dev/null) && ps -o uid=,gid= -p "$pid" | awk '{print $1, $2}'; }
+domA=$(live_domain "$A" 1) domB=$(live_domain "$B" 1)
+read -r uidA gidA <<<"$(qemu_ids "$domA")"
+read -r uidB gidB <<<"$(qemu_ids "$domB")"
+ovA=$t/state/seats/$A/overlay-g1.qcow2 ovB=$t/state/seats/$B/overlay-g1.qcow2
+diag "seat $A's QEMU runs as ${uidA:-?}:${gidA:-?}, seat $B's as ${uidB:-?}:${gidB:-?}; overlays: $(stat -c '%n %U:%G %a' "$ovA" "$ovB" 2>&1 | sed "s|$t/state/seats/||" | tr '\n' ' ')"
+[[ -n $uidA && -n $uidB && $uidA != 0 && $uidB != 0 && $uidA != "$uidB" && $gidA != "$gidB" ]] \
+  && ok "two running seats' QEMUs run as different uids and gids ($uidA:$gidA, $uidB:$gidB)" \
+  || not_ok "two running seats' QEMUs run as different uids (${uidA:-?}, ${uidB:-?})"
+as_qemu() { local u=$1 g=$2; shift 2; setpriv --reuid="$u" --regid="$g" --clear-groups -- "$@"; }
+{ as_qemu "$uidA" "$gidA" head -c 4096 "$ovB"; } >/dev/null 2>"$t/out"; rA=$?
+{ as_qemu "$uidB" "$gidB" head -c 4096 "$ovA"; } >/dev/null 2>>"$t/out"; rB=$?
+{ as_qemu "$uidA" "$gidA" sh -c ": >>'$ovB'"; } 2>>"$t/out"; wA=$?
+[[ -n $uidA && $rA != 0 && $rB != 0 && $wA != 0 ]] \
+  && ok "seat $A's QEMU uid cannot open seat $B's overlay, nor the other way round, nor write it" \
+  || not_ok "one seat's QEMU uid opens the other's overlay (read $rA/$rB, write $wA)"
+as_qemu "$uidB" "$gidB" head -c 4 "$ovB" 2>"$t/out" | grep -q QFI \
+  && [[ $(stat -c '%u:%g %a' "$ovA" "$ovB" | sort -u | wc -l) == 2 && $(stat -c '%u:%g %a' "$ovB") == "$uidB:$gidB 600" ]] \
+  && ok "control: seat $B's own QEMU uid opens its overlay (owned $uidB:$gidB, 0600; nobody else's)" \
+  || not_ok "control: each overlay belongs to its own seat's QEMU uid, 0600"
+# The verified blobs every seat boots from (kernel, initrd, base disk) stay root's and
+# read-only while both run: libvirt chowns the kernel and initrd a domain names, so each
+# machine boots its own copies of them, removed once it runs.
+blobs=$(find "$t/state/images/blobs" -type f | tr '\n' ' ')
+modes=$(for f in $blobs; do stat -c '%U:%G %a' "$f"; done | sort -u | tr '\n' ' ')
+kern=$("${VIRSH[@]}" dumpxml "$domB" | sed -n "s|.*<kernel>\(.*\)</kernel>.*|\1|p")
+diag "the store's $(echo $blobs | wc -w) blobs while seats run: $modes; seat $B's <kernel>: ${kern#$t/}"
+[[ $(echo $blobs | wc -w) -ge 3 && $modes == "root:root 444 " ]] \
+  && ok "the shared kernel, initrd and base disk stay root:root 0444 while seats run" \
+  || not_ok "the shared kernel, initrd and base disk stay root:root 0444 while seats run ($modes)"
+# As the first seat's QEMU: neither make a blob writable (an owner could) nor write it.
+if as_qemu "$uidA" "$gidA" sh -c "for f in $blobs; do chmod u+w \"\$f\" 2>/dev/null && exit 0; : >>\"\$f\" && exit 0; done; exit 1" 2>/dev/null; then
+  chmod 0444 $blobs # put back what it could change
+  not_ok "seat $A's QEMU uid can chmod or write a shared blob"
+else
+  ok "seat $A's QEMU uid can neither chmod nor write any of the shared blobs"
+fi
+
 # ---------------------------------------------------------------- console flood
 dom=$("${VIRSH[@]}" list --name | grep "^seatd-$A-")
 log=$("${VIRSH[@]}" dumpxml "$dom" | sed -n "s/.*<source path='\([^']*console[^']*\)'.*/\1/p" | head -1)

@@ -147,6 +147,24 @@ static void test_network(void **state) {
         assert_string_equal(d->qemu_run_dir, "/run/libvirt/qemu");
         refused("require_confinement = some\n", "require_confinement");
         refused("qemu_run_dir = run\n", "qemu_run_dir");
+        /* Per-seat QEMU uids (issue 13 #8): the default, a valid range, and each refusal. */
+        uid_t first = 0, last = 0;
+        assert_string_equal(d->qemu_uid_range, "70000-70999");
+        assert_int_equal(seat_config_parse_uid_range(d->qemu_uid_range, &first, &last), 0);
+        assert_int_equal(first, 70000);
+        assert_int_equal(last, 70999);
+        _cleanup_(seat_config_freep) SeatConfig *u = parse("qemu_uid_range = 200000-200002\n");
+        assert_string_equal(u->qemu_uid_range, "200000-200002");
+        refused("qemu_uid_range = 0-999\n", "qemu_uid_range");          /* root, system users */
+        refused("qemu_uid_range = 70000-70001\n", "qemu_uid_range");    /* no room for the probe and a pair */
+        refused("qemu_uid_range = 65000-66000\n", "qemu_uid_range");    /* nobody (65534) inside */
+        refused("qemu_uid_range = 70000-200000\n", "qemu_uid_range");   /* over 65536 ids */
+        refused("qemu_uid_range = 70000\n", "qemu_uid_range");
+        refused("qemu_uid_range = 70000-\n", "qemu_uid_range");
+        refused("qemu_uid_range = 70000-70999x\n", "qemu_uid_range");
+        refused("qemu_uid_range = -5-70999\n", "qemu_uid_range");
+        refused("qemu_uid_range = 70999-70000\n", "qemu_uid_range");
+        refused("qemu_uid_range = 4294967294-4294967295\n", "qemu_uid_range");
 }
 
 static void test_pools(void **state) {
