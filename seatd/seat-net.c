@@ -1,0 +1,157 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* seat-net.c: handover_network a seat's network and egress filter, and what happens when its rules are tampered with. */
+#include "seat-internal.h"
+
+/* ---- the seat's network ---- */
+
+bool seat_egress_name_valid(const char *name) {
+        return seatnet_profile_name_valid(name);
+}
+
+char *egress_saved_path(const Seat *s) {
+        char *p = NULL;
+        return asprintf(&p, "%s/egress.profile", s->dir) < 0 ? NULL : p;
+}
+
+/* The network before the machine: a seat whose filter cannot be installed and read back
+ * does not boot. Its profile is kept beside it so a restarted seatd restores the same. */
+int seat_net_up(SeatManager *m, Seat *s, const char *egress, SeatError **ret_error) {
+        _cleanup_free_ char *saved_path = NULL;
+        SeatNet *n = NULL;
+        if (!m->config->network)
+                return 0;
+        virConnectPtr c = manager_conn(m, ret_error);
+        if (!c)
+                return -ECONNREFUSED;
+        int r = seatnet_up(m->net, c, s->rec.id, egress, -1, NULL, &n, ret_error);
+        virConnectClose(c);
+        if (r < 0)
+                return r;
+        pthread_mutex_lock(&m->lock);
+        s->net = n;
+        pthread_mutex_unlock(&m->lock);
+        s->rec.net_index = seatnet_index(n);
+        (void) snprintf(s->rec.egress, sizeof(s->rec.egress), "%s", seatnet_profile_name(n));
+        const char *text = seatnet_profile_text(n);
+        if (!(saved_path = egress_saved_path(s)))
+                return -ENOMEM;
+        r = write_file_atomic(saved_path, text, strlen(text), 0600);
+        if (r < 0)
+                return seat_error_set(ret_error, -r, "save the egress profile of seat '%s': %s", s->rec.id, strerror(-r));
+        return 0;
+}
+
+void seat_net_down(SeatManager *m, Seat *s) {
+        _cleanup_free_ char *saved_path = s->dir ? egress_saved_path(s) : NULL;
+        pthread_mutex_lock(&m->lock);
+        SeatNet *n = TAKE_PTR(s->net);
+        pthread_mutex_unlock(&m->lock);
+        if (n) {
+                virConnectPtr c = manager_conn(m, NULL);
+                seatnet_down(m->net, c, n);
+                if (c)
+                        virConnectClose(c);
+        }
+        if (saved_path)
+                (void) unlink(saved_path);
+        __atomic_store_n(&s->net_paused, false, __ATOMIC_RELEASE);
+}
+
+/* Before the next machine is connected (issue #13, finding 6): the old one off the seat's
+ * network (seatnet_unplug()) and every flow tracked for the guest's address forgotten. A
+ * machine that cannot be taken off is destroyed here and now, without its grace; one that
+ * cannot even be destroyed fails the reset: two machines with one MAC and one address never
+ * share the bridge. */
+int handover_network(Seat *s, SeatError **ret_error) {
+        _cleanup_error_ SeatError *err = NULL;
+        if (!s->net)
+                return 0;
+        if (s->dom && seatnet_unplug(s->net, s->dom, &err) < 0) {
+                log_seat_warning(s->rec.id, "seat '%s': %s: destroying the old machine now", s->rec.id,
+                                 err ? err->message : "taking the old machine off the network failed");
+                if (domain_stop(s->dom) < 0)
+                        return seat_error_set(ret_error, EIO,
+                                              "seat '%s': the old machine could be neither taken off the network (%s) nor destroyed (%s): the next one is not started beside it",
+                                              s->rec.id, err ? err->message : "?", domain_last_error());
+                s->dom = (virDomainFree(s->dom), NULL);
+        }
+        int r = seatnet_forget_flows(s->net, ret_error);
+        return r < 0 ? r : 0;
+}
+
+/* Pause first (the filter is open or wrong right now), then, if the config says so, put
+ * the rules back, read them back, and resume. Runs on the event loop: suspending a domain
+ * takes milliseconds. */
+void on_net_tamper(const char *seat_id, NftSeatState st, void *userdata) {
+        SeatManager *m = userdata;
+        _cleanup_(seat_unrefp) Seat *s = seat_manager_get(m, seat_id);
+        _cleanup_error_ SeatError *err = NULL;
+        char name[64];
+        int64_t detected = now_realtime_ms(), paused = 0, resumed = 0;
+        bool ok_pause = false;
+
+        if (!s)
+                return;
+        pthread_mutex_lock(&m->lock);
+        (void) snprintf(name, sizeof(name), "%s", s->live_domain);
+        pthread_mutex_unlock(&m->lock);
+        virConnectPtr c = manager_conn(m, NULL);
+        virDomainPtr d = c && name[0] ? virDomainLookupByName(c, name) : NULL;
+        __atomic_store_n(&s->net_paused, true, __ATOMIC_RELEASE);
+        if (d) {
+                ok_pause = virDomainSuspend(d) == 0;
+                paused = now_realtime_ms();
+        }
+        log_seat_warning(seat_id, "seat '%s': its egress rules are %s (changed behind seatd's back): %s", seat_id,
+                         nft_seat_state_to_string(st), ok_pause ? "paused" : "could not pause it");
+        if (m->config->tamper_resume) {
+                pthread_mutex_lock(&m->lock);
+                int r = s->net ? seatnet_reinstall(m->net, s->net, &err) : -ENOENT;
+                pthread_mutex_unlock(&m->lock);
+                if (r >= 0 && (!d || virDomainResume(d) == 0 || !ok_pause)) {
+                        resumed = now_realtime_ms();
+                        __atomic_store_n(&s->net_paused, false, __ATOMIC_RELEASE);
+                        log_seat_notice(seat_id, "seat '%s': egress rules restored and read back; resumed", seat_id);
+                } else
+                        log_seat_error(seat_id, "seat '%s' stays paused: %s", seat_id,
+                                       err ? err->message : domain_last_error());
+        }
+        tamper_record(m, s, st, detected, paused, ok_pause, resumed, err ? err->message : NULL);
+        if (d)
+                virDomainFree(d);
+        if (c)
+                virConnectClose(c);
+}
+
+int seat_manager_net_fd(SeatManager *m) {
+        return seatnet_fd(m->net);
+}
+
+void seat_manager_net_process(SeatManager *m) {
+        seatnet_process(m->net);
+}
+
+unsigned seat_manager_tick_ms(SeatManager *m) {
+        return (unsigned) m->config->egress_check_interval * 1000u;
+}
+
+/* The periodic backstop: read every seat's rules back, and record denied packets. */
+void seat_manager_tick(SeatManager *m) {
+        Seat **all = seat_manager_all(m);
+        seatnet_check(m->net);
+        for (Seat **p = all; p && *p; p++) {
+                pthread_mutex_lock(&m->lock);
+                uint64_t d = (*p)->net ? seatnet_denied_delta(m->net, (*p)->net) : 0;
+                pthread_mutex_unlock(&m->lock);
+                if (d > 0) {
+                        json_object *o = json_object_new_object();
+                        json_object_object_add(o, "packets", json_object_new_int64((int64_t) d));
+                        (void) seat_audit(*p, "egress.denied", o);
+                        json_object_put(o);
+                        log_seat_debug(seat_id(*p), "seat '%s': %" PRIu64 " packets denied by its egress filter",
+                                       seat_id(*p), d);
+                }
+                seat_unref(*p);
+        }
+        free(all);
+}
