@@ -14,9 +14,9 @@
 #include <sys/stat.h>
 #include <time.h>
 #include "archive.h"
-#include "fileio.h"
-#include "hash.h"
-#include "jsonframe.h"
+#include "common/fileio.h"
+#include "signing/hash.h"
+#include "common/jsonframe.h"
 
 #define FORMAT_NAME "seatd-evidence"
 #define TAR_BLOCK 512U

@@ -28,9 +28,9 @@
 #include <stdio.h>
 
 #include "audit.h"
-#include "boxkey.h"
-#include "error.h"
-#include "minisign.h"
+#include "signing/boxkey.h"
+#include "common/error.h"
+#include "signing/minisign.h"
 
 #define ARCHIVE_MAGIC "SEATDEV1"
 #define ARCHIVE_MAGIC_LEN 8U

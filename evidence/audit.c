@@ -8,9 +8,9 @@
 #include <sys/stat.h>
 
 #include "audit.h"
-#include "fileio.h"
-#include "hash.h"
-#include "jsonframe.h"
+#include "common/fileio.h"
+#include "signing/hash.h"
+#include "common/jsonframe.h"
 
 #define AUDIT_DOMAIN "seatd-audit-v1\n"
 #define AUDIT_MAC_SUFFIX ",\"mac\":\""

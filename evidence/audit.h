@@ -34,8 +34,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "error.h"
-#include "macro.h"
+#include "common/error.h"
+#include "common/macro.h"
 
 #define AUDIT_KEY_BYTES 32U
 #define AUDIT_MAC_BYTES 32U

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 
 #include "evidence-options.h"
-#include "verbs.h"
+#include "common/verbs.h"
 
 /* Each option's getopt value is its EvidenceOption bit. */
 static const struct option all_options[] = {

@@ -9,7 +9,7 @@
 #include <stdint.h>
 
 #include "archive.h"
-#include "error.h"
+#include "common/error.h"
 
 typedef enum EvidenceOption {
         EVIDENCE_OPTION_HOST_KEY = 1 << 0,   /* --host-key PATH */

@@ -14,13 +14,13 @@
 
 #include "archive.h"
 #include "audit.h"
-#include "boxkey.h"
+#include "signing/boxkey.h"
 #include "evidence-options.h"
-#include "hash.h"
-#include "jsonframe.h"
-#include "log.h"
-#include "minisign.h"
-#include "verbs.h"
+#include "signing/hash.h"
+#include "common/jsonframe.h"
+#include "common/log.h"
+#include "signing/minisign.h"
+#include "common/verbs.h"
 
 #define INPUTS_MAX EVIDENCE_OPTIONS_FILES_MAX
 

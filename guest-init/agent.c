@@ -17,8 +17,8 @@
 
 #include "agent.h"
 #include "config.h"
-#include "fileio.h"
-#include "log.h"
+#include "common/fileio.h"
+#include "common/log.h"
 #include "pid1.h"
 #include "transport.h"
 

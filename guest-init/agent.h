@@ -13,9 +13,9 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "agent-proto.h"
-#include "jsonframe.h"
-#include "macro.h"
+#include "common/agent-proto.h"
+#include "common/jsonframe.h"
+#include "common/macro.h"
 
 #define AGENT_OUT_HIGH_WATER (4u * 1024u * 1024u) /* queued bytes: stop reading pipes/host */
 #define AGENT_STDIN_PENDING_MAX (1024u * 1024u)   /* pending stdin per exec */

@@ -20,9 +20,9 @@
 #include <unistd.h>
 
 #include "agent.h"
-#include "fileio.h"
-#include "log.h"
-#include "netlink.h"
+#include "common/fileio.h"
+#include "common/log.h"
+#include "common/netlink.h"
 
 #ifndef RNDRESEEDCRNG
 #define RNDRESEEDCRNG _IO('R', 0x07)

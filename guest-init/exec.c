@@ -16,8 +16,8 @@
 #include <unistd.h>
 
 #include "agent.h"
-#include "fileio.h"
-#include "log.h"
+#include "common/fileio.h"
+#include "common/log.h"
 
 #ifndef CLOSE_RANGE_CLOEXEC
 #define CLOSE_RANGE_CLOEXEC (1U << 2)

@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "agent.h"
-#include "log.h"
+#include "common/log.h"
 
 static int files_check_path(Agent *a, int64_t id, const char *path) {
         if (!path || path[0] != '/')

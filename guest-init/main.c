@@ -20,7 +20,7 @@
 
 #include "agent.h"
 #include "config.h"
-#include "log.h"
+#include "common/log.h"
 #include "pid1.h"
 #include "transport.h"
 

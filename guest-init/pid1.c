@@ -17,8 +17,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "fileio.h"
-#include "log.h"
+#include "common/fileio.h"
+#include "common/log.h"
 #include "pid1.h"
 
 #define ROOT_WAIT_MS 10000

@@ -16,8 +16,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "fileio.h"
-#include "log.h"
+#include "common/fileio.h"
+#include "common/log.h"
 #include "transport.h"
 
 #define VIRTIO_PORTS_DIR "/sys/class/virtio-ports"

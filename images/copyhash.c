@@ -7,7 +7,7 @@
 #include <unistd.h>
 
 #include "copyhash.h"
-#include "fileio.h"
+#include "common/fileio.h"
 
 #define SLOTS 4
 #define WORKERS_MAX 8

@@ -8,8 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "error.h"
-#include "hash.h"
+#include "common/error.h"
+#include "signing/hash.h"
 #include "store.h"
 
 #define COPYHASH_CHUNK_MAX (16u * 1024u * 1024u) /* larger chunks: the caller hashes inline */

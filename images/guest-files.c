@@ -10,9 +10,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "fileio.h"
+#include "common/fileio.h"
 #include "guest-files.h"
-#include "log.h"
+#include "common/log.h"
 
 GuestFiles *guest_files_free(GuestFiles *f) {
         if (!f)

@@ -7,7 +7,7 @@
 #include <time.h>
 
 #include "guestfs-util.h"
-#include "log.h"
+#include "common/log.h"
 
 #define GUESTFS_MEMSIZE_MIB 384
 

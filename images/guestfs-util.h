@@ -10,9 +10,9 @@
 
 #include <guestfs.h>
 
-#include "error.h"
+#include "common/error.h"
 #include "inspect.h"
-#include "macro.h"
+#include "common/macro.h"
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(guestfs_h *, guestfs_close)
 

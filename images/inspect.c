@@ -8,7 +8,7 @@
 #include <time.h>
 
 #include "inspect.h"
-#include "log.h"
+#include "common/log.h"
 
 #if HAVE_LIBGUESTFS
 #include "guestfs-util.h"

@@ -11,7 +11,7 @@
 
 #include <stdbool.h>
 
-#include "error.h"
+#include "common/error.h"
 #include "manifest.h"
 
 /* What guest-init carries (guest-init/main.c), followed by the decimal protocol version. */

@@ -3,7 +3,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "jsonframe.h"
+#include "common/jsonframe.h"
 #include "manifest.h"
 
 #define CMDLINE_MAX 4096

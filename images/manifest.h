@@ -10,8 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "error.h"
-#include "hash.h"
+#include "common/error.h"
+#include "signing/hash.h"
 
 #define IMAGE_MANIFEST_MAX (1024u * 1024u)
 #define IMAGE_FILES_MAX 16

@@ -14,8 +14,8 @@
 #include <unistd.h>
 
 #include "config.h"
-#include "hash.h"
-#include "minisign.h"
+#include "signing/hash.h"
+#include "signing/minisign.h"
 #include "pull.h"
 
 #define REHASH_BUF (1024u * 1024u)

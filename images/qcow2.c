@@ -5,7 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "macro.h"
+#include "common/macro.h"
 #include "qcow2.h"
 
 #define QCOW2_MAGIC "QFI\xfb"

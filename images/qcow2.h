@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "error.h"
+#include "common/error.h"
 #include "manifest.h"
 
 #define QCOW2_HEAD_MAX (1024u * 1024u) /* bytes of the file's start the check needs at most */

@@ -13,9 +13,9 @@
 #include <time.h>
 
 #include "config.h"
-#include "fileio.h"
-#include "hash.h"
-#include "jsonframe.h"
+#include "common/fileio.h"
+#include "signing/hash.h"
+#include "common/jsonframe.h"
 #include "manifest.h"
 
 #define FILES_MAX IMAGE_FILES_MAX

@@ -11,10 +11,10 @@
 #include <unistd.h>
 
 #include "copyhash.h"
-#include "fileio.h"
-#include "hash.h"
+#include "common/fileio.h"
+#include "signing/hash.h"
 #include "inspect.h"
-#include "minisign.h"
+#include "signing/minisign.h"
 #include "qcow2.h"
 #include "store.h"
 

@@ -10,7 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "error.h"
+#include "common/error.h"
 #include "manifest.h"
 
 typedef struct ImageStore ImageStore;

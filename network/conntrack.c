@@ -14,7 +14,7 @@
 #include <linux/netfilter/nfnetlink_conntrack.h>
 #include <linux/netlink.h>
 
-#include "macro.h"
+#include "common/macro.h"
 
 #define RECV_TIMEOUT_S 2
 #define RECV_BUF_SIZE (64 * 1024)

@@ -13,7 +13,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "error.h"
+#include "common/error.h"
 
 #define NETDEF_BRIDGE_PREFIX "seat-"
 #define NETDEF_NETWORK_PREFIX "seatd-"

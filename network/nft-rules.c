@@ -4,8 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "jsonframe.h"
-#include "log.h"
+#include "common/jsonframe.h"
+#include "common/log.h"
 #include "nft-internal.h"
 
 /* ---- names ---------------------------------------------------------------------- */

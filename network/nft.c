@@ -5,8 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "jsonframe.h"
-#include "log.h"
+#include "common/jsonframe.h"
+#include "common/log.h"
 #include "nft-internal.h"
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct nft_ctx *, nft_ctx_free)

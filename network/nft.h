@@ -30,8 +30,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "error.h"
-#include "macro.h"
+#include "common/error.h"
+#include "common/macro.h"
 #include "profile.h"
 
 #define NFT_TABLE_FAMILY "inet"

@@ -13,8 +13,8 @@
  * nft_monitor_process() when it is readable.
  */
 
-#include "error.h"
-#include "macro.h"
+#include "common/error.h"
+#include "common/macro.h"
 #include "nft.h"
 
 #define NFT_MONITOR_MAX_SEATS 256

@@ -4,8 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "fileio.h"
-#include "log.h"
+#include "common/fileio.h"
+#include "common/log.h"
 #include "profile.h"
 
 #define MAX_TOKENS 8

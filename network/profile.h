@@ -24,8 +24,8 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
-#include "error.h"
-#include "macro.h"
+#include "common/error.h"
+#include "common/macro.h"
 
 #define EGRESS_PROFILE_MAX_BYTES (64u * 1024u)
 #define EGRESS_PROFILE_MAX_LINE 256u

@@ -5,9 +5,9 @@
 #include <sys/un.h>
 
 #include "client.h"
-#include "fileio.h"
-#include "jsonframe.h"
-#include "log.h"
+#include "common/fileio.h"
+#include "common/jsonframe.h"
+#include "common/log.h"
 
 #define DEFAULT_SOCKET "/run/seatd/control.sock"
 #define PARTICIPANT_SOCKET_NAME "participant.sock"

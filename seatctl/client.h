@@ -4,8 +4,8 @@
 #include <json-c/json.h>
 #include <stdbool.h>
 
-#include "control-proto.h"
-#include "error.h"
+#include "common/control-proto.h"
+#include "common/error.h"
 
 typedef struct CtlClient CtlClient;
 

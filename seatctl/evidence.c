@@ -7,15 +7,15 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "archive.h"
-#include "boxkey.h"
-#include "evidence-options.h"
-#include "hash.h"
-#include "jsonframe.h"
-#include "log.h"
-#include "minisign.h"
+#include "evidence/archive.h"
+#include "signing/boxkey.h"
+#include "evidence/evidence-options.h"
+#include "signing/hash.h"
+#include "common/jsonframe.h"
+#include "common/log.h"
+#include "signing/minisign.h"
 #include "seatctl.h"
-#include "verbs.h"
+#include "common/verbs.h"
 
 static void evidence_usage(FILE *f) {
         fprintf(f,

@@ -3,8 +3,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "jsonframe.h"
-#include "log.h"
+#include "common/jsonframe.h"
+#include "common/log.h"
 #include "seatctl.h"
 
 static void host_usage(FILE *f) {

@@ -5,8 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "jsonframe.h"
-#include "log.h"
+#include "common/jsonframe.h"
+#include "common/log.h"
 #include "seatctl.h"
 
 static void image_usage(FILE *f) {

@@ -9,9 +9,9 @@
 #include <string.h>
 
 #include "config.h"
-#include "log.h"
+#include "common/log.h"
 #include "seatctl.h"
-#include "verbs.h"
+#include "common/verbs.h"
 
 CtlOptions ctl_opts;
 

@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "jsonframe.h"
-#include "log.h"
+#include "common/jsonframe.h"
+#include "common/log.h"
 #include "seatctl.h"
 
 static void pool_usage(FILE *f) {

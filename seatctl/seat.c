@@ -8,10 +8,10 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "base64.h"
-#include "fileio.h"
-#include "jsonframe.h"
-#include "log.h"
+#include "common/base64.h"
+#include "common/fileio.h"
+#include "common/jsonframe.h"
+#include "common/log.h"
 #include "seatctl.h"
 
 #define CHUNK (512u * 1024u)

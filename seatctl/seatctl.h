@@ -4,7 +4,7 @@
 #include <stdbool.h>
 
 #include "client.h"
-#include "error.h"
+#include "common/error.h"
 
 /* Global options, set by main() before a verb runs. */
 typedef struct CtlOptions {

@@ -8,9 +8,9 @@
 #include <time.h>
 
 #include "agent-client.h"
-#include "fileio.h"
-#include "jsonframe.h"
-#include "log.h"
+#include "common/fileio.h"
+#include "common/jsonframe.h"
+#include "common/log.h"
 
 struct AgentClient {
         int fd;

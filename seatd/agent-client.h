@@ -13,8 +13,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "agent-proto.h"
-#include "error.h"
+#include "common/agent-proto.h"
+#include "common/error.h"
 
 typedef struct AgentClient AgentClient;
 

@@ -26,11 +26,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "base64.h"
+#include "common/base64.h"
 #include "collect.h"
-#include "fileio.h"
-#include "jsonframe.h"
-#include "log.h"
+#include "common/fileio.h"
+#include "common/jsonframe.h"
+#include "common/log.h"
 
 #ifndef SEATD_COLLECT_DIR
 #define SEATD_COLLECT_DIR "/usr/libexec/seatd"

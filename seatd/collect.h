@@ -14,8 +14,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "error.h"
-#include "guest-files.h"
+#include "common/error.h"
+#include "images/guest-files.h"
 
 #define COLLECT_PARALLEL_MAX 2
 #define COLLECT_OUTPUT_MAX (32U << 20) /* bytes of seatd-collect's report */

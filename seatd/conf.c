@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "conf.h"
-#include "fileio.h"
+#include "common/fileio.h"
 
 #define LINE_MAX_BYTES 4096
 

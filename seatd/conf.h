@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <sys/types.h>
 
-#include "error.h"
+#include "common/error.h"
 
 /* seatd.conf: "key = value" lines, '#' comments, values optionally in double quotes.
  * Every path seatd touches comes from here, so tests run a private seatd beside any

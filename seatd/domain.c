@@ -9,8 +9,8 @@
 
 #include "conf.h"
 #include "domain.h"
-#include "fileio.h"
-#include "log.h"
+#include "common/fileio.h"
+#include "common/log.h"
 
 static void silence(void *userdata, virErrorPtr err) {
 }

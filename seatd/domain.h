@@ -14,8 +14,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "error.h"
-#include "manifest.h"
+#include "common/error.h"
+#include "images/manifest.h"
 
 #define SEAT_DOMAIN_PREFIX "seatd-"
 #define SEAT_METADATA_URI "urn:seatd:seat:1"

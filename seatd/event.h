@@ -8,7 +8,7 @@
 #include <stdint.h>
 #include <sys/epoll.h>
 
-#include "macro.h"
+#include "common/macro.h"
 
 typedef struct EventLoop EventLoop;
 typedef struct EventSource EventSource;

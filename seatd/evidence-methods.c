@@ -6,10 +6,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "archive.h"
-#include "control-proto.h"
-#include "jsonframe.h"
-#include "log.h"
+#include "evidence/archive.h"
+#include "common/control-proto.h"
+#include "common/jsonframe.h"
+#include "common/log.h"
 #include "methods.h"
 #include "seal.h"
 #include "seat.h"

@@ -15,13 +15,13 @@
 #include <sys/statvfs.h>
 
 #include "agent-client.h"
-#include "control-proto.h"
+#include "common/control-proto.h"
 #include "domain.h"
-#include "fileio.h"
-#include "jsonframe.h"
-#include "log.h"
+#include "common/fileio.h"
+#include "common/jsonframe.h"
+#include "common/log.h"
 #include "methods.h"
-#include "store.h"
+#include "images/store.h"
 
 #define PROBE_TIMEOUT_MS 25000
 

@@ -4,13 +4,13 @@
 #include <string.h>
 #include <time.h>
 
-#include "control-proto.h"
-#include "jsonframe.h"
-#include "log.h"
+#include "common/control-proto.h"
+#include "common/jsonframe.h"
+#include "common/log.h"
 #include "methods.h"
-#include "pull.h"
+#include "images/pull.h"
 #include "seat.h"
-#include "store.h"
+#include "images/store.h"
 
 static ImageStore *store_of(Request *req) {
         return request_manager(req)->store;

@@ -13,7 +13,7 @@
 
 #include "conf.h"
 #include "event.h"
-#include "log.h"
+#include "common/log.h"
 #include "sandbox.h"
 #include "methods.h"
 #include "notify.h"

@@ -11,7 +11,7 @@
 #include "pool.h"
 #include "seat.h"
 #include "server.h"
-#include "store.h"
+#include "images/store.h"
 
 typedef struct Manager {
         const SeatConfig *config;

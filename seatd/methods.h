@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
-#include "error.h"
+#include "common/error.h"
 #include "manager.h"
 
 /* Registers every method module's methods (image.*, seat.*, host.*, evidence.*, pool.*) on the server. */

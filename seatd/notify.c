@@ -4,7 +4,7 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 
-#include "macro.h"
+#include "common/macro.h"
 #include "notify.h"
 
 int notify_send(const char *state) {

@@ -2,8 +2,8 @@
 /* pool.* methods: size the pools of ready seats and show them (docs/pools.md). */
 #include <string.h>
 
-#include "control-proto.h"
-#include "jsonframe.h"
+#include "common/control-proto.h"
+#include "common/jsonframe.h"
 #include "methods.h"
 #include "pool-state.h"
 #include "pool.h"

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "macro.h"
+#include "common/macro.h"
 #include "pool-state.h"
 
 #define HEADER "seatd-pools 1\n"

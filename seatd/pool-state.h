@@ -16,7 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "manifest.h"
+#include "images/manifest.h"
 
 #define POOL_STATE_MAX 16384U
 #define POOLS_MAX 64U

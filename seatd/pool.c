@@ -8,8 +8,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "fileio.h"
-#include "log.h"
+#include "common/fileio.h"
+#include "common/log.h"
 #include "pool-state.h"
 #include "pool.h"
 #include "seat-log.h"

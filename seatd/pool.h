@@ -14,9 +14,9 @@
 #include <json-c/json.h>
 
 #include "conf.h"
-#include "error.h"
+#include "common/error.h"
 #include "seat.h"
-#include "store.h"
+#include "images/store.h"
 
 typedef struct PoolManager PoolManager;
 

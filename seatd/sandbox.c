@@ -33,7 +33,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 
-#include "macro.h"
+#include "common/macro.h"
 #include "sandbox.h"
 
 /* LeakSanitizer stops the process's threads with ptrace at exit: the ASan build keeps it. */

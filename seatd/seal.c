@@ -9,12 +9,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "archive.h"
+#include "evidence/archive.h"
 #include "collect.h"
-#include "fileio.h"
-#include "guest-files.h"
-#include "jsonframe.h"
-#include "log.h"
+#include "common/fileio.h"
+#include "images/guest-files.h"
+#include "common/jsonframe.h"
+#include "common/log.h"
 #include "seal.h"
 #include "seat-log.h"
 

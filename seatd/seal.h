@@ -16,10 +16,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "boxkey.h"
+#include "signing/boxkey.h"
 #include "conf.h"
-#include "error.h"
-#include "minisign.h"
+#include "common/error.h"
+#include "signing/minisign.h"
 
 #define SEAL_SESSION_INFO "session.json"
 #define SEAL_FAILED_NOTE "seal-failed"

@@ -13,18 +13,18 @@
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <time.h>
-#include "fileio.h"
-#include "hash.h"
-#include "jsonframe.h"
-#include "log.h"
+#include "common/fileio.h"
+#include "signing/hash.h"
+#include "common/jsonframe.h"
+#include "common/log.h"
 #include "seat.h"
 #include "seat-log.h"
 #include "seatnet.h"
-#include "qcow2.h"
-#include "archive.h"
-#include "audit.h"
-#include "boxkey.h"
-#include "minisign.h"
+#include "images/qcow2.h"
+#include "evidence/archive.h"
+#include "evidence/audit.h"
+#include "signing/boxkey.h"
+#include "signing/minisign.h"
 #include "warm-state.h"
 #include "seal.h"
 

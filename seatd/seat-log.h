@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
-#include "log.h"
+#include "common/log.h"
 
 /*
  * A log line about one seat starts with "seat=ID": `grep 'seat=s1a2b3c4 '` (or

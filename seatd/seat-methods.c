@@ -8,12 +8,12 @@
 #include <sys/timerfd.h>
 #include <unistd.h>
 
-#include "base64.h"
-#include "control-proto.h"
-#include "fileio.h"
-#include "hash.h"
-#include "jsonframe.h"
-#include "log.h"
+#include "common/base64.h"
+#include "common/control-proto.h"
+#include "common/fileio.h"
+#include "signing/hash.h"
+#include "common/jsonframe.h"
+#include "common/log.h"
 #include "methods.h"
 #include "seat.h"
 #include "seat-log.h"

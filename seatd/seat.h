@@ -14,9 +14,9 @@
 #include "agent-client.h"
 #include "conf.h"
 #include "domain.h"
-#include "error.h"
-#include "minisign.h"
-#include "store.h"
+#include "common/error.h"
+#include "signing/minisign.h"
+#include "images/store.h"
 
 typedef enum SeatState {
         SEAT_PROVISIONING,

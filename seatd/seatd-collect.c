@@ -29,10 +29,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "base64.h"
-#include "guest-files.h"
-#include "jsonframe.h"
-#include "log.h"
+#include "common/base64.h"
+#include "images/guest-files.h"
+#include "common/jsonframe.h"
+#include "common/log.h"
 
 static int parse_u64(const char *s, uint64_t *ret) {
         char *end = NULL;

@@ -11,15 +11,15 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "conntrack.h"
+#include "network/conntrack.h"
 #include "domain.h"
-#include "fileio.h"
-#include "jsonframe.h"
-#include "log.h"
-#include "netdef.h"
-#include "netlink.h"
-#include "nftwatch.h"
-#include "profile.h"
+#include "common/fileio.h"
+#include "common/jsonframe.h"
+#include "common/log.h"
+#include "network/netdef.h"
+#include "common/netlink.h"
+#include "network/nftwatch.h"
+#include "network/profile.h"
 #include "seat-log.h"
 #include "seatnet.h"
 

@@ -16,11 +16,11 @@
 #include <libvirt/libvirt.h>
 #include <stdbool.h>
 
-#include "agent-proto.h"
+#include "common/agent-proto.h"
 #include "conf.h"
-#include "error.h"
-#include "macro.h"
-#include "nft.h"
+#include "common/error.h"
+#include "common/macro.h"
+#include "network/nft.h"
 
 #define SEATNET_PROFILE_NONE "none" /* the built-in profile that allows nothing */
 #define SEATNET_PROFILE_NAME_MAX 32

@@ -13,10 +13,10 @@
 #include <sys/un.h>
 
 #include "conf.h"
-#include "control-proto.h"
-#include "fileio.h"
-#include "jsonframe.h"
-#include "log.h"
+#include "common/control-proto.h"
+#include "common/fileio.h"
+#include "common/jsonframe.h"
+#include "common/log.h"
 #include "server.h"
 
 #define CONN_MAX 256

@@ -14,7 +14,7 @@
 #include <sys/types.h>
 
 #include "conf.h"
-#include "error.h"
+#include "common/error.h"
 #include "event.h"
 
 typedef struct Server Server;

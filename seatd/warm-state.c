@@ -6,7 +6,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "fileio.h"
+#include "common/fileio.h"
 #include "warm-state.h"
 
 #define MAGIC "seatd-warm-state 1"

@@ -28,8 +28,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "error.h"
-#include "hash.h"
+#include "common/error.h"
+#include "signing/hash.h"
 
 #define WARM_KEY_BYTES 32U
 #define WARM_MAC_BYTES 32U

@@ -4,9 +4,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "base64.h"
+#include "common/base64.h"
 #include "boxkey.h"
-#include "fileio.h"
+#include "common/fileio.h"
 #include "hash.h"
 
 #define BOX_TAG "BX"

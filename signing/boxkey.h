@@ -20,8 +20,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "error.h"
-#include "macro.h"
+#include "common/error.h"
+#include "common/macro.h"
 
 #define SEAT_BOX_KEY_ID_BYTES 8U
 #define SEAT_BOX_PUBLIC_KEY_BYTES 32U

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fileio.h"
+#include "common/fileio.h"
 #include "hash.h"
 
 #define READ_BUFFER_SIZE (64U * 1024U)

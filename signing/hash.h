@@ -20,7 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "macro.h"
+#include "common/macro.h"
 
 #define SEAT_HASH_BYTES 64U                        /* BLAKE2b-512 */
 #define SEAT_HASH_HEX_LEN (2U * SEAT_HASH_BYTES)   /* without the NUL */

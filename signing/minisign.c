@@ -7,10 +7,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "base64.h"
-#include "fileio.h"
+#include "common/base64.h"
+#include "common/fileio.h"
 #include "hash.h"
-#include "log.h"
+#include "common/log.h"
 #include "minisign.h"
 
 /* Tags and prefixes, as in minisign.h of minisign. */

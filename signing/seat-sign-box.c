@@ -7,7 +7,7 @@
 #include <sys/stat.h>
 
 #include "boxkey.h"
-#include "log.h"
+#include "common/log.h"
 #include "seat-sign.h"
 
 static void keygen_box_help(void) {

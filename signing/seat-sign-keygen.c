@@ -6,7 +6,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "log.h"
+#include "common/log.h"
 #include "minisign.h"
 #include "seat-sign.h"
 

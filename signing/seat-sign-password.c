@@ -5,7 +5,7 @@
 #include <string.h>
 #include <termios.h>
 
-#include "fileio.h"
+#include "common/fileio.h"
 #include "minisign.h"
 #include "seat-sign.h"
 

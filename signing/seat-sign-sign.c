@@ -4,8 +4,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "fileio.h"
-#include "log.h"
+#include "common/fileio.h"
+#include "common/log.h"
 #include "minisign.h"
 #include "seat-sign.h"
 

@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "fileio.h"
+#include "common/fileio.h"
 #include "minisign.h"
 #include "seat-sign.h"
 

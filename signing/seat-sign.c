@@ -8,9 +8,9 @@
 #include <stdio.h>
 
 #include "hash.h"
-#include "log.h"
+#include "common/log.h"
 #include "seat-sign.h"
-#include "verbs.h"
+#include "common/verbs.h"
 
 static const Verb verbs[] = {
         { "keygen", 0, VERB_ANY, verb_keygen_any, "create a key pair (--box: a facilitator box key pair)" },

@@ -8,7 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "error.h"
+#include "common/error.h"
 
 int verb_keygen(int argc, char *argv[], SeatError **ret_error);
 /* keygen with --box goes to seat-sign-box.c, otherwise to verb_keygen(). */

@@ -15,8 +15,8 @@
 #include <sys/wait.h>
 #include <time.h>
 
-#include "agent-client.h"
-#include "fileio.h"
+#include "seatd/agent-client.h"
+#include "common/fileio.h"
 #include "testvm.h"
 
 #define WAIT_MS 120000

@@ -15,10 +15,10 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "archive.h"
-#include "fileio.h"
-#include "hash.h"
-#include "jsonframe.h"
+#include "evidence/archive.h"
+#include "common/fileio.h"
+#include "signing/hash.h"
+#include "common/jsonframe.h"
 
 #define RUNS 3
 

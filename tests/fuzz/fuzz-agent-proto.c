@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent-proto.h"
-#include "jsonframe.h"
+#include "common/agent-proto.h"
+#include "common/jsonframe.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base64.h"
-#include "macro.h"
+#include "common/base64.h"
+#include "common/macro.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

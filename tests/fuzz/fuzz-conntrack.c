@@ -9,7 +9,7 @@
 
 #include <linux/netlink.h>
 
-#include "conntrack.h"
+#include "network/conntrack.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "control-proto.h"
-#include "jsonframe.h"
+#include "common/control-proto.h"
+#include "common/jsonframe.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

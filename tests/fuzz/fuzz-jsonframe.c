@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "jsonframe.h"
+#include "common/jsonframe.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -10,8 +10,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "fileio.h"
-#include "macro.h"
+#include "common/fileio.h"
+#include "common/macro.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "error.h"
-#include "minisign.h"
+#include "common/error.h"
+#include "signing/minisign.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

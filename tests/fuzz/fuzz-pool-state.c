@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pool-state.h"
+#include "seatd/pool-state.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

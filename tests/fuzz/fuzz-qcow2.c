@@ -3,7 +3,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "qcow2.h"
+#include "images/qcow2.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -3,7 +3,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "conf.h"
+#include "seatd/conf.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -9,9 +9,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "agent-client.h"
-#include "fileio.h"
-#include "log.h"
+#include "seatd/agent-client.h"
+#include "common/fileio.h"
+#include "common/log.h"
 #include "testvm.h"
 
 #define WAIT_MS 120000

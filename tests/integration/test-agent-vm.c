@@ -12,8 +12,8 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "agent-client.h"
-#include "fileio.h"
+#include "seatd/agent-client.h"
+#include "common/fileio.h"
 #include "testvm.h"
 
 #define WAIT_MS 60000

@@ -10,9 +10,9 @@
 #include <sys/wait.h>
 #include <time.h>
 
-#include "fileio.h"
-#include "jsonframe.h"
-#include "domain.h"
+#include "common/fileio.h"
+#include "common/jsonframe.h"
+#include "seatd/domain.h"
 #include "testvm.h"
 
 typedef struct ImageInfo {

@@ -8,7 +8,7 @@
 #include <libvirt/libvirt.h>
 #include <libvirt/virterror.h>
 
-#include "error.h"
+#include "common/error.h"
 
 typedef struct TestVm {
         char *name;

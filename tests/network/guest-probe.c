@@ -37,7 +37,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "macro.h"
+#include "common/macro.h"
 #include "probe-dns.h"
 
 #define EXIT_OK 0

@@ -26,10 +26,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "fileio.h"
-#include "jsonframe.h"
-#include "nft.h"
-#include "nftwatch.h"
+#include "common/fileio.h"
+#include "common/jsonframe.h"
+#include "network/nft.h"
+#include "network/nftwatch.h"
 
 typedef struct Options {
         const char *verb, *profile_path;

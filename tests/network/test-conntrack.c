@@ -15,7 +15,7 @@
 #include <linux/netfilter/nfnetlink_conntrack.h>
 #include <linux/netlink.h>
 
-#include "conntrack.h"
+#include "network/conntrack.h"
 
 typedef struct Msg {
         uint8_t buf[1024];

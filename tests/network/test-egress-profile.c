@@ -8,7 +8,7 @@
 
 #include <cmocka.h>
 
-#include "profile.h"
+#include "network/profile.h"
 
 static EgressProfile *parse_ok(const char *text) {
         EgressProfile *p = NULL;

@@ -8,7 +8,7 @@
 
 #include <cmocka.h>
 
-#include "netdef.h"
+#include "network/netdef.h"
 
 static void pool_bad(const char *s, unsigned sub) {
         _cleanup_error_ SeatError *e = NULL;

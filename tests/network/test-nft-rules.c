@@ -10,8 +10,8 @@
 
 #include <cmocka.h>
 
-#include "jsonframe.h"
-#include "nft.h"
+#include "common/jsonframe.h"
+#include "network/nft.h"
 
 static EgressProfile *profile(const char *text) {
         EgressProfile *p = NULL;

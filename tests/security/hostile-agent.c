@@ -25,13 +25,13 @@
 #include <string.h>
 #include <time.h>
 
-#include "agent-proto.h"
-#include "agent.h"
-#include "fileio.h"
-#include "jsonframe.h"
-#include "log.h"
-#include "pid1.h"
-#include "transport.h"
+#include "common/agent-proto.h"
+#include "guest-init/agent.h"
+#include "common/fileio.h"
+#include "common/jsonframe.h"
+#include "common/log.h"
+#include "guest-init/pid1.h"
+#include "guest-init/transport.h"
 
 #define FLOOD_MAX (256u << 20)
 

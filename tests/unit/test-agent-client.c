@@ -16,8 +16,8 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "agent-client.h"
-#include "fileio.h"
+#include "seatd/agent-client.h"
+#include "common/fileio.h"
 
 #define LONG_MS 60000 /* the boot timeout a violation must not wait for */
 

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "agent-proto.h"
+#include "common/agent-proto.h"
 
 static AgentMsg *parse_ok(const char *s) {
         AgentMsg *m = NULL;

@@ -12,9 +12,9 @@
 #include <cmocka.h>
 #include <sodium.h>
 
-#include "archive.h"
-#include "fileio.h"
-#include "hash.h"
+#include "evidence/archive.h"
+#include "common/fileio.h"
+#include "signing/hash.h"
 
 static char dir[] = "/tmp/seatd-test-archive-XXXXXX";
 static SeatSecretKey *host;

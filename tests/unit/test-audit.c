@@ -11,10 +11,10 @@
 #include <cmocka.h>
 #include <sodium.h>
 
-#include "audit.h"
-#include "fileio.h"
-#include "hash.h"
-#include "jsonframe.h"
+#include "evidence/audit.h"
+#include "common/fileio.h"
+#include "signing/hash.h"
+#include "common/jsonframe.h"
 
 static char dir[] = "/tmp/seatd-test-audit-XXXXXX";
 static uint8_t key[AUDIT_KEY_BYTES];

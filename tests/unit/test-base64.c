@@ -6,8 +6,8 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "base64.h"
-#include "macro.h"
+#include "common/base64.h"
+#include "common/macro.h"
 
 static void check_roundtrip(const char *plain, const char *encoded) {
         _cleanup_free_ char *e = NULL;

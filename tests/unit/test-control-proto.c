@@ -8,8 +8,8 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "control-proto.h"
-#include "jsonframe.h"
+#include "common/control-proto.h"
+#include "common/jsonframe.h"
 
 static ControlMsg *parse(const char *s) {
         ControlMsg *m = NULL;

@@ -6,8 +6,8 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "error.h"
-#include "log.h"
+#include "common/error.h"
+#include "common/log.h"
 
 static void test_error_set_and_wrap(void **state) {
         _cleanup_error_ SeatError *e = NULL;

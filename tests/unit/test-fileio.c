@@ -9,8 +9,8 @@
 #include <sys/stat.h>
 #include <cmocka.h>
 
-#include "fileio.h"
-#include "macro.h"
+#include "common/fileio.h"
+#include "common/macro.h"
 
 static char dir[] = "/tmp/seatd-test-fileio-XXXXXX";
 

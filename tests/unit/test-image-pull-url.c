@@ -7,7 +7,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "pull.h"
+#include "images/pull.h"
 
 static void accepted(const char *url, bool allow_plain_http, const char *display) {
         _cleanup_free_ char *shown = NULL;

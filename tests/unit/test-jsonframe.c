@@ -6,7 +6,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "jsonframe.h"
+#include "common/jsonframe.h"
 
 static void feed_all(FrameReader *r, const char *s) {
         size_t len = strlen(s);

@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 #include <cmocka.h>
 
-#include "log.h"
+#include "common/log.h"
 
 typedef struct Pipe {
         int fd[2];

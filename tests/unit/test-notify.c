@@ -10,8 +10,8 @@
 #include <sys/un.h>
 #include <cmocka.h>
 
-#include "macro.h"
-#include "notify.h"
+#include "common/macro.h"
+#include "seatd/notify.h"
 
 /* A datagram socket bound to name (a path, or '@' for the abstract namespace), as systemd
  * makes it; returns its fd. */

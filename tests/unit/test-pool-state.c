@@ -8,7 +8,7 @@
 
 #include <cmocka.h>
 
-#include "pool-state.h"
+#include "seatd/pool-state.h"
 
 static void refused(const char *text) {
         PoolSpec *specs = NULL;

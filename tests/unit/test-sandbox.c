@@ -20,7 +20,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "sandbox.h"
+#include "seatd/sandbox.h"
 
 #define CHILD_SKIP 77
 

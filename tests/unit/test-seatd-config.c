@@ -6,8 +6,8 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "conf.h"
-#include "fileio.h"
+#include "seatd/conf.h"
+#include "common/fileio.h"
 
 static SeatConfig *parse(const char *s) {
         SeatConfig *c = NULL;

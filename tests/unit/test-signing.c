@@ -11,11 +11,11 @@
 #include <cmocka.h>
 #include <sodium.h>
 
-#include "base64.h"
-#include "error.h"
-#include "hash.h"
-#include "macro.h"
-#include "minisign.h"
+#include "common/base64.h"
+#include "common/error.h"
+#include "signing/hash.h"
+#include "common/macro.h"
+#include "signing/minisign.h"
 
 /* Real minisign 0.11 output (minisign -G -W; -S; -S -l) over "hello\n". */
 static const char MS_PUB[] = "untrusted comment: minisign public key 70357A20CB3ADB78\n"

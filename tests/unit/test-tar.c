@@ -15,7 +15,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "archive-internal.h"
+#include "evidence/archive-internal.h"
 
 #define N_MEMBERS 3
 static const size_t sizes[N_MEMBERS] = { 0, 513, 1024 };
