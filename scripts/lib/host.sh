@@ -101,6 +101,27 @@ host_start_libvirt() {
   die "libvirtd did not answer on qemu:///system (see /var/log/libvirt)"
 }
 
+# The system user the package makes for collecting guest files (debian/seatd.sysusers:
+# evidence_collect_user, whose libguestfs appliance parses the guest's filesystem, never as
+# root). A seatd run from the build tree, by the suites and the demo, needs it as the
+# installed one does; made the way the package makes it.
+host_make_users() {
+  getent passwd seatd-collect >/dev/null && return 0
+  [[ $(id -u) == 0 ]] || die "the user 'seatd-collect' is missing: run as root, or install the seatd package (it makes it)"
+  local conf lines=()
+  conf="$(dirname "${BASH_SOURCE[0]}")/../../debian/seatd.sysusers"
+  mapfile -t lines < <(grep -E '^[um] seatd-collect ' "$conf")
+  ((${#lines[@]})) || die "$conf has no seatd-collect user"
+  say "making the system user seatd-collect ($conf)"
+  if command -v systemd-sysusers >/dev/null; then
+    systemd-sysusers --inline "${lines[@]}" || die "systemd-sysusers could not make seatd-collect"
+  else
+    useradd --system --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin \
+      --comment "seatd guest file collection" seatd-collect || die "useradd could not make seatd-collect"
+    getent group kvm >/dev/null && usermod -a -G kvm seatd-collect
+  fi
+}
+
 # The guard from ENVIRONMENT.md: even a broken egress filter cannot send a test packet
 # off this machine. Loaded before any test that may send packets, and left loaded.
 host_load_guard() {
