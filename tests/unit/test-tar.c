@@ -192,13 +192,16 @@ static void test_refusals(void **state) {
 
         /* a name or size other than the manifest's, with a valid checksum */
         ArchiveMember other = s.members[1];
+        uint8_t block[TAR_BLOCK];
         (void) snprintf(other.path, sizeof(other.path), "members/0009");
         memcpy(b, s.buf, s.len);
-        tar_header(&other, 0, b + h2);
+        tar_header(&other, 0, block);
+        memcpy(b + h2, block, TAR_BLOCK);
         refused(&s, b, s.len, "is not named 'members/0002'");
         other = s.members[1];
         other.size = 512;
-        tar_header(&other, 0, b + h2);
+        tar_header(&other, 0, block);
+        memcpy(b + h2, block, TAR_BLOCK);
         refused(&s, b, s.len, "has another size than the manifest");
 
         /* cut short: not done; one more block after the trailer: refused */
