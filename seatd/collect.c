@@ -300,20 +300,28 @@ static int spawn(const CollectRequest *req, const CollectUser *u, int wfd, int e
         _cleanup_close_ int null = open("/dev/null", O_RDWR | O_CLOEXEC);
         if (null < 0)
                 return seat_error_set(ret_error, errno, "cannot open /dev/null: %m");
+        /* Opened here, as root, and executed through the descriptor: the helper's user need
+         * not be able to reach it by its path (a build tree under /root, mode 0700). */
+        _cleanup_close_ int exe = open(req->helper, O_PATH | O_CLOEXEC);
+        if (exe < 0)
+                return seat_error_set(ret_error, errno, "%s: cannot open the collect helper '%s': %m", req->context,
+                                      req->helper);
 
         pid_t pid = fork();
         if (pid < 0)
                 return seat_error_set(ret_error, errno, "%s: fork: %m", req->context);
         if (pid == 0) {
                 /* Only async-signal-safe calls from here to exec: seatd has threads. */
+                /* fd 3 is the helper, closed by the exec itself (an ELF needs no path). */
                 if (setpgid(0, 0) < 0 || dup2(null, STDIN_FILENO) < 0 ||
                     dup2(wfd, STDOUT_FILENO) < 0 || dup2(ewfd, STDERR_FILENO) < 0 ||
-                    close_range(3, ~0U, 0) < 0 || setgroups(u->n_groups, u->groups) < 0 ||
+                    dup2(exe, 3) < 0 || fcntl(3, F_SETFD, FD_CLOEXEC) < 0 ||
+                    close_range(4, ~0U, 0) < 0 || setgroups(u->n_groups, u->groups) < 0 ||
                     setresgid(u->gid, u->gid, u->gid) < 0 || setresuid(u->uid, u->uid, u->uid) < 0 ||
                     getuid() == 0 || geteuid() == 0 ||
                     prctl(PR_SET_PDEATHSIG, SIGKILL) < 0) /* after the uid change: it clears it */
                         _exit(126);
-                execve(req->helper, (char *const *) argv, envp);
+                execveat(3, "", (char *const *) argv, envp, AT_EMPTY_PATH);
                 _exit(127);
         }
         (void) setpgid(pid, pid); /* whichever of the two runs first */
