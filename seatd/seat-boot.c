@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* seat-boot.c: hello_failed booting a seat: disk admission, the domain's files, confinement and the agent's first hello. */
+/* seat-boot.c: booting a seat: disk admission, the domain's files, confinement and the agent's first hello. */
 #include "seat-internal.h"
 
 /* ---- disk admission ---- */
@@ -23,26 +23,40 @@ uint64_t disk_promised_locked(SeatManager *m, const Seat *except) {
         return sum;
 }
 
-/* A seat boots only when its whole disk fits beside everything promised to the others and
- * the reserve: a guest that fills its disk cannot take the host's free space. */
-static int disk_admit(SeatManager *m, Seat *s, uint64_t need, SeatError **ret_error) {
+/* Admits `need` bytes on the filesystem of `dir` beside everything promised to the seats
+ * (but `except`) and the reserve, and promises them (disk_pending) until the caller
+ * settles. One rule for seat disks and seals' output. -ENOSPC: it does not fit; what was
+ * seen is returned for the caller's message. */
+int disk_reserve(SeatManager *m, const char *dir, const Seat *except, uint64_t need, uint64_t *ret_avail,
+                 uint64_t *ret_promised, SeatError **ret_error) {
         struct statvfs sv;
-        if (statvfs(m->seats_dir, &sv) < 0)
-                return seat_error_set(ret_error, errno, "free space of '%s': %m", m->seats_dir);
+        if (statvfs(dir, &sv) < 0)
+                return seat_error_set(ret_error, errno, "free space of '%s': %m", dir);
         uint64_t avail = (uint64_t) sv.f_bavail * sv.f_frsize, reserve = m->config->disk_reserve_bytes;
         pthread_mutex_lock(&m->lock);
-        uint64_t promised = disk_promised_locked(m, s);
+        uint64_t promised = disk_promised_locked(m, except);
         bool fits = avail >= reserve && avail - reserve >= promised && avail - reserve - promised >= need;
         if (fits)
                 m->disk_pending += need;
         pthread_mutex_unlock(&m->lock);
-        if (!fits)
+        *ret_avail = avail;
+        *ret_promised = promised;
+        return fits ? 0 : -ENOSPC;
+}
+
+/* A seat boots only when its whole disk fits beside everything promised to the others and
+ * the reserve: a guest that fills its disk cannot take the host's free space. */
+static int disk_admit(SeatManager *m, Seat *s, uint64_t need, SeatError **ret_error) {
+        uint64_t avail, promised;
+        int r = disk_reserve(m, m->seats_dir, s, need, &avail, &promised, ret_error);
+        if (r == -ENOSPC)
                 return seat_error_set(ret_error, ENOSPC,
                                       "not enough disk space for seat '%s': %" PRIu64 " MiB free in '%s', %" PRIu64
                                       " MiB promised to running seats, %" PRIu64 " MiB needed, %" PRIu64
                                       " MiB kept in reserve (disk_reserve_bytes): free space or release seats",
-                                      s->rec.id, avail >> 20, m->seats_dir, promised >> 20, need >> 20, reserve >> 20);
-        return 0;
+                                      s->rec.id, avail >> 20, m->seats_dir, promised >> 20, need >> 20,
+                                      (uint64_t) m->config->disk_reserve_bytes >> 20);
+        return r;
 }
 
 /* The whole virtual disk of the image, admitted before either boot path writes an overlay

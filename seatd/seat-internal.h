@@ -260,6 +260,8 @@ int pool_claim(SeatManager *m, Seat *s, const char *participant, char **ret_toke
 void pool_notify(SeatManager *m, SeatPoolEvent ev, const char *image, const char *egress);
 
 /* seat-boot.c */
+int disk_reserve(SeatManager *m, const char *dir, const Seat *except, uint64_t need, uint64_t *ret_avail,
+                 uint64_t *ret_promised, SeatError **ret_error);
 int boot_seat(SeatManager *m, Seat *s, const char *cold_why, SeatError **ret_error);
 int connect_agent(Seat *s, bool fresh, int timeout_ms, SeatError **ret_error);
 uint64_t disk_promised_locked(SeatManager *m, const Seat *except);

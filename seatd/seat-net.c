@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* seat-net.c: handover_network a seat's network and egress filter, and what happens when its rules are tampered with. */
+/* seat-net.c: a seat's network and egress filter, and what happens when its rules are tampered with. */
 #include "seat-internal.h"
 
 /* ---- the seat's network ---- */

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* seat-session.c: seal_admit seal_settle a session's audit log and evidence paths, quarantine, and handing off to sealing. */
+/* seat-session.c: a session's audit log and evidence paths, quarantine, and handing off to sealing. */
 #include "seat-internal.h"
 
 /* Set the session's files aside for evidence (sealed by the evidence work). */
@@ -198,23 +198,16 @@ typedef struct SealJob {
  * were promised and the reserve, and promised itself until the seal is over. */
 static int seal_admit(void *userdata, const char *seat_id, uint64_t need, SeatError **ret_error) {
         SeatManager *m = userdata;
-        struct statvfs sv;
-        if (statvfs(m->quarantine_dir, &sv) < 0)
-                return seat_error_set(ret_error, errno, "free space of '%s': %m", m->quarantine_dir);
-        uint64_t avail = (uint64_t) sv.f_bavail * sv.f_frsize, reserve = m->config->disk_reserve_bytes;
-        pthread_mutex_lock(&m->lock);
-        uint64_t promised = disk_promised_locked(m, NULL);
-        bool fits = avail >= reserve && avail - reserve >= promised && avail - reserve - promised >= need;
-        if (fits)
-                m->disk_pending += need;
-        pthread_mutex_unlock(&m->lock);
-        if (!fits)
+        uint64_t avail, promised;
+        int r = disk_reserve(m, m->quarantine_dir, NULL, need, &avail, &promised, ret_error);
+        if (r == -ENOSPC)
                 return seat_error_set(ret_error, ENOSPC,
                                       "disk full for sealing the session of seat '%s': %" PRIu64 " MiB free in '%s', %" PRIu64
                                       " MiB promised to running seats and other seals, %" PRIu64 " MiB needed (evidence caps), %" PRIu64
                                       " MiB kept in reserve (disk_reserve_bytes): free space, then 'seatctl evidence retry'",
-                                      seat_id, avail >> 20, m->quarantine_dir, promised >> 20, need >> 20, reserve >> 20);
-        return 0;
+                                      seat_id, avail >> 20, m->quarantine_dir, promised >> 20, need >> 20,
+                                      (uint64_t) m->config->disk_reserve_bytes >> 20);
+        return r;
 }
 
 static void seal_settle(void *userdata, uint64_t need) {
