@@ -30,3 +30,6 @@ int fd_set_cloexec(int fd, int on);
 int64_t now_monotonic_ms(void);
 int64_t now_boottime_ms(void);
 int64_t now_realtime_ms(void);
+
+/* A new file `to` (O_EXCL, mode) with the bytes of `from`: copy_file_range, else read/write. -errno. */
+int file_copy(const char *from, const char *to, mode_t mode);

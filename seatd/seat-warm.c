@@ -366,7 +366,7 @@ int warm_restore(SeatManager *m, Seat *s, const ImageManifest *man, bool kvm, ch
                 s->seen[k].valid = false;
                 return r;
         }
-        r = warm_file_copy(wp.overlay, s->overlay, 0600);
+        r = file_copy(wp.overlay, s->overlay, 0600);
         if (r >= 0)
                 r = warm_file_hash(s->overlay, hash, &size);
         /* After the hash: what is hashed is root's copy, which QEMU's uid gets only now. */

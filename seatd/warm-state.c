@@ -181,34 +181,3 @@ int warm_key_load(const char *path, uint8_t key[WARM_KEY_BYTES], SeatError **ret
                 return seat_error_set(ret_error, EIO, "read the warm-state key '%s': short read", path);
         return 0;
 }
-
-int warm_file_copy(const char *from, const char *to, mode_t mode) {
-        _cleanup_close_ int src = open(from, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
-        if (src < 0)
-                return -errno;
-        _cleanup_close_ int dst = open(to, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
-        if (dst < 0)
-                return -errno;
-        for (;;) {
-                ssize_t n = copy_file_range(src, NULL, dst, NULL, 1 << 30, 0);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n < 0 && (errno == EXDEV || errno == EINVAL || errno == ENOSYS || errno == EOPNOTSUPP))
-                        break; /* below: through memory */
-                if (n < 0)
-                        return -errno;
-                if (n == 0)
-                        return 0;
-        }
-        uint8_t buf[64 * 1024];
-        for (;;) {
-                ssize_t n = loop_read(src, buf, sizeof(buf));
-                if (n < 0)
-                        return (int) n;
-                if (n == 0)
-                        return 0;
-                int r = loop_write(dst, buf, (size_t) n);
-                if (r < 0)
-                        return r;
-        }
-}

@@ -63,7 +63,5 @@ int warm_meta_matches(const WarmMeta *m, const char *slot, const char *domain, c
                       const char **ret_why);
 /* BLAKE2b-512 of a whole file, lower-case hex, and its size. */
 int warm_file_hash(const char *path, char hex[SEAT_HASH_HEX_LEN + 1], uint64_t *ret_size);
-/* Copy a file (in the kernel where it can) to a new file of that mode; -EEXIST if `to` exists. */
-int warm_file_copy(const char *from, const char *to, mode_t mode);
 /* seatd's warm key: read, or made (0600) when missing. */
 int warm_key_load(const char *path, uint8_t key[WARM_KEY_BYTES], SeatError **ret_error);
