@@ -11,12 +11,37 @@
 
 #define DEFAULT_SOCKET "/run/seatd/control.sock"
 #define PARTICIPANT_SOCKET_NAME "participant.sock"
+#define TOKEN_MAX 256
 
 struct CtlClient {
         int fd;
         FrameReader *reader;
         int64_t next_id;
 };
+
+/* A participant's token comes from a file or the environment, never from argv (argv is
+ * visible to every user of the host in /proc). */
+int ctl_load_token(const char *token_file, char **ret, SeatError **ret_error) {
+        const char *env = getenv("SEATD_TOKEN");
+        *ret = NULL;
+        if (token_file) {
+                _cleanup_free_ char *t = NULL;
+                size_t n = 0;
+                int r = read_file_capped(token_file, TOKEN_MAX, &t, &n);
+                if (r < 0)
+                        return seat_error_set(ret_error, -r, "read token file '%s': %s", token_file, strerror(-r));
+                while (n > 0 && strchr("\r\n \t", t[n - 1]))
+                        t[--n] = '\0';
+                *ret = TAKE_PTR(t);
+        } else if (env && *env && !(*ret = strdup(env)))
+                return -ENOMEM;
+        return 0;
+}
+
+void ctl_client_shutdown(CtlClient *c) {
+        if (c && c->fd >= 0)
+                (void) shutdown(c->fd, SHUT_RDWR);
+}
 
 CtlClient *ctl_client_free(CtlClient *c) {
         if (!c)
@@ -75,7 +100,7 @@ int ctl_call(CtlClient *c, const char *method, json_object *params, CtlEventFn o
                                 *ret_result = TAKE_PTR(m->body);
                         return 0;
                 case CONTROL_ERROR: {
-                        static char code[64];
+                        static _Thread_local char code[64]; /* seatctl mcp calls from threads */
                         snprintf(code, sizeof(code), "%s", m->error_code);
                         if (ret_code)
                                 *ret_code = code;

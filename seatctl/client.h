@@ -15,6 +15,12 @@ int ctl_connect(const char *path, CtlClient **ret, SeatError **ret_error);
  * token-scoped calls; seatd serves only those there. */
 int ctl_connect_as(const char *path, bool participant, CtlClient **ret, SeatError **ret_error);
 CtlClient *ctl_client_free(CtlClient *c);
+/* Ends the connection from another thread: a call blocked on it returns ECONNRESET, and
+ * seatd cancels what it was doing for it (an exec's process group is killed). */
+void ctl_client_shutdown(CtlClient *c);
+/* A participant's token: token_file (--token-file), else $SEATD_TOKEN; *ret = NULL when
+ * neither is given (the caller is an operator). */
+int ctl_load_token(const char *token_file, char **ret, SeatError **ret_error);
 DEFINE_TRIVIAL_CLEANUP_FUNC(CtlClient *, ctl_client_free)
 
 /* Called for progress and other events of the request; < 0 aborts. */

@@ -21,6 +21,7 @@ static const Verb verbs[] = {
         { "status", 0, VERB_ANY, verb_status, "one seat's state" },
         { "exec", 0, VERB_ANY, verb_exec, "run a command in a seat, output streamed, its exit code returned" },
         { "cp", 0, VERB_ANY, verb_cp, "copy a file into or out of a seat (out: at most 1 GiB, --max-size)" },
+        { "mcp", 0, VERB_ANY, verb_mcp, "serve one seat to an AI agent: a Model Context Protocol server on stdio" },
         { "console", 0, VERB_ANY, verb_console, "the seat's serial console log (read-only, --follow)" },
         { "reset", 0, VERB_ANY, verb_reset, "wipe a seat: a new machine from the verified image, new token" },
         { "release", 0, VERB_ANY, verb_release, "stop and remove a seat, its session set aside for evidence" },

@@ -19,32 +19,12 @@
  * --max-size says otherwise: the guest decides what it sends, and could send for ever. */
 #define CP_MAX_DEFAULT (UINT64_C(1) << 30)
 #define STDIN_MAX (512u * 1024u)
-#define TOKEN_MAX 256
-
-/* A participant's token comes from a file or the environment, never from argv (argv is
- * visible to every user of the host in /proc). */
-static int load_token(char **ret, SeatError **ret_error) {
-        const char *env = getenv("SEATD_TOKEN");
-        *ret = NULL;
-        if (ctl_opts.token_file) {
-                _cleanup_free_ char *t = NULL;
-                size_t n = 0;
-                int r = read_file_capped(ctl_opts.token_file, TOKEN_MAX, &t, &n);
-                if (r < 0)
-                        return seat_error_set(ret_error, -r, "read token file '%s': %s", ctl_opts.token_file, strerror(-r));
-                while (n > 0 && strchr("\r\n \t", t[n - 1]))
-                        t[--n] = '\0';
-                *ret = TAKE_PTR(t);
-        } else if (env && *env && !(*ret = strdup(env)))
-                return -ENOMEM;
-        return 0;
-}
 
 static int seat_call(const char *method, json_object *params, CtlEventFn on_event, void *userdata, json_object **ret,
                      SeatError **ret_error) {
         _cleanup_(ctl_client_freep) CtlClient *c = NULL;
         _cleanup_free_ char *token = NULL;
-        int r = load_token(&token, ret_error);
+        int r = ctl_load_token(ctl_opts.token_file, &token, ret_error);
         if (r < 0)
                 return r;
         if (token)

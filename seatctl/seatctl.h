@@ -35,6 +35,7 @@ int verb_release(int argc, char *argv[], SeatError **ret_error);
 int verb_host(int argc, char *argv[], SeatError **ret_error);
 int verb_evidence(int argc, char *argv[], SeatError **ret_error);
 int verb_pool(int argc, char *argv[], SeatError **ret_error);
+int verb_mcp(int argc, char *argv[], SeatError **ret_error);
 
 /* Prints a JSON value (pretty) to stdout. */
 void ctl_print_json(json_object *o);

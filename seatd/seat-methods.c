@@ -14,6 +14,7 @@
 #include "signing/hash.h"
 #include "common/jsonframe.h"
 #include "common/log.h"
+#include "exec-tool.h"
 #include "methods.h"
 #include "seat.h"
 #include "seat-log.h"
@@ -396,6 +397,11 @@ static int exec_job(Request *req, void *data, json_object **ret_result, SeatErro
                                       "'timeout_ms' %" PRId64 " is over this host's cap of %" PRId64
                                       " ms (exec_max_timeout = %" PRId64 " in seatd.conf)",
                                       timeout_ms, exec_max_timeout_ms, exec_max_timeout_ms / 1000);
+        int64_t guest_uid, guest_gid;
+        _cleanup_json_ json_object *tool = NULL;
+        int r = exec_guest_user(a->params, &guest_uid, &guest_gid, ret_error);
+        if (r < 0 || (r = exec_tool_record(a->params, &tool, ret_error)) < 0)
+                return r;
         if (cwd_s && !(cwd = strdup(cwd_s)))
                 return -ENOMEM;
         if (timeout_ms == 0)
@@ -403,7 +409,8 @@ static int exec_job(Request *req, void *data, json_object **ret_result, SeatErro
 
         AgentMsg msg = { .type = AGENT_MSG_EXEC,
                          .exec = { .argv = argv, .env = env, .cwd = cwd, .stdin_data = stdin_data, .stdin_len = stdin_len,
-                                   .stdin_eof = true, .timeout_ms = timeout_ms, .max_output = max_output } };
+                                   .stdin_eof = true, .timeout_ms = timeout_ms, .max_output = max_output,
+                                   .uid = guest_uid, .gid = guest_gid } };
         ExecStream st = { .req = req };
         crypto_generichash_init(&st.out, NULL, 0, 64);
         crypto_generichash_init(&st.err, NULL, 0, 64);
@@ -414,7 +421,13 @@ static int exec_job(Request *req, void *data, json_object **ret_result, SeatErro
         start = exec_start_record(req, argv, env, cwd, stdin_data, stdin_len, timeout_ms, max_output);
         if (!start)
                 return -ENOMEM;
-        int r = seat_exec(a->seat, &a->ticket, &msg, start, exec_end_record, exec_output, exec_cancelled, &st,
+        if (guest_uid || guest_gid) {
+                json_object_object_add(start, "guest_uid", json_object_new_int64(guest_uid));
+                json_object_object_add(start, "guest_gid", json_object_new_int64(guest_gid));
+        }
+        if (tool)
+                json_object_object_add(start, "tool", json_object_get(tool));
+        r = seat_exec(a->seat, &a->ticket, &msg, start, exec_end_record, exec_output, exec_cancelled, &st,
                           (int) MIN(timeout_ms + EXEC_HOST_GRACE_MS, (int64_t) INT32_MAX), &res, ret_error);
         if (r < 0) {
                 log_notice("exec seat=%s uid=%u argv=[%s] cwd=%s stdin=%zu failed: %s", seat_id(a->seat), (unsigned) req->uid,
