@@ -59,18 +59,15 @@ int mcp_message_parse(const char *line, size_t len, McpMessage *ret, McpRpcError
 
         ret->root = o;
         if (json_object_object_get_ex(o, "id", &id) && !id_ok(id)) {
-                mcp_message_done(ret);
                 return fail(err, NULL, MCP_INVALID_REQUEST, "Invalid Request: 'id' must be a string (at most 64 bytes) or an integer");
         }
         if (json_get_string(o, "jsonrpc", true, 8, &jsonrpc) < 0 || strcmp(jsonrpc, "2.0")) {
-                mcp_message_done(ret);
                 return fail(err, NULL, MCP_INVALID_REQUEST, "Invalid Request: 'jsonrpc' must be \"2.0\"");
         }
         if (!json_object_object_get_ex(o, "method", &v)) {
                 /* A response: the server sends no requests, so none is awaited. */
                 if (!id || !(json_object_object_get_ex(o, "result", NULL) || json_object_object_get_ex(o, "error", NULL))) {
-                        mcp_message_done(ret);
-                        return fail(err, NULL, MCP_INVALID_REQUEST, "Invalid Request: a message needs 'method' (or is a response with 'id' and 'result' or 'error')");
+                                return fail(err, NULL, MCP_INVALID_REQUEST, "Invalid Request: a message needs 'method' (or is a response with 'id' and 'result' or 'error')");
                 }
                 ret->kind = MCP_RESPONSE;
                 ret->id = id;
@@ -79,11 +76,9 @@ int mcp_message_parse(const char *line, size_t len, McpMessage *ret, McpRpcError
         /* From here, an error can name the request it answers. */
         json_object *reply_id = id;
         if (json_get_string(o, "method", true, MCP_METHOD_MAX, &method) < 0 || !*method) {
-                mcp_message_done(ret);
                 return fail(err, reply_id, MCP_INVALID_REQUEST, "Invalid Request: 'method' must be a string of 1..128 bytes");
         }
         if (json_object_object_get_ex(o, "params", &v) && !json_object_is_type(v, json_type_object)) {
-                mcp_message_done(ret);
                 return fail(err, reply_id, MCP_INVALID_PARAMS, "Invalid params: 'params' must be an object");
         }
         ret->kind = id ? MCP_REQUEST : MCP_NOTIFICATION;

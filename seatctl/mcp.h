@@ -58,7 +58,9 @@ typedef struct McpRpcError {
 } McpRpcError;
 
 /* One line from the client. -EBADMSG with *err filled when it must be answered with an
- * error; -ENOMEM. A response from the client returns 0 with kind MCP_RESPONSE. */
+ * error; -ENOMEM. A response from the client returns 0 with kind MCP_RESPONSE. Whatever
+ * the outcome the caller ends with mcp_message_done(ret), after answering: err->id points
+ * into ret. */
 int mcp_message_parse(const char *line, size_t len, McpMessage *ret, McpRpcError *err);
 
 /* Replies, formatted as one line (with '\n'). id is not consumed (NULL → null). */

@@ -74,6 +74,25 @@ with_network_for_apt() {
   return $rc
 }
 
+# The MCP suite's client: the official MCP TypeScript SDK, pinned in
+# tests/mcp/package-lock.json, installed there with npm ci (the registry sits behind the
+# guard like apt's mirror). Node.js from Debian when the machine has none.
+host_install_mcp_client() {
+  local dir
+  dir="$(dirname "${BASH_SOURCE[0]}")/../../tests/mcp"
+  if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+    host_apt_install nodejs npm
+  fi
+  # npm ci only when the lockfile changed since the last install (a stamp of its digest).
+  local want
+  want=$(sha256sum <"$dir/package-lock.json")
+  [[ -f $dir/node_modules/.seatd-lock && $(cat "$dir/node_modules/.seatd-lock") == "$want" ]] && return 0
+  say "installing the MCP SDK for the tests (npm ci in tests/mcp)"
+  with_network_for_apt npm ci --prefix "$dir" --no-audit --no-fund --loglevel=error >/dev/null ||
+    die "npm ci in $dir failed (is the npm registry reachable?)"
+  echo "$want" >"$dir/node_modules/.seatd-lock"
+}
+
 host_start_libvirt() {
   # /var/lib/libvirt/dnsmasq belongs to no package: libvirt makes it only when it runs
   # dnsmasq for a network (never, for seat networks) yet writes their MAC files there.

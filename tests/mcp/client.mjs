@@ -1,0 +1,165 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// The official MCP TypeScript SDK's client against `seatctl mcp SEAT` (tests/mcp/mcp.sh
+// starts seatd and the seat). One session per run; prints "ok - ..." / "not ok - ..."
+// lines (mcp.sh numbers them into TAP) and "# ..." diagnostics.
+//   node client.mjs SCENARIO SEATCTL SEAT TOKEN_FILE [--user UID]
+// SCENARIO: main (a first session: tools, exec with progress, files, cancellation, bad
+// arguments, the guest user's permissions), volatile (after a reset, with the new token:
+// the first session's files are gone), refused (after a reset, with the old token).
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { McpError, LATEST_PROTOCOL_VERSION } from "@modelcontextprotocol/sdk/types.js";
+
+const [scenario, seatctl, seat, tokenFile, ...rest] = process.argv.slice(2);
+let failed = 0;
+const ok = (cond, what, detail) => {
+  if (cond) console.log(`ok - ${what}`);
+  else {
+    failed++;
+    console.log(`not ok - ${what}`);
+    if (detail !== undefined) console.log(`# ${JSON.stringify(detail).slice(0, 2000)}`);
+  }
+};
+const text = (r) => (r.content || []).map((c) => c.text || "").join("");
+
+async function connect() {
+  const transport = new StdioClientTransport({
+    command: seatctl,
+    args: ["--token-file", tokenFile, "mcp", ...rest, seat],
+    env: { ...process.env },
+    stderr: "inherit",
+  });
+  const client = new Client({ name: "seatd-tests", version: "1.0.0" });
+  await client.connect(transport);
+  return client;
+}
+
+async function expectError(client, params, want, what) {
+  try {
+    const r = await client.callTool(params);
+    ok(false, what, r);
+  } catch (e) {
+    ok(e instanceof McpError && e.code === -32602 && want.test(e.message), what, { code: e.code, message: e.message });
+  }
+}
+
+// ps in the guest: whether a process with this command line runs.
+async function running(client, marker) {
+  const r = await client.callTool({ name: "exec", arguments: { argv: ["ps", "-o", "args"] } });
+  return r.structuredContent.stdout.split("\n").some((l) => l.trim() === marker);
+}
+
+async function main() {
+  const client = await connect();
+  ok(client.getServerVersion()?.name === "seatd", "initialize: the server names itself seatd", client.getServerVersion());
+
+  const { tools } = await client.listTools();
+  const names = tools.map((t) => t.name).sort();
+  ok(JSON.stringify(names) === JSON.stringify(["exec", "list_directory", "read_file", "seat_status", "write_file"]),
+     "tools/list: exec, list_directory, read_file, seat_status, write_file", names);
+  ok(tools.every((t) => t.inputSchema?.type === "object" && t.outputSchema?.type === "object" &&
+                        t.inputSchema.additionalProperties === false && /isolated/.test(t.description)),
+     "every tool has an object input schema (no extra properties), an output schema, and says it runs in an isolated VM");
+  const exec = tools.find((t) => t.name === "exec");
+  ok(exec.inputSchema.properties.argv?.type === "array" && exec.inputSchema.properties.timeout_ms?.type === "integer",
+     "exec's schema: argv an array, timeout_ms an integer", exec.inputSchema);
+
+  // exec with progress: a command that prints every 100 ms.
+  const progress = [];
+  const t0 = Date.now();
+  const r = await client.callTool(
+    { name: "exec", arguments: { command: "for i in 1 2 3 4 5 6 7 8; do echo tick $i; sleep 0.1; done; echo done >&2; exit 3" } },
+    undefined, { onprogress: (p) => progress.push({ ...p, at: Date.now() - t0 }), timeout: 120000 });
+  const s = r.structuredContent;
+  ok(s && s.exit_code === 3 && /tick 8/.test(s.stdout) && s.stderr === "done\n" && !s.stdout_truncated,
+     "exec: exit status 3, stdout and stderr in the structured result", s);
+  ok(progress.length >= 2 && progress.some((p) => /tick 1/.test(p.message)) &&
+     progress.every((p, i) => i === 0 || p.progress > progress[i - 1].progress),
+     `exec: output streamed as ${progress.length} progress notifications, increasing`, progress);
+  if (progress.length) console.log(`# first progress after ${progress[0].at} ms, result after ${Date.now() - t0} ms`);
+  ok(JSON.parse(text(r)).exit_code === 3, "exec: the text content is the structured result as JSON");
+
+  const argvRun = await client.callTool({ name: "exec", arguments: { argv: ["sh", "-c", 'echo "$X:$(pwd)"; cat'], env: { X: "ex" }, cwd: "/tmp", stdin: "in\n" } });
+  ok(argvRun.structuredContent?.stdout === "ex:/tmp\nin\n", "exec: argv, env, cwd and stdin reach the command", argvRun.structuredContent);
+
+  // Files, as the tools' guest user (mcp.sh passes --user 65534: nobody).
+  const w = await client.callTool({ name: "write_file", arguments: { path: "/tmp/mcp-note.txt", content: "hello from MCP\n" } });
+  ok(!w.isError && w.structuredContent?.bytes === 15, "write_file: /tmp/mcp-note.txt, 15 bytes", w);
+  const rd = await client.callTool({ name: "read_file", arguments: { path: "/tmp/mcp-note.txt" } });
+  ok(rd.structuredContent?.content === "hello from MCP\n" && rd.structuredContent.truncated === false, "read_file: reads it back", rd);
+  const bin = Buffer.from([0, 1, 2, 255, 254, 10]).toString("base64");
+  await client.callTool({ name: "write_file", arguments: { path: "/tmp/mcp-bin", content: bin, encoding: "base64", mode: "0600" } });
+  const rb = await client.callTool({ name: "read_file", arguments: { path: "/tmp/mcp-bin", encoding: "base64" } });
+  ok(rb.structuredContent?.content === bin, "write_file/read_file base64: binary bytes round-trip", rb);
+  const rt = await client.callTool({ name: "read_file", arguments: { path: "/tmp/mcp-bin" } });
+  ok(rt.isError === true && /not UTF-8/.test(text(rt)), "read_file as text of a binary file: refused, saying why", rt);
+  const cut = await client.callTool({ name: "read_file", arguments: { path: "/tmp/mcp-note.txt", max_bytes: 5 } });
+  ok(cut.structuredContent?.content === "hello" && cut.structuredContent.truncated === true, "read_file max_bytes: cut, and says so", cut);
+  const ls = await client.callTool({ name: "list_directory", arguments: { path: "/tmp" } });
+  const e = (ls.structuredContent?.entries || []).find((x) => x.name === "mcp-note.txt");
+  ok(e?.type === "file", "list_directory: /tmp lists mcp-note.txt as a file", ls.structuredContent);
+  const lsRoot = await client.callTool({ name: "list_directory", arguments: { path: "/" } });
+  ok((lsRoot.structuredContent?.entries || []).some((x) => x.name === "bin" && x.type === "directory"), "list_directory: / has the directory bin", lsRoot.structuredContent);
+  const missing = await client.callTool({ name: "read_file", arguments: { path: "/nonexistent/x" } });
+  ok(missing.isError === true && /No such file/.test(text(missing)), "read_file of a missing file: refused, saying why", missing);
+
+  // The seed's first acceptance test: the system is not the agent's to change.
+  const ro = await client.callTool({ name: "write_file", arguments: { path: "/bin/agent-dropped", content: "x" } });
+  ok(ro.isError === true && /Permission denied/.test(text(ro)), "write_file into /bin as the tools' user: denied", ro);
+  const ro2 = await client.callTool({ name: "exec", arguments: { command: "echo x > /bin/agent-dropped2" } });
+  ok(ro2.structuredContent?.exit_code !== 0 && /Permission denied/.test(ro2.structuredContent?.stderr), "exec writing into /bin: denied", ro2.structuredContent);
+  const who = await client.callTool({ name: "exec", arguments: { argv: ["id", "-u"] } });
+  ok(who.structuredContent?.stdout === "65534\n", "exec runs as the --user given (65534)", who.structuredContent);
+
+  // Bad arguments: a JSON-RPC error naming what is wrong; the session goes on.
+  await expectError(client, { name: "exec", arguments: { argv: "ls" } }, /'argv' must be an array/, "exec with argv a string: -32602 naming argv");
+  await expectError(client, { name: "exec", arguments: {} }, /either 'argv'.*or 'command'/, "exec with neither argv nor command: -32602");
+  await expectError(client, { name: "read_file", arguments: { path: "etc/passwd" } }, /absolute path/, "read_file of a relative path: -32602");
+  await expectError(client, { name: "write_file", arguments: { path: "/tmp/x", content: "x", bogus: 1 } }, /unknown argument 'bogus'/, "an unknown argument: -32602 naming it");
+  await expectError(client, { name: "no_such_tool", arguments: {} }, /Unknown tool/, "an unknown tool: -32602");
+
+  // Cancellation: a long sleep, cancelled by the client, dies in the guest. (seatd runs one
+  // exec of a seat at a time, so the check comes after; the sealed log shows it ran and
+  // ended "cancelled".) A ping is answered while the call runs.
+  const ac = new AbortController();
+  const sleeping = client.callTool({ name: "exec", arguments: { argv: ["sleep", "3001"] } }, undefined, { signal: ac.signal, timeout: 600000 });
+  await new Promise((res) => setTimeout(res, 3000));
+  const pinged = await client.ping().then(() => true, () => false);
+  ac.abort("test cancels it");
+  let rejected = false;
+  try { await sleeping; } catch { rejected = true; }
+  ok(pinged && rejected, "a ping is answered during a long exec; cancelling the exec ends the call", { pinged, rejected });
+  ok(!(await running(client, "sleep 3001")), "the cancelled sleep is gone from the guest");
+
+  const st = await client.callTool({ name: "seat_status", arguments: {} });
+  ok(st.structuredContent?.id === seat && st.structuredContent.state === "ready", "seat_status: the seat's record, ready", st.structuredContent);
+
+  // Left for the volatile scenario, after the reset.
+  await client.callTool({ name: "write_file", arguments: { path: "/tmp/volatile.txt", content: "gone after reset\n" } });
+  await client.close();
+}
+
+async function volatile() {
+  const client = await connect();
+  const r = await client.callTool({ name: "read_file", arguments: { path: "/tmp/volatile.txt" } });
+  ok(r.isError === true && /No such file/.test(text(r)), "after the reset, the previous session's /tmp/volatile.txt is gone", r);
+  await client.close();
+}
+
+async function refused() {
+  const client = await connect();
+  const r = await client.callTool({ name: "exec", arguments: { argv: ["true"] } });
+  ok(r.isError === true && /token/i.test(text(r)), "after the reset, the old token is refused (the tool says so)", r);
+  await client.close();
+}
+
+const scenarios = { main, volatile, refused };
+try {
+  if (!scenarios[scenario]) throw new Error(`unknown scenario ${scenario}`);
+  await scenarios[scenario]();
+} catch (e) {
+  failed++;
+  console.log(`not ok - scenario ${scenario} threw: ${e?.stack?.split("\n").slice(0, 3).join(" | ")}`);
+}
+console.log(`# protocol revision of the SDK: ${LATEST_PROTOCOL_VERSION}`);
+process.exit(failed ? 1 : 0);
