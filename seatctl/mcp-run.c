@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "common/base64.h"
+#include "common/fileio.h"
 #include "common/jsonframe.h"
 #include "common/log.h"
 #include "mcp-tools.h"
@@ -33,6 +34,9 @@ typedef struct ExecRun {
         Capture out, err;
         bool progress; /* stream output as progress notifications */
         uint64_t streamed;
+        int sink_fd;   /* > 0: stdout goes to this file instead, at most sink_max bytes */
+        uint64_t sink_max;
+        int sink_error;
 } ExecRun;
 
 typedef struct ExecResult {
@@ -70,7 +74,7 @@ static json_object *text_block(const char *text) {
 
 /* A result with structured content, and its JSON as text for clients that read only that
  * (the spec's advice for backward compatibility). structured is consumed. */
-static json_object *tool_ok(json_object *structured) {
+json_object *mcp_tool_ok(json_object *structured) {
         json_object *r = json_object_new_object();
         if (!r || !structured) {
                 json_object_put(r);
@@ -84,8 +88,7 @@ static json_object *tool_ok(json_object *structured) {
 }
 
 /* A tool execution error: the model reads the reason and may try otherwise. */
-static json_object *tool_fail(const char *fmt, ...) _printf_(1, 2);
-static json_object *tool_fail(const char *fmt, ...) {
+json_object *mcp_tool_fail(const char *fmt, ...) {
         _cleanup_free_ char *msg = NULL;
         va_list ap;
         va_start(ap, fmt);
@@ -114,6 +117,17 @@ static int exec_event(const char *type, json_object *body, void *userdata) {
             base64_decode(data, strlen(data), 1 << 20, &bytes, &n) < 0)
                 return -EPROTO;
         bool is_err = !strcmp(stream, "stderr");
+        if (!is_err && run->sink_fd > 0) {
+                /* Counted in full; written up to the cap (the caller refuses what is over). */
+                uint64_t room = run->out.total < run->sink_max ? run->sink_max - run->out.total : 0;
+                run->out.total += n;
+                if (room > 0 && !run->sink_error) {
+                        int w = loop_write(run->sink_fd, bytes, MIN((uint64_t) n, room));
+                        if (w < 0)
+                                run->sink_error = -w;
+                }
+                return 0;
+        }
         int r = capture_add(is_err ? &run->err : &run->out, bytes, n);
         if (r < 0)
                 return r;
@@ -191,7 +205,7 @@ static int seat_exec(ExecRun *run, json_object *argv, json_object *extra, ExecRe
 static json_object *seatd_failed(int r, SeatError *err) {
         if (r == -ECANCELED)
                 return NULL;
-        return tool_fail("seatd could not run it: %s", err ? err->message : strerror(-r));
+        return mcp_tool_fail("seatd could not run it: %s", err ? err->message : strerror(-r));
 }
 
 /* The tool's stderr as the reason it failed, or its exit status. */
@@ -201,15 +215,15 @@ static json_object *guest_failed(const char *what, const ExecRun *run, const Exe
         while (n > 0 && strchr("\n\r ", reason[n - 1]))
                 reason[--n] = '\0';
         if (res->error)
-                return tool_fail("%s: %s", what, res->error);
+                return mcp_tool_fail("%s: %s", what, res->error);
         if (res->timed_out)
-                return tool_fail("%s: timed out", what);
+                return mcp_tool_fail("%s: timed out", what);
         if (n)
-                return tool_fail("%s: %s", what, reason);
-        return tool_fail("%s: exit status %" PRId64 "%s", what, res->code, res->signal ? " (killed by a signal)" : "");
+                return mcp_tool_fail("%s: %s", what, reason);
+        return mcp_tool_fail("%s: exit status %" PRId64 "%s", what, res->code, res->signal ? " (killed by a signal)" : "");
 }
 
-static const char *arg_str(json_object *args, const char *key) {
+const char *mcp_arg_str(json_object *args, const char *key) {
         json_object *v = NULL;
         return json_object_object_get_ex(args, key, &v) ? json_object_get_string(v) : NULL;
 }
@@ -247,9 +261,9 @@ json_object *mcp_run_exec(McpCall *call) {
                 argv = json_object_new_array();
                 json_object_array_add(argv, json_object_new_string("/bin/sh"));
                 json_object_array_add(argv, json_object_new_string("-c"));
-                json_object_array_add(argv, json_object_new_string(arg_str(args, "command")));
+                json_object_array_add(argv, json_object_new_string(mcp_arg_str(args, "command")));
         }
-        if ((s = arg_str(args, "cwd")))
+        if ((s = mcp_arg_str(args, "cwd")))
                 json_object_object_add(extra, "cwd", json_object_new_string(s));
         if (json_object_object_get_ex(args, "env", &v)) {
                 json_object *env = json_object_new_array();
@@ -260,7 +274,7 @@ json_object *mcp_run_exec(McpCall *call) {
                 }
                 json_object_object_add(extra, "env", env);
         }
-        if ((s = arg_str(args, "stdin"))) {
+        if ((s = mcp_arg_str(args, "stdin"))) {
                 _cleanup_free_ char *b64 = NULL;
                 if (base64_encode(s, strlen(s), &b64, NULL) < 0)
                         return NULL;
@@ -290,14 +304,14 @@ json_object *mcp_run_exec(McpCall *call) {
                 json_object_object_add(o, "error", json_object_new_string(res.error));
         capture_done(&run.out);
         capture_done(&run.err);
-        return tool_ok(o);
+        return mcp_tool_ok(o);
 }
 
 /* ---- read_file ---- */
 
 json_object *mcp_run_read_file(McpCall *call) {
         json_object *args = call->arguments, *v = NULL;
-        const char *path = arg_str(args, "path"), *enc = arg_str(args, "encoding") ?: "text";
+        const char *path = mcp_arg_str(args, "path"), *enc = mcp_arg_str(args, "encoding") ?: "text";
         int64_t max = json_object_object_get_ex(args, "max_bytes", &v) ? json_object_get_int64(v) : MCP_READ_MAX;
         _cleanup_json_ json_object *argv = json_object_new_array(), *extra = json_object_new_object(), *res_obj = NULL;
         _cleanup_error_ SeatError *err = NULL;
@@ -333,7 +347,7 @@ json_object *mcp_run_read_file(McpCall *call) {
                         json_object_object_add(o, "content", json_object_new_string(b64));
                         json_object_object_add(o, "bytes", json_object_new_int64((int64_t) n));
                         json_object_object_add(o, "truncated", json_object_new_boolean(truncated));
-                        result = tool_ok(o);
+                        result = mcp_tool_ok(o);
                 }
         } else {
                 /* Cut at a character boundary: the byte after the cut is at hand. */
@@ -341,7 +355,7 @@ json_object *mcp_run_read_file(McpCall *call) {
                         while (n > 0 && (run.out.data[n] & 0xC0) == 0x80)
                                 n--;
                 if (!mcp_text_is_utf8(run.out.data ? run.out.data : (uint8_t *) "", n))
-                        result = tool_fail("cannot read it as text: the file is not UTF-8 (or holds NUL bytes); ask for encoding \"base64\"");
+                        result = mcp_tool_fail("cannot read it as text: the file is not UTF-8 (or holds NUL bytes); ask for encoding \"base64\"");
                 else {
                         json_object *o = json_object_new_object();
                         json_object_object_add(o, "path", json_object_new_string(path));
@@ -349,7 +363,7 @@ json_object *mcp_run_read_file(McpCall *call) {
                         json_object_object_add(o, "content", json_object_new_string_len(n ? (const char *) run.out.data : "", (int) n));
                         json_object_object_add(o, "bytes", json_object_new_int64((int64_t) n));
                         json_object_object_add(o, "truncated", json_object_new_boolean(truncated));
-                        result = tool_ok(o);
+                        result = mcp_tool_ok(o);
                 }
         }
         capture_done(&run.out);
@@ -360,7 +374,7 @@ json_object *mcp_run_read_file(McpCall *call) {
 /* ---- write_file ---- */
 
 int mcp_check_write_file(json_object *arguments, char *msg, size_t size) {
-        const char *enc = arg_str(arguments, "encoding"), *content = arg_str(arguments, "content");
+        const char *enc = mcp_arg_str(arguments, "encoding"), *content = mcp_arg_str(arguments, "content");
         size_t len = strlen(content);
         if (enc && !strcmp(enc, "base64")) {
                 _cleanup_free_ void *bytes = NULL;
@@ -376,58 +390,104 @@ int mcp_check_write_file(json_object *arguments, char *msg, size_t size) {
         return 0;
 }
 
-json_object *mcp_run_write_file(McpCall *call) {
-        json_object *args = call->arguments;
-        const char *path = arg_str(args, "path"), *enc = arg_str(args, "encoding") ?: "text", *mode = arg_str(args, "mode");
-        const char *content = arg_str(args, "content");
+int mcp_seat_write(McpCall *call, const char *path, bool create, const void *data, size_t len, json_object **ret_result) {
         _cleanup_json_ json_object *argv = json_object_new_array(), *extra = json_object_new_object(), *res_obj = NULL;
         _cleanup_error_ SeatError *err = NULL;
-        _cleanup_free_ void *bytes = NULL;
-        size_t n = 0;
+        _cleanup_free_ char *b64 = NULL;
         ExecRun run = { .call = call, .out.keep = 0, .err.keep = REASON_MAX };
         ExecResult res;
 
+        *ret_result = NULL;
+        if (!argv || !extra || base64_encode(data, len, &b64, NULL) < 0)
+                return -ENOMEM;
+        /* The shell opens the file as the tools' user: the guest's permissions decide. The
+         * path is an argument, never part of the script. */
+        json_object_array_add(argv, json_object_new_string("/bin/sh"));
+        json_object_array_add(argv, json_object_new_string("-c"));
+        json_object_array_add(argv, json_object_new_string(create ? "cat > \"$1\"" : "cat >> \"$1\""));
+        json_object_array_add(argv, json_object_new_string(call->tool));
+        json_object_array_add(argv, json_object_new_string(path));
+        json_object_object_add(extra, "stdin", json_object_new_string(b64));
+        json_object_object_add(extra, "max_output", json_object_new_int64(REASON_MAX));
+        int r = seat_exec(&run, argv, extra, &res, &res_obj, &err);
+        if (r < 0)
+                *ret_result = seatd_failed(r, err);
+        else if (res.code != 0 || res.signal || res.timed_out || res.error)
+                *ret_result = guest_failed("cannot write it", &run, &res);
+        capture_done(&run.err);
+        return r == -ECANCELED ? r : 0;
+}
+
+int mcp_seat_read_to_fd(McpCall *call, const char *path, int fd, uint64_t max, uint64_t *ret_bytes, json_object **ret_result) {
+        _cleanup_json_ json_object *argv = json_object_new_array(), *extra = json_object_new_object(), *res_obj = NULL;
+        _cleanup_error_ SeatError *err = NULL;
+        ExecRun run = { .call = call, .err.keep = REASON_MAX, .sink_fd = fd, .sink_max = max };
+        ExecResult res;
+
+        *ret_result = NULL;
         if (!argv || !extra)
-                return NULL;
+                return -ENOMEM;
+        json_object_array_add(argv, json_object_new_string("cat"));
+        json_object_array_add(argv, json_object_new_string("--"));
+        json_object_array_add(argv, json_object_new_string(path));
+        json_object_object_add(extra, "max_output", json_object_new_int64((int64_t) max + 1 + REASON_MAX));
+        int r = seat_exec(&run, argv, extra, &res, &res_obj, &err);
+        if (r < 0)
+                *ret_result = seatd_failed(r, err);
+        else if (res.code != 0 || res.signal || res.timed_out || res.error)
+                *ret_result = guest_failed("cannot read it", &run, &res);
+        else if (run.out.total > max)
+                *ret_result = mcp_tool_fail("the file is over %" PRIu64 " MiB", max >> 20);
+        else if (run.sink_error)
+                *ret_result = mcp_tool_fail("cannot write host_path: %s", strerror(run.sink_error));
+        *ret_bytes = run.out.total;
+        capture_done(&run.err);
+        return r == -ECANCELED ? r : 0;
+}
+
+json_object *mcp_run_write_file(McpCall *call) {
+        json_object *args = call->arguments, *result = NULL;
+        const char *path = mcp_arg_str(args, "path"), *enc = mcp_arg_str(args, "encoding") ?: "text", *mode = mcp_arg_str(args, "mode");
+        const char *content = mcp_arg_str(args, "content");
+        _cleanup_free_ void *bytes = NULL;
+        size_t n = 0;
+
         if (!strcmp(enc, "base64")) {
                 if (base64_decode(content, strlen(content), MCP_WRITE_MAX, &bytes, &n) < 0)
-                        return tool_fail("'content' is not base64 of at most 512 KiB");
+                        return mcp_tool_fail("'content' is not base64 of at most 512 KiB");
         } else {
                 n = strlen(content);
                 if (!(bytes = malloc(n + 1)))
                         return NULL;
                 memcpy(bytes, content, n);
         }
-        _cleanup_free_ char *b64 = NULL;
-        if (base64_encode(bytes, n, &b64, NULL) < 0)
-                return NULL;
-        /* The shell opens the file as the tools' user: the guest's permissions decide. The
-         * path and mode are arguments, never part of the script. */
-        json_object_array_add(argv, json_object_new_string("/bin/sh"));
-        json_object_array_add(argv, json_object_new_string("-c"));
-        json_object_array_add(argv, json_object_new_string(mode ? "cat > \"$1\" && chmod \"$2\" \"$1\"" : "cat > \"$1\""));
-        json_object_array_add(argv, json_object_new_string("write_file"));
-        json_object_array_add(argv, json_object_new_string(path));
-        if (mode)
+        int r = mcp_seat_write(call, path, true, bytes, n, &result);
+        if (r < 0 || result)
+                return result;
+        if (mode) {
+                /* A second exec: chmod as the same user, after the content is there. */
+                _cleanup_json_ json_object *argv = json_object_new_array(), *res_obj = NULL;
+                _cleanup_error_ SeatError *err = NULL;
+                ExecRun run = { .call = call, .err.keep = REASON_MAX };
+                ExecResult res;
+                if (!argv)
+                        return NULL;
+                json_object_array_add(argv, json_object_new_string("chmod"));
                 json_object_array_add(argv, json_object_new_string(mode));
-        json_object_object_add(extra, "stdin", json_object_new_string(b64));
-        json_object_object_add(extra, "max_output", json_object_new_int64(REASON_MAX));
-        int r = seat_exec(&run, argv, extra, &res, &res_obj, &err);
-        if (r < 0) {
+                json_object_array_add(argv, json_object_new_string(path));
+                r = seat_exec(&run, argv, NULL, &res, &res_obj, &err);
+                if (r < 0)
+                        result = seatd_failed(r, err);
+                else if (res.code != 0 || res.signal || res.timed_out || res.error)
+                        result = guest_failed("wrote it, but cannot set its mode", &run, &res);
                 capture_done(&run.err);
-                return seatd_failed(r, err);
+                if (r < 0 || result)
+                        return result;
         }
-        json_object *result;
-        if (res.code != 0 || res.signal || res.timed_out || res.error)
-                result = guest_failed("cannot write it", &run, &res);
-        else {
-                json_object *o = json_object_new_object();
-                json_object_object_add(o, "path", json_object_new_string(path));
-                json_object_object_add(o, "bytes", json_object_new_int64((int64_t) n));
-                result = tool_ok(o);
-        }
-        capture_done(&run.err);
-        return result;
+        json_object *o = json_object_new_object();
+        json_object_object_add(o, "path", json_object_new_string(path));
+        json_object_object_add(o, "bytes", json_object_new_int64((int64_t) n));
+        return mcp_tool_ok(o);
 }
 
 /* ---- list_directory ---- */
@@ -444,7 +504,7 @@ static const char list_script[] =
         "done\n";
 
 json_object *mcp_run_list_directory(McpCall *call) {
-        const char *path = arg_str(call->arguments, "path");
+        const char *path = mcp_arg_str(call->arguments, "path");
         _cleanup_json_ json_object *argv = json_object_new_array(), *extra = json_object_new_object(), *res_obj = NULL;
         _cleanup_error_ SeatError *err = NULL;
         ExecRun run = { .call = call, .out.keep = 4u * 1024u * 1024u, .err.keep = REASON_MAX };
@@ -504,7 +564,7 @@ json_object *mcp_run_list_directory(McpCall *call) {
         json_object_object_add(o, "truncated", json_object_new_boolean(truncated));
         capture_done(&run.out);
         capture_done(&run.err);
-        return tool_ok(o);
+        return mcp_tool_ok(o);
 }
 
 /* ---- seat_status ---- */
@@ -537,5 +597,5 @@ json_object *mcp_run_seat_status(McpCall *call) {
         }
         if (r < 0)
                 return seatd_failed(r, err);
-        return tool_ok(res);
+        return mcp_tool_ok(res);
 }

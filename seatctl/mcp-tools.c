@@ -44,34 +44,52 @@ static const ArgSpec list_args[] = {
         { "path", ARG_PATH, true, 1, 4096, NULL, "the directory's absolute path in the seat" },
 };
 
+static const ArgSpec upload_args[] = {
+        { "host_path", ARG_STRING, true, 1, 4096, NULL, "the file on the agent's host, relative to the transfer directory seatctl mcp was given" },
+        { "seat_path", ARG_PATH, true, 1, 4096, NULL, "where it goes in the seat (absolute; created or replaced)" },
+};
+
+static const ArgSpec download_args[] = {
+        { "seat_path", ARG_PATH, true, 1, 4096, NULL, "the file in the seat (absolute)" },
+        { "host_path", ARG_STRING, true, 1, 4096, NULL, "where it goes on the agent's host, relative to the transfer directory (never replaces a file)" },
+};
+
 static const McpTool tools[] = {
         { "exec", "Run a command in the seat",
           "Runs a command (argv, or a shell command line) in the seat and returns its exit status, stdout and "
           "stderr (each kept up to 256 KiB, with a flag when cut) and its duration. Output is streamed as "
           "progress notifications while it runs when the client asks for progress; a cancellation kills the "
           "command's whole process group." SEAT_NOTE,
-          exec_args, ELEMENTSOF(exec_args), MCP_EXEC_OUTPUT_SCHEMA, false, mcp_check_exec, mcp_run_exec },
+          exec_args, ELEMENTSOF(exec_args), MCP_EXEC_OUTPUT_SCHEMA, false, mcp_check_exec, mcp_run_exec, false },
         { "read_file", "Read a file in the seat",
           "Reads a file of the seat, as text (UTF-8) or base64, up to 1 MiB; says why when it is refused "
           "(missing, a directory, no permission, not UTF-8)." SEAT_NOTE,
-          read_args, ELEMENTSOF(read_args), MCP_READ_OUTPUT_SCHEMA, true, NULL, mcp_run_read_file },
+          read_args, ELEMENTSOF(read_args), MCP_READ_OUTPUT_SCHEMA, true, NULL, mcp_run_read_file, false },
         { "write_file", "Write a file in the seat",
           "Creates or replaces a file of the seat with the given content (text or base64, at most 512 KiB), "
           "with the permissions of the user the tools run as." SEAT_NOTE,
-          write_args, ELEMENTSOF(write_args), MCP_WRITE_OUTPUT_SCHEMA, false, mcp_check_write_file, mcp_run_write_file },
+          write_args, ELEMENTSOF(write_args), MCP_WRITE_OUTPUT_SCHEMA, false, mcp_check_write_file, mcp_run_write_file, false },
         { "list_directory", "List a directory in the seat",
           "Lists the entries of a directory of the seat with their types (file, directory, symlink, other), "
           "at most 10000." SEAT_NOTE,
-          list_args, ELEMENTSOF(list_args), MCP_LIST_OUTPUT_SCHEMA, true, NULL, mcp_run_list_directory },
+          list_args, ELEMENTSOF(list_args), MCP_LIST_OUTPUT_SCHEMA, true, NULL, mcp_run_list_directory, false },
         { "seat_status", "The seat's state",
           "Returns the seat's record from seatd: its state, image, network and egress profile, and how long "
           "it has run." SEAT_NOTE,
-          NULL, 0, MCP_STATUS_OUTPUT_SCHEMA, true, NULL, mcp_run_seat_status },
+          NULL, 0, MCP_STATUS_OUTPUT_SCHEMA, true, NULL, mcp_run_seat_status, false },
+        { "upload", "Copy a file from the agent's host into the seat",
+          "Copies a file (at most 64 MiB) from the transfer directory on the agent's host into the seat. Offered only "
+          "when the operator started seatctl mcp with --transfer-dir; nothing outside that directory is reachable." SEAT_NOTE,
+          upload_args, ELEMENTSOF(upload_args), MCP_TRANSFER_OUTPUT_SCHEMA, false, NULL, mcp_run_upload, .transfer = true },
+        { "download", "Copy a file from the seat to the agent's host",
+          "Copies a file (at most 64 MiB) from the seat into the transfer directory on the agent's host, as a new file "
+          "(an existing one is never replaced). Offered only with --transfer-dir." SEAT_NOTE,
+          download_args, ELEMENTSOF(download_args), MCP_TRANSFER_OUTPUT_SCHEMA, false, NULL, mcp_run_download, .transfer = true },
 };
 
 const McpTool *mcp_tool_find(const char *name) {
         for (size_t i = 0; i < ELEMENTSOF(tools); i++)
-                if (!strcmp(tools[i].name, name))
+                if (!strcmp(tools[i].name, name) && (!tools[i].transfer || mcp_transfer_enabled()))
                         return &tools[i];
         return NULL;
 }
@@ -158,6 +176,8 @@ json_object *mcp_tools_list(void) {
         json_object_object_add(r, "tools", list);
         for (size_t i = 0; i < ELEMENTSOF(tools); i++) {
                 const McpTool *t = &tools[i];
+                if (t->transfer && !mcp_transfer_enabled())
+                        continue;
                 json_object *o = json_object_new_object(), *ann = json_object_new_object();
                 json_object *out = json_tokener_parse(t->output_schema);
                 if (!o || !ann || !out) {
@@ -173,8 +193,9 @@ json_object *mcp_tools_list(void) {
                 json_object_object_add(o, "outputSchema", out);
                 json_object_object_add(ann, "title", json_object_new_string(t->title));
                 json_object_object_add(ann, "readOnlyHint", json_object_new_boolean(t->read_only));
-                /* The seat is a closed world: nothing a tool does reaches beyond it. */
-                json_object_object_add(ann, "openWorldHint", json_object_new_boolean(false));
+                /* The seat is a closed world: nothing a tool does reaches beyond it (but the
+                 * transfers, which reach the transfer directory). */
+                json_object_object_add(ann, "openWorldHint", json_object_new_boolean(t->transfer));
                 json_object_object_add(o, "annotations", ann);
                 json_object_array_add(list, o);
         }

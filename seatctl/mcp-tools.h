@@ -10,6 +10,7 @@
 #define MCP_OUTPUT_KEEP (256u * 1024u)      /* exec: what of stdout and of stderr the result keeps */
 #define MCP_STRING_MAX (128u * 1024u)       /* one argv word or env value */
 #define MCP_LIST_MAX 10000                  /* list_directory's entries */
+#define MCP_TRANSFER_MAX (64u * 1024u * 1024u) /* upload, download */
 
 typedef enum ArgType {
         ARG_STRING,     /* max: bytes */
@@ -38,6 +39,7 @@ struct McpTool {
         /* What the table cannot say (exec: argv or command, not both). */
         int (*check)(json_object *arguments, char *msg, size_t size);
         json_object *(*run)(McpCall *call);
+        bool transfer; /* offered only with --transfer-dir */
 };
 
 int mcp_check_exec(json_object *arguments, char *msg, size_t size);
@@ -47,6 +49,23 @@ json_object *mcp_run_read_file(McpCall *call);
 json_object *mcp_run_write_file(McpCall *call);
 json_object *mcp_run_list_directory(McpCall *call);
 json_object *mcp_run_seat_status(McpCall *call);
+json_object *mcp_run_upload(McpCall *call);
+json_object *mcp_run_download(McpCall *call);
+
+/* Shared by the tools (mcp-run.c). */
+const char *mcp_arg_str(json_object *args, const char *key);
+/* A result with structured content (consumed), and the same as text. */
+json_object *mcp_tool_ok(json_object *structured);
+/* A tool execution error whose text the model reads. */
+json_object *mcp_tool_fail(const char *fmt, ...) _printf_(1, 2);
+/* Write (create: replace, else append) data to path in the seat, as the session's user.
+ * -ECANCELED after a cancellation; else 0, with *ret_result the tool error when it failed. */
+int mcp_seat_write(McpCall *call, const char *path, bool create, const void *data, size_t len, json_object **ret_result);
+/* The seat's file into fd, at most max bytes (more is a tool error), as for mcp_seat_write. */
+int mcp_seat_read_to_fd(McpCall *call, const char *path, int fd, uint64_t max, uint64_t *ret_bytes, json_object **ret_result);
+/* mcp-transfer.c: --transfer-dir. */
+int mcp_transfer_enable(const char *dir);
+bool mcp_transfer_enabled(void);
 
 #define MCP_EXEC_OUTPUT_SCHEMA                                                                              \
         "{\"type\":\"object\",\"properties\":{"                                                             \
@@ -81,6 +100,11 @@ json_object *mcp_run_seat_status(McpCall *call);
         "\"type\":{\"type\":\"string\",\"enum\":[\"file\",\"directory\",\"symlink\",\"other\"]}},"      \
         "\"required\":[\"name\",\"type\"]}},"                                                           \
         "\"truncated\":{\"type\":\"boolean\"}},\"required\":[\"path\",\"entries\",\"truncated\"]}"
+
+#define MCP_TRANSFER_OUTPUT_SCHEMA                                                              \
+        "{\"type\":\"object\",\"properties\":{\"host_path\":{\"type\":\"string\"},"        \
+        "\"seat_path\":{\"type\":\"string\"},\"bytes\":{\"type\":\"integer\"}},"             \
+        "\"required\":[\"host_path\",\"seat_path\",\"bytes\"]}"
 
 #define MCP_STATUS_OUTPUT_SCHEMA                                                               \
         "{\"type\":\"object\",\"properties\":{\"id\":{\"type\":\"string\"},"                   \

@@ -19,7 +19,7 @@
 #include "common/jsonframe.h"
 #include "common/log.h"
 #include "config.h"
-#include "mcp.h"
+#include "mcp-tools.h"
 #include "seatctl.h"
 
 int mcp_send(McpServer *srv, const char *line, size_t len) {
@@ -179,10 +179,16 @@ static void start_call(McpServer *srv, McpMessage *m) {
                 return;
         }
         call->srv = srv;
-        call->id = json_object_get(m->id);
-        call->progress_token = token ? json_object_get(token) : NULL;
         call->tool = mcp_tool_name(t);
-        call->arguments = json_object_get(args);
+        /* Deep copies: json-c's reference counts are not atomic, and the message they came
+         * from is freed on this thread while the call's thread reads them. */
+        if (json_object_deep_copy(m->id, &call->id, NULL) < 0 ||
+            (token && json_object_deep_copy(token, &call->progress_token, NULL) < 0) ||
+            json_object_deep_copy(args, &call->arguments, NULL) < 0) {
+                call_free(call);
+                mcp_send_error(srv, m->id, MCP_INTERNAL_ERROR, "Internal error: out of memory");
+                return;
+        }
 
         pthread_mutex_lock(&srv->lock);
         bool busy = srv->n_calls >= MCP_CALLS_MAX, dup = false;
@@ -328,7 +334,7 @@ static void handle_line(McpServer *srv, const char *line, size_t len) {
 
 static void mcp_usage(FILE *f) {
         fprintf(f,
-                "usage: seatctl [--token-file FILE] mcp [--user UID[:GID]] SEAT\n"
+                "usage: seatctl [--token-file FILE] mcp [--user UID[:GID]] [--transfer-dir DIR] SEAT\n"
                 "\n"
                 "Serves the Model Context Protocol (revision " MCP_PROTOCOL_LATEST ") on stdin/stdout for an\n"
                 "agent harness: its tools (exec, read_file, write_file, list_directory, seat_status)\n"
@@ -337,6 +343,8 @@ static void mcp_usage(FILE *f) {
                 "\n"
                 "  --user UID[:GID]  the guest user the tools run as (default 0, the guest's root;\n"
                 "                    a UID alone brings the GID of the same number)\n"
+                "  --transfer-dir DIR  offer the tools upload and download, between DIR (and only\n"
+                "                    what lies beneath it) and the seat; off without it\n"
                 "\n"
                 "See docs/mcp.md for the JSON block an MCP client's configuration takes.\n");
 }
@@ -365,6 +373,7 @@ static int parse_user(const char *s, McpServer *srv) {
 int verb_mcp(int argc, char *argv[], SeatError **ret_error) {
         static const struct option options[] = {
                 { "user", required_argument, NULL, 'u' },
+                { "transfer-dir", required_argument, NULL, 'T' },
                 { "help", no_argument, NULL, 'h' },
                 {},
         };
@@ -375,6 +384,10 @@ int verb_mcp(int argc, char *argv[], SeatError **ret_error) {
                 case 'u':
                         if (parse_user(optarg, &srv) < 0)
                                 return seat_error_set(ret_error, EINVAL, "mcp: --user takes UID or UID:GID (numbers up to 4294967294), not '%s'", optarg), 2;
+                        break;
+                case 'T':
+                        if (mcp_transfer_enable(optarg) < 0)
+                                return seat_error_set(ret_error, errno, "mcp: --transfer-dir '%s': %s", optarg, strerror(errno)), 2;
                         break;
                 case 'h':
                         mcp_usage(stdout);

@@ -77,11 +77,11 @@ typedef struct McpServer McpServer;
 /* One tools/call, run on a thread of its own. */
 typedef struct McpCall {
         McpServer *srv;
-        json_object *id;             /* the request's id (ref) */
+        json_object *id;             /* the request's id (a copy: the call's thread owns it) */
         char id_key[96];
-        json_object *progress_token; /* ref, or NULL: no progress notifications asked */
+        json_object *progress_token; /* a copy, or NULL: no progress notifications asked */
         const char *tool;            /* from the tool table */
-        json_object *arguments;      /* ref: an object */
+        json_object *arguments;      /* a copy: an object */
         double progress;             /* last progress sent: increases with every notification */
         bool cancelled;              /* under srv->lock */
         CtlClient *client;           /* under srv->lock: the connection cancellation shuts */

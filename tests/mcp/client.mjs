@@ -153,7 +153,38 @@ async function refused() {
   await client.close();
 }
 
-const scenarios = { main, volatile, refused };
+// upload and download, with --transfer-dir $XFER (mcp.sh made it, holding a.bin and a
+// symlink "escape" to /etc/shadow).
+async function transfer() {
+  const fs = await import("node:fs");
+  const xfer = process.env.XFER;
+  const client = await connect();
+  const { tools } = await client.listTools();
+  ok(tools.some((t) => t.name === "upload") && tools.some((t) => t.name === "download"), "--transfer-dir: upload and download are offered");
+  const up = await client.callTool({ name: "upload", arguments: { host_path: "a.bin", seat_path: "/tmp/up.bin" } });
+  const local = fs.readFileSync(`${xfer}/a.bin`);
+  ok(!up.isError && up.structuredContent?.bytes === local.length, `upload: a.bin (${local.length} bytes, several chunks) into the seat`, up);
+  const back = await client.callTool({ name: "read_file", arguments: { path: "/tmp/up.bin", encoding: "base64", max_bytes: 1048576 } });
+  ok(Buffer.from(back.structuredContent?.content || "", "base64").equals(local.subarray(0, 1048576)), "the seat holds the same bytes");
+  const down = await client.callTool({ name: "download", arguments: { seat_path: "/tmp/up.bin", host_path: "back.bin" } });
+  ok(!down.isError && fs.readFileSync(`${xfer}/back.bin`).equals(local), "download: the same bytes back on the host, as a new file", down);
+  for (const [args, want, what] of [
+    [{ host_path: "../token1", seat_path: "/tmp/x" }, /leads out/, "upload of ../token1: refused, it leads out of the transfer directory"],
+    [{ host_path: "escape", seat_path: "/tmp/x" }, /leads out/, "upload through a symlink to /etc/shadow: refused"],
+    [{ host_path: "/etc/passwd", seat_path: "/tmp/x" }, /relative/, "upload of an absolute host path: refused"],
+  ]) {
+    const r = await client.callTool({ name: "upload", arguments: args });
+    ok(r.isError === true && want.test(text(r)), what, r);
+  }
+  const exists = await client.callTool({ name: "download", arguments: { seat_path: "/tmp/up.bin", host_path: "a.bin" } });
+  ok(exists.isError === true && /exists already/.test(text(exists)) && fs.readFileSync(`${xfer}/a.bin`).equals(local),
+     "download onto an existing file: refused, the file untouched", exists);
+  const missing = await client.callTool({ name: "download", arguments: { seat_path: "/nonexistent", host_path: "missing.bin" } });
+  ok(missing.isError === true && !fs.existsSync(`${xfer}/missing.bin`), "download of a missing seat file: refused, no host file left", missing);
+  await client.close();
+}
+
+const scenarios = { main, volatile, refused, transfer };
 try {
   if (!scenarios[scenario]) throw new Error(`unknown scenario ${scenario}`);
   await scenarios[scenario]();

@@ -4,7 +4,8 @@
 # official MCP TypeScript SDK (client.mjs, pinned in package-lock.json, installed by
 # scripts/lib/host.sh: host_install_mcp_client). Speaks TAP.
 #   - the SDK's client: tools and schemas, exec with streamed progress, files, bad
-#     arguments, cancellation (the sleep dies in the guest), the guest user's permissions;
+#     arguments, cancellation (the sleep dies in the guest), the guest user's permissions,
+#     upload and download beneath --transfer-dir only;
 #   - raw JSON-RPC on stdin: malformed lines, requests before initialize, an oversized
 #     line, a client that vanishes mid-call (its exec is killed, the seat stays usable);
 #   - after a reset: the old token is refused, the first session's files are gone;
@@ -49,7 +50,7 @@ EOF
 chmod 0755 "$t/seatctl-as-nobody"
 client() {
         local line
-        node "$here/client.mjs" "$1" "$t/seatctl-as-nobody" "$S" "$2" --user 65534 \
+        node "$here/client.mjs" "$1" "$t/seatctl-as-nobody" "$S" "$2" --user 65534 "${@:3}" \
                 >"$t/client-$1" 2>"$t/client-$1.err" </dev/null
         while IFS= read -r line; do
                 case $line in
@@ -61,6 +62,13 @@ client() {
         grep -q "^ok - \|^not ok - " "$t/client-$1" || { cp "$t/client-$1.err" "$t/out"; not_ok "client.mjs $1 ran"; }
 }
 client main "$t/token1"
+
+# upload and download: only beneath --transfer-dir (nobody's directory here).
+mkdir -p "$t/xfer"
+head -c 1500000 /dev/urandom >"$t/xfer/a.bin"
+ln -s /etc/shadow "$t/xfer/escape"
+chown -h nobody:nogroup "$t/xfer" "$t/xfer/a.bin" "$t/xfer/escape"
+XFER=$t/xfer client transfer "$t/token1" --transfer-dir "$t/xfer"
 
 # ---------------------------------------------------------------- 2. raw JSON-RPC
 # rpc NAME: the lines of $t/NAME.in to seatctl mcp (as nobody), its replies in $t/NAME.out.
