@@ -47,6 +47,8 @@ static int host_open(const char *path, int flags, mode_t mode, char *why, size_t
                 int e = errno;
                 if (e == EXDEV)
                         snprintf(why, size, "host_path leads out of the transfer directory");
+                else if (e == ELOOP)
+                        snprintf(why, size, "host_path is a symbolic link (not followed)");
                 else if (e == EEXIST)
                         snprintf(why, size, "host_path exists already: a download never replaces a file");
                 else

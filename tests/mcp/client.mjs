@@ -170,7 +170,8 @@ async function transfer() {
   ok(!down.isError && fs.readFileSync(`${xfer}/back.bin`).equals(local), "download: the same bytes back on the host, as a new file", down);
   for (const [args, want, what] of [
     [{ host_path: "../token1", seat_path: "/tmp/x" }, /leads out/, "upload of ../token1: refused, it leads out of the transfer directory"],
-    [{ host_path: "escape", seat_path: "/tmp/x" }, /leads out/, "upload through a symlink to /etc/shadow: refused"],
+    [{ host_path: "escape", seat_path: "/tmp/x" }, /symbolic link/, "upload of a symlink (to /etc/shadow): refused, not followed"],
+    [{ host_path: "sub/shadow", seat_path: "/tmp/x" }, /leads out/, "upload through a symlinked directory (to /etc): refused, it leads out"],
     [{ host_path: "/etc/passwd", seat_path: "/tmp/x" }, /relative/, "upload of an absolute host path: refused"],
   ]) {
     const r = await client.callTool({ name: "upload", arguments: args });

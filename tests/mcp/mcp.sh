@@ -67,7 +67,8 @@ client main "$t/token1"
 mkdir -p "$t/xfer"
 head -c 1500000 /dev/urandom >"$t/xfer/a.bin"
 ln -s /etc/shadow "$t/xfer/escape"
-chown -h nobody:nogroup "$t/xfer" "$t/xfer/a.bin" "$t/xfer/escape"
+ln -s /etc "$t/xfer/sub"
+chown -h nobody:nogroup "$t/xfer" "$t/xfer/a.bin" "$t/xfer/escape" "$t/xfer/sub"
 XFER=$t/xfer client transfer "$t/token1" --transfer-dir "$t/xfer"
 
 # ---------------------------------------------------------------- 2. raw JSON-RPC
@@ -132,7 +133,7 @@ reply_has bad 'by["8"]["error"]["code"] == -32600 and by["9"]["result"] == {}' &
         echo $? >"$t/vanish.rc"
 }
 "$CTL" exec "$S" -- ps -o args >"$t/ps" 2>"$t/out"
-if [[ $(cat "$t/vanish.rc") == 0 ]] && ! grep -qx "sleep 3002" "$t/ps" && grep -q "argv=\[sleep 3002\]" "$t/seatd.log"; then
+if [[ $(cat "$t/vanish.rc") == 0 ]] && ! grep -qx "sleep 3002" "$t/ps" && grep -qF 'argv=["sleep" "3002"]' "$t/seatd.log"; then
         ok "a client that vanishes mid-call: seatctl mcp exits 0, the exec ran and is gone from the guest"
 else
         cat "$t/vanish.err" "$t/ps" >"$t/out"
