@@ -19,8 +19,8 @@
 #include "common/jsonframe.h"
 #include "common/log.h"
 #include "http-parse.h"
+#include "jobs.h"
 #include "ratelimit.h"
-#include "seatd-link.h"
 #include "server.h"
 #include "session.h"
 
@@ -40,6 +40,7 @@ typedef struct Web {
         SessionTable *sessions;
         RateLimit *per_address, *per_seat;
         Asset assets[4];
+        Jobs *jobs;
         bool tls;
 } Web;
 
@@ -51,6 +52,7 @@ typedef struct Conn {
         size_t body_len;
         unsigned char *resp; /* LWS_PRE + resp_len */
         size_t resp_len;
+        Job *job;            /* a seatd call running for this request */
 } Conn;
 
 static volatile sig_atomic_t stopping;
@@ -199,23 +201,16 @@ static json_object *public_record(json_object *rec) {
         return o;
 }
 
-/* seat.status for seat with token. 0: *ret_rec; -EACCES: seatd refused the token;
- * other: seatd could not be asked. */
-static int ask_status(Web *w, const char *seat, const char *token, json_object **ret_rec) {
-        _cleanup_json_ json_object *params = json_object_new_object();
-        char code[32] = "";
-        if (!params)
-                return -ENOMEM;
-        json_object_object_add(params, "seat", json_object_new_string(seat));
-        json_object_object_add(params, "token", json_object_new_string(token));
-        int r = seatd_call(w->conf->participant_socket, (int) w->conf->seatd_timeout_ms, "seat.status", params, ret_rec,
-                           code);
-        if (r == -EREMOTEIO && (!strcmp(code, "denied") || !strcmp(code, "not_found")))
-                return -EACCES;
-        if (r < 0)
-                log_warning_errno(r, "seatd at '%s' did not answer seat.status (%s): %s", w->conf->participant_socket,
-                                  code[0] ? code : "no reply", strerror(-r));
-        return r;
+/* Hand the seatd call to the workers; the request is finished in finish_job(). */
+static int submit(struct lws *wsi, Web *w, Conn *c, Job *job) {
+        if (!job)
+                return -1;
+        if (jobs_submit(w->jobs, job) < 0) {
+                job_free(job);
+                return respond_text(wsi, w, c, 503, "seat-web is busy: try again in a moment.\n");
+        }
+        c->job = job;
+        return 0;
 }
 
 static int do_login(struct lws *wsi, Web *w, Conn *c) {
@@ -241,24 +236,29 @@ static int do_login(struct lws *wsi, Web *w, Conn *c) {
                 log_refusal(wsi, "login with a malformed token", seat);
                 return respond_text(wsi, w, c, 403, "This token does not open this seat.\n");
         }
-        _cleanup_json_ json_object *rec = NULL;
-        r = ask_status(w, seat, token, &rec);
-        if (r == -EACCES) {
-                sodium_memzero(token, sizeof(token));
-                log_refusal(wsi, "login with a token seatd refused", seat);
+        Job *job = job_new(JOB_LOGIN, wsi, seat, token);
+        sodium_memzero(token, sizeof(token));
+        if (job)
+                snprintf(job->peer, sizeof(job->peer), "%s", peer);
+        return submit(wsi, w, c, job);
+}
+
+/* seatd answered the login's seat.status. */
+static int finish_login(struct lws *wsi, Web *w, Conn *c, Job *job) {
+        if (job->r == -EACCES) {
+                log_refusal(wsi, "login with a token seatd refused", job->seat);
                 return respond_text(wsi, w, c, 403, "This token does not open this seat.\n");
         }
-        if (r < 0)
+        if (job->r < 0)
                 return respond_text(wsi, w, c, 503, "seatd cannot be reached now: try again in a moment.\n");
         char id[WEB_SESSION_ID_LEN + 1], cookie[256], to[64];
-        r = session_open(w->sessions, seat, token, now, id);
-        sodium_memzero(token, sizeof(token));
+        int r = session_open(w->sessions, job->seat, job->token, now_monotonic_ms(), id);
         if (r < 0)
                 return respond_text(wsi, w, c, 503, "Too many sessions: try again later.\n");
         snprintf(cookie, sizeof(cookie), COOKIE_NAME "=%s; Path=/; Max-Age=%ld; HttpOnly; Secure; SameSite=Strict", id,
                  w->conf->session_max_age);
-        snprintf(to, sizeof(to), "/seat/%s", seat);
-        log_info("login: seat '%s' from %s (%zu sessions)", seat, peer, session_count(w->sessions));
+        snprintf(to, sizeof(to), "/seat/%s", job->seat);
+        log_info("login: seat '%s' from %s (%zu sessions)", job->seat, job->peer, session_count(w->sessions));
         r = redirect(wsi, w, c, to, cookie);
         sodium_memzero(cookie, sizeof(cookie));
         sodium_memzero(id, sizeof(id));
@@ -266,9 +266,21 @@ static int do_login(struct lws *wsi, Web *w, Conn *c) {
 }
 
 static int do_status(struct lws *wsi, Web *w, Conn *c, WebSession *s) {
-        _cleanup_json_ json_object *rec = NULL, *out = NULL;
-        int r = ask_status(w, s->seat, s->token, &rec);
-        if (r == -EACCES) {
+        Job *job = job_new(JOB_STATUS, wsi, s->seat, s->token);
+        if (job)
+                snprintf(job->session, sizeof(job->session), "%s", s->id);
+        return submit(wsi, w, c, job);
+}
+
+/* seatd answered a status page's seat.status. */
+static int finish_status(struct lws *wsi, Web *w, Conn *c, Job *job) {
+        _cleanup_json_ json_object *out = NULL;
+        /* The session may have ended while seatd was asked (a logout, another request
+         * that saw the reset). */
+        WebSession *s = session_find(w->sessions, job->session, now_monotonic_ms());
+        if (!s || strcmp(s->seat, job->seat) != 0)
+                return respond(wsi, w, c, 401, "application/json", "{\"login\":true}", 14, NULL, NULL);
+        if (job->r == -EACCES) {
                 /* The token no longer opens the seat: it was reset (a new token) or
                  * released. The session ends here. */
                 log_info("session of seat '%s' ended: seatd no longer accepts its token (reset or released)", s->seat);
@@ -282,15 +294,33 @@ static int do_status(struct lws *wsi, Web *w, Conn *c, WebSession *s) {
                                                               "ended. Ask the facilitator for a new token."));
                 return respond_json(wsi, w, c, 401, out, clear_cookie());
         }
-        if (r < 0) {
+        if (job->r < 0) {
                 out = json_object_new_object();
                 if (!out)
                         return -1;
                 json_object_object_add(out, "error", json_object_new_string("seatd cannot be reached now"));
                 return respond_json(wsi, w, c, 503, out, NULL);
         }
-        out = public_record(rec);
+        out = public_record(job->rec);
         return out ? respond_json(wsi, w, c, 200, out, NULL) : -1;
+}
+
+/* The workers woke the loop: finish the requests whose seatd calls are done. */
+static void finish_jobs(Web *w) {
+        Job *l = jobs_done(w->jobs);
+        while (l) {
+                Job *job = l;
+                l = l->next;
+                if (!job->abandoned) {
+                        Conn *c = lws_wsi_user(job->wsi);
+                        c->job = NULL;
+                        int r = job->kind == JOB_LOGIN ? finish_login(job->wsi, w, c, job)
+                                                       : finish_status(job->wsi, w, c, job);
+                        if (r < 0)
+                                lws_set_timeout(job->wsi, PENDING_TIMEOUT_KILLED_BY_PARENT, LWS_TO_KILL_ASYNC);
+                }
+                job_free(job);
+        }
 }
 
 static int serve_asset(struct lws *wsi, Web *w, Conn *c, const char *name) {
@@ -396,7 +426,7 @@ static int callback_http(struct lws *wsi, enum lws_callback_reasons reason, void
                 return r < 0 ? -1 : 0;
         }
         case LWS_CALLBACK_HTTP_BODY:
-                if (c->resp) /* already answered (an error before the body) */
+                if (c->resp || c->job) /* already answered (an error before the body) */
                         return 0;
                 if (len > WEB_FORM_MAX - c->body_len)
                         return -1; /* more than its Content-Length said: close */
@@ -404,7 +434,7 @@ static int callback_http(struct lws *wsi, enum lws_callback_reasons reason, void
                 c->body_len += len;
                 return 0;
         case LWS_CALLBACK_HTTP_BODY_COMPLETION:
-                if (c->resp)
+                if (c->resp || c->job)
                         return 0;
                 return on_body_done(wsi, w, c) < 0 ? -1 : 0;
         case LWS_CALLBACK_HTTP_WRITEABLE: {
@@ -419,9 +449,17 @@ static int callback_http(struct lws *wsi, enum lws_callback_reasons reason, void
                         return -1;
                 return lws_http_transaction_completed(wsi) ? -1 : 0;
         }
+        case LWS_CALLBACK_EVENT_WAIT_CANCELLED:
+                if (w && w->jobs)
+                        finish_jobs(w);
+                return 0;
         case LWS_CALLBACK_CLOSED_HTTP:
         case LWS_CALLBACK_HTTP_DROP_PROTOCOL:
                 if (c) {
+                        if (c->job) {
+                                jobs_abandon(w->jobs, c->job);
+                                c->job = NULL;
+                        }
                         free(c->resp);
                         c->resp = NULL;
                         sodium_memzero(c->body, sizeof(c->body));
@@ -466,6 +504,7 @@ static int load_assets(Web *w, SeatError **ret_error) {
 }
 
 static void web_done(Web *w) {
+        jobs_free(w->jobs);
         for (size_t i = 0; i < ELEMENTSOF(w->assets); i++)
                 free(w->assets[i].data);
         session_table_free(w->sessions);
@@ -526,6 +565,15 @@ int web_server_run(const WebConfig *conf, SeatError **ret_error) {
                 return seat_error_set(ret_error, EADDRNOTAVAIL,
                                       "cannot listen on %s port %d%s (in use? a certificate libwebsockets refused?)",
                                       conf->listen_address, conf->listen_port, w.tls ? " with TLS" : "");
+        /* Four calls to seatd at once at most (its participant socket allows 16 per uid);
+         * as many waiting as there are connections. */
+        w.jobs = jobs_new(conf->participant_socket, (int) conf->seatd_timeout_ms, 4, (size_t) conf->max_connections,
+                          the_context);
+        if (!w.jobs) {
+                lws_context_destroy(the_context);
+                the_context = NULL;
+                return seat_error_set(ret_error, ENOMEM, "cannot start the threads that call seatd");
+        }
         struct sigaction sa = { .sa_handler = on_signal };
         sigaction(SIGTERM, &sa, NULL);
         sigaction(SIGINT, &sa, NULL);
@@ -536,6 +584,9 @@ int web_server_run(const WebConfig *conf, SeatError **ret_error) {
         while (!stopping)
                 if (lws_service(the_context, 0) < 0)
                         break;
+        /* The workers first: they wake the context, which must still be there. */
+        jobs_free(w.jobs);
+        w.jobs = NULL;
         lws_context_destroy(the_context);
         the_context = NULL;
         log_info("stopped");
