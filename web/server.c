@@ -330,6 +330,21 @@ static int serve_asset(struct lws *wsi, Web *w, Conn *c, const char *name) {
         return respond(wsi, w, c, 200, a->mime, a->data, a->len, NULL, NULL);
 }
 
+static int on_body_done(struct lws *wsi, Web *w, Conn *c) {
+        lws_set_timeout(wsi, NO_PENDING_TIMEOUT, 0);
+        if (c->route == WEB_ROUTE_LOGIN)
+                return do_login(wsi, w, c);
+        if (c->route == WEB_ROUTE_LOGOUT) {
+                WebSession *s = request_session(wsi, w);
+                if (s) {
+                        log_info("logout: seat '%s'", s->seat);
+                        session_close(w->sessions, s);
+                }
+                return redirect(wsi, w, c, "/", clear_cookie());
+        }
+        return respond_text(wsi, w, c, 400, "Unexpected body.\n");
+}
+
 /* A request's headers are in: route it. Returns 0, or -1 to close the connection. */
 static int on_request(struct lws *wsi, Web *w, Conn *c, const char *path) {
         bool get = lws_hdr_total_length(wsi, WSI_TOKEN_GET_URI) > 0;
@@ -350,7 +365,8 @@ static int on_request(struct lws *wsi, Web *w, Conn *c, const char *path) {
                         return respond_text(wsi, w, c, 403, "Cross-site request refused.\n");
                 }
                 if (lws_hdr_copy(wsi, clen, sizeof(clen), WSI_TOKEN_HTTP_CONTENT_LENGTH) <= 0)
-                        return c->route == WEB_ROUTE_LOGOUT ? 0 : respond_text(wsi, w, c, 411, "Content-Length required.\n");
+                        return c->route == WEB_ROUTE_LOGOUT ? on_body_done(wsi, w, c)
+                                                            : respond_text(wsi, w, c, 411, "Content-Length required.\n");
                 char *end = NULL;
                 errno = 0;
                 unsigned long n = strtoul(clen, &end, 10);
@@ -363,7 +379,8 @@ static int on_request(struct lws *wsi, Web *w, Conn *c, const char *path) {
                 /* The body must follow promptly: a trickle is dropped. */
                 lws_set_timeout(wsi, PENDING_TIMEOUT_HTTP_CONTENT, (int) w->conf->idle_timeout);
                 if (n == 0)
-                        return c->route == WEB_ROUTE_LOGIN ? respond_text(wsi, w, c, 400, "The form is empty.\n") : 0;
+                        return c->route == WEB_ROUTE_LOGIN ? respond_text(wsi, w, c, 400, "The form is empty.\n")
+                                                           : on_body_done(wsi, w, c);
                 return 0; /* wait for the body */
         }
         default:
@@ -398,33 +415,14 @@ static int on_request(struct lws *wsi, Web *w, Conn *c, const char *path) {
         }
 }
 
-static int on_body_done(struct lws *wsi, Web *w, Conn *c) {
-        lws_set_timeout(wsi, NO_PENDING_TIMEOUT, 0);
-        if (c->route == WEB_ROUTE_LOGIN)
-                return do_login(wsi, w, c);
-        if (c->route == WEB_ROUTE_LOGOUT) {
-                WebSession *s = request_session(wsi, w);
-                if (s) {
-                        log_info("logout: seat '%s'", s->seat);
-                        session_close(w->sessions, s);
-                }
-                return redirect(wsi, w, c, "/", clear_cookie());
-        }
-        return respond_text(wsi, w, c, 400, "Unexpected body.\n");
-}
 
 static int callback_http(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in, size_t len) {
         Conn *c = user;
         Web *w = lws_context_user(lws_get_context(wsi));
 
         switch (reason) {
-        case LWS_CALLBACK_HTTP: {
-                int r = on_request(wsi, w, c, in ? (const char *) in : "");
-                /* A POST /logout without a body is complete at once. */
-                if (r == 0 && c->route == WEB_ROUTE_LOGOUT && !c->resp)
-                        return on_body_done(wsi, w, c) < 0 ? -1 : 0;
-                return r < 0 ? -1 : 0;
-        }
+        case LWS_CALLBACK_HTTP:
+                return on_request(wsi, w, c, in ? (const char *) in : "") < 0 ? -1 : 0;
         case LWS_CALLBACK_HTTP_BODY:
                 if (c->resp || c->job) /* already answered (an error before the body) */
                         return 0;

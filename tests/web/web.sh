@@ -149,6 +149,11 @@ code=$("${C[@]}" -o /dev/null -w '%{http_code}' -b "__Host-seatweb=$cookie2; __H
 [[ $code == 401 ]] && ok "a cookie given twice opens nothing (401)" || not_ok "duplicate cookie: $code"
 code=$("${C[@]}" -o /dev/null -w '%{http_code}' -b "__Host-seatweb=${cookie2%?}A" "$url/api/seat/$S2/status")
 [[ $code == 401 ]] && ok "a guessed cookie opens nothing (401)" || not_ok "guessed cookie: $code"
+code=$("${C[@]}" -D "$t/h" -o /dev/null -w '%{http_code}' -b "__Host-seatweb=$cookie2" --data '' "$url/logout")
+cleared=$(grep -ci '^set-cookie: __Host-seatweb=;.*Max-Age=0' "$t/h")
+code2=$("${C[@]}" -o /dev/null -w '%{http_code}' -b "__Host-seatweb=$cookie2" "$url/api/seat/$S2/status")
+[[ $code == 303 && $cleared == 1 && $code2 == 401 ]] && ok "logout: 303, the cookie cleared, the session gone (then 401)" ||
+        not_ok "logout: $code, cleared $cleared, then $code2"
 code=$("${C[@]}" -o /dev/null -w '%{http_code}' -H 'Content-Type: application/x-www-form-urlencoded' --data-binary @<(head -c 100000 /dev/zero | tr '\0' a) "$url/login")
 [[ $code == 413 ]] && ok "a 100 kB login form: 413" || not_ok "oversized form: $code"
 code=$("${C[@]}" -o /dev/null -w '%{http_code}' -H 'Content-Type: application/json' --data '{"seat":"x"}' "$url/login")
