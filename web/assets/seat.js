@@ -17,6 +17,8 @@ function ended(message) {
   $("problem").hidden = true;
   $("ended").hidden = false;
   $("ended").textContent = message;
+  $("again").hidden = false;
+  $("logout").hidden = true;
   document.body.dataset.state = "ended";
 }
 
