@@ -176,6 +176,34 @@ s = ctx.wrap_socket(socket.create_connection(("127.0.0.1", int(sys.argv[1]))), s
 s.settimeout(120)
 sys.exit(0 if s.recv(1) == b"" else 1)
 PY
+# Slow-loris: headers trickled one line a second, or a body promised and never sent: the
+# connection is closed long before the client is done (60 s).
+for mode in headers body; do
+        python3 - "$port" "$t/web/tls/cert.pem" "$mode" >"$t/out" 2>&1 <<'PY' && ok "a trickle ($mode): $(cat "$t/out")" || not_ok "a trickle ($mode) is cut off"
+import socket, ssl, sys, time
+ctx = ssl.create_default_context(cafile=sys.argv[2])
+s = ctx.wrap_socket(socket.create_connection(("127.0.0.1", int(sys.argv[1]))), server_hostname="127.0.0.1")
+if sys.argv[3] == "headers":
+    s.sendall(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+else:
+    s.sendall(b"POST /login HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-www-form-urlencoded\r\n"
+              b"Content-Length: 100\r\n\r\nseat=")
+for i in range(60):
+    time.sleep(1)
+    try:
+        if sys.argv[3] == "headers":
+            s.sendall(b"X-Slow-%d: a\r\n" % i)
+        s.settimeout(0.01)
+        try:
+            if s.recv(1) == b"":
+                print("closed by seat-web after %d s" % (i + 1)); sys.exit(0)
+        except (socket.timeout, ssl.SSLWantReadError):
+            pass
+    except (BrokenPipeError, ConnectionResetError, ssl.SSLError):
+        print("closed by seat-web after %d s" % (i + 1)); sys.exit(0)
+print("still open after 60 s"); sys.exit(1)
+PY
+done
 code=$("${C[@]}" -o /dev/null -w '%{http_code}' "$url/")
 [[ $code == 200 ]] && ok "seat-web still serves after all that" || not_ok "seat-web serves after the bad input: $code"
 
