@@ -10,11 +10,14 @@ SEATD_PACKAGES=(
   meson ninja-build pkg-config gcc clang libclang-rt-14-dev git ca-certificates
   libjson-c-dev libcmocka-dev libvirt-dev libsodium-dev libnftables-dev
   libcurl4-openssl-dev libguestfs-dev libseccomp-dev scdoc bash-completion
+  # seat-web: libwebsockets (its OpenSSL backend) and OpenSSL for the self-signed pair
+  libwebsockets-dev libssl-dev
   # run: libvirt, QEMU (TCG), the seat network, libguestfs' appliance
   qemu-system-x86 qemu-utils libvirt-daemon-system libvirt-clients dnsmasq-base
   libguestfs-tools supermin linux-image-amd64 nftables iproute2 libseccomp2
-  # the tests: conntrack only observes (seatd speaks ctnetlink itself)
-  conntrack
+  # the tests: conntrack only observes (seatd speaks ctnetlink itself); the web suite's
+  # browser (driven by playwright-core from npm) and curl
+  conntrack chromium curl
   # the test image recipe and the scripts
   busybox-static e2fsprogs cpio xz-utils zstd kmod file python3 minisign openssl
   bsdutils util-linux procps coreutils
@@ -31,7 +34,7 @@ SEATD_DEB_PACKAGES=(
   debhelper dpkg-dev fakeroot lintian build-essential minisign
   meson ninja-build pkg-config scdoc bash-completion
   libjson-c-dev libcmocka-dev libvirt-dev libsodium-dev libnftables-dev
-  libcurl4-openssl-dev libguestfs-dev libseccomp-dev
+  libcurl4-openssl-dev libguestfs-dev libseccomp-dev libwebsockets-dev libssl-dev
 )
 
 say() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
@@ -89,6 +92,23 @@ host_install_mcp_client() {
   [[ -f $dir/node_modules/.seatd-lock && $(cat "$dir/node_modules/.seatd-lock") == "$want" ]] && return 0
   say "installing the MCP SDK for the tests (npm ci in tests/mcp)"
   with_network_for_apt npm ci --prefix "$dir" --no-audit --no-fund --loglevel=error >/dev/null ||
+    die "npm ci in $dir failed (is the npm registry reachable?)"
+  echo "$want" >"$dir/node_modules/.seatd-lock"
+}
+
+# The web suite's browser driver: playwright-core, pinned in tests/web/package-lock.json,
+# installed there with npm ci behind the lifted guard (as host_install_mcp_client does).
+# It drives Debian's chromium (SEATD_PACKAGES); it downloads no browser of its own.
+host_install_web_client() {
+  local dir want
+  dir="$(dirname "${BASH_SOURCE[0]}")/../../tests/web"
+  if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+    host_apt_install nodejs npm
+  fi
+  want=$(sha256sum <"$dir/package-lock.json")
+  [[ -f $dir/node_modules/.seatd-lock && $(cat "$dir/node_modules/.seatd-lock") == "$want" ]] && return 0
+  say "installing playwright-core for the web tests (npm ci in tests/web)"
+  PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 with_network_for_apt npm ci --prefix "$dir" --no-audit --no-fund --loglevel=error >/dev/null ||
     die "npm ci in $dir failed (is the npm registry reachable?)"
   echo "$want" >"$dir/node_modules/.seatd-lock"
 }

@@ -1,0 +1,110 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// browser.mjs: Debian's chromium, headless, driven by playwright-core (pinned in
+// package-lock.json), against a real seat-web over TLS. Prints TAP lines ("ok - …",
+// "not ok - …", "# …") that web.sh renumbers.
+//   node browser.mjs SCENARIO URL SPKI_PIN SEAT TOKEN OTHER_SEAT SHOTS_DIR [RESET_CMD...]
+// The browser trusts seat-web's self-signed certificate only through its public key pin
+// (--ignore-certificate-errors-spki-list): the key seat-web --self-signed printed.
+import { chromium } from "playwright-core";
+import { execFileSync } from "node:child_process";
+
+const [scenario, url, pin, seat, token, other, shots, ...resetCmd] = process.argv.slice(2);
+const results = [];
+const ok = (cond, what, detail) => {
+  console.log(`${cond ? "ok" : "not ok"} - ${what}`);
+  if (!cond && detail) console.log(`# ${String(detail).split("\n").join("\n# ")}`);
+  results.push(cond);
+};
+
+async function launch(spki) {
+  return chromium.launch({
+    executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
+    headless: true,
+    // --no-sandbox: the suite runs as root, where chromium's own sandbox cannot start.
+    args: ["--no-sandbox", `--ignore-certificate-errors-spki-list=${spki}`, "--disable-gpu"],
+  });
+}
+
+async function login(page, s, tok) {
+  await page.goto(url + "/");
+  await page.fill("#seat", s);
+  await page.fill("#token", tok);
+  const [resp] = await Promise.all([
+    page.waitForNavigation(),
+    page.click("#login"),
+  ]);
+  return resp;
+}
+
+async function main() {
+  if (scenario === "wrong-pin") {
+    // A pin of another key: the browser must refuse the certificate.
+    const b = await launch("AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=");
+    const page = await b.newPage();
+    let err = "";
+    try { await page.goto(url + "/"); } catch (e) { err = String(e); }
+    ok(/ERR_CERT/.test(err), "a browser pinned to another key refuses seat-web's certificate", err || "it loaded");
+    await b.close();
+    return;
+  }
+
+  const b = await launch(pin);
+  const ctx = await b.newContext();
+  const page = await ctx.newPage();
+
+  // The page loads over TLS with the pinned key: what --self-signed printed is what the
+  // browser sees.
+  const first = await page.goto(url + "/");
+  ok(first && first.status() === 200, "the login page loads over TLS, accepted through the printed key pin");
+  const sec = first ? await first.securityDetails() : null;
+  ok(sec && /^TLS 1\.[23]$/.test(sec.protocol), `TLS version ${sec ? sec.protocol : "?"}`);
+
+  // A wrong token: 403, no cookie.
+  const bad = await login(page, seat, token.replace(/.$/, (c) => (c === "0" ? "1" : "0")));
+  ok(bad && bad.status() === 403, "a wrong token is refused with 403", bad && bad.status());
+  ok((await ctx.cookies()).length === 0, "no cookie after a refused login");
+
+  // The right token: the seat's page, its state from seatd.
+  const good = await login(page, seat, token);
+  ok(page.url() === `${url}/seat/${seat}`, "the token opens the seat's page", page.url());
+  await page.waitForFunction(() => document.body.dataset.state, null, { timeout: 30000 }).catch(() => {});
+  const state = await page.textContent("#state");
+  ok(state === "ready", `the page shows the seat's state from seatd ('${state}')`);
+  ok((await page.textContent("#seat-id")) === seat, "and its id");
+  await page.screenshot({ path: `${shots}/web-participant.png` });
+  console.log(`# screenshot: ${shots}/web-participant.png`);
+
+  const cookies = await ctx.cookies();
+  const c = cookies.find((x) => x.name === "__Host-seatweb");
+  ok(c && c.httpOnly && c.secure && c.sameSite === "Strict" && c.path === "/" && c.value.length === 43,
+    "the session cookie: __Host- prefix, HttpOnly, Secure, SameSite=Strict, Path=/, 43 random characters",
+    JSON.stringify(cookies));
+  ok(!(await page.evaluate(() => document.cookie)).includes("seatweb"), "page scripts cannot read it (HttpOnly)");
+
+  // The same session on another seat: 403, for the page and for its status.
+  const o1 = await page.goto(`${url}/seat/${other}`);
+  ok(o1 && o1.status() === 403, "this seat's cookie on another seat's page: 403", o1 && o1.status());
+  const o2 = await page.evaluate(async (s) => (await fetch(`/api/seat/${s}/status`)).status, other);
+  ok(o2 === 403, "and on its status: 403", o2);
+
+  // A reset ends the session: the page says so; the old cookie opens nothing.
+  await page.goto(`${url}/seat/${seat}`);
+  await page.waitForFunction(() => document.body.dataset.state === "ready", null, { timeout: 30000 });
+  execFileSync(resetCmd[0], resetCmd.slice(1), { stdio: ["ignore", "ignore", "inherit"] });
+  let shown = "";
+  try {
+    await page.waitForSelector("#ended:not([hidden])", { timeout: 180000 });
+    shown = await page.textContent("#ended");
+  } catch (e) { shown = String(e); }
+  ok(/reset or released/.test(shown), `after a reset the page says the session ended ('${shown}')`);
+  await page.screenshot({ path: `${shots}/web-ended.png` });
+  console.log(`# screenshot: ${shots}/web-ended.png`);
+  const after = await page.evaluate(async (s) => (await fetch(`/api/seat/${s}/status`)).status, seat);
+  ok(after === 401, "the old session is gone: its status is 401", after);
+  await b.close();
+}
+
+main().then(
+  () => process.exit(results.every(Boolean) ? 0 : 1),
+  (e) => { console.log(`not ok - browser scenario ${scenario} ran`); console.log(`# ${e}`); process.exit(1); },
+);

@@ -1,0 +1,228 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# web.sh: seat-web, as it ships (its own unprivileged user, TLS), in front of a private
+# seatd with two real seats (TCG). Speaks TAP.
+#   - seat-web --self-signed prints the fingerprint that openssl s_client sees, and the
+#     key pin a real browser (Debian's chromium, headless, playwright-core) accepts;
+#   - the browser logs in with the seat's token and sees the seat's state; a wrong token is
+#     403; the cookie's flags; the cookie on another seat is 403; a reset ends the session
+#     and the page says so;
+#   - with curl: another seat's cookie (403, logged), hostile input (sizes, types, methods,
+#     duplicate cookies, an idle connection closed), the rate limits per address and per
+#     seat, plain HTTP refused off loopback, seat-web refusing to run as root.
+#   usage: web.sh BUILD_DIR
+set -uo pipefail
+
+# shellcheck source=../lib/seatd-harness.sh
+. "$(dirname "$0")/../lib/seatd-harness.sh"
+harness_build "${1:?usage: $0 BUILD_DIR}"
+WEB=$build/web/seat-web
+need_built "$SEATD" "$CTL" "$SIGN" "$GUEST_INIT" "$WEB"
+need_root
+need_cmd -h "apt-get install nodejs chromium openssl curl" node chromium openssl curl setpriv python3
+need_libvirt
+here=$(cd "$(dirname "$0")" && pwd)
+[[ -f $here/node_modules/playwright-core/package.json ]] ||
+        skip_all "playwright-core is not installed (. scripts/lib/host.sh; host_install_web_client)"
+
+harness_workdir /var/tmp/seatd-web 0755
+unset SEATD_TOKEN
+"$SIGN" keygen --box -p "$t/facilitator.pub" -s "$t/facilitator.key" >/dev/null 2>&1 || bail "seat-sign keygen --box failed"
+seatd_conf accel=tcg allow_tcg=true inspect_images=false network=false warm_reset=false \
+        "facilitator_key=$t/facilitator.pub"
+seatd_start
+image_import
+
+"$CTL" -q --json provision --image test-image --participant alice --count 2 >"$t/prov" 2>"$t/out" || bail "provision failed: $(cat "$t/out")"
+read -r S1 tok1 S2 tok2 < <(python3 -c 'import json,sys; s=json.load(open(sys.argv[1]))["seats"]; print(s[0]["id"], s[0]["token"], s[1]["id"], s[1]["token"])' "$t/prov")
+diag "seats $S1 and $S2"
+
+# ---------------------------------------------------------------- seat-web as shipped
+# Its own state directory, owned by its user (here nobody, as systemd's StateDirectory=
+# gives it to User=); it reaches seatd through the participant socket only.
+port=$((20000 + RANDOM % 20000))
+mkdir -m 0700 "$t/web" && chown nobody:nogroup "$t/web"
+webconf() { # FILE KEY=VALUE...
+        local f=$1 kv
+        shift
+        {
+                echo "state_dir = $t/web"
+                echo "assets_dir = $HARNESS_SRC/web/assets"
+                echo "participant_socket = $t/participant.sock"
+                for kv; do echo "${kv%%=*} = ${kv#*=}"; done
+        } >"$f"
+}
+webconf "$t/web.conf" listen_port=$port login_rate_per_address=6 login_rate_per_seat=12 idle_timeout=3
+as_web() { setpriv --reuid=nobody --regid=nogroup --clear-groups -- "$@"; }
+
+# 0. The unit as shipped (its ExecStart pointed at this build): systemd accepts it.
+if command -v systemd-analyze >/dev/null; then
+        sed "s|/usr/sbin/seat-web|$WEB|" "$HARNESS_SRC/web/units/seat-web.service" >"$t/seat-web.service"
+        systemd-analyze verify --man=no "$t/seat-web.service" >"$t/out" 2>&1 && ! [[ -s $t/out ]] &&
+                ok "systemd-analyze verify seat-web.service: no complaints" || not_ok "systemd-analyze verify seat-web.service"
+        diag "$(systemd-analyze security --offline=true "$t/seat-web.service" 2>&1 | grep -o 'Overall exposure.*')"
+else
+        skip "systemd-analyze verify seat-web.service" "systemd-analyze is not installed"
+fi
+
+# 1. --self-signed: a key and certificate in its state dir, the fingerprint printed.
+as_web "$WEB" -c "$t/web.conf" --self-signed >"$t/self" 2>"$t/out" || bail "seat-web --self-signed failed: $(cat "$t/out")"
+fpr=$(sed -n 's/^sha256-fingerprint: //p' "$t/self")
+pin=$(sed -n 's/^spki-sha256: //p' "$t/self")
+[[ $(stat -c '%U %a' "$t/web/tls/key.pem") == "nobody 600" ]] &&
+        ok "--self-signed: the key in the state dir, 0600, its user's" || not_ok "--self-signed key mode/owner: $(stat -c '%U %a' "$t/web/tls/key.pem")"
+as_web "$WEB" -c "$t/web.conf" --self-signed >"$t/self2" 2>&1
+[[ $(sed -n 's/^sha256-fingerprint: //p' "$t/self2") == "$fpr" ]] && grep -q "(kept)" "$t/self2" &&
+        ok "--self-signed again keeps the pair and prints the same fingerprint" || not_ok "--self-signed again"
+
+# 2. Refusals at start: root; plain HTTP off loopback.
+"$WEB" -c "$t/web.conf" >"$t/out" 2>&1 && not_ok "seat-web runs as root" ||
+        { grep -q "refusing to serve as root" "$t/out" && ok "seat-web refuses to serve as root" || not_ok "seat-web as root: $(cat "$t/out")"; }
+webconf "$t/plain-wide.conf" listen_address=0.0.0.0 listen_port=$((port + 1)) plain_http=true
+as_web "$WEB" -c "$t/plain-wide.conf" >"$t/out" 2>&1 && not_ok "plain HTTP on 0.0.0.0 started" ||
+        { grep -q "plain_http = true needs a loopback" "$t/out" && ok "plain HTTP on a non-loopback address: refused at start" || not_ok "plain HTTP off loopback: $(cat "$t/out")"; }
+uplink_addr=$(ip -o -4 addr show scope global | awk '{print $4; exit}' | cut -d/ -f1)
+if [[ -n $uplink_addr ]]; then
+        webconf "$t/plain-host.conf" listen_address="$uplink_addr" listen_port=$((port + 1)) plain_http=true
+        as_web "$WEB" -c "$t/plain-host.conf" >"$t/out" 2>&1 && not_ok "plain HTTP on $uplink_addr started" ||
+                { grep -q "needs a loopback" "$t/out" && ok "plain HTTP on this host's address ($uplink_addr): refused" || not_ok "plain HTTP on $uplink_addr"; }
+fi
+webconf "$t/plain-lo.conf" listen_port=$((port + 1)) plain_http=true
+as_web "$WEB" -c "$t/plain-lo.conf" >"$t/plain.log" 2>&1 &
+plain_pid=$!
+harness_on_exit 'kill_wait $plain_pid'
+for _ in $(seq 1 100); do curl -s -o /dev/null "http://127.0.0.1:$((port + 1))/" && break; sleep 0.1; done
+code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$((port + 1))/")
+[[ $code == 200 ]] && ok "plain HTTP on loopback when the config says so" || not_ok "plain HTTP on loopback: $code"
+kill_wait "$plain_pid"; plain_pid=
+
+# 3. The TLS server.
+as_web "$WEB" -c "$t/web.conf" -l debug >"$t/web.log" 2>&1 &
+web_pid=$!
+harness_on_exit 'kill_wait $web_pid; [[ -f $t/web.log ]] && cp $t/web.log $build/web-seat-web.log'
+url=https://127.0.0.1:$port
+for _ in $(seq 1 100); do curl -s -o /dev/null --cacert "$t/web/tls/cert.pem" "$url/" && break; sleep 0.1; done
+seen=$(openssl s_client -connect "127.0.0.1:$port" -servername localhost </dev/null 2>/dev/null | openssl x509 -noout -fingerprint -sha256 | sed 's/^sha256 Fingerprint=//I')
+[[ -n $fpr && $seen == "$fpr" ]] && ok "openssl s_client sees the fingerprint --self-signed printed ($fpr)" ||
+        { echo "printed $fpr, seen $seen" >"$t/out"; not_ok "s_client fingerprint matches"; }
+curl -s -o /dev/null --cacert "$t/web/tls/cert.pem" "$url/" && ok "curl verifies seat-web against the certificate (SAN 127.0.0.1)" || not_ok "curl --cacert"
+tls1=$(openssl s_client -connect "127.0.0.1:$port" -tls1_1 </dev/null 2>&1 | grep -c "Cipher is (NONE)\|alert\|no protocols")
+((tls1 > 0)) && ok "TLS 1.1 refused" || not_ok "TLS 1.1 refused"
+
+# ---------------------------------------------------------------- the browser
+browser() { # SCENARIO: its TAP lines become ours
+        local line
+        node "$here/browser.mjs" "$1" "$url" "$pin" "$S1" "$tok1" "$S2" "$build" \
+                env "SEATD_SOCKET=$SEATD_SOCKET" "$CTL" -q reset "$S1" >"$t/browser-$1" 2>"$t/browser-$1.err" </dev/null
+        while IFS= read -r line; do
+                case $line in
+                "ok - "*) ok "browser: ${line#ok - }" ;;
+                "not ok - "*) : >"$t/out"; not_ok "browser: ${line#not ok - }" ;;
+                "#"*) echo "$line" ;;
+                esac
+        done <"$t/browser-$1"
+        grep -q "^ok - \|^not ok - " "$t/browser-$1" || { cp "$t/browser-$1.err" "$t/out"; not_ok "browser.mjs $1 ran"; }
+}
+browser main
+browser wrong-pin
+
+# ---------------------------------------------------------------- curl: sessions and input
+C=(curl -s --cacert "$t/web/tls/cert.pem" --interface 127.0.0.2)
+# login SEAT TOKEN [CURL ARGS]: the status code; headers in $t/h.
+login() { "${C[@]}" -D "$t/h" -o "$t/body" -w '%{http_code}' --data-urlencode "seat=$1" --data-urlencode "token=$2" "${@:3}" "$url/login"; }
+code=$(login "$S2" "$tok2")
+cookie2=$(sed -n 's/^set-cookie: __Host-seatweb=\([^;]*\);.*/\1/Ip' "$t/h" | tr -d '\r')
+setc=$(grep -i '^set-cookie:' "$t/h" | tr -d '\r')
+[[ $code == 303 && -n $cookie2 && $setc == *"; HttpOnly"* && $setc == *"; Secure"* && $setc == *"; SameSite=Strict"* && $setc == *"; Path=/"* ]] &&
+        ok "login (curl): 303 to the seat, Set-Cookie HttpOnly; Secure; SameSite=Strict; Path=/" || { echo "$code $setc" >"$t/out"; not_ok "login with curl"; }
+code=$("${C[@]}" -o "$t/body" -w '%{http_code}' -b "__Host-seatweb=$cookie2" "$url/api/seat/$S2/status")
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if d["id"]==sys.argv[2] and d["state"]=="ready" and "token" not in d and "domain" not in d else 1)' "$t/body" "$S2" 2>/dev/null &&
+        [[ $code == 200 ]] && ok "its status: the seat's record from seatd, without the token or the domain" || { cat "$t/body" >"$t/out"; not_ok "status of $S2: $code"; }
+code=$("${C[@]}" -o /dev/null -w '%{http_code}' -b "__Host-seatweb=$cookie2" "$url/api/seat/$S1/status")
+[[ $code == 403 ]] && ok "a cookie of $S2 on $S1's status: 403" || not_ok "cross-seat cookie: $code"
+grep -q "refused: a session cookie of another seat (seat '$S1'" "$t/web.log" && ok "and logged" || not_ok "the cross-seat refusal is logged"
+code=$(login "$S2" "$tok1")
+[[ $code == 403 ]] && ok "$S1's token on $S2: 403" || not_ok "another seat's token: $code"
+grep -q "refused: login with a token seatd refused (seat '$S2'" "$t/web.log" && ok "and logged" || not_ok "the refused login is logged"
+
+code=$("${C[@]}" -o /dev/null -w '%{http_code}' -b "__Host-seatweb=$cookie2; __Host-seatweb=$cookie2" "$url/api/seat/$S2/status")
+[[ $code == 401 ]] && ok "a cookie given twice opens nothing (401)" || not_ok "duplicate cookie: $code"
+code=$("${C[@]}" -o /dev/null -w '%{http_code}' -b "__Host-seatweb=${cookie2%?}A" "$url/api/seat/$S2/status")
+[[ $code == 401 ]] && ok "a guessed cookie opens nothing (401)" || not_ok "guessed cookie: $code"
+code=$("${C[@]}" -D "$t/h" -o /dev/null -w '%{http_code}' -b "__Host-seatweb=$cookie2" --data '' "$url/logout")
+cleared=$(grep -ci '^set-cookie: __Host-seatweb=;.*Max-Age=0' "$t/h")
+code2=$("${C[@]}" -o /dev/null -w '%{http_code}' -b "__Host-seatweb=$cookie2" "$url/api/seat/$S2/status")
+[[ $code == 303 && $cleared == 1 && $code2 == 401 ]] && ok "logout: 303, the cookie cleared, the session gone (then 401)" ||
+        not_ok "logout: $code, cleared $cleared, then $code2"
+code=$("${C[@]}" -o /dev/null -w '%{http_code}' -H 'Content-Type: application/x-www-form-urlencoded' --data-binary @<(head -c 100000 /dev/zero | tr '\0' a) "$url/login")
+[[ $code == 413 ]] && ok "a 100 kB login form: 413" || not_ok "oversized form: $code"
+code=$("${C[@]}" -o /dev/null -w '%{http_code}' -H 'Content-Type: application/json' --data '{"seat":"x"}' "$url/login")
+[[ $code == 415 ]] && ok "a JSON login: 415" || not_ok "wrong content type: $code"
+code=$("${C[@]}" -o /dev/null -w '%{http_code}' "$url/login")
+[[ $code == 405 ]] && ok "GET /login: 405" || not_ok "GET /login: $code"
+code=$("${C[@]}" -o /dev/null -w '%{http_code}' --path-as-is "$url/static/../../../etc/passwd")
+[[ $code == 404 || $code == 400 || $code == 403 ]] && ok "/static/../../etc/passwd: $code" || not_ok "path traversal: $code"
+code=$("${C[@]}" -o /dev/null -w '%{http_code}' --data 'seat=%zz&token=1' "$url/login")
+[[ $code == 400 ]] && ok "a malformed form escape: 400" || not_ok "bad escape: $code"
+code=$("${C[@]}" -o /dev/null -w '%{http_code}' -H "Origin: https://evil.example" --data-urlencode "seat=$S2" --data-urlencode "token=$tok2" "$url/login")
+[[ $code == 403 ]] && ok "a login POST from another origin: 403" || not_ok "cross-origin POST: $code"
+code=$("${C[@]}" -o /dev/null -w '%{http_code}' -H "X-Big: $(head -c 9000 /dev/zero | tr '\0' a)" "$url/")
+[[ $code != 200 ]] && ok "a 9 kB header is refused ($code)" || not_ok "9 kB header accepted"
+# An idle connection (TLS up, no request) is closed by seat-web (idle_timeout = 3 s).
+python3 - "$port" "$t/web/tls/cert.pem" >"$t/out" 2>&1 <<'PY' && ok "an idle connection is closed by seat-web" || not_ok "idle connection closed"
+import socket, ssl, sys
+ctx = ssl.create_default_context(cafile=sys.argv[2])
+s = ctx.wrap_socket(socket.create_connection(("127.0.0.1", int(sys.argv[1]))), server_hostname="127.0.0.1")
+s.settimeout(120)
+sys.exit(0 if s.recv(1) == b"" else 1)
+PY
+# Slow-loris: headers trickled one line a second, or a body promised and never sent: the
+# connection is closed long before the client is done (60 s).
+for mode in headers body; do
+        python3 - "$port" "$t/web/tls/cert.pem" "$mode" >"$t/out" 2>&1 <<'PY' && ok "a trickle ($mode): $(cat "$t/out")" || not_ok "a trickle ($mode) is cut off"
+import socket, ssl, sys, time
+ctx = ssl.create_default_context(cafile=sys.argv[2])
+s = ctx.wrap_socket(socket.create_connection(("127.0.0.1", int(sys.argv[1]))), server_hostname="127.0.0.1")
+if sys.argv[3] == "headers":
+    s.sendall(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+else:
+    s.sendall(b"POST /login HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-www-form-urlencoded\r\n"
+              b"Content-Length: 100\r\n\r\nseat=")
+for i in range(60):
+    time.sleep(1)
+    try:
+        if sys.argv[3] == "headers":
+            s.sendall(b"X-Slow-%d: a\r\n" % i)
+        s.settimeout(0.01)
+        try:
+            if s.recv(1) == b"":
+                print("closed by seat-web after %d s" % (i + 1)); sys.exit(0)
+        except (socket.timeout, ssl.SSLWantReadError):
+            pass
+    except (BrokenPipeError, ConnectionResetError, ssl.SSLError):
+        print("closed by seat-web after %d s" % (i + 1)); sys.exit(0)
+print("still open after 60 s"); sys.exit(1)
+PY
+done
+code=$("${C[@]}" -o /dev/null -w '%{http_code}' "$url/")
+[[ $code == 200 ]] && ok "seat-web still serves after all that" || not_ok "seat-web serves after the bad input: $code"
+
+# ---------------------------------------------------------------- rate limits
+# Per address: 6 a minute from 127.0.0.3, whatever the seat.
+codes=()
+for i in $(seq 1 12); do codes+=("$(curl -s --cacert "$t/web/tls/cert.pem" --interface 127.0.0.3 -o "$t/body" -w '%{http_code}' \
+        --data-urlencode "seat=$S2" --data-urlencode "token=$(printf '%064d' "$i")" "$url/login")"); done
+[[ ${codes[0]} == 403 && " ${codes[*]} " == *" 429 "* ]] && grep -q "this address" "$t/body" &&
+        ok "login rate limit per address: ${codes[*]}" || not_ok "rate limit per address: ${codes[*]}"
+code=$(login "$S2" "$tok2" --interface 127.0.0.4)
+[[ $code == 303 ]] && ok "another address still logs in" || not_ok "another address after the limit: $code"
+# Per seat: many addresses, one seat (12 a minute).
+codes=()
+for i in $(seq 10 40); do codes+=("$(curl -s --cacert "$t/web/tls/cert.pem" --interface "127.0.0.$i" -o "$t/body" -w '%{http_code}' \
+        --data-urlencode "seat=$S2" --data-urlencode "token=$(printf '%064d' "$i")" "$url/login")"); done
+[[ " ${codes[*]} " == *" 429 "* ]] && grep -q "this seat" "$t/body" && ok "login rate limit per seat, across addresses: ${codes[*]}" ||
+        not_ok "rate limit per seat: ${codes[*]}"
+grep -q "refused: login over the rate limit for this seat (seat '$S2'" "$t/web.log" && ok "and logged" || not_ok "the rate limit is logged"
+
+kill -0 "$web_pid" 2>/dev/null && ok "seat-web is still running" || not_ok "seat-web died"
+tap_end

@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* seat-web.conf (docs/seat-web.md, seat-web.8): key = value lines, '#' comments. A pure
+ * parser of a buffer (fuzzed: tests/fuzz/fuzz-web-config.c). */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include "common/error.h"
+#include "common/macro.h"
+
+#define WEB_CONFIG_MAX_BYTES (64u * 1024u)
+#define WEB_CONFIG_PATH "/etc/seat-web/seat-web.conf"
+
+typedef struct WebConfig {
+        char *listen_address;      /* an IPv4 or IPv6 literal */
+        int listen_port;
+        bool plain_http;           /* only with a loopback listen_address */
+        char *tls_cert;            /* NULL: state_dir/tls/cert.pem (seat-web --self-signed) */
+        char *tls_key;
+        char *state_dir;
+        char *assets_dir;
+        char *participant_socket;
+        long seatd_timeout_ms;
+        long session_idle_timeout; /* seconds */
+        long session_max_age;      /* seconds */
+        long max_sessions;
+        long login_rate_per_address; /* attempts per minute */
+        long login_rate_per_seat;
+        long rate_table_size;
+        long max_connections;
+        long idle_timeout;         /* seconds a connection may sit idle or trickle a request */
+} WebConfig;
+
+WebConfig *web_config_free(WebConfig *c);
+DEFINE_TRIVIAL_CLEANUP_FUNC(WebConfig *, web_config_free)
+
+/* origin names the text in messages (a path). */
+int web_config_parse(const char *text, size_t len, const char *origin, WebConfig **ret, SeatError **ret_error);
+int web_config_load(const char *path, WebConfig **ret, SeatError **ret_error);
+/* Whether an address literal is loopback (127.0.0.0/8, ::1): where plain HTTP may listen. */
+bool web_address_is_loopback(const char *address);
+/* The certificate and key seat-web serves: the configured ones, else the self-signed pair
+ * in state_dir. Strings owned by c or written to the buffers. */
+void web_config_tls_paths(const WebConfig *c, char *cert, size_t cert_size, char *key, size_t key_size);
+int web_config_print(const WebConfig *c, FILE *f);
+/* The keys the parser knows, NULL-terminated (the unit test holds the docs to them). */
+extern const char *const web_config_keys[];

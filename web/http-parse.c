@@ -1,0 +1,212 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <string.h>
+
+#include "http-parse.h"
+
+static int hexval(char c) {
+        if (c >= '0' && c <= '9')
+                return c - '0';
+        if (c >= 'a' && c <= 'f')
+                return c - 'a' + 10;
+        if (c >= 'A' && c <= 'F')
+                return c - 'A' + 10;
+        return -1;
+}
+
+/* Decode [s, s+n) into out; -EBADMSG for a bad escape or a control byte, -E2BIG. */
+static int form_decode(const char *s, size_t n, char *out, size_t out_size) {
+        size_t o = 0;
+        for (size_t i = 0; i < n; i++) {
+                int c = (unsigned char) s[i];
+                if (c == '+')
+                        c = ' ';
+                else if (c == '%') {
+                        if (i + 2 >= n)
+                                return -EBADMSG;
+                        int h = hexval(s[i + 1]), l = hexval(s[i + 2]);
+                        if (h < 0 || l < 0)
+                                return -EBADMSG;
+                        c = h * 16 + l;
+                        i += 2;
+                }
+                if (c < 0x20 || c == 0x7f)
+                        return -EBADMSG;
+                if (o + 1 >= out_size)
+                        return -E2BIG;
+                out[o++] = (char) c;
+        }
+        if (out_size == 0)
+                return -E2BIG;
+        out[o] = '\0';
+        return 0;
+}
+
+int web_form_get(const char *body, size_t len, const char *key, char *out, size_t out_size) {
+        bool found = false;
+        size_t klen = strlen(key);
+
+        if (len > WEB_FORM_MAX)
+                return -EBADMSG;
+        for (size_t off = 0; off <= len;) {
+                const char *amp = memchr(body + off, '&', len - off);
+                size_t n = amp ? (size_t) (amp - (body + off)) : len - off;
+                const char *pair = body + off;
+                if (n > 0) {
+                        const char *eq = memchr(pair, '=', n);
+                        size_t nlen = eq ? (size_t) (eq - pair) : n;
+                        if (nlen == 0)
+                                return -EBADMSG;
+                        /* Names are compared raw: ours are plain words, an escaped name
+                         * is nobody's field. */
+                        if (nlen == klen && memcmp(pair, key, klen) == 0) {
+                                if (found)
+                                        return -ENOTUNIQ;
+                                found = true;
+                                int r = eq ? form_decode(eq + 1, n - nlen - 1, out, out_size)
+                                           : form_decode("", 0, out, out_size);
+                                if (r < 0)
+                                        return r;
+                        } else {
+                                /* Every field must be well-formed, ours or not. */
+                                char scratch[WEB_FORM_MAX + 1];
+                                int r = eq ? form_decode(eq + 1, n - nlen - 1, scratch, sizeof(scratch)) : 0;
+                                if (r < 0)
+                                        return r;
+                        }
+                }
+                if (!amp)
+                        break;
+                off += n + 1;
+        }
+        return found ? 0 : -ENOENT;
+}
+
+/* RFC 6265 cookie-octet, plus what browsers let through in practice we refuse. */
+static bool cookie_octet(unsigned char c) {
+        return c == 0x21 || (c >= 0x23 && c <= 0x2b) || (c >= 0x2d && c <= 0x3a) || (c >= 0x3c && c <= 0x5b) ||
+               (c >= 0x5d && c <= 0x7e);
+}
+
+int web_cookie_get(const char *header, size_t len, const char *name, char *out, size_t out_size) {
+        bool found = false;
+        size_t nlen_want = strlen(name);
+
+        if (len > WEB_COOKIE_HEADER_MAX)
+                return -EBADMSG;
+        for (size_t off = 0; off < len;) {
+                const char *semi = memchr(header + off, ';', len - off);
+                size_t n = semi ? (size_t) (semi - (header + off)) : len - off;
+                const char *p = header + off;
+                while (n > 0 && (*p == ' ' || *p == '\t'))
+                        p++, n--;
+                while (n > 0 && (p[n - 1] == ' ' || p[n - 1] == '\t'))
+                        n--;
+                if (n > 0) {
+                        const char *eq = memchr(p, '=', n);
+                        if (!eq || eq == p)
+                                return -EBADMSG;
+                        size_t nlen = (size_t) (eq - p), vlen = n - nlen - 1;
+                        const char *v = eq + 1;
+                        if (vlen >= 2 && v[0] == '"' && v[vlen - 1] == '"')
+                                v++, vlen -= 2;
+                        for (size_t i = 0; i < nlen; i++)
+                                if ((unsigned char) p[i] <= 0x20 || (unsigned char) p[i] >= 0x7f || strchr("()<>@,;:\\\"/[]?={}", p[i]))
+                                        return -EBADMSG;
+                        if (nlen == nlen_want && memcmp(p, name, nlen) == 0) {
+                                if (found)
+                                        return -ENOTUNIQ;
+                                found = true;
+                                for (size_t i = 0; i < vlen; i++)
+                                        if (!cookie_octet((unsigned char) v[i]))
+                                                return -EBADMSG;
+                                if (vlen + 1 > out_size)
+                                        return -E2BIG;
+                                memcpy(out, v, vlen);
+                                out[vlen] = '\0';
+                        }
+                }
+                if (!semi)
+                        break;
+                off += (size_t) (semi - (header + off)) + 1;
+        }
+        return found ? 0 : -ENOENT;
+}
+
+bool web_seat_id_valid(const char *s) {
+        size_t n = strlen(s);
+        return n >= 1 && n <= WEB_SEAT_ID_MAX && s[0] >= 'a' && s[0] <= 'z' &&
+               strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789-") == n;
+}
+
+bool web_token_valid(const char *s) {
+        return strlen(s) == WEB_TOKEN_HEX && strspn(s, "0123456789abcdef") == WEB_TOKEN_HEX;
+}
+
+bool web_session_id_valid(const char *s) {
+        return strlen(s) == WEB_SESSION_ID_LEN &&
+               strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_") == WEB_SESSION_ID_LEN;
+}
+
+static const struct {
+        const char *name;
+        const char *mime;
+} assets[] = {
+        { "style.css", "text/css; charset=utf-8" },
+        { "seat.js", "text/javascript; charset=utf-8" },
+        { "login.html", "text/html; charset=utf-8" },
+        { "seat.html", "text/html; charset=utf-8" },
+};
+
+WebRoute web_route(const char *path, char *ret_arg, size_t arg_size, const char **ret_asset_mime) {
+        size_t n = strlen(path);
+        if (arg_size == 0)
+                return WEB_ROUTE_NONE;
+        ret_arg[0] = '\0';
+        if (n > 256)
+                return WEB_ROUTE_NONE;
+        if (!strcmp(path, "/"))
+                return WEB_ROUTE_LOGIN_PAGE;
+        if (!strcmp(path, "/login"))
+                return WEB_ROUTE_LOGIN;
+        if (!strcmp(path, "/logout"))
+                return WEB_ROUTE_LOGOUT;
+        if (!strncmp(path, "/static/", 8)) {
+                /* Only the two assets a page links to; the HTML pages are served by their
+                 * routes. */
+                for (size_t i = 0; i < 2; i++)
+                        if (!strcmp(path + 8, assets[i].name)) {
+                                if (strlen(assets[i].name) + 1 > arg_size)
+                                        return WEB_ROUTE_NONE;
+                                strcpy(ret_arg, assets[i].name);
+                                if (ret_asset_mime)
+                                        *ret_asset_mime = assets[i].mime;
+                                return WEB_ROUTE_STATIC;
+                        }
+                return WEB_ROUTE_NONE;
+        }
+        const char *id = NULL, *rest = NULL;
+        WebRoute route = WEB_ROUTE_NONE;
+        if (!strncmp(path, "/seat/", 6)) {
+                id = path + 6;
+                rest = id + strlen(id);
+                route = WEB_ROUTE_SEAT_PAGE;
+        } else if (!strncmp(path, "/api/seat/", 10)) {
+                id = path + 10;
+                rest = strchr(id, '/');
+                if (!rest || strcmp(rest, "/status") != 0)
+                        return WEB_ROUTE_NONE;
+                route = WEB_ROUTE_SEAT_STATUS;
+        } else
+                return WEB_ROUTE_NONE;
+        size_t idlen = (size_t) (rest - id);
+        if (idlen == 0 || idlen > WEB_SEAT_ID_MAX || idlen + 1 > arg_size)
+                return WEB_ROUTE_NONE;
+        memcpy(ret_arg, id, idlen);
+        ret_arg[idlen] = '\0';
+        if (!web_seat_id_valid(ret_arg)) {
+                ret_arg[0] = '\0';
+                return WEB_ROUTE_NONE;
+        }
+        return route;
+}

@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* What seat-web reads out of a request: form fields, cookies, the path's seat id. Pure
+ * functions of a buffer with hard caps (fuzzed: tests/fuzz/fuzz-web-form.c and
+ * fuzz-web-cookie.c). Every request is hostile until these say otherwise. */
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#define WEB_FORM_MAX 4096        /* a login form's body */
+#define WEB_COOKIE_HEADER_MAX 4096
+#define WEB_SEAT_ID_MAX 31       /* seatd: "s" + 8 hex today; seatd checks it again */
+#define WEB_TOKEN_HEX 64         /* seatd's participant token: 32 bytes, hex */
+#define WEB_SESSION_ID_LEN 43    /* 32 random bytes, base64url without padding */
+
+/*
+ * The value of field key in an application/x-www-form-urlencoded body, decoded ('+' and
+ * %XX) into out (NUL-terminated). -ENOENT: absent; -ENOTUNIQ: given twice; -EBADMSG: a bad
+ * escape, a NUL or a control byte after decoding, an empty name, or a body over
+ * WEB_FORM_MAX; -E2BIG: the value does not fit in out.
+ */
+int web_form_get(const char *body, size_t len, const char *key, char *out, size_t out_size);
+
+/*
+ * The value of cookie name in a Cookie header ("a=b; c=d"), copied to out. -ENOENT: absent;
+ * -ENOTUNIQ: given twice (a cookie tossed in by a sibling host must not win by order);
+ * -EBADMSG: malformed or over WEB_COOKIE_HEADER_MAX; -E2BIG: too long for out.
+ */
+int web_cookie_get(const char *header, size_t len, const char *name, char *out, size_t out_size);
+
+/* A seat id as seatd makes them: 1..WEB_SEAT_ID_MAX of [a-z0-9-], starting with a letter. */
+bool web_seat_id_valid(const char *s);
+/* A participant token: exactly WEB_TOKEN_HEX lowercase hex digits. */
+bool web_token_valid(const char *s);
+/* A session id as seat-web makes them: WEB_SESSION_ID_LEN of base64url. */
+bool web_session_id_valid(const char *s);
+
+typedef enum WebRoute {
+        WEB_ROUTE_NONE,
+        WEB_ROUTE_LOGIN_PAGE,  /* GET / */
+        WEB_ROUTE_LOGIN,       /* POST /login */
+        WEB_ROUTE_LOGOUT,      /* POST /logout */
+        WEB_ROUTE_SEAT_PAGE,   /* GET /seat/ID */
+        WEB_ROUTE_SEAT_STATUS, /* GET /api/seat/ID/status */
+        WEB_ROUTE_STATIC,      /* GET /static/NAME: one of the shipped assets */
+} WebRoute;
+
+/* Maps a request path to a route; ret_arg gets the seat id or the asset's name (a static
+ * string from the asset table, never the request's bytes). Query strings are not part of
+ * path (libwebsockets keeps them apart). */
+WebRoute web_route(const char *path, char *ret_arg, size_t arg_size, const char **ret_asset_mime);

@@ -1,0 +1,175 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <libwebsockets.h>
+#include <pthread.h>
+#include <sodium.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/jsonframe.h"
+#include "common/log.h"
+#include "jobs.h"
+#include "seatd-link.h"
+
+#define JOBS_MAX_WORKERS 16
+
+struct Jobs {
+        pthread_mutex_t lock;
+        pthread_cond_t cond;
+        Job *todo, *todo_tail, *done, *done_tail;
+        size_t queued, max_queued;
+        bool stop;
+        size_t n_threads;
+        pthread_t threads[JOBS_MAX_WORKERS];
+        char socket_path[108];
+        int timeout_ms;
+        struct lws_context *ctx;
+};
+
+Job *job_new(JobKind kind, struct lws *wsi, const char *seat, const char *token) {
+        Job *job = calloc(1, sizeof(*job));
+        if (!job)
+                return NULL;
+        job->kind = kind;
+        job->wsi = wsi;
+        snprintf(job->seat, sizeof(job->seat), "%s", seat);
+        snprintf(job->token, sizeof(job->token), "%s", token);
+        return job;
+}
+
+void job_free(Job *job) {
+        if (!job)
+                return;
+        if (job->rec)
+                json_object_put(job->rec);
+        sodium_memzero(job, sizeof(*job));
+        free(job);
+}
+
+/* seat.status with the job's token: -EACCES for seatd's denied (a wrong token, a reset
+ * or released seat, one that does not exist: seatd answers them alike). */
+static void run(Jobs *j, Job *job) {
+        _cleanup_json_ json_object *params = json_object_new_object();
+        char code[32] = "";
+        if (!params) {
+                job->r = -ENOMEM;
+                return;
+        }
+        json_object_object_add(params, "seat", json_object_new_string(job->seat));
+        json_object_object_add(params, "token", json_object_new_string(job->token));
+        job->r = seatd_call(j->socket_path, j->timeout_ms, "seat.status", params, &job->rec, code);
+        if (job->r == -EREMOTEIO && (!strcmp(code, "denied") || !strcmp(code, "not_found")))
+                job->r = -EACCES;
+        else if (job->r < 0)
+                log_warning("seatd at '%s' did not answer seat.status (%s): %s", j->socket_path,
+                            code[0] ? code : "no reply", strerror(-job->r));
+}
+
+static void *worker(void *arg) {
+        Jobs *j = arg;
+        pthread_mutex_lock(&j->lock);
+        for (;;) {
+                while (!j->todo && !j->stop)
+                        pthread_cond_wait(&j->cond, &j->lock);
+                if (j->stop)
+                        break;
+                Job *job = j->todo;
+                j->todo = job->next;
+                if (!j->todo)
+                        j->todo_tail = NULL;
+                job->next = NULL;
+                bool skip = job->abandoned;
+                pthread_mutex_unlock(&j->lock);
+                if (!skip)
+                        run(j, job);
+                pthread_mutex_lock(&j->lock);
+                j->queued--;
+                if (j->done_tail)
+                        j->done_tail->next = job;
+                else
+                        j->done = job;
+                j->done_tail = job;
+                pthread_mutex_unlock(&j->lock);
+                lws_cancel_service(j->ctx); /* thread-safe: wakes the loop */
+                pthread_mutex_lock(&j->lock);
+        }
+        pthread_mutex_unlock(&j->lock);
+        return NULL;
+}
+
+Jobs *jobs_new(const char *socket_path, int timeout_ms, size_t workers, size_t max_queued, struct lws_context *ctx) {
+        if (workers == 0 || workers > JOBS_MAX_WORKERS || strlen(socket_path) >= sizeof(((Jobs *) 0)->socket_path))
+                return NULL;
+        Jobs *j = calloc(1, sizeof(*j));
+        if (!j)
+                return NULL;
+        pthread_mutex_init(&j->lock, NULL);
+        pthread_cond_init(&j->cond, NULL);
+        snprintf(j->socket_path, sizeof(j->socket_path), "%s", socket_path);
+        j->timeout_ms = timeout_ms;
+        j->max_queued = max_queued;
+        j->ctx = ctx;
+        for (size_t i = 0; i < workers; i++) {
+                if (pthread_create(&j->threads[i], NULL, worker, j) != 0) {
+                        jobs_free(j);
+                        return NULL;
+                }
+                j->n_threads++;
+        }
+        return j;
+}
+
+void jobs_free(Jobs *j) {
+        if (!j)
+                return;
+        pthread_mutex_lock(&j->lock);
+        j->stop = true;
+        pthread_cond_broadcast(&j->cond);
+        pthread_mutex_unlock(&j->lock);
+        for (size_t i = 0; i < j->n_threads; i++)
+                pthread_join(j->threads[i], NULL);
+        for (Job *l = j->todo, *n; l; l = n) {
+                n = l->next;
+                job_free(l);
+        }
+        for (Job *l = j->done, *n; l; l = n) {
+                n = l->next;
+                job_free(l);
+        }
+        pthread_cond_destroy(&j->cond);
+        pthread_mutex_destroy(&j->lock);
+        free(j);
+}
+
+int jobs_submit(Jobs *j, Job *job) {
+        pthread_mutex_lock(&j->lock);
+        if (j->queued >= j->max_queued) {
+                pthread_mutex_unlock(&j->lock);
+                return -EBUSY;
+        }
+        j->queued++;
+        job->next = NULL;
+        if (j->todo_tail)
+                j->todo_tail->next = job;
+        else
+                j->todo = job;
+        j->todo_tail = job;
+        pthread_cond_signal(&j->cond);
+        pthread_mutex_unlock(&j->lock);
+        return 0;
+}
+
+void jobs_abandon(Jobs *j, Job *job) {
+        pthread_mutex_lock(&j->lock);
+        job->abandoned = true;
+        pthread_mutex_unlock(&j->lock);
+}
+
+Job *jobs_done(Jobs *j) {
+        pthread_mutex_lock(&j->lock);
+        Job *l = j->done;
+        j->done = j->done_tail = NULL;
+        pthread_mutex_unlock(&j->lock);
+        return l;
+}

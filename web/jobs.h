@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* seatd calls off the event loop: a few worker threads make them (seatd-link.c) while
+ * libwebsockets keeps serving every other participant; the loop is woken
+ * (lws_cancel_service) to finish each request when its answer is in. A slow seatd then
+ * slows only the requests that wait for it. Only the loop thread touches connections and
+ * frees jobs; a connection that closes while its call runs marks its job abandoned. */
+
+#include <json-c/json.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "http-parse.h"
+
+struct lws;
+struct lws_context;
+
+typedef enum JobKind { JOB_LOGIN, JOB_STATUS } JobKind;
+
+typedef struct Job {
+        struct Job *next;
+        JobKind kind;
+        struct lws *wsi;  /* valid while !abandoned; loop thread only */
+        bool abandoned;   /* under the queue's lock */
+        char seat[WEB_SEAT_ID_MAX + 1];
+        char token[WEB_TOKEN_HEX + 1];
+        char session[WEB_SESSION_ID_LEN + 1]; /* JOB_STATUS: whose session */
+        char peer[64];
+        /* the answer */
+        int r;            /* 0, -EACCES (seatd refused the token), or why seatd could not be asked */
+        json_object *rec; /* the seat record when r == 0 */
+} Job;
+
+typedef struct Jobs Jobs;
+
+/* workers threads calling seatd at socket_path, at most max_queued calls waiting. */
+Jobs *jobs_new(const char *socket_path, int timeout_ms, size_t workers, size_t max_queued, struct lws_context *ctx);
+void jobs_free(Jobs *j);
+/* Queue a call for seat/token; -EBUSY when the queue is full. The job then belongs to
+ * the queue until jobs_done() hands it back. */
+int jobs_submit(Jobs *j, Job *job);
+/* Mark a job whose connection closed: its answer is dropped when it comes back. */
+void jobs_abandon(Jobs *j, Job *job);
+/* The finished jobs, oldest first; the caller frees each with job_free(). */
+Job *jobs_done(Jobs *j);
+Job *job_new(JobKind kind, struct lws *wsi, const char *seat, const char *token);
+void job_free(Job *job);

@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <stdlib.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ratelimit.h"
+
+typedef struct Slot {
+        char key[RATE_KEY_MAX];
+        double tokens;
+        int64_t last_ms;
+        bool used;
+} Slot;
+
+struct RateLimit {
+        double capacity;
+        double per_ms;
+        size_t n;
+        Slot slots[];
+};
+
+RateLimit *rate_limit_new(long per_minute, size_t slots) {
+        if (per_minute <= 0 || slots == 0 || slots > 1u << 20)
+                return NULL;
+        RateLimit *r = calloc(1, sizeof(*r) + slots * sizeof(Slot));
+        if (!r)
+                return NULL;
+        r->capacity = (double) per_minute;
+        r->per_ms = (double) per_minute / 60000.0;
+        r->n = slots;
+        return r;
+}
+
+RateLimit *rate_limit_free(RateLimit *r) {
+        free(r);
+        return NULL;
+}
+
+static double refilled(const RateLimit *r, const Slot *s, int64_t now_ms) {
+        double t = s->tokens + (double) (now_ms > s->last_ms ? now_ms - s->last_ms : 0) * r->per_ms;
+        return t > r->capacity ? r->capacity : t;
+}
+
+bool rate_limit_take(RateLimit *r, const char *key, int64_t now_ms) {
+        Slot *s = NULL, *free_slot = NULL;
+        if (strlen(key) >= RATE_KEY_MAX)
+                return false;
+        for (size_t i = 0; i < r->n; i++) {
+                Slot *c = &r->slots[i];
+                if (c->used && !strcmp(c->key, key)) {
+                        s = c;
+                        break;
+                }
+                /* A full bucket says nothing a fresh one would not: its slot is free. */
+                if (!free_slot && (!c->used || refilled(r, c, now_ms) >= r->capacity))
+                        free_slot = c;
+        }
+        if (!s) {
+                if (!free_slot)
+                        return false;
+                s = free_slot;
+                memset(s, 0, sizeof(*s));
+                snprintf(s->key, sizeof(s->key), "%s", key);
+                s->used = true;
+                s->tokens = r->capacity;
+                s->last_ms = now_ms;
+        }
+        s->tokens = refilled(r, s, now_ms);
+        s->last_ms = now_ms > s->last_ms ? now_ms : s->last_ms;
+        if (s->tokens < 1.0)
+                return false;
+        s->tokens -= 1.0;
+        return true;
+}

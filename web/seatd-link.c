@@ -1,0 +1,107 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "common/control-proto.h"
+#include "common/fileio.h"
+#include "common/jsonframe.h"
+#include "seatd-link.h"
+
+/* A seat record is a few hundred bytes; far more is not seatd talking. */
+#define LINK_MAX_FRAME (64u * 1024u)
+
+/* Wait for the next message of request id, until deadline_ms (monotonic). */
+static int read_reply(int fd, FrameReader *rd, int64_t id, int64_t deadline_ms, ControlMsg **ret) {
+        for (;;) {
+                const char *frame;
+                size_t len;
+                int r = frame_reader_next(rd, &frame, &len);
+                if (r < 0)
+                        return -EPROTO;
+                if (r > 0) {
+                        ControlParseError perr;
+                        _cleanup_control_msg_ ControlMsg *m = NULL;
+                        if (control_msg_parse_reply(frame, len, &m, &perr) < 0 || m->id != id || m->kind == CONTROL_REQUEST)
+                                return -EPROTO;
+                        if (m->kind == CONTROL_EVENT)
+                                continue; /* progress: nothing for a status page */
+                        *ret = TAKE_PTR(m);
+                        return 0;
+                }
+                int64_t left = deadline_ms - now_monotonic_ms();
+                if (left <= 0)
+                        return -ETIMEDOUT;
+                struct pollfd p = { .fd = fd, .events = POLLIN };
+                r = poll(&p, 1, (int) left);
+                if (r < 0 && errno == EINTR)
+                        continue;
+                if (r < 0)
+                        return negative_errno();
+                if (r == 0)
+                        return -ETIMEDOUT;
+                ssize_t n = frame_reader_fill(rd, fd);
+                if (n == 0)
+                        return -ECONNRESET;
+                if (n < 0 && n != -EAGAIN)
+                        return (int) n;
+        }
+}
+
+static int send_request(int fd, int64_t id, const char *method, json_object *params) {
+        _cleanup_free_ char *line = NULL;
+        size_t len;
+        int r = control_format_request(id, method, params, &line, &len);
+        if (r < 0)
+                return r;
+        return loop_write(fd, line, len);
+}
+
+int seatd_call(const char *socket_path, int timeout_ms, const char *method, json_object *params,
+               json_object **ret_result, char ret_code[32]) {
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        int64_t deadline = now_monotonic_ms() + timeout_ms;
+        _cleanup_(frame_reader_freep) FrameReader *rd = frame_reader_new(LINK_MAX_FRAME);
+        _cleanup_close_ int fd = -EBADF;
+        int r;
+
+        if (!rd)
+                return -ENOMEM;
+        if (strlen(socket_path) >= sizeof(sa.sun_path))
+                return -ENAMETOOLONG;
+        strcpy(sa.sun_path, socket_path);
+        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+                return negative_errno();
+        /* Writes are a few hundred bytes into an empty socket; the timeout only guards a
+         * seatd that stopped reading. */
+        struct timeval tv = { .tv_sec = timeout_ms / 1000, .tv_usec = (timeout_ms % 1000) * 1000 };
+        (void) setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+        if (connect(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0)
+                return negative_errno();
+
+        _cleanup_json_ json_object *hello = json_object_new_object();
+        if (!hello)
+                return -ENOMEM;
+        json_object_object_add(hello, "version", json_object_new_int(CONTROL_PROTO_VERSION));
+        /* Both requests at once: one round trip. */
+        if ((r = send_request(fd, 1, "hello", hello)) < 0 || (r = send_request(fd, 2, method, params)) < 0)
+                return r;
+        for (int64_t id = 1; id <= 2; id++) {
+                _cleanup_control_msg_ ControlMsg *m = NULL;
+                r = read_reply(fd, rd, id, deadline, &m);
+                if (r < 0)
+                        return r;
+                if (m->kind == CONTROL_ERROR) {
+                        snprintf(ret_code, 32, "%s", m->error_code);
+                        return -EREMOTEIO;
+                }
+                if (id == 2 && ret_result)
+                        *ret_result = TAKE_PTR(m->body);
+        }
+        return 0;
+}

@@ -1,0 +1,14 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* seat-web's only way to seats: one call to seatd's participant socket, as any local user
+ * makes it (hello, then the method with the seat's token), with a deadline. seatd checks
+ * the token and the seat on every call; seat-web only relays what it answers. */
+
+#include <json-c/json.h>
+
+/* Returns 0 with the result; -EREMOTEIO when seatd answered with an error (its code, e.g.
+ * "denied", in ret_code, a static string of at most 31 bytes); -ETIMEDOUT, -ECONNREFUSED,
+ * -ENOENT, -EPROTO, … when seatd could not be asked. */
+int seatd_call(const char *socket_path, int timeout_ms, const char *method, json_object *params,
+               json_object **ret_result, char ret_code[32]);
