@@ -15,9 +15,8 @@ SEATD_PACKAGES=(
   # run: libvirt, QEMU (TCG), the seat network, libguestfs' appliance
   qemu-system-x86 qemu-utils libvirt-daemon-system libvirt-clients dnsmasq-base
   libguestfs-tools supermin linux-image-amd64 nftables iproute2 libseccomp2
-  # the tests: conntrack only observes (seatd speaks ctnetlink itself); the web suite's
-  # browser (driven by playwright-core from npm) and curl
-  conntrack chromium curl
+  # the tests: conntrack only observes (seatd speaks ctnetlink itself); curl (web)
+  conntrack curl
   # the test image recipe and the scripts
   busybox-static e2fsprogs cpio xz-utils zstd kmod file python3 minisign openssl
   bsdutils util-linux procps coreutils
@@ -77,40 +76,33 @@ with_network_for_apt() {
   return $rc
 }
 
-# The MCP suite's client: the official MCP TypeScript SDK, pinned in
-# tests/mcp/package-lock.json, installed there with npm ci (the registry sits behind the
-# guard like apt's mirror). Node.js from Debian when the machine has none.
-host_install_mcp_client() {
-  local dir
-  dir="$(dirname "${BASH_SOURCE[0]}")/../../tests/mcp"
+# npm ci in DIR (a test client pinned by DIR/package-lock.json) when its lockfile changed
+# since the last install (a stamp of its digest); the registry sits behind the guard like
+# apt's mirror. Node.js and npm from Debian when the machine has none.
+host_npm_ci() { # DIR WHAT
+  local dir=$1 want
   if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
     host_apt_install nodejs npm
   fi
-  # npm ci only when the lockfile changed since the last install (a stamp of its digest).
-  local want
   want=$(sha256sum <"$dir/package-lock.json")
   [[ -f $dir/node_modules/.seatd-lock && $(cat "$dir/node_modules/.seatd-lock") == "$want" ]] && return 0
-  say "installing the MCP SDK for the tests (npm ci in tests/mcp)"
+  say "installing $2 (npm ci in ${dir#*/../../})"
   with_network_for_apt npm ci --prefix "$dir" --no-audit --no-fund --loglevel=error >/dev/null ||
     die "npm ci in $dir failed (is the npm registry reachable?)"
   echo "$want" >"$dir/node_modules/.seatd-lock"
 }
 
-# The web suite's browser driver: playwright-core, pinned in tests/web/package-lock.json,
-# installed there with npm ci behind the lifted guard (as host_install_mcp_client does).
-# It drives Debian's chromium (SEATD_PACKAGES); it downloads no browser of its own.
+# The MCP suite's client: the official MCP TypeScript SDK (tests/mcp).
+host_install_mcp_client() {
+  host_npm_ci "$(dirname "${BASH_SOURCE[0]}")/../../tests/mcp" "the MCP SDK for the tests"
+}
+
+# The web suite's browser: Debian's chromium (a test tool, so not in SEATD_PACKAGES: the
+# fresh root and the demo do not need it), driven by playwright-core (tests/web), which
+# downloads no browser of its own.
 host_install_web_client() {
-  local dir want
-  dir="$(dirname "${BASH_SOURCE[0]}")/../../tests/web"
-  if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
-    host_apt_install nodejs npm
-  fi
-  want=$(sha256sum <"$dir/package-lock.json")
-  [[ -f $dir/node_modules/.seatd-lock && $(cat "$dir/node_modules/.seatd-lock") == "$want" ]] && return 0
-  say "installing playwright-core for the web tests (npm ci in tests/web)"
-  PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 with_network_for_apt npm ci --prefix "$dir" --no-audit --no-fund --loglevel=error >/dev/null ||
-    die "npm ci in $dir failed (is the npm registry reachable?)"
-  echo "$want" >"$dir/node_modules/.seatd-lock"
+  host_apt_install chromium
+  PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 host_npm_ci "$(dirname "${BASH_SOURCE[0]}")/../../tests/web" "playwright-core for the web tests"
 }
 
 host_start_libvirt() {
