@@ -292,7 +292,8 @@ static void exec_usage(FILE *f) {
                 "  --cwd DIR           its working directory in the guest (default /)\n"
                 "  --env NAME=VALUE    set a variable for it (repeatable)\n"
                 "  -i, --interactive   stream stdin to the command as it comes (no size cap)\n"
-                "  -t, --tty           run the command on a terminal (window size follows this one)\n"
+                "  -t, --tty           run the command on a terminal (window size follows this one;\n"
+                "                      implies -i)\n"
                 "  --json              after the output, print the result (exit code, signal,\n"
                 "                      duration, byte counts) as JSON\n"
                 "  -q, --quiet         accepted as everywhere (exec shows no progress anyway)\n");

@@ -35,7 +35,7 @@ static int wake_pipe[2] = { -EBADF, -EBADF };
 
 static void terminal_restore(void) {
         if (termios_saved)
-                (void) tcsetattr(STDIN_FILENO, TCSAFLUSH, &saved_termios);
+                (void) tcsetattr(STDIN_FILENO, TCSADRAIN, &saved_termios);
         termios_saved = 0;
 }
 
@@ -61,7 +61,7 @@ static int terminal_raw(void) {
         raw = saved_termios;
         cfmakeraw(&raw);
         termios_saved = 1;
-        if (tcsetattr(STDIN_FILENO, TCSAFLUSH, &raw) < 0) {
+        if (tcsetattr(STDIN_FILENO, TCSADRAIN, &raw) < 0) { /* not FLUSH: typeahead is kept */
                 termios_saved = 0;
                 return -errno;
         }

@@ -10,6 +10,7 @@ generous deadline (TCG guests are slow); nothing here asserts how long anything 
   pty-drive.py status   -- SEATCTL ARGS...   a command that prints its tty and exits 3
   pty-drive.py sigterm  -- SEATCTL ARGS...   kill -TERM of seatctl while in raw mode
   pty-drive.py detach   -- SEATCTL ARGS...   "~." after Enter
+What the terminal showed, and what was typed, is appended to $PTY_TRANSCRIPT when set.
 """
 import fcntl
 import os
@@ -32,7 +33,8 @@ def say(ok, what, why=""):
 
 
 class Term:
-    def __init__(self, argv):
+    def __init__(self, argv, transcript):
+        self.log = open(transcript, "ab") if transcript else None
         self.master, self.slave = os.openpty()
         self.set_size(ROWS, COLS)
         self.orig = termios.tcgetattr(self.slave)
@@ -57,6 +59,13 @@ class Term:
             except OSError:
                 d = b""
             self.out += d
+            if self.log:
+                self.log.write(d)
+                self.log.flush()
+            # A terminal answers a query of the cursor's position (busybox's line editor
+            # asks after each prompt): as a real one would.
+            if b"\x1b[6n" in d:
+                os.write(self.master, b"\x1b[1;1R")
             return bool(d)
         return False
 
@@ -73,6 +82,8 @@ class Term:
             self.read_some(0.5)
 
     def send(self, data):
+        if self.log:
+            self.log.write(b"\n<<<SENT %r>>>\n" % data)
         os.write(self.master, data)
 
     def raw(self):
@@ -105,7 +116,9 @@ class Term:
 
 
 def session(t):
-    ok = True
+    # A person types once the shell is there: its prompt, in raw mode.
+    ok = say(t.wait_raw(), "seatctl shell puts the local terminal in raw mode", t.tail())
+    ok &= say(t.expect(rb"# ") is not None, "the shell's prompt shows", t.tail())
     t.send(b"echo M1-$(tty)\r")
     m = t.expect(rb"M1-(/dev/pts/\d+)")
     ok &= say(m is not None, "tty in the shell is a /dev/pts terminal", t.tail())
@@ -135,12 +148,17 @@ def session(t):
     m = t.expect(rb"R-typed-input-R", start)
     ok &= say(m is not None, "an interactive read gets typed input", t.tail())
 
+    # The status on a line of its own: an interactive shell drops the rest of a command
+    # line whose foreground job died of SIGINT, as it would for its own ^C.
     start = len(t.out)
-    t.send(b"sh -c 'echo READY-$((40+2)); exec sleep 300'; echo C-$?-C\r")
+    t.send(b"sh -c 'echo READY-$((40+2)); exec sleep 300'\r")
     m = t.expect(rb"READY-42", start)
     if m:
         t.send(b"\x03")
-    m = t.expect(rb"C-(\d+)-C", start) if m else None
+        m = t.expect(rb"\^C", start)
+    if m:
+        t.send(b"echo C-$?-C\r")
+        m = t.expect(rb"C-(\d+)-C", start)
     ok &= say(m is not None and m.group(1) == b"130", "Ctrl-C through the terminal kills the foreground command (status 130)",
               (m.group(1).decode() if m else t.tail()))
 
@@ -184,7 +202,7 @@ def main():
         print(__doc__, file=sys.stderr)
         return 2
     scenario = {"session": session, "status": status, "sigterm": sigterm, "detach": detach}[sys.argv[1]]
-    t = Term(sys.argv[3:])
+    t = Term(sys.argv[3:], os.environ.get("PTY_TRANSCRIPT"))
     try:
         return 0 if scenario(t) else 1
     finally:

@@ -23,6 +23,7 @@ need_libvirt
 need_kernel
 harness_workdir /var/tmp/seatd-pty 0755
 harness_keep_log "$build/meson-logs/pty-seatd.log"
+rm -f "$build/meson-logs/pty-transcript.log"
 harness_seatd_must_live=1 harness_not_ok_log=20
 unset SEATD_TOKEN
 
@@ -39,7 +40,7 @@ drive() {
                 FAIL\ *) not_ok "${line#FAIL }" ;;
                 *) diag "$line" ;;
                 esac
-        done < <(python3 "$drive" "$1" -- "${@:2}" 2>&1)
+        done < <(PTY_TRANSCRIPT=$build/meson-logs/pty-transcript.log python3 "$drive" "$1" -- "${@:2}" 2>&1)
 }
 # sleepers SEAT: how many 'sleep 300' run in the seat's guest.
 sleepers() { "$CTL" exec "$1" -- sh -c 'ps | grep -c "[s]leep 300"' 2>/dev/null; }
