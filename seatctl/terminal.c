@@ -197,8 +197,11 @@ static int terminal_loop(CtlClient *c, int64_t exec_id, bool interactive_tty, bo
                 }
                 if (m->id == exec_id) {
                         if (m->kind == CONTROL_EVENT) {
-                                if (!strcmp(m->type, "output") && write_output(m->body) < 0)
+                                r = strcmp(m->type, "output") ? 0 : write_output(m->body);
+                                if (r == -EPROTO)
                                         return seat_error_set(ret_error, EPROTO, "seatd sent bad output");
+                                if (r < 0)
+                                        return seat_error_set(ret_error, -r, "write the output: %s", strerror(-r));
                                 continue;
                         }
                         if (m->kind == CONTROL_ERROR) {
