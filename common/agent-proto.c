@@ -28,6 +28,7 @@ static const char *const type_names[_AGENT_MSG_MAX] = {
         [AGENT_MSG_FILE_GET] = "file_get",
         [AGENT_MSG_PING] = "ping",
         [AGENT_MSG_SHUTDOWN] = "shutdown",
+        [AGENT_MSG_RESIZE] = "resize",
         [AGENT_MSG_OK] = "ok",
         [AGENT_MSG_ERROR] = "error",
         [AGENT_MSG_STARTED] = "started",
@@ -51,7 +52,7 @@ int agent_msg_type_from_string(const char *s) {
 }
 
 bool agent_msg_type_is_request(AgentMsgType t) {
-        return t <= AGENT_MSG_SHUTDOWN;
+        return t <= AGENT_MSG_RESIZE;
 }
 
 AgentMsg *agent_msg_new(AgentMsgType type, int64_t id) {
@@ -321,6 +322,32 @@ static int parse_configure(ParseCtx *c, AgentMsg *m) {
         return 0;
 }
 
+/* "pty": {"rows": R, "cols": C}: the exec runs on a pseudo-terminal of that size. */
+static int parse_pty(ParseCtx *c, AgentMsg *m) {
+        json_object *p = NULL;
+        int r = json_get_object(c->o, "pty", false, &p);
+        if (r < 0)
+                return field_fail(c, "pty", r);
+        if (!p)
+                return 0;
+        ParseCtx sub = { .o = p, .err = c->err, .id = c->id };
+        if (get_int(&sub, "rows", true, 1, AGENT_PTY_DIM_MAX, &m->exec.pty_rows) < 0 ||
+            get_int(&sub, "cols", true, 1, AGENT_PTY_DIM_MAX, &m->exec.pty_cols) < 0)
+                return parse_fail(c, -EINVAL, AGENT_ERR_INVALID, "field 'pty' must be {\"rows\": 1..%d, \"cols\": 1..%d}",
+                                  AGENT_PTY_DIM_MAX, AGENT_PTY_DIM_MAX);
+        m->exec.has_pty = true;
+        return 0;
+}
+
+static int parse_resize(ParseCtx *c, AgentMsg *m) {
+        int r;
+        if ((r = get_int(c, "exec", true, 1, AGENT_ID_MAX, &m->resize.exec)) < 0 ||
+            (r = get_int(c, "rows", true, 1, AGENT_PTY_DIM_MAX, &m->resize.rows)) < 0 ||
+            (r = get_int(c, "cols", true, 1, AGENT_PTY_DIM_MAX, &m->resize.cols)) < 0)
+                return r;
+        return 0;
+}
+
 static int parse_exec(ParseCtx *c, AgentMsg *m) {
         int r;
         if ((r = get_strv(c, "argv", true, AGENT_ARGV_MAX, AGENT_STR_MAX, &m->exec.argv)) < 0 ||
@@ -342,7 +369,7 @@ static int parse_exec(ParseCtx *c, AgentMsg *m) {
         }
         if (m->exec.cwd && m->exec.cwd[0] != '/')
                 return parse_fail(c, -EINVAL, AGENT_ERR_INVALID, "field 'cwd' must be an absolute path");
-        return 0;
+        return parse_pty(c, m);
 }
 
 static int parse_stdin(ParseCtx *c, AgentMsg *m) {
@@ -418,11 +445,12 @@ static int parse_output(ParseCtx *c, AgentMsg *m) {
         int r;
         if ((r = get_str(c, "stream", true, 8, &stream)) < 0)
                 return r;
-        bool ok = !strcmp(stream, "stdout") || !strcmp(stream, "stderr");
+        bool ok = !strcmp(stream, "stdout") || !strcmp(stream, "stderr") || !strcmp(stream, "pty");
         m->output.is_stderr = !strcmp(stream, "stderr");
+        m->output.is_pty = !strcmp(stream, "pty");
         free(stream);
         if (!ok)
-                return parse_fail(c, -EINVAL, AGENT_ERR_INVALID, "field 'stream' must be \"stdout\" or \"stderr\"");
+                return parse_fail(c, -EINVAL, AGENT_ERR_INVALID, "field 'stream' must be \"stdout\", \"stderr\" or \"pty\"");
         return get_b64(c, "data", true, AGENT_CHUNK_MAX, &m->output.data, &m->output.len);
 }
 
@@ -470,6 +498,7 @@ static const ParseFn parsers[_AGENT_MSG_MAX] = {
         [AGENT_MSG_FILE_GET] = parse_file_get,
         [AGENT_MSG_PING] = parse_none,
         [AGENT_MSG_SHUTDOWN] = parse_shutdown,
+        [AGENT_MSG_RESIZE] = parse_resize,
         [AGENT_MSG_OK] = parse_ok,
         [AGENT_MSG_ERROR] = parse_error,
         [AGENT_MSG_STARTED] = parse_started,
@@ -649,6 +678,26 @@ static int format_exec(json_object *o, const AgentMsg *m) {
             (r = add_int(o, "uid", m->exec.uid)) < 0 ||
             (r = add_int(o, "gid", m->exec.gid)) < 0)
                 return r;
+        if (m->exec.has_pty) {
+                if (m->exec.pty_rows < 1 || m->exec.pty_rows > AGENT_PTY_DIM_MAX || m->exec.pty_cols < 1 ||
+                    m->exec.pty_cols > AGENT_PTY_DIM_MAX)
+                        return -EINVAL;
+                json_object *p = json_object_new_object();
+                if ((r = add(o, "pty", p)) < 0 || (r = add_int(p, "rows", m->exec.pty_rows)) < 0 ||
+                    (r = add_int(p, "cols", m->exec.pty_cols)) < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static int format_resize(json_object *o, const AgentMsg *m) {
+        int r;
+        if (m->resize.exec < 1 || m->resize.rows < 1 || m->resize.rows > AGENT_PTY_DIM_MAX || m->resize.cols < 1 ||
+            m->resize.cols > AGENT_PTY_DIM_MAX)
+                return -EINVAL;
+        if ((r = add_int(o, "exec", m->resize.exec)) < 0 || (r = add_int(o, "rows", m->resize.rows)) < 0 ||
+            (r = add_int(o, "cols", m->resize.cols)) < 0)
+                return r;
         return 0;
 }
 
@@ -715,7 +764,7 @@ static int format_started(json_object *o, const AgentMsg *m) {
 
 static int format_output(json_object *o, const AgentMsg *m) {
         int r;
-        if ((r = add_str(o, "stream", m->output.is_stderr ? "stderr" : "stdout")) < 0 ||
+        if ((r = add_str(o, "stream", m->output.is_pty ? "pty" : m->output.is_stderr ? "stderr" : "stdout")) < 0 ||
             (r = add_b64(o, "data", m->output.data, m->output.len)) < 0)
                 return r;
         return 0;
@@ -763,6 +812,7 @@ static const FormatFn formatters[_AGENT_MSG_MAX] = {
         [AGENT_MSG_FILE_GET] = format_file_get,
         [AGENT_MSG_PING] = format_none,
         [AGENT_MSG_SHUTDOWN] = format_shutdown,
+        [AGENT_MSG_RESIZE] = format_resize,
         [AGENT_MSG_OK] = format_ok,
         [AGENT_MSG_ERROR] = format_error,
         [AGENT_MSG_STARTED] = format_started,
@@ -805,14 +855,14 @@ int agent_format_ok(int64_t id, int64_t size, size_t max_frame, char **ret, size
         return agent_msg_format(&m, max_frame, ret, ret_len);
 }
 
-int agent_format_output(int64_t id, bool is_stderr, const uint8_t *data, size_t len, size_t max_frame,
-                        char **ret, size_t *ret_len) {
+static int format_output_stream(int64_t id, const char *stream, const uint8_t *data, size_t len, size_t max_frame,
+                                char **ret, size_t *ret_len) {
         char head[96];
 
         if (id < 1 || id > AGENT_ID_MAX || len > AGENT_CHUNK_MAX)
                 return -EINVAL;
         int h = snprintf(head, sizeof(head), "{\"type\":\"output\",\"id\":%lld,\"stream\":\"%s\",\"data\":\"",
-                         (long long) id, is_stderr ? "stderr" : "stdout");
+                         (long long) id, stream);
         if (h < 0 || (size_t) h >= sizeof(head))
                 return -EINVAL;
         size_t b64 = base64_encoded_len(len), total = (size_t) h + b64 + 2; /* '"}' */
@@ -830,4 +880,13 @@ int agent_format_output(int64_t id, bool is_stderr, const uint8_t *data, size_t 
         if (ret_len)
                 *ret_len = total + 1;
         return 0;
+}
+
+int agent_format_output(int64_t id, bool is_stderr, const uint8_t *data, size_t len, size_t max_frame,
+                        char **ret, size_t *ret_len) {
+        return format_output_stream(id, is_stderr ? "stderr" : "stdout", data, len, max_frame, ret, ret_len);
+}
+
+int agent_format_output_pty(int64_t id, const uint8_t *data, size_t len, size_t max_frame, char **ret, size_t *ret_len) {
+        return format_output_stream(id, "pty", data, len, max_frame, ret, ret_len);
 }

@@ -34,6 +34,8 @@
 #define AGENT_ENTROPY_MAX 512
 #define AGENT_ADDR_MAX 16
 #define AGENT_CAPS_MAX 64
+#define AGENT_PTY_DIM_MAX 10000           /* rows or columns of a PTY */
+#define AGENT_CAP_PTY "pty"              /* exec.pty, resize, output stream "pty" */
 #define AGENT_ID_MAX ((int64_t) 1 << 53) /* ids are integers JSON represents exactly */
 #define AGENT_TIME_SEC_MAX INT64_C(253402300799) /* configure.time: 9999-12-31T23:59:59Z */
 
@@ -48,6 +50,7 @@ typedef enum AgentMsgType {
         AGENT_MSG_FILE_GET,
         AGENT_MSG_PING,
         AGENT_MSG_SHUTDOWN,
+        AGENT_MSG_RESIZE,    /* v1.1, capability "pty": a PTY exec's window size */
         /* agent -> host replies and events */
         AGENT_MSG_OK,
         AGENT_MSG_ERROR,
@@ -110,7 +113,13 @@ typedef struct AgentMsg {
                         int64_t timeout_ms;    /* 0: the agent's default */
                         int64_t max_output;    /* 0: the agent's default; stdout+stderr */
                         int64_t uid, gid;      /* default 0 */
+                        bool has_pty;          /* "pty": {rows, cols}: run on a pseudo-terminal */
+                        int64_t pty_rows, pty_cols; /* 1..AGENT_PTY_DIM_MAX */
                 } exec;
+                struct {
+                        int64_t exec;          /* a running PTY exec */
+                        int64_t rows, cols;    /* 1..AGENT_PTY_DIM_MAX */
+                } resize;
                 struct {
                         int64_t exec;          /* id of the exec it belongs to */
                         uint8_t *data;
@@ -148,7 +157,8 @@ typedef struct AgentMsg {
                         int64_t pid;
                 } started;
                 struct {
-                        bool is_stderr;        /* "stream": "stdout" | "stderr" */
+                        bool is_stderr;        /* "stream": "stdout" | "stderr" | "pty" */
+                        bool is_pty;           /* the terminal of a PTY exec (is_stderr false) */
                         uint8_t *data;
                         size_t len;
                 } output;
@@ -210,3 +220,5 @@ int agent_format_ok(int64_t id, int64_t size, size_t max_frame, char **ret, size
  * byte what agent_msg_format() writes for the same message, without a JSON tree. */
 int agent_format_output(int64_t id, bool is_stderr, const uint8_t *data, size_t len, size_t max_frame,
                         char **ret, size_t *ret_len);
+/* The same for the terminal of a PTY exec: stream "pty". */
+int agent_format_output_pty(int64_t id, const uint8_t *data, size_t len, size_t max_frame, char **ret, size_t *ret_len);

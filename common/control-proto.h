@@ -37,6 +37,7 @@
 #define CONTROL_ERR_IO "io"
 #define CONTROL_ERR_CANCELLED "cancelled"
 #define CONTROL_ERR_INTERNAL "internal"
+#define CONTROL_ERR_UNSUPPORTED "unsupported" /* the seat's image cannot do this (e.g. no terminal support) */
 
 typedef enum ControlKind {
         CONTROL_REQUEST,  /* has method, body = params (an object, empty when omitted) */

@@ -29,7 +29,9 @@ struct OutFrame {
 };
 
 static char *agent_capabilities[] = {
-        "exec", "stream", "stdin", "kill", "file_put", "file_get", "configure", "shutdown", "ping", NULL,
+        "exec", "stream", "stdin", "kill", "file_put", "file_get", "configure", "shutdown", "ping",
+        AGENT_CAP_PTY, /* exec.pty, resize, stream "pty"; stdin acknowledged once the tool took it */
+        NULL,
 };
 
 int poll_set_add(PollSet *s, int fd, short events) {
@@ -153,13 +155,15 @@ int agent_send(Agent *a, const AgentMsg *m) {
         return out_queue_push(a, TAKE_PTR(line), len);
 }
 
-int agent_send_output(Agent *a, int64_t id, bool is_stderr, const uint8_t *data, size_t len) {
+int agent_send_output(Agent *a, int64_t id, AgentStream stream, const uint8_t *data, size_t len) {
         _cleanup_free_ char *line = NULL;
         size_t n;
 
         if (!agent_can_send(a))
                 return 0;
-        int r = agent_format_output(id, is_stderr, data, len, a->limits.max_frame, &line, &n);
+        int r = stream == AGENT_STREAM_PTY ? agent_format_output_pty(id, data, len, a->limits.max_frame, &line, &n)
+                                           : agent_format_output(id, stream == AGENT_STREAM_STDERR, data, len,
+                                                                 a->limits.max_frame, &line, &n);
         if (r < 0)
                 return log_error_errno(r, "Cannot format output of request %" PRId64 ": %m", id);
         return out_queue_push(a, TAKE_PTR(line), n);
@@ -339,6 +343,8 @@ static int agent_dispatch(Agent *a, const AgentMsg *m) {
                 return exec_handle_stdin(a, m);
         case AGENT_MSG_KILL:
                 return exec_handle_kill(a, m);
+        case AGENT_MSG_RESIZE:
+                return exec_handle_resize(a, m);
         case AGENT_MSG_FILE_PUT:
                 return files_handle_put(a, m);
         case AGENT_MSG_FILE_GET:

@@ -19,6 +19,10 @@
 
 #define AGENT_OUT_HIGH_WATER (4u * 1024u * 1024u) /* queued bytes: stop reading pipes/host */
 #define AGENT_STDIN_PENDING_MAX (1024u * 1024u)   /* pending stdin per exec */
+/* A stdin beyond this much pending is acknowledged only once the tool has read below it:
+ * a host that waits for each `ok` never has more than this (plus one chunk) queued here. */
+#define AGENT_STDIN_ACK_WATER (64u * 1024u)
+#define AGENT_STDIN_ACKS_MAX 64u                  /* deferred acks per exec; more: `limit` */
 #define AGENT_PIPE_READ_MAX (64u * 1024u)         /* one read() from a tool's pipe */
 #define AGENT_EXEC_GRACE_MS 1000                  /* drain pipes after the main process exits */
 #define AGENT_BACKSTOP_MS 1000                    /* re-probe a disconnected virtio port */
@@ -101,8 +105,9 @@ int agent_run(Agent *a);
 bool agent_backpressured(const Agent *a);
 /* Raw bytes that fit in one output/data chunk given max_frame (≤ AGENT_CHUNK_MAX). */
 size_t agent_chunk_max(const Agent *a);
+typedef enum AgentStream { AGENT_STREAM_STDOUT, AGENT_STREAM_STDERR, AGENT_STREAM_PTY } AgentStream;
 /* An output frame of an exec, formatted on the fast path. */
-int agent_send_output(Agent *a, int64_t id, bool is_stderr, const uint8_t *data, size_t len);
+int agent_send_output(Agent *a, int64_t id, AgentStream stream, const uint8_t *data, size_t len);
 /* Queue a message for the host; silently dropped while disconnected. */
 int agent_send(Agent *a, const AgentMsg *m);
 int agent_send_ok(Agent *a, int64_t id, int64_t size);
@@ -114,6 +119,7 @@ int poll_set_add(PollSet *s, int fd, short events);
 int exec_handle_exec(Agent *a, const AgentMsg *m);
 int exec_handle_stdin(Agent *a, const AgentMsg *m);
 int exec_handle_kill(Agent *a, const AgentMsg *m);
+int exec_handle_resize(Agent *a, const AgentMsg *m);
 void exec_reap_children(Agent *a);
 int exec_add_pollfds(Agent *a, PollSet *s);
 void exec_dispatch_pollfds(Agent *a, const PollSet *s);

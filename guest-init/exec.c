@@ -11,8 +11,10 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include "agent.h"
@@ -34,6 +36,11 @@ struct Exec {
         uint8_t *stdin_buf; /* pending stdin: stdin_buf[stdin_off..stdin_len) */
         size_t stdin_len, stdin_off;
         bool stdin_eof;     /* the host said no more stdin comes */
+        /* stdin requests not yet acknowledged: their data is in stdin_buf, above
+         * AGENT_STDIN_ACK_WATER; each gets its `ok` once the tool has read below it. */
+        int64_t acks[AGENT_STDIN_ACKS_MAX];
+        unsigned n_acks;
+        bool pty;           /* stdout_fd is the terminal's master, stdin_fd a dup of it */
 
         uint64_t max_output, sent, stdout_bytes, stderr_bytes;
         bool truncated, timed_out;
@@ -67,6 +74,7 @@ typedef struct ExecChild {
         uid_t uid;
         gid_t gid;
         int stdin_fd, stdout_fd, stderr_fd, report_fd;
+        const char *pty_path; /* the terminal's slave: stdin, stdout, stderr and controlling tty */
 } ExecChild;
 
 /* Execs of the current host session only: a new host may reuse an old host's ids. */
@@ -131,13 +139,27 @@ static _Noreturn void exec_child(const ExecChild *c) {
         /* Nothing of the agent's signal setup survives: it ignores SIGPIPE only (it takes
          * every other signal through a signalfd, and the mask is reset below). */
         (void) sigaction(SIGPIPE, &sa, NULL);
+        /* And whatever our own parent left ignored (a shell's background job ignores
+         * SIGINT and SIGQUIT): a terminal's ^C must reach the tool. */
+        (void) sigaction(SIGINT, &sa, NULL);
+        (void) sigaction(SIGQUIT, &sa, NULL);
+        (void) sigaction(SIGHUP, &sa, NULL);
         sigemptyset(&none);
         (void) sigprocmask(SIG_SETMASK, &none, NULL);
 
         if (setsid() < 0)
                 exec_child_fail(c->report_fd, EXEC_STEP_SETUP, errno);
-        if (dup2(c->stdin_fd, STDIN_FILENO) < 0 || dup2(c->stdout_fd, STDOUT_FILENO) < 0 ||
-            dup2(c->stderr_fd, STDERR_FILENO) < 0)
+        if (c->pty_path) {
+                /* A session leader without a terminal that opens one (no O_NOCTTY) gets it as
+                 * its controlling terminal; TIOCSCTTY says so explicitly. */
+                int t = open(c->pty_path, O_RDWR | O_CLOEXEC);
+                if (t < 0)
+                        exec_child_fail(c->report_fd, EXEC_STEP_SETUP, errno);
+                (void) ioctl(t, TIOCSCTTY, 0);
+                if (dup2(t, STDIN_FILENO) < 0 || dup2(t, STDOUT_FILENO) < 0 || dup2(t, STDERR_FILENO) < 0)
+                        exec_child_fail(c->report_fd, EXEC_STEP_SETUP, errno);
+        } else if (dup2(c->stdin_fd, STDIN_FILENO) < 0 || dup2(c->stdout_fd, STDOUT_FILENO) < 0 ||
+                   dup2(c->stderr_fd, STDERR_FILENO) < 0)
                 exec_child_fail(c->report_fd, EXEC_STEP_SETUP, errno);
         /* Anything we inherited without CLOEXEC (the agent's own fds all have it). */
         (void) syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC);
@@ -261,11 +283,27 @@ static void close_pair(int p[2]) {
         p[1] = safe_close(p[1]);
 }
 
+/* A new pseudo-terminal of the asked size: its master (close-on-exec) and its slave's path. */
+static int exec_open_pty(const AgentMsg *m, int *ret_master, char *path, size_t path_size) {
+        struct winsize ws = { .ws_row = (unsigned short) m->exec.pty_rows, .ws_col = (unsigned short) m->exec.pty_cols };
+        _cleanup_close_ int fd = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+
+        if (fd < 0)
+                return -errno;
+        if (grantpt(fd) < 0 || unlockpt(fd) < 0 || ptsname_r(fd, path, path_size) != 0)
+                return -errno ?: -EIO;
+        if (ioctl(fd, TIOCSWINSZ, &ws) < 0)
+                return -errno;
+        *ret_master = TAKE_FD(fd);
+        return 0;
+}
+
 static int exec_spawn(Agent *a, const AgentMsg *m, Exec *e) {
         static char *default_env[] = { AGENT_DEFAULT_PATH, NULL };
         _cleanup_strv_free_ char **candidates = NULL;
         int in[2] = { -EBADF, -EBADF }, out[2] = { -EBADF, -EBADF }, err[2] = { -EBADF, -EBADF },
             rep[2] = { -EBADF, -EBADF };
+        char pty_path[64];
         ExecChild c;
         ExecReport report;
         ssize_t n;
@@ -285,14 +323,29 @@ static int exec_spawn(Agent *a, const AgentMsg *m, Exec *e) {
                 return r;
         c.candidates = candidates;
 
-        if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0 ||
-            pipe2(rep, O_CLOEXEC) < 0) {
-                r = -errno;
-                goto fail;
+        if (m->exec.has_pty) {
+                /* The terminal: out[0] is its master (read: output; written: input through
+                 * in[1], a dup); the child opens the slave by name. */
+                r = exec_open_pty(m, &out[0], pty_path, sizeof(pty_path));
+                if (r < 0)
+                        goto fail;
+                in[1] = fcntl(out[0], F_DUPFD_CLOEXEC, 3);
+                if (in[1] < 0 || pipe2(rep, O_CLOEXEC) < 0) {
+                        r = -errno;
+                        goto fail;
+                }
+                c.pty_path = pty_path;
+                c.stdin_fd = c.stdout_fd = c.stderr_fd = -EBADF;
+        } else {
+                if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0 ||
+                    pipe2(rep, O_CLOEXEC) < 0) {
+                        r = -errno;
+                        goto fail;
+                }
+                c.stdin_fd = in[0];
+                c.stdout_fd = out[1];
+                c.stderr_fd = err[1];
         }
-        c.stdin_fd = in[0];
-        c.stdout_fd = out[1];
-        c.stderr_fd = err[1];
         c.report_fd = rep[1];
 
         pid = exec_vfork(&c);
@@ -325,7 +378,8 @@ static int exec_spawn(Agent *a, const AgentMsg *m, Exec *e) {
 
         (void) fd_set_nonblock(e->stdin_fd, 1);
         (void) fd_set_nonblock(e->stdout_fd, 1);
-        (void) fd_set_nonblock(e->stderr_fd, 1);
+        if (e->stderr_fd >= 0)
+                (void) fd_set_nonblock(e->stderr_fd, 1);
         return 0;
 
 fail:
@@ -336,7 +390,20 @@ fail:
         return r;
 }
 
-static void exec_write_stdin(Exec *e) {
+/* Answer the deferred stdin requests: ok when the tool took their bytes, else why not. */
+static void exec_flush_acks(Agent *a, Exec *e, const char *code, const char *message) {
+        for (unsigned i = 0; i < e->n_acks; i++) {
+                if (e->detached)
+                        break;
+                if (code)
+                        (void) agent_send_error(a, e->acks[i], code, "exec %" PRId64 " %s", e->id, message);
+                else
+                        (void) agent_send_ok(a, e->acks[i], -1);
+        }
+        e->n_acks = 0;
+}
+
+static void exec_write_stdin(Agent *a, Exec *e) {
         while (e->stdin_fd >= 0 && e->stdin_off < e->stdin_len) {
                 ssize_t n = write(e->stdin_fd, e->stdin_buf + e->stdin_off, e->stdin_len - e->stdin_off);
                 if (n < 0) {
@@ -344,11 +411,14 @@ static void exec_write_stdin(Exec *e) {
                                 return;
                         /* EPIPE: the tool closed its stdin; what is pending is lost. */
                         log_debug_errno(errno, "Exec %" PRId64 ": stdin closed: %m", e->id);
+                        exec_flush_acks(a, e, AGENT_ERR_IO, "closed its stdin");
                         exec_close_stdin(e);
                         return;
                 }
                 e->stdin_off += (size_t) n;
         }
+        if (e->n_acks > 0 && e->stdin_len - e->stdin_off <= AGENT_STDIN_ACK_WATER)
+                exec_flush_acks(a, e, NULL, NULL);
         if (e->stdin_off == e->stdin_len) {
                 free(e->stdin_buf);
                 e->stdin_buf = NULL;
@@ -402,6 +472,7 @@ int exec_handle_exec(Agent *a, const AgentMsg *m) {
                 .stdin_fd = -EBADF, .stdout_fd = -EBADF, .stderr_fd = -EBADF,
                 .pfd_in = -1, .pfd_out = -1, .pfd_err = -1,
                 .stdin_eof = m->exec.stdin_eof,
+                .pty = m->exec.has_pty,
                 .max_output = m->exec.max_output > 0 ? (uint64_t) m->exec.max_output : a->limits.max_output,
         };
 
@@ -436,7 +507,7 @@ int exec_handle_exec(Agent *a, const AgentMsg *m) {
         started.started.pid = e->pid;
         r = agent_send(a, &started);
 
-        exec_write_stdin(e);
+        exec_write_stdin(a, e);
         return r;
 }
 
@@ -458,7 +529,15 @@ int exec_handle_stdin(Agent *a, const AgentMsg *m) {
                 return agent_send_error(a, m->id, AGENT_ERR_IO, "exec %" PRId64 " closed its stdin", e->id);
         }
 
+        if (e->n_acks >= AGENT_STDIN_ACKS_MAX)
+                return agent_send_error(a, m->id, AGENT_ERR_LIMIT,
+                                        "exec %" PRId64 " has %u stdin requests waiting for the tool to read", e->id,
+                                        e->n_acks);
         r = exec_append_stdin(e, m->stdin_msg.data, m->stdin_msg.len);
+        /* A terminal has no end of input but its EOF character (VEOF, ^D by default): the
+         * line discipline turns it into a read of 0 bytes for the tool. */
+        if (r >= 0 && e->pty && m->stdin_msg.eof)
+                r = exec_append_stdin(e, (const uint8_t *) "\x04", 1);
         if (r == -ENOBUFS)
                 return agent_send_error(a, m->id, AGENT_ERR_LIMIT,
                                         "exec %" PRId64 " has more than %u bytes of stdin pending", e->id,
@@ -468,7 +547,12 @@ int exec_handle_stdin(Agent *a, const AgentMsg *m) {
 
         if (m->stdin_msg.eof)
                 e->stdin_eof = true;
-        exec_write_stdin(e);
+        if (e->stdin_len - e->stdin_off > AGENT_STDIN_ACK_WATER) {
+                e->acks[e->n_acks++] = m->id; /* answered by exec_write_stdin() */
+                exec_write_stdin(a, e);
+                return 0;
+        }
+        exec_write_stdin(a, e);
         return agent_send_ok(a, m->id, -1);
 }
 
@@ -489,11 +573,27 @@ int exec_handle_kill(Agent *a, const AgentMsg *m) {
         return agent_send_ok(a, m->id, -1);
 }
 
-static void exec_mark_exited(Exec *e, int status) {
+static void exec_mark_exited(Agent *a, Exec *e, int status) {
         e->exited = true;
         e->status = status;
         e->grace_deadline_ms = now_monotonic_ms() + AGENT_EXEC_GRACE_MS;
+        /* Before its `exit`: a host waits for these replies first. */
+        exec_flush_acks(a, e, AGENT_ERR_STATE, "has exited: its stdin was not read");
         exec_close_stdin(e);
+}
+
+int exec_handle_resize(Agent *a, const AgentMsg *m) {
+        Exec *e = exec_find(a, m->resize.exec);
+        struct winsize ws = { .ws_row = (unsigned short) m->resize.rows, .ws_col = (unsigned short) m->resize.cols };
+
+        if (!e)
+                return agent_send_error(a, m->id, AGENT_ERR_NOT_FOUND, "no running exec %" PRId64, m->resize.exec);
+        if (!e->pty)
+                return agent_send_error(a, m->id, AGENT_ERR_STATE, "exec %" PRId64 " has no terminal", e->id);
+        /* The kernel sends SIGWINCH to the terminal's foreground process group. */
+        if (e->stdout_fd >= 0 && ioctl(e->stdout_fd, TIOCSWINSZ, &ws) < 0)
+                return agent_send_error(a, m->id, AGENT_ERR_IO, "resize exec %" PRId64 ": %s", e->id, strerror(errno));
+        return agent_send_ok(a, m->id, -1);
 }
 
 void exec_reap_children(Agent *a) {
@@ -525,7 +625,7 @@ void exec_reap_children(Agent *a) {
                 }
                 if (e) {
                         log_debug("Exec %" PRId64 ": pid %d exited (status 0x%x)", e->id, (int) e->pid, status);
-                        exec_mark_exited(e, status);
+                        exec_mark_exited(a, e, status);
                 } else
                         log_debug("Reaped process %d", (int) si.si_pid);
         }
@@ -558,8 +658,10 @@ static void exec_read_stream(Agent *a, Exec *e, bool is_stderr) {
         if (n < 0) {
                 if (errno == EAGAIN || errno == EINTR)
                         return;
-                log_warning_errno(errno, "Exec %" PRId64 ": cannot read %s: %m", e->id,
-                                  is_stderr ? "stderr" : "stdout");
+                /* EIO: every process let go of the terminal's slave (the terminal's EOF). */
+                if (!(e->pty && errno == EIO))
+                        log_warning_errno(errno, "Exec %" PRId64 ": cannot read %s: %m", e->id,
+                                          is_stderr ? "stderr" : "stdout");
                 *fd = safe_close(*fd);
                 return;
         }
@@ -580,7 +682,8 @@ static void exec_read_stream(Agent *a, Exec *e, bool is_stderr) {
                 return;
         e->sent += send;
 
-        (void) agent_send_output(a, e->id, is_stderr, buf, send);
+        (void) agent_send_output(a, e->id, e->pty ? AGENT_STREAM_PTY : is_stderr ? AGENT_STREAM_STDERR : AGENT_STREAM_STDOUT,
+                                 buf, send);
 }
 
 void exec_dispatch_pollfds(Agent *a, const PollSet *s) {
@@ -593,7 +696,7 @@ void exec_dispatch_pollfds(Agent *a, const PollSet *s) {
                         exec_read_stream(a, e, true);
                 if (e->pfd_in >= 0 && e->stdin_fd >= 0 && s->fds[e->pfd_in].fd == e->stdin_fd &&
                     s->fds[e->pfd_in].revents)
-                        exec_write_stdin(e);
+                        exec_write_stdin(a, e);
                 e->pfd_in = e->pfd_out = e->pfd_err = -1;
         }
 }

@@ -117,6 +117,51 @@ int ctl_call(CtlClient *c, const char *method, json_object *params, CtlEventFn o
         }
 }
 
+int ctl_client_fd(CtlClient *c) {
+        return c->fd;
+}
+
+int ctl_send(CtlClient *c, const char *method, json_object *params, int64_t *ret_id, SeatError **ret_error) {
+        _cleanup_free_ char *line = NULL;
+        size_t len;
+        int64_t id = c->next_id++;
+        int r = control_format_request(id, method, params, &line, &len);
+        if (r < 0)
+                return seat_error_set(ret_error, -r, "cannot send '%s': %s", method, strerror(-r));
+        r = loop_write(c->fd, line, len);
+        if (r < 0)
+                return seat_error_set(ret_error, -r, "write to seatd: %s", strerror(-r));
+        if (ret_id)
+                *ret_id = id;
+        return 0;
+}
+
+int ctl_next(CtlClient *c, bool read, ControlMsg **ret, SeatError **ret_error) {
+        for (;;) {
+                const char *frame;
+                size_t len;
+                int r = frame_reader_next(c->reader, &frame, &len);
+                if (r == -E2BIG)
+                        return seat_error_set(ret_error, EPROTO, "seatd sent a line over 1 MiB");
+                if (r > 0) {
+                        ControlParseError err;
+                        if (control_msg_parse_reply(frame, len, ret, &err) < 0)
+                                return seat_error_set(ret_error, EPROTO, "seatd sent a bad line: %s", err.message);
+                        return 1;
+                }
+                if (!read)
+                        return 0;
+                read = false;
+                ssize_t n = frame_reader_fill(c->reader, c->fd);
+                if (n == 0)
+                        return seat_error_set(ret_error, ECONNRESET, "seatd closed the connection");
+                if (n == -EINTR || n == -EAGAIN)
+                        return 0;
+                if (n < 0)
+                        return seat_error_set(ret_error, (int) -n, "read from seatd: %s", strerror((int) -n));
+        }
+}
+
 /* A participant talks to the participant socket: $SEATD_PARTICIPANT_SOCKET, else the one
  * beside the operator socket (seatd's default: participant.sock in the same directory). */
 static char *participant_socket_of(const char *operator_path) {

@@ -31,6 +31,14 @@ typedef int (*CtlEventFn)(const char *type, json_object *body, void *userdata);
 int ctl_call(CtlClient *c, const char *method, json_object *params, CtlEventFn on_event, void *userdata,
              json_object **ret_result, const char **ret_code, SeatError **ret_error);
 
+/* For a conversation of several requests at once (seatctl exec -it): the socket, to poll;
+ * send a request without waiting (*ret_id: its id); and take the next message: 1 and
+ * *ret when one is whole, 0 when none is yet (read: one read() first, for after poll()
+ * said the socket is readable), < 0 when the connection failed or ended. */
+int ctl_client_fd(CtlClient *c);
+int ctl_send(CtlClient *c, const char *method, json_object *params, int64_t *ret_id, SeatError **ret_error);
+int ctl_next(CtlClient *c, bool read, ControlMsg **ret, SeatError **ret_error);
+
 /* A progress bar on stderr when it is a terminal (a CtlEventFn for "progress"). */
 int ctl_progress_bar(const char *type, json_object *body, void *userdata);
 void ctl_progress_end(void);

@@ -20,6 +20,7 @@ static const Verb verbs[] = {
         { "list", 0, VERB_ANY, verb_list, "every seat, its state, image and participant" },
         { "status", 0, VERB_ANY, verb_status, "one seat's state" },
         { "exec", 0, VERB_ANY, verb_exec, "run a command in a seat, output streamed, its exit code returned" },
+        { "shell", 0, VERB_ANY, verb_shell, "an interactive login shell in a seat (a terminal; '~.' disconnects)" },
         { "cp", 0, VERB_ANY, verb_cp, "copy a file into or out of a seat (out: at most 1 GiB, --max-size)" },
         { "mcp", 0, VERB_ANY, verb_mcp, "serve one seat to an AI agent: a Model Context Protocol server on stdio" },
         { "console", 0, VERB_ANY, verb_console, "the seat's serial console log (read-only, --follow)" },
@@ -37,7 +38,7 @@ static const VerbTable table = { "seatctl", "seatctl --help", verbs, ELEMENTSOF(
  * verb takes --json and -q itself); every failure of seatctl's own, bad usage included,
  * exits CTL_EXEC_FAILED there, so that all other statuses are the command's. */
 static bool runs_command(const Verb *v) {
-        return v->fn == verb_exec;
+        return v->fn == verb_exec || v->fn == verb_shell;
 }
 
 static void usage(FILE *f) {

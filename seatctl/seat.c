@@ -13,6 +13,7 @@
 #include "common/jsonframe.h"
 #include "common/log.h"
 #include "seatctl.h"
+#include "terminal.h"
 
 #define CHUNK (512u * 1024u)
 /* seatctl cp SEAT:PATH LOCAL writes at most this much to the operator's disk unless
@@ -20,17 +21,22 @@
 #define CP_MAX_DEFAULT (UINT64_C(1) << 30)
 #define STDIN_MAX (512u * 1024u)
 
-static int seat_call(const char *method, json_object *params, CtlEventFn on_event, void *userdata, json_object **ret,
-                     SeatError **ret_error) {
-        _cleanup_(ctl_client_freep) CtlClient *c = NULL;
+/* Connected for a call on params' seat: with a token (added to params), as a participant
+ * on the participant socket. */
+static int seat_connect(json_object *params, CtlClient **ret, SeatError **ret_error) {
         _cleanup_free_ char *token = NULL;
         int r = ctl_load_token(ctl_opts.token_file, &token, ret_error);
         if (r < 0)
                 return r;
         if (token)
                 json_object_object_add(params, "token", json_object_new_string(token));
-        /* With a token, seatctl acts for a participant: the participant socket. */
-        r = ctl_connect_as(ctl_opts.socket, token != NULL, &c, ret_error);
+        return ctl_connect_as(ctl_opts.socket, token != NULL, ret, ret_error);
+}
+
+static int seat_call(const char *method, json_object *params, CtlEventFn on_event, void *userdata, json_object **ret,
+                     SeatError **ret_error) {
+        _cleanup_(ctl_client_freep) CtlClient *c = NULL;
+        int r = seat_connect(params, &c, ret_error);
         if (r < 0)
                 return r;
         r = ctl_call(c, method, params, on_event, userdata, ret, NULL, ret_error);
@@ -274,7 +280,9 @@ static void exec_usage(FILE *f) {
                 "\n"
                 "Runs COMMAND in the seat's guest; its stdout and stderr stream here as it produces\n"
                 "them. When stdin is not a terminal it is sent to the command (at most 512 KiB; use\n"
-                "'seatctl cp' for more). Exits with the command's exit code, 128+N when a signal N\n"
+                "'seatctl cp' or -i for more). With -t the command gets a terminal of this one's size\n"
+                "(this one in raw mode meanwhile; '~.' after Enter disconnects and kills the command).\n"
+                "Exits with the command's exit code, 128+N when a signal N\n"
                 "ended it, 124 when the timeout killed it, and 125 when seatctl itself failed: seatd\n"
                 "unreachable, the token refused, a seatd error, bad usage (127: no such command in\n"
                 "the guest). Options go before or after SEAT; nothing after '--' is seatctl's.\n"
@@ -283,6 +291,9 @@ static void exec_usage(FILE *f) {
                 "                      at most seatd's exec_max_timeout, 3600 unless configured)\n"
                 "  --cwd DIR           its working directory in the guest (default /)\n"
                 "  --env NAME=VALUE    set a variable for it (repeatable)\n"
+                "  -i, --interactive   stream stdin to the command as it comes (no size cap)\n"
+                "  -t, --tty           run the command on a terminal (window size follows this one;\n"
+                "                      implies -i)\n"
                 "  --json              after the output, print the result (exit code, signal,\n"
                 "                      duration, byte counts) as JSON\n"
                 "  -q, --quiet         accepted as everywhere (exec shows no progress anyway)\n");
@@ -319,11 +330,18 @@ static int read_stdin(char **ret, size_t *ret_len, SeatError **ret_error) {
  * '+'); *ret_next is where that stopped. Returns -1 to carry on, or the exit status (help,
  * bad usage). main() left --json and -q here: it cannot tell where the command begins.
  */
-static int exec_options(int argc, char *argv[], json_object *p, json_object *env, double *timeout, int *ret_next) {
+typedef struct ExecFlags {
+        double timeout;
+        bool interactive, tty;
+} ExecFlags;
+
+static int exec_options(int argc, char *argv[], json_object *p, json_object *env, ExecFlags *f, void (*usage)(FILE *),
+                        int *ret_next) {
         static const struct option options[] = {
-                { "timeout", required_argument, NULL, 't' }, { "cwd", required_argument, NULL, 'c' },
+                { "timeout", required_argument, NULL, 'T' }, { "cwd", required_argument, NULL, 'c' },
                 { "env", required_argument, NULL, 'e' },     { "json", no_argument, NULL, 'j' },
                 { "quiet", no_argument, NULL, 'q' },         { "help", no_argument, NULL, 'h' },
+                { "interactive", no_argument, NULL, 'i' },   { "tty", no_argument, NULL, 't' },
                 {},
         };
         int c;
@@ -331,74 +349,54 @@ static int exec_options(int argc, char *argv[], json_object *p, json_object *env
         /* ':' and opterr = 0: our own messages; getopt's would name SEAT as the program
          * on the pass after it. */
         opterr = 0;
-        while ((c = getopt_long(argc, argv, "+:hq", options, NULL)) >= 0)
+        while ((c = getopt_long(argc, argv, "+:hqit", options, NULL)) >= 0)
                 switch (c) {
-                case 't': *timeout = atof(optarg); break;
+                case 'T': f->timeout = atof(optarg); break;
+                case 'i': f->interactive = true; break;
+                case 't': f->tty = true; break;
                 case 'c': json_object_object_add(p, "cwd", json_object_new_string(optarg)); break;
                 case 'e': json_object_array_add(env, json_object_new_string(optarg)); break;
                 case 'j': ctl_opts.json = true; break;
                 case 'q': ctl_opts.quiet = true; break;
-                case 'h': exec_usage(stdout); return 0;
+                case 'h': usage(stdout); return 0;
                 case ':':
                         fprintf(stderr, "seatctl: exec: option '%s' needs a value\n", argv[optind - 1]);
-                        exec_usage(stderr);
+                        usage(stderr);
                         return CTL_EXEC_FAILED;
                 default:
                         if (optopt)
                                 fprintf(stderr, "seatctl: exec: unknown option '-%c'\n", optopt);
                         else
                                 fprintf(stderr, "seatctl: exec: unknown option '%s'\n", argv[optind - 1]);
-                        exec_usage(stderr);
+                        usage(stderr);
                         return CTL_EXEC_FAILED;
                 }
         *ret_next = optind;
         return -1;
 }
 
+/* A terminal's command needs TERM (the local one's) and a PATH, as the guest's default
+ * environment is replaced by any env given. Entries the user set are kept. */
+static void exec_env_terminal(json_object *env) {
+        bool have_term = false, have_path = false;
+        for (size_t i = 0; i < json_object_array_length(env); i++) {
+                const char *e = json_object_get_string(json_object_array_get_idx(env, i));
+                have_term |= e && !strncmp(e, "TERM=", 5);
+                have_path |= e && !strncmp(e, "PATH=", 5);
+        }
+        if (!have_path)
+                json_object_array_add(env, json_object_new_string("PATH=/usr/sbin:/usr/bin:/sbin:/bin"));
+        if (!have_term) {
+                const char *t = getenv("TERM");
+                _cleanup_free_ char *s = NULL;
+                if (asprintf(&s, "TERM=%s", t && *t && strlen(t) < 64 ? t : "vt100") >= 0)
+                        json_object_array_add(env, json_object_new_string(s));
+        }
+}
+
 /* Every failure here is seatctl's own, never the command's: CTL_EXEC_FAILED. */
-int verb_exec(int argc, char *argv[], SeatError **ret_error) {
-        _cleanup_json_ json_object *p = json_object_new_object(), *res = NULL, *env = json_object_new_array();
-        double timeout = 0;
-        int next = 0, r;
-        if (!p || !env)
-                return CTL_EXEC_FAILED;
-        /* [OPTIONS] SEAT [OPTIONS] [--] COMMAND...: the second pass sees SEAT as its argv[0]. */
-        r = exec_options(argc, argv, p, env, &timeout, &next);
-        if (r >= 0)
-                return r;
-        int i = next;
-        if (i >= argc) {
-                exec_usage(stderr);
-                return CTL_EXEC_FAILED;
-        }
-        const char *seat = argv[i];
-        r = exec_options(argc - i, argv + i, p, env, &timeout, &next);
-        if (r >= 0)
-                return r;
-        i += next;
-        if (i >= argc) {
-                exec_usage(stderr);
-                return CTL_EXEC_FAILED;
-        }
-        json_object *av = json_object_new_array();
-        for (; i < argc; i++)
-                json_object_array_add(av, json_object_new_string(argv[i]));
-        json_object_object_add(p, "seat", json_object_new_string(seat));
-        json_object_object_add(p, "argv", av);
-        if (json_object_array_length(env) > 0)
-                json_object_object_add(p, "env", json_object_get(env));
-        if (timeout > 0)
-                json_object_object_add(p, "timeout_ms", json_object_new_int64((int64_t) (timeout * 1000)));
-        if (!isatty(STDIN_FILENO)) {
-                _cleanup_free_ char *in = NULL, *b64 = NULL;
-                size_t n = 0;
-                if (read_stdin(&in, &n, ret_error) < 0 || base64_encode(in, n, &b64, NULL) < 0)
-                        return CTL_EXEC_FAILED;
-                if (n > 0)
-                        json_object_object_add(p, "stdin", json_object_new_string(b64));
-        }
-        if (seat_call("seat.exec", p, exec_event, NULL, &res, ret_error) < 0)
-                return CTL_EXEC_FAILED;
+/* The command's end as seatctl's exit status (exec_usage). */
+static int exec_status(json_object *res, SeatError **ret_error) {
         int64_t code = 0, sig = 0;
         bool timed_out = false;
         /* Without it, 0 would report a success nobody saw. */
@@ -413,6 +411,119 @@ int verb_exec(int argc, char *argv[], SeatError **ret_error) {
         if (timed_out)
                 return 124;
         return sig ? 128 + (int) sig : (int) code;
+}
+
+/* exec -i / -t and shell: one connection carries the exec and its live input. */
+static int exec_live(json_object *p, bool tty, SeatError **ret_error) {
+        _cleanup_(ctl_client_freep) CtlClient *c = NULL;
+        _cleanup_json_ json_object *res = NULL;
+        if (seat_connect(p, &c, ret_error) < 0)
+                return CTL_EXEC_FAILED;
+        int r = terminal_exec(c, p, tty, &res, ret_error);
+        if (r <= 0)
+                return CTL_EXEC_FAILED; /* failed, or "~." */
+        return exec_status(res, ret_error);
+}
+
+int verb_exec(int argc, char *argv[], SeatError **ret_error) {
+        _cleanup_json_ json_object *p = json_object_new_object(), *res = NULL, *env = json_object_new_array();
+        ExecFlags f = {};
+        int next = 0, r;
+        if (!p || !env)
+                return CTL_EXEC_FAILED;
+        /* [OPTIONS] SEAT [OPTIONS] [--] COMMAND...: the second pass sees SEAT as its argv[0]. */
+        r = exec_options(argc, argv, p, env, &f, exec_usage, &next);
+        if (r >= 0)
+                return r;
+        int i = next;
+        if (i >= argc) {
+                exec_usage(stderr);
+                return CTL_EXEC_FAILED;
+        }
+        const char *seat = argv[i];
+        r = exec_options(argc - i, argv + i, p, env, &f, exec_usage, &next);
+        if (r >= 0)
+                return r;
+        i += next;
+        if (i >= argc) {
+                exec_usage(stderr);
+                return CTL_EXEC_FAILED;
+        }
+        json_object *av = json_object_new_array();
+        for (; i < argc; i++)
+                json_object_array_add(av, json_object_new_string(argv[i]));
+        json_object_object_add(p, "seat", json_object_new_string(seat));
+        json_object_object_add(p, "argv", av);
+        if (f.tty)
+                exec_env_terminal(env);
+        if (json_object_array_length(env) > 0)
+                json_object_object_add(p, "env", json_object_get(env));
+        if (f.timeout > 0)
+                json_object_object_add(p, "timeout_ms", json_object_new_int64((int64_t) (f.timeout * 1000)));
+        if (f.interactive || f.tty)
+                return exec_live(p, f.tty, ret_error);
+        if (!isatty(STDIN_FILENO)) {
+                _cleanup_free_ char *in = NULL, *b64 = NULL;
+                size_t n = 0;
+                if (read_stdin(&in, &n, ret_error) < 0 || base64_encode(in, n, &b64, NULL) < 0)
+                        return CTL_EXEC_FAILED;
+                if (n > 0)
+                        json_object_object_add(p, "stdin", json_object_new_string(b64));
+        }
+        if (seat_call("seat.exec", p, exec_event, NULL, &res, ret_error) < 0)
+                return CTL_EXEC_FAILED;
+        return exec_status(res, ret_error);
+}
+
+/* ---- shell ---- */
+
+static void shell_usage(FILE *f) {
+        fprintf(f,
+                "usage: seatctl shell [OPTIONS] SEAT [-- SHELL [ARG...]]\n"
+                "\n"
+                "An interactive login shell in the seat's guest (default: /bin/sh -l) on a terminal\n"
+                "of this one's size: 'seatctl exec -it SEAT -- /bin/sh -l' with TERM and HOME set.\n"
+                "Type '~.' after Enter to disconnect (the shell is killed); '~~' sends one '~'.\n"
+                "Exits with the shell's exit status, 125 when seatctl itself failed or on '~.'.\n"
+                "\n"
+                "  --cwd DIR           its working directory in the guest (default /)\n"
+                "  --env NAME=VALUE    set a variable for it (repeatable)\n"
+                "  --timeout SECONDS   end it then (default: seatd's exec_max_timeout)\n");
+}
+
+int verb_shell(int argc, char *argv[], SeatError **ret_error) {
+        _cleanup_json_ json_object *p = json_object_new_object(), *env = json_object_new_array();
+        ExecFlags f = {};
+        int next = 0, r;
+        if (!p || !env)
+                return CTL_EXEC_FAILED;
+        r = exec_options(argc, argv, p, env, &f, shell_usage, &next);
+        if (r >= 0)
+                return r;
+        if (next >= argc) {
+                shell_usage(stderr);
+                return CTL_EXEC_FAILED;
+        }
+        const char *seat = argv[next];
+        int i = next + 1;
+        if (i < argc && !strcmp(argv[i], "--"))
+                i++;
+        json_object *av = json_object_new_array();
+        if (i < argc)
+                for (; i < argc; i++)
+                        json_object_array_add(av, json_object_new_string(argv[i]));
+        else {
+                json_object_array_add(av, json_object_new_string("/bin/sh"));
+                json_object_array_add(av, json_object_new_string("-l"));
+        }
+        json_object_object_add(p, "seat", json_object_new_string(seat));
+        json_object_object_add(p, "argv", av);
+        json_object_array_add(env, json_object_new_string("HOME=/root"));
+        exec_env_terminal(env);
+        json_object_object_add(p, "env", json_object_get(env));
+        if (f.timeout > 0)
+                json_object_object_add(p, "timeout_ms", json_object_new_int64((int64_t) (f.timeout * 1000)));
+        return exec_live(p, true, ret_error);
 }
 
 /* ---- cp ---- */

@@ -18,6 +18,8 @@ struct AgentClient {
         size_t max_frame;
         int64_t next_id;
         bool eof;
+        char **capabilities; /* from the last hello */
+        char *agent_name;    /* escaped */
         /* What the last -EPROTO of agent_client_recv() was about. */
         enum { VIOLATION_NONE, VIOLATION_OVERSIZE, VIOLATION_BAD_FRAME, VIOLATION_REQUEST } violation_kind;
         char violation[224];
@@ -54,6 +56,8 @@ AgentClient *agent_client_free(AgentClient *c) {
                 return NULL;
         safe_close(c->fd);
         frame_reader_free(c->reader);
+        strv_free(c->capabilities);
+        free(c->agent_name);
         free(c);
         return NULL;
 }
@@ -98,10 +102,11 @@ int agent_client_connect_unix(const char *path, int timeout_ms, AgentClient **re
         }
 }
 
-static int wait_fd(int fd, short events, int64_t deadline) {
-        struct pollfd p = { .fd = fd, .events = events };
+/* Wait for fd; -EAGAIN when wake_fd (if >= 0) became readable first. */
+static int wait_fd_or(int fd, short events, int wake_fd, int64_t deadline) {
+        struct pollfd p[2] = { { .fd = fd, .events = events }, { .fd = wake_fd, .events = POLLIN } };
         for (;;) {
-                int n = poll(&p, 1, remaining_ms(deadline));
+                int n = poll(p, wake_fd >= 0 ? 2 : 1, remaining_ms(deadline));
                 if (n < 0) {
                         if (errno == EINTR)
                                 continue;
@@ -109,8 +114,14 @@ static int wait_fd(int fd, short events, int64_t deadline) {
                 }
                 if (n == 0)
                         return -ETIMEDOUT;
+                if (p[0].revents == 0 && wake_fd >= 0 && p[1].revents)
+                        return -EAGAIN;
                 return 0;
         }
+}
+
+static int wait_fd(int fd, short events, int64_t deadline) {
+        return wait_fd_or(fd, events, -EBADF, deadline);
 }
 
 int agent_client_send_raw(AgentClient *c, const void *buf, size_t len, int timeout_ms) {
@@ -194,7 +205,7 @@ const char *agent_client_violation(const AgentClient *c) {
         return c->violation[0] ? c->violation : "a bad frame";
 }
 
-int agent_client_recv(AgentClient *c, int timeout_ms, AgentMsg **ret) {
+static int recv_or(AgentClient *c, int timeout_ms, int wake_fd, AgentMsg **ret) {
         int64_t deadline = deadline_in(timeout_ms);
 
         for (;;) {
@@ -235,7 +246,7 @@ int agent_client_recv(AgentClient *c, int timeout_ms, AgentMsg **ret) {
                         continue;
                 }
                 if (n == -EAGAIN) {
-                        r = wait_fd(c->fd, POLLIN, deadline);
+                        r = wait_fd_or(c->fd, POLLIN, wake_fd, deadline);
                         if (r < 0)
                                 return r;
                         continue;
@@ -243,6 +254,10 @@ int agent_client_recv(AgentClient *c, int timeout_ms, AgentMsg **ret) {
                 if (n < 0)
                         return (int) n;
         }
+}
+
+int agent_client_recv(AgentClient *c, int timeout_ms, AgentMsg **ret) {
+        return recv_or(c, timeout_ms, -EBADF, ret);
 }
 
 static int error_reply(const AgentMsg *m, SeatError **ret_error) {
@@ -325,6 +340,20 @@ static int recv_hello_reply(AgentClient *c, int64_t id, bool fresh, int64_t dead
         return seat_error_set(ret_error, EPROTO, "agent sent too many frames before answering hello");
 }
 
+static int strv_copy(char **l, char ***ret) {
+        size_t n = 0;
+        while (l[n])
+                n++;
+        _cleanup_strv_free_ char **c = calloc(n + 1, sizeof(char *));
+        if (!c)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++)
+                if (!(c[i] = strdup(l[i])))
+                        return -ENOMEM;
+        *ret = TAKE_PTR(c);
+        return 0;
+}
+
 static int hello(AgentClient *c, bool fresh, int timeout_ms, AgentMsg **ret_hello, SeatError **ret_error) {
         int64_t deadline = deadline_in(timeout_ms);
         _cleanup_agent_msg_ AgentMsg *reply = NULL;
@@ -344,9 +373,26 @@ static int hello(AgentClient *c, bool fresh, int timeout_ms, AgentMsg **ret_hell
         if (reply->hello.version != AGENT_PROTO_VERSION)
                 return seat_error_set(ret_error, EPROTONOSUPPORT, "agent speaks protocol version %lld, seatd speaks %d",
                                       (long long) reply->hello.version, AGENT_PROTO_VERSION);
+        strv_free(c->capabilities);
+        c->capabilities = NULL;
+        if (reply->hello.capabilities && strv_copy(reply->hello.capabilities, &c->capabilities) < 0)
+                return seat_error_set(ret_error, ENOMEM, "out of memory");
+        free(c->agent_name);
+        c->agent_name = log_escape(reply->hello.agent, strlen(reply->hello.agent), 128);
         if (ret_hello)
                 *ret_hello = TAKE_PTR(reply);
         return 0;
+}
+
+bool agent_client_has_capability(const AgentClient *c, const char *cap) {
+        for (char **i = c->capabilities; i && *i; i++)
+                if (!strcmp(*i, cap))
+                        return true;
+        return false;
+}
+
+const char *agent_client_agent_name(const AgentClient *c) {
+        return c->agent_name ? c->agent_name : "an agent";
 }
 
 int agent_client_hello(AgentClient *c, int timeout_ms, AgentMsg **ret_hello, SeatError **ret_error) {
@@ -402,11 +448,14 @@ static int exec_start_kill(AgentClient *c, int64_t exec_id, int64_t *ret_kill_id
         return agent_client_send(c, &k, 2000);
 }
 
-static int exec_recv(AgentClient *c, int64_t deadline, bool poll_cancel, AgentMsg **ret, SeatError **ret_error) {
+static int exec_recv_or(AgentClient *c, int64_t deadline, bool poll_cancel, int wake_fd, AgentMsg **ret,
+                        SeatError **ret_error) {
         int slice = remaining_ms(deadline);
         if (poll_cancel)
                 slice = MIN(slice, 250);
-        int r = agent_client_recv(c, slice, ret);
+        int r = recv_or(c, slice, wake_fd, ret);
+        if (r == -EAGAIN)
+                return -EAGAIN; /* live input arrived: take it, then wait again */
         if (r == -ETIMEDOUT && remaining_ms(deadline) > 0)
                 return -EAGAIN; /* a slice ended: look at cancellation, then wait again */
         if (r == -ETIMEDOUT)
@@ -417,6 +466,10 @@ static int exec_recv(AgentClient *c, int64_t deadline, bool poll_cancel, AgentMs
         if (r < 0)
                 return seat_error_set(ret_error, -r, "read from agent: %s", strerror(-r));
         return 0;
+}
+
+static int exec_recv(AgentClient *c, int64_t deadline, bool poll_cancel, AgentMsg **ret, SeatError **ret_error) {
+        return exec_recv_or(c, deadline, poll_cancel, -EBADF, ret, ret_error);
 }
 
 /* A kill crosses the exec's end on the channel: its reply still comes after the exec's last
@@ -437,9 +490,64 @@ static int exec_recv_kill_reply(AgentClient *c, int64_t kill_id, int64_t deadlin
         return r;
 }
 
+/* One live input to the agent: the next the caller has, if any. */
+static int exec_input_send(AgentClient *c, const AgentExecInput *input, void *userdata, int64_t exec_id, int64_t deadline,
+                           int64_t *ret_id, void **ret_token) {
+        AgentMsg m = {};
+        void *token = NULL;
+        int r = input->next(userdata, &m, &token);
+        if (r <= 0)
+                return r;
+        m.id = agent_client_next_id(c);
+        switch (m.type) {
+        case AGENT_MSG_STDIN:
+                m.stdin_msg.exec = exec_id;
+                break;
+        case AGENT_MSG_RESIZE:
+                m.resize.exec = exec_id;
+                break;
+        case AGENT_MSG_KILL:
+                m.kill.exec = exec_id;
+                break;
+        default:
+                input->done(userdata, token, "invalid", "not a live input");
+                return 0;
+        }
+        r = agent_client_send(c, &m, remaining_ms(deadline));
+        if (r < 0) {
+                input->done(userdata, token, "io", "cannot send it to the agent");
+                return r;
+        }
+        *ret_id = m.id;
+        *ret_token = token;
+        return 1;
+}
+
+static void exec_input_answer(const AgentExecInput *input, void *userdata, void **token, const AgentMsg *m) {
+        if (!*token)
+                return;
+        if (!m)
+                input->done(userdata, *token, "cancelled", "the command ended before the agent answered");
+        else if (m->type == AGENT_MSG_ERROR) {
+                _cleanup_free_ char *code = log_escape(m->error.code, strlen(m->error.code), 64);
+                _cleanup_free_ char *msg = log_escape(m->error.message ? m->error.message : "",
+                                                      m->error.message ? strlen(m->error.message) : 0, 512);
+                input->done(userdata, *token, code ? code : "io", msg ? msg : "?");
+        } else
+                input->done(userdata, *token, NULL, NULL);
+        *token = NULL;
+}
+
 int agent_client_exec_cancellable(AgentClient *c, AgentMsg *req, AgentOutputFn on_output, bool (*cancelled)(void *),
                                   void *userdata, int timeout_ms, AgentExecResult *ret, SeatError **ret_error) {
-        int64_t deadline = deadline_in(timeout_ms), kill_id = 0;
+        return agent_client_exec_live(c, req, on_output, cancelled, NULL, userdata, timeout_ms, ret, ret_error);
+}
+
+int agent_client_exec_live(AgentClient *c, AgentMsg *req, AgentOutputFn on_output, bool (*cancelled)(void *),
+                           const AgentExecInput *input, void *userdata, int timeout_ms, AgentExecResult *ret,
+                           SeatError **ret_error) {
+        int64_t deadline = deadline_in(timeout_ms), kill_id = 0, input_id = 0;
+        void *input_token = NULL;
         AgentExecResult res = {};
         bool started = false, killing = false, kill_answered = false;
         int r;
@@ -462,13 +570,32 @@ int agent_client_exec_cancellable(AgentClient *c, AgentMsg *req, AgentOutputFn o
                                 break;
                         }
                 }
-                r = exec_recv(c, deadline, cancelled && !killing, &m, ret_error);
+                /* Live input only once the exec has started, one at a time. */
+                bool want_input = input && started && !killing && !input_token;
+                if (want_input) {
+                        r = exec_input_send(c, input, userdata, req->id, deadline, &input_id, &input_token);
+                        if (r < 0) {
+                                r = seat_error_set(ret_error, -r, "send input to agent: %s", strerror(-r));
+                                break;
+                        }
+                        want_input = !input_token;
+                }
+                r = exec_recv_or(c, deadline, cancelled && !killing, want_input ? input->fd : -EBADF, &m, ret_error);
                 if (r == -EAGAIN)
                         continue;
                 if (r < 0)
                         break;
                 if (killing && m->id == kill_id) {
                         kill_answered = true; /* ok, or not_found when it had just exited */
+                        continue;
+                }
+                if (input_token && m->id == input_id) {
+                        if (m->type != AGENT_MSG_OK && m->type != AGENT_MSG_ERROR) {
+                                r = seat_error_set(ret_error, EPROTO, "agent answered input %lld with '%s'",
+                                                   (long long) input_id, agent_msg_type_to_string(m->type));
+                                break;
+                        }
+                        exec_input_answer(input, userdata, &input_token, m);
                         continue;
                 }
                 if (m->id != req->id) {
@@ -512,6 +639,24 @@ int agent_client_exec_cancellable(AgentClient *c, AgentMsg *req, AgentOutputFn o
                                 r = seat_error_set(ret_error, ENOMEM, "out of memory");
                                 break;
                         }
+                        /* An input that crossed the exit on the channel is still answered
+                         * (the agent answers every request), after it: read that reply. */
+                        while (input_token) {
+                                _cleanup_agent_msg_ AgentMsg *a = NULL;
+                                int k;
+                                while ((k = exec_recv(c, MIN(deadline, now_monotonic_ms() + EXEC_KILL_DRAIN_MS), false, &a,
+                                                      ret_error)) == -EAGAIN)
+                                        ;
+                                if (k >= 0 && a->id != input_id)
+                                        k = seat_error_set(ret_error, EPROTO, "agent answered id %lld while input %lld was pending",
+                                                           (long long) a->id, (long long) input_id);
+                                if (k < 0) {
+                                        exec_input_answer(input, userdata, &input_token, NULL);
+                                        agent_exec_result_done(&res);
+                                        return k;
+                                }
+                                exec_input_answer(input, userdata, &input_token, a);
+                        }
                         *ret = res;
                         return 0;
                 }
@@ -519,11 +664,37 @@ int agent_client_exec_cancellable(AgentClient *c, AgentMsg *req, AgentOutputFn o
                                    agent_msg_type_to_string(m->type), (long long) req->id);
                 break;
         }
-        if (killing && !kill_answered && (r == -ECANCELED || r == -EREMOTEIO)) {
-                int k = exec_recv_kill_reply(c, kill_id, deadline, ret_error);
-                if (k < 0)
-                        r = k;
+        /* A kill or an input crosses the exec's end on the channel: their replies still
+         * come after its last frame, and are read here (in the order they were sent)
+         * rather than left for the next call to trip over. */
+        if (r == -ECANCELED || r == -EREMOTEIO) {
+                if (input_token && killing && !kill_answered && input_id < kill_id) {
+                        _cleanup_agent_msg_ AgentMsg *m = NULL;
+                        _cleanup_error_ SeatError *err = NULL;
+                        int k;
+                        while ((k = exec_recv(c, deadline, false, &m, &err)) == -EAGAIN)
+                                ;
+                        if (k >= 0 && m->id == input_id)
+                                exec_input_answer(input, userdata, &input_token, m);
+                        else if (k >= 0 && m->id == kill_id)
+                                kill_answered = true;
+                        else {
+                                r = k < 0 ? k : -EPROTO;
+                                killing = false;
+                        }
+                }
+                if (killing && !kill_answered) {
+                        int k = exec_recv_kill_reply(c, kill_id, deadline, ret_error);
+                        if (k < 0)
+                                r = k;
+                }
+                if (input_token && r != -EPROTO && r != -ETIMEDOUT) {
+                        int k = exec_recv_kill_reply(c, input_id, deadline, ret_error); /* the input's reply */
+                        if (k < 0)
+                                r = k;
+                }
         }
+        exec_input_answer(input, userdata, &input_token, NULL);
         agent_exec_result_done(&res);
         return r;
 }

@@ -54,6 +54,10 @@ int agent_client_hello_fresh(AgentClient *c, int timeout_ms, AgentMsg **ret_hell
  * agent's code and message (escaped) in ret_error; the reply itself is returned otherwise. */
 int agent_client_call(AgentClient *c, AgentMsg *req, int timeout_ms, AgentMsg **ret_reply, SeatError **ret_error);
 int agent_client_ping(AgentClient *c, int timeout_ms, SeatError **ret_error);
+/* What the agent said in its last hello: whether it lists capability cap, and its name
+ * ("guest-init 0.1.0", escaped; "an agent" before any hello). */
+bool agent_client_has_capability(const AgentClient *c, const char *cap);
+const char *agent_client_agent_name(const AgentClient *c);
 
 typedef struct AgentExecResult {
         int64_t pid;
@@ -82,6 +86,26 @@ int agent_client_exec(AgentClient *c, AgentMsg *req, AgentOutputFn on_output, vo
  * and -ECANCELED returned with the channel in step. */
 int agent_client_exec_cancellable(AgentClient *c, AgentMsg *req, AgentOutputFn on_output, bool (*cancelled)(void *),
                                   void *userdata, int timeout_ms, AgentExecResult *ret, SeatError **ret_error);
+
+/* Live input of an exec (stdin, resize, signal) that the caller hands over while it runs.
+ * One input is in flight to the agent at a time: the next is taken only once the agent
+ * answered the last (a stdin is answered once the tool has nearly read it), so nothing
+ * queues up on the host beyond what the caller holds. */
+typedef struct AgentExecInput {
+        int fd; /* readable when next() may have something: polled beside the channel */
+        /* Fill msg (type AGENT_MSG_STDIN, _RESIZE or _KILL and its fields; the client sets
+         * id and exec) and *ret_token, return 1; 0 when there is nothing. msg's data stays
+         * the caller's until done(). */
+        int (*next)(void *userdata, AgentMsg *msg, void **ret_token);
+        /* The agent's answer: code NULL for ok, else its error code and message (escaped),
+         * or "cancelled" when the exec ended first. Called exactly once per token. */
+        void (*done)(void *userdata, void *token, const char *code, const char *message);
+} AgentExecInput;
+
+/* agent_client_exec_cancellable() with live input (input may be NULL). */
+int agent_client_exec_live(AgentClient *c, AgentMsg *req, AgentOutputFn on_output, bool (*cancelled)(void *),
+                           const AgentExecInput *input, void *userdata, int timeout_ms, AgentExecResult *ret,
+                           SeatError **ret_error);
 
 /* Whole-file transfer in AGENT_CHUNK_MAX chunks. get refuses files over max bytes. */
 int agent_client_file_put(AgentClient *c, const char *path, const void *data, size_t len, mode_t mode,

@@ -35,6 +35,9 @@ static void sodium_memzero_token(char *t) {
 #define AUDIT_ENV_NAMES_KEEP (16u * 1024u)
 #define EXEC_HOST_GRACE_MS 10000 /* after the tool's own timeout: the agent kills, drains (≤ 1 s), reports */
 #define CONSOLE_CHUNK_MAX (64u * 1024u)
+/* One seat.exec.stdin: small, so that keystrokes never wait behind a paste for long; with
+ * the cap of requests in flight per connection it bounds what seatd holds per client. */
+#define EXEC_STDIN_CHUNK_MAX (64u * 1024u)
 #define PROVISION_COUNT_MAX 64
 
 
@@ -234,6 +237,8 @@ static int seat_status_method(Request *req) {
 
 typedef struct ExecStream {
         Request *req;
+        bool pty;                          /* output is the terminal's: stream "pty" */
+        int64_t in_bytes;                  /* live stdin passed on */
         crypto_generichash_state out, err; /* BLAKE2b-512 of what the tool printed, for the audit log */
         int64_t out_bytes, err_bytes;      /* as they reached seatd */
 } ExecStream;
@@ -309,7 +314,7 @@ static int exec_output(bool is_stderr, const uint8_t *data, size_t len, void *us
         _cleanup_json_ json_object *o = json_object_new_object();
         if (!o)
                 return -ENOMEM;
-        json_object_object_add(o, "stream", json_object_new_string(is_stderr ? "stderr" : "stdout"));
+        json_object_object_add(o, "stream", json_object_new_string(st->pty ? "pty" : is_stderr ? "stderr" : "stdout"));
         json_object_object_add(o, "data", json_object_new_string(b64));
         job_event(st->req, "output", o);
         return job_cancelled(st->req) ? -ECANCELED : 0;
@@ -321,10 +326,70 @@ static bool exec_cancelled(void *userdata) {
         return job_cancelled(st->req);
 }
 
+/* ---- live input: seat.exec.stdin, seat.exec.resize, seat.exec.signal ---- */
+
+typedef struct ExecInput {
+        Request *req; /* the follow-up, answered in exec_input_done() */
+        void *data;
+} ExecInput;
+
+/* The follow-ups were checked on arrival (exec_follow_method); they are read again here
+ * only to build the agent's message. */
+static int exec_input_next(void *userdata, AgentMsg *msg, void **ret_token) {
+        ExecStream *st = userdata;
+        Request *f = job_inbox_pop(st->req);
+        if (!f)
+                return 0;
+        ExecInput *in = calloc(1, sizeof(*in));
+        if (!in) {
+                job_reply_error(f, CONTROL_ERR_INTERNAL, "out of memory");
+                return 0;
+        }
+        in->req = f;
+        if (!strcmp(f->method, "seat.exec.stdin")) {
+                size_t len = 0;
+                bool eof = false;
+                (void) json_get_base64(f->params, "data", false, EXEC_STDIN_CHUNK_MAX, &in->data, &len);
+                (void) json_get_bool(f->params, "eof", false, &eof);
+                *msg = (AgentMsg) { .type = AGENT_MSG_STDIN, .stdin_msg = { .data = in->data, .len = len, .eof = eof } };
+                st->in_bytes += (int64_t) len;
+        } else if (!strcmp(f->method, "seat.exec.resize")) {
+                *msg = (AgentMsg) { .type = AGENT_MSG_RESIZE };
+                (void) json_get_int64(f->params, "rows", true, 1, AGENT_PTY_DIM_MAX, &msg->resize.rows);
+                (void) json_get_int64(f->params, "cols", true, 1, AGENT_PTY_DIM_MAX, &msg->resize.cols);
+        } else {
+                *msg = (AgentMsg) { .type = AGENT_MSG_KILL };
+                (void) json_get_int64(f->params, "signal", true, 1, 64, &msg->kill.signal);
+        }
+        *ret_token = in;
+        return 1;
+}
+
+static const char *exec_input_code(const char *agent_code) {
+        if (!strcmp(agent_code, AGENT_ERR_INVALID))
+                return CONTROL_ERR_INVALID;
+        if (!strcmp(agent_code, CONTROL_ERR_CANCELLED))
+                return CONTROL_ERR_CANCELLED;
+        if (!strcmp(agent_code, AGENT_ERR_NOT_FOUND) || !strcmp(agent_code, AGENT_ERR_STATE) ||
+            !strcmp(agent_code, AGENT_ERR_LIMIT))
+                return CONTROL_ERR_STATE;
+        return CONTROL_ERR_IO;
+}
+
+static void exec_input_done(void *userdata, void *token, const char *code, const char *message) {
+        ExecInput *in = token;
+        if (!code)
+                job_reply(in->req, NULL);
+        else
+                job_reply_error(in->req, exec_input_code(code), "not delivered: %s (%s)", message, code);
+        free(in->data);
+        free(in);
+}
+
 /* The "exec.start" record: who asked what, with what, before it runs. Whatever of argv and
  * the env names is cut for size is still bound by the digest and the counts. */
 static json_object *exec_start_record(Request *req, char **argv, char **env, const char *cwd, const void *stdin_data,
-                                      size_t stdin_len, int64_t timeout_ms, int64_t max_output) {
+                                      size_t stdin_len, int64_t timeout_ms, int64_t max_output, const AgentMsg *msg) {
         json_object *rec = json_object_new_object();
         bool argv_cut = false, env_cut = false;
         if (!rec)
@@ -345,6 +410,12 @@ static json_object *exec_start_record(Request *req, char **argv, char **env, con
         json_object_object_add(rec, "timeout_ms", json_object_new_int64(timeout_ms));
         if (max_output)
                 json_object_object_add(rec, "max_output", json_object_new_int64(max_output));
+        if (msg->exec.has_pty) {
+                json_object_object_add(rec, "pty_rows", json_object_new_int64(msg->exec.pty_rows));
+                json_object_object_add(rec, "pty_cols", json_object_new_int64(msg->exec.pty_cols));
+        }
+        if (!msg->exec.stdin_eof)
+                json_object_object_add(rec, "stdin_live", json_object_new_boolean(true));
         return rec;
 }
 
@@ -367,6 +438,8 @@ static json_object *exec_end_record(int r, const AgentExecResult *res, const Sea
                 json_object_object_add(rec, "stdout_bytes", json_object_new_int64(res->stdout_bytes));
                 json_object_object_add(rec, "stderr_bytes", json_object_new_int64(res->stderr_bytes));
         }
+        if (st->in_bytes > 0)
+                json_object_object_add(rec, "stdin_live_bytes", json_object_new_int64(st->in_bytes));
         json_object_object_add(rec, "stdout_blake2b", digest_json(&st->out));
         json_object_object_add(rec, "stderr_blake2b", digest_json(&st->err));
         return rec;
@@ -380,7 +453,9 @@ static int exec_job(Request *req, void *data, json_object **ret_result, SeatErro
         _cleanup_json_ json_object *start = NULL;
         const char *cwd_s = NULL;
         size_t stdin_len = 0;
-        int64_t timeout_ms = 0, max_output = 0;
+        int64_t timeout_ms = 0, max_output = 0, rows = 0, cols = 0;
+        bool stdin_live = false;
+        json_object *pty = NULL;
         AgentExecResult res = {};
         const int64_t exec_max_timeout_ms = (int64_t) request_manager(req)->config->exec_max_timeout * 1000;
 
@@ -389,9 +464,14 @@ static int exec_job(Request *req, void *data, json_object **ret_result, SeatErro
             json_get_string(a->params, "cwd", false, AGENT_STR_MAX, &cwd_s) < 0 ||
             json_get_base64(a->params, "stdin", false, AGENT_CHUNK_MAX, &stdin_data, &stdin_len) < 0 ||
             json_get_int64(a->params, "timeout_ms", false, 0, EXEC_TIMEOUT_TYPE_MAX_MS, &timeout_ms) < 0 ||
-            json_get_int64(a->params, "max_output", false, 0, (int64_t) 1 << 30, &max_output) < 0)
+            json_get_int64(a->params, "max_output", false, 0, (int64_t) 1 << 30, &max_output) < 0 ||
+            json_get_bool(a->params, "stdin_live", false, &stdin_live) < 0 ||
+            json_get_object(a->params, "pty", false, &pty) < 0 ||
+            (pty && (json_get_int64(pty, "rows", true, 1, AGENT_PTY_DIM_MAX, &rows) < 0 ||
+                     json_get_int64(pty, "cols", true, 1, AGENT_PTY_DIM_MAX, &cols) < 0)))
                 return seat_error_set(ret_error, EINVAL,
-                                      "seat.exec needs 'argv' (strings) and takes 'env', 'cwd', 'stdin' (base64, ≤ 512 KiB), 'timeout_ms', 'max_output'");
+                                      "seat.exec needs 'argv' (strings) and takes 'env', 'cwd', 'stdin' (base64, ≤ 512 KiB), 'timeout_ms', "
+                                      "'max_output', 'stdin_live' (bool), 'pty' ({\"rows\", \"cols\"}: 1..%d)", AGENT_PTY_DIM_MAX);
         if (timeout_ms > exec_max_timeout_ms)
                 return seat_error_set(ret_error, EINVAL,
                                       "'timeout_ms' %" PRId64 " is over this host's cap of %" PRId64
@@ -404,21 +484,24 @@ static int exec_job(Request *req, void *data, json_object **ret_result, SeatErro
                 return r;
         if (cwd_s && !(cwd = strdup(cwd_s)))
                 return -ENOMEM;
+        /* A session someone types into lasts as long as the host allows by default. */
         if (timeout_ms == 0)
-                timeout_ms = MIN(EXEC_DEFAULT_TIMEOUT_MS, exec_max_timeout_ms);
+                timeout_ms = stdin_live ? exec_max_timeout_ms : MIN(EXEC_DEFAULT_TIMEOUT_MS, exec_max_timeout_ms);
 
         AgentMsg msg = { .type = AGENT_MSG_EXEC,
                          .exec = { .argv = argv, .env = env, .cwd = cwd, .stdin_data = stdin_data, .stdin_len = stdin_len,
-                                   .stdin_eof = true, .timeout_ms = timeout_ms, .max_output = max_output,
-                                   .uid = guest_uid, .gid = guest_gid } };
-        ExecStream st = { .req = req };
+                                   .stdin_eof = !stdin_live, .timeout_ms = timeout_ms, .max_output = max_output,
+                                   .uid = guest_uid, .gid = guest_gid,
+                                   .has_pty = pty != NULL, .pty_rows = rows, .pty_cols = cols } };
+        ExecStream st = { .req = req, .pty = pty != NULL };
+        const AgentExecInput input = { .fd = job_inbox_fd(req), .next = exec_input_next, .done = exec_input_done };
         crypto_generichash_init(&st.out, NULL, 0, 64);
         crypto_generichash_init(&st.err, NULL, 0, 64);
         argv_log = argv_for_log(argv);
         /* Every tool call is logged: who, where, what, and how it ended — to the session's
          * audit log (evidence: its start before it runs, its end after) and as a line for
          * operators. */
-        start = exec_start_record(req, argv, env, cwd, stdin_data, stdin_len, timeout_ms, max_output);
+        start = exec_start_record(req, argv, env, cwd, stdin_data, stdin_len, timeout_ms, max_output, &msg);
         if (!start)
                 return -ENOMEM;
         if (guest_uid || guest_gid) {
@@ -427,8 +510,10 @@ static int exec_job(Request *req, void *data, json_object **ret_result, SeatErro
         }
         if (tool)
                 json_object_object_add(start, "tool", json_object_get(tool));
-        r = seat_exec(a->seat, &a->ticket, &msg, start, exec_end_record, exec_output, exec_cancelled, &st,
-                          (int) MIN(timeout_ms + EXEC_HOST_GRACE_MS, (int64_t) INT32_MAX), &res, ret_error);
+        r = seat_exec(a->seat, &a->ticket, &msg, start, exec_end_record, exec_output, exec_cancelled,
+                      stdin_live ? &input : NULL, &st, (int) MIN(timeout_ms + EXEC_HOST_GRACE_MS, (int64_t) INT32_MAX),
+                      &res, ret_error);
+        job_inbox_close(req); /* what is still queued is answered when this request ends */
         if (r < 0) {
                 log_notice("exec seat=%s uid=%u argv=[%s] cwd=%s stdin=%zu failed: %s", seat_id(a->seat), (unsigned) req->uid,
                            argv_log ? argv_log : "?", cwd ? cwd : "/", stdin_len, *ret_error ? (*ret_error)->message : strerror(-r));
@@ -455,7 +540,41 @@ static int exec_job(Request *req, void *data, json_object **ret_result, SeatErro
 }
 
 static int seat_exec_method(Request *req) {
+        bool live = false;
+        /* Before the job starts: a follow-up may arrive right after this request. */
+        if (json_get_bool(req->params, "stdin_live", false, &live) >= 0 && live) {
+                int r = request_open_inbox(req);
+                if (r < 0)
+                        return r;
+        }
         return start_seat_job(req, exec_job);
+}
+
+/* seat.exec.stdin / .resize / .signal: input for a running seat.exec with stdin_live on the
+ * same connection, which was authorised for its seat when it arrived; these reach nothing
+ * else. Checked here, passed on by the exec's job one at a time (exec_input_next). */
+static int exec_follow_method(Request *req) {
+        int64_t target = 0, v = 0;
+        bool b = false;
+        if (json_get_int64(req->params, "exec", true, 1, (int64_t) 1 << 53, &target) < 0)
+                return request_reply_error(req, CONTROL_ERR_INVALID, "'%s' needs 'exec', the id of a running seat.exec "
+                                                                     "with 'stdin_live' on this connection", req->method);
+        if (!strcmp(req->method, "seat.exec.stdin")) {
+                _cleanup_free_ void *data = NULL;
+                size_t len = 0;
+                if (json_get_base64(req->params, "data", false, EXEC_STDIN_CHUNK_MAX, &data, &len) < 0 ||
+                    json_get_bool(req->params, "eof", false, &b) < 0)
+                        return request_reply_error(req, CONTROL_ERR_INVALID,
+                                                   "seat.exec.stdin takes 'data' (base64, ≤ %u bytes) and 'eof' (bool)",
+                                                   EXEC_STDIN_CHUNK_MAX);
+        } else if (!strcmp(req->method, "seat.exec.resize")) {
+                if (json_get_int64(req->params, "rows", true, 1, AGENT_PTY_DIM_MAX, &v) < 0 ||
+                    json_get_int64(req->params, "cols", true, 1, AGENT_PTY_DIM_MAX, &v) < 0)
+                        return request_reply_error(req, CONTROL_ERR_INVALID, "seat.exec.resize needs 'rows' and 'cols' (1..%d)",
+                                                   AGENT_PTY_DIM_MAX);
+        } else if (json_get_int64(req->params, "signal", true, 1, 64, &v) < 0)
+                return request_reply_error(req, CONTROL_ERR_INVALID, "seat.exec.signal needs 'signal' (a number, 1..64)");
+        return request_forward(req, target);
 }
 
 /* ---- files ---- */
@@ -622,6 +741,9 @@ static const Method seat_methods[] = {
         { "seat.list", seat_list_method, true },
         { "seat.status", seat_status_method, false },
         { "seat.exec", seat_exec_method, false },
+        { "seat.exec.stdin", exec_follow_method, false },
+        { "seat.exec.resize", exec_follow_method, false },
+        { "seat.exec.signal", exec_follow_method, false },
         { "seat.file_put", seat_file_put_method, false },
         { "seat.file_get", seat_file_get_method, false },
         { "seat.console", seat_console_method, false },

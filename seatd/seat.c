@@ -714,9 +714,20 @@ typedef struct ExecRelay {
         Seat *s;
         AgentOutputFn on_output;
         bool (*cancelled)(void *);
+        const AgentExecInput *input;
         void *userdata;
         bool preempted;
 } ExecRelay;
+
+static int exec_relay_next(void *p, AgentMsg *msg, void **ret_token) {
+        ExecRelay *c = p;
+        return c->input->next(c->userdata, msg, ret_token);
+}
+
+static void exec_relay_done(void *p, void *token, const char *code, const char *message) {
+        ExecRelay *c = p;
+        c->input->done(c->userdata, token, code, message);
+}
 
 static int exec_relay_output(bool is_stderr, const uint8_t *data, size_t len, void *p) {
         ExecRelay *c = p;
@@ -739,21 +750,29 @@ static const char *exec_status(int r, const AgentExecResult *res) {
 }
 
 int seat_exec(Seat *s, const SeatTicket *ticket, AgentMsg *req, json_object *audit_start, SeatExecEndFn end_record,
-              AgentOutputFn on_output, bool (*cancelled)(void *), void *userdata, int timeout_ms, AgentExecResult *ret,
-              SeatError **ret_error) {
-        ExecRelay relay = { .s = s, .on_output = on_output, .cancelled = cancelled, .userdata = userdata };
+              AgentOutputFn on_output, bool (*cancelled)(void *), const AgentExecInput *input, void *userdata,
+              int timeout_ms, AgentExecResult *ret, SeatError **ret_error) {
+        ExecRelay relay = { .s = s, .on_output = on_output, .cancelled = cancelled, .input = input, .userdata = userdata };
+        AgentExecInput relay_input = { .fd = input ? input->fd : -EBADF, .next = exec_relay_next, .done = exec_relay_done };
         AgentExecResult res = {};
         uint64_t start_seq = 0;
         pthread_mutex_lock(&s->lock);
         int r = call_allowed(s, ticket, ret_error);
+        /* A terminal needs an agent that has one: an older guest-init would run the tool
+         * on pipes (it ignores fields it does not know), which is not what was asked. */
+        if (r >= 0 && req->exec.has_pty && !agent_client_has_capability(s->agent, AGENT_CAP_PTY))
+                r = seat_error_set(ret_error, EOPNOTSUPP,
+                                   "seat '%s': the guest agent of image '%s' version %" PRId64 " (%s) has no terminal support "
+                                   "(capability '" AGENT_CAP_PTY "'): rebuild the image with a newer guest-init",
+                                   s->rec.id, s->rec.image, s->rec.image_version, agent_client_agent_name(s->agent));
         if (r >= 0)
                 r = audit_locked(s, "exec.start", audit_start, &start_seq, ret_error);
         if (r < 0) {
                 pthread_mutex_unlock(&s->lock);
                 return r;
         }
-        r = agent_client_exec_cancellable(s->agent, req, exec_relay_output, exec_relay_cancelled, &relay, timeout_ms,
-                                          &res, ret_error);
+        r = agent_client_exec_live(s->agent, req, exec_relay_output, exec_relay_cancelled, input ? &relay_input : NULL,
+                                   &relay, timeout_ms, &res, ret_error);
         if (r == -ECANCELED && relay.preempted) {
                 *ret_error = seat_error_free(*ret_error);
                 r = seat_error_set(ret_error, ECANCELED,

@@ -125,9 +125,12 @@ int seat_console_path(Seat *s, char **ret);
  * "cancelled: ..." in ret_error.
  */
 typedef json_object *(*SeatExecEndFn)(int r, const AgentExecResult *res, const SeatError *error, void *userdata);
+/* input (may be NULL): live stdin, resize and signals while it runs (agent-client.h); its
+ * callbacks get userdata. An exec with a terminal (req->exec.has_pty) on an agent that did
+ * not say "pty" in its hello is refused with -EOPNOTSUPP, naming the image and the agent. */
 int seat_exec(Seat *s, const SeatTicket *ticket, AgentMsg *req, json_object *audit_start, SeatExecEndFn end_record,
-              AgentOutputFn on_output, bool (*cancelled)(void *), void *userdata, int timeout_ms, AgentExecResult *ret,
-              SeatError **ret_error);
+              AgentOutputFn on_output, bool (*cancelled)(void *), const AgentExecInput *input, void *userdata,
+              int timeout_ms, AgentExecResult *ret, SeatError **ret_error);
 /* One request, one reply; recorded first as audit_type with audit_data (not consumed; NULL
  * audit_type: not recorded). Not sent when the record cannot be written (-EIO). */
 int seat_agent_call(Seat *s, const SeatTicket *ticket, AgentMsg *req, int timeout_ms, const char *audit_type,

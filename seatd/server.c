@@ -40,6 +40,7 @@ typedef struct MailItem {
         char *line;
         size_t len;
         bool final;
+        bool job_end; /* the final reply of a job (not of a follow-up) */
         bool droppable;
         struct MailItem *next;
 } MailItem;
@@ -61,7 +62,16 @@ struct Conn {
         bool close_after_flush;
         unsigned refs;
         unsigned inflight;
+        JobInbox *inboxes;  /* jobs on this connection that take follow-ups (loop thread) */
         Conn *prev, *next;
+};
+
+struct JobInbox {
+        Request *owner;
+        int fd;               /* eventfd: written when a follow-up is queued */
+        Request *head, **tail; /* under the server's lock */
+        bool closed;           /* under the server's lock */
+        JobInbox *next;        /* in owner->conn->inboxes */
 };
 
 typedef struct Listener {
@@ -222,9 +232,12 @@ static bool peer_is_operator(Server *s, int fd, const struct ucred *cred) {
 
 /* ---- requests ---- */
 
+static void inbox_free(Request *req);
+
 static Request *request_free(Request *req) {
         if (!req)
                 return NULL;
+        inbox_free(req);
         if (req->job_free)
                 req->job_free(req->job_data);
         json_object_put(req->params);
@@ -294,6 +307,8 @@ const char *seat_error_to_code(const SeatError *err) {
                 return CONTROL_ERR_VERIFICATION;
         case ECANCELED:
                 return CONTROL_ERR_CANCELLED;
+        case EOPNOTSUPP:
+                return CONTROL_ERR_UNSUPPORTED;
         default:
                 return CONTROL_ERR_IO;
         }
@@ -531,21 +546,26 @@ static int server_sweep(EventSource *src, int fd, uint32_t revents, void *userda
 
 /* ---- jobs ---- */
 
-static void mail_post(Server *s, Request *req, char *line, size_t len, bool final, bool droppable) {
+static void mail_post_item(Server *s, Request *req, char *line, size_t len, bool final, bool job_end, bool droppable) {
         MailItem *m = calloc(1, sizeof(*m));
         pthread_mutex_lock(&s->lock);
         if (m) {
-                *m = (MailItem) { .req = req, .line = line, .len = len, .final = final, .droppable = droppable };
+                *m = (MailItem) { .req = req, .line = line, .len = len, .final = final, .job_end = job_end,
+                                  .droppable = droppable };
                 *s->mail_tail = m;
                 s->mail_tail = &m->next;
         } else
                 free(line); /* out of memory: a final reply is lost, the job still ends below */
-        if (final)
+        if (job_end)
                 s->jobs--;
         pthread_cond_broadcast(&s->jobs_done);
         pthread_mutex_unlock(&s->lock);
         uint64_t one = 1;
         (void) !write(s->wake_fd, &one, sizeof(one));
+}
+
+static void mail_post(Server *s, Request *req, char *line, size_t len, bool final, bool droppable) {
+        mail_post_item(s, req, line, len, final, final, droppable);
 }
 
 static int mail_drain(EventSource *src, int fd, uint32_t revents, void *userdata) {
@@ -838,4 +858,133 @@ Server *server_free(Server *s) {
         pthread_cond_destroy(&s->jobs_done);
         free(s);
         return NULL;
+}
+
+/* ---- follow-up requests ---- */
+
+int request_open_inbox(Request *req) {
+        JobInbox *b = calloc(1, sizeof(*b));
+        if (!b)
+                return -ENOMEM;
+        b->fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        if (b->fd < 0) {
+                free(b);
+                return -errno;
+        }
+        b->owner = req;
+        b->tail = &b->head;
+        b->next = req->conn->inboxes;
+        req->conn->inboxes = b;
+        req->inbox = b;
+        return 0;
+}
+
+/* The owner's request ends (loop thread, its job has finished): whatever still waits in
+ * its inbox is answered, and the inbox goes. */
+static void inbox_free(Request *req) {
+        JobInbox *b = req->inbox;
+        if (!b)
+                return;
+        for (JobInbox **p = &req->conn->inboxes; *p; p = &(*p)->next)
+                if (*p == b) {
+                        *p = b->next;
+                        break;
+                }
+        req->inbox = NULL;
+        pthread_mutex_lock(&req->server->lock);
+        Request *f = b->head;
+        b->head = NULL;
+        b->closed = true;
+        pthread_mutex_unlock(&req->server->lock);
+        while (f) {
+                Request *next = f->inbox_next;
+                f->inbox_next = NULL;
+                (void) request_reply_error(f, CONTROL_ERR_STATE, "request %lld has ended: this was not delivered",
+                                           (long long) req->id);
+                f = next;
+        }
+        safe_close(b->fd);
+        free(b);
+}
+
+int request_forward(Request *follow, int64_t target) {
+        JobInbox *b = NULL;
+        for (JobInbox *i = follow->conn->inboxes; i; i = i->next)
+                if (i->owner->id == target) {
+                        b = i;
+                        break;
+                }
+        if (!b)
+                return request_reply_error(follow, CONTROL_ERR_NOT_FOUND,
+                                           "no request %lld taking input on this connection (see seat.exec 'stdin_live')",
+                                           (long long) target);
+        Server *s = follow->server;
+        pthread_mutex_lock(&s->lock);
+        bool closed = b->closed;
+        if (!closed) {
+                follow->answered = true; /* the job answers */
+                follow->inbox_next = NULL;
+                *b->tail = follow;
+                b->tail = &follow->inbox_next;
+        }
+        pthread_mutex_unlock(&s->lock);
+        if (closed)
+                return request_reply_error(follow, CONTROL_ERR_STATE, "request %lld has ended: this was not delivered",
+                                           (long long) target);
+        uint64_t one = 1;
+        (void) !write(b->fd, &one, sizeof(one));
+        return 0;
+}
+
+int job_inbox_fd(Request *req) {
+        return req->inbox ? req->inbox->fd : -EBADF;
+}
+
+Request *job_inbox_pop(Request *req) {
+        JobInbox *b = req->inbox;
+        uint64_t n;
+        if (!b)
+                return NULL;
+        (void) !read(b->fd, &n, sizeof(n)); /* before looking: a later push writes again */
+        pthread_mutex_lock(&req->server->lock);
+        Request *f = b->head;
+        if (f) {
+                b->head = f->inbox_next;
+                if (!b->head)
+                        b->tail = &b->head;
+                f->inbox_next = NULL;
+        }
+        pthread_mutex_unlock(&req->server->lock);
+        return f;
+}
+
+void job_inbox_close(Request *req) {
+        if (!req->inbox)
+                return;
+        pthread_mutex_lock(&req->server->lock);
+        req->inbox->closed = true;
+        pthread_mutex_unlock(&req->server->lock);
+}
+
+void job_reply(Request *follow, json_object *result) {
+        char *line = NULL;
+        size_t len = 0;
+        _cleanup_json_ json_object *o = result ? result : json_object_new_object();
+        if (!o || control_format_result(follow->id, o, &line, &len) < 0)
+                (void) control_format_error(follow->id, CONTROL_ERR_INTERNAL, "cannot format the reply", &line, &len);
+        mail_post_item(follow->server, follow, line, len, true, false, false);
+}
+
+void job_reply_error(Request *follow, const char *code, const char *fmt, ...) {
+        _cleanup_free_ char *message = NULL;
+        char *line = NULL;
+        size_t len = 0;
+        va_list ap;
+        va_start(ap, fmt);
+        int r = vasprintf(&message, fmt, ap);
+        va_end(ap);
+        if (r < 0)
+                message = NULL;
+        (void) control_format_error(follow->id, code, message ? message : "failed", &line, &len);
+        mail_post_item(follow->server, follow, line, len, true, false, false);
 }

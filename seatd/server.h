@@ -21,6 +21,7 @@ typedef struct Server Server;
 typedef struct Conn Conn;
 
 typedef struct Request Request;
+typedef struct JobInbox JobInbox;
 /* Runs on a worker thread. Return 0 with *ret_result set, or < 0 with ret_error set. */
 typedef int (*JobFn)(Request *req, void *data, json_object **ret_result, SeatError **ret_error);
 
@@ -38,6 +39,8 @@ struct Request {
         void *job_data;        /* private */
         void (*job_free)(void *);
         JobFn job_fn;          /* private */
+        JobInbox *inbox;       /* private: follow-up requests for this job (request_open_inbox) */
+        Request *inbox_next;   /* private: the next follow-up in that inbox */
 };
 
 /* A handler answers at once (request_reply_*) or hands the request to a job. */
@@ -82,3 +85,24 @@ void job_progress(Request *req, const char *what, uint64_t done, uint64_t total)
 bool job_cancelled(Request *req);
 /* From a job: an event the client must not miss (exec output); body is not consumed. */
 void job_event(Request *req, const char *type, json_object *body);
+
+/*
+ * Follow-up requests: a job that takes more requests on its own connection while it runs
+ * (seat.exec.stdin for a seat.exec with live stdin). Each follow-up stays in flight (so the
+ * connection's cap of requests in flight bounds what waits) until the job answers it.
+ *
+ * request_open_inbox (loop, before request_start_job) gives req an inbox;
+ * request_forward (loop) puts follow into the inbox of the job with id target on the same
+ * connection, or answers it (not_found: no such job taking input; state: it has ended);
+ * job_inbox_fd (job) is readable when something may be waiting; job_inbox_pop (job) takes
+ * the oldest, or NULL; job_inbox_close (job) takes no more (what is still queued is
+ * answered `state` when the job's request ends); job_reply / job_reply_error (job) answer a
+ * popped follow-up (result is consumed).
+ */
+int request_open_inbox(Request *req);
+int request_forward(Request *follow, int64_t target);
+int job_inbox_fd(Request *req);
+Request *job_inbox_pop(Request *req);
+void job_inbox_close(Request *req);
+void job_reply(Request *follow, json_object *result);
+void job_reply_error(Request *follow, const char *code, const char *fmt, ...) _printf_(3, 4);

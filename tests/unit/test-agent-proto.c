@@ -221,6 +221,64 @@ static void test_fast_output_matches_generic(void **state) {
         assert_null(none);
 }
 
+/* v1.1: exec.pty, resize and the "pty" stream; what an old host never sends changes nothing. */
+static void test_pty(void **state) {
+        _cleanup_agent_msg_ AgentMsg *e = parse_ok("{\"type\":\"exec\",\"id\":4,\"argv\":[\"sh\"],\"pty\":{\"rows\":24,\"cols\":80}}");
+        assert_true(e->exec.has_pty);
+        assert_int_equal(e->exec.pty_rows, 24);
+        assert_int_equal(e->exec.pty_cols, 80);
+        _cleanup_agent_msg_ AgentMsg *plain = parse_ok("{\"type\":\"exec\",\"id\":4,\"argv\":[\"sh\"]}");
+        assert_false(plain->exec.has_pty);
+
+        parse_fails("{\"type\":\"exec\",\"id\":4,\"argv\":[\"sh\"],\"pty\":{\"rows\":0,\"cols\":80}}", -EINVAL, 4,
+                    AGENT_ERR_INVALID, "pty");
+        parse_fails("{\"type\":\"exec\",\"id\":4,\"argv\":[\"sh\"],\"pty\":{\"rows\":24}}", -EINVAL, 4, AGENT_ERR_INVALID,
+                    "pty");
+        parse_fails("{\"type\":\"exec\",\"id\":4,\"argv\":[\"sh\"],\"pty\":{\"rows\":24,\"cols\":10001}}", -EINVAL, 4,
+                    AGENT_ERR_INVALID, "pty");
+        parse_fails("{\"type\":\"exec\",\"id\":4,\"argv\":[\"sh\"],\"pty\":true}", -EINVAL, 4, AGENT_ERR_INVALID, "pty");
+
+        _cleanup_agent_msg_ AgentMsg *r = parse_ok("{\"type\":\"resize\",\"id\":5,\"exec\":4,\"rows\":50,\"cols\":132}");
+        assert_int_equal(r->type, AGENT_MSG_RESIZE);
+        assert_true(agent_msg_type_is_request(r->type));
+        assert_int_equal(r->resize.exec, 4);
+        assert_int_equal(r->resize.rows, 50);
+        assert_int_equal(r->resize.cols, 132);
+        parse_fails("{\"type\":\"resize\",\"id\":5,\"exec\":4,\"rows\":50}", -EINVAL, 5, AGENT_ERR_INVALID, "cols");
+        parse_fails("{\"type\":\"resize\",\"id\":5,\"exec\":0,\"rows\":50,\"cols\":1}", -EINVAL, 5, AGENT_ERR_INVALID, "exec");
+
+        _cleanup_agent_msg_ AgentMsg *o = parse_ok("{\"type\":\"output\",\"id\":4,\"stream\":\"pty\",\"data\":\"aGk=\"}");
+        assert_true(o->output.is_pty);
+        assert_false(o->output.is_stderr);
+        parse_fails("{\"type\":\"output\",\"id\":4,\"stream\":\"ptyx\",\"data\":\"\"}", -EINVAL, 4, AGENT_ERR_INVALID, "stream");
+
+        char *argv[] = { (char *) "sh", NULL };
+        AgentMsg exec = { .type = AGENT_MSG_EXEC, .id = 6, .exec = { .argv = argv, .has_pty = true, .pty_rows = 10000, .pty_cols = 1 } };
+        _cleanup_agent_msg_ AgentMsg *x = roundtrip(&exec);
+        assert_true(x->exec.has_pty);
+        assert_int_equal(x->exec.pty_rows, 10000);
+        AgentMsg rs = { .type = AGENT_MSG_RESIZE, .id = 7, .resize = { .exec = 6, .rows = 1, .cols = 2 } };
+        _cleanup_agent_msg_ AgentMsg *y = roundtrip(&rs);
+        assert_int_equal(y->resize.cols, 2);
+
+        char *none = NULL;
+        size_t n;
+        exec.exec.pty_cols = 0;
+        assert_int_equal(agent_msg_format(&exec, AGENT_MAX_FRAME_DEFAULT, &none, &n), -EINVAL);
+        rs.resize.rows = 10001;
+        assert_int_equal(agent_msg_format(&rs, AGENT_MAX_FRAME_DEFAULT, &none, &n), -EINVAL);
+        assert_null(none);
+
+        /* The fast path writes what the generic formatter does. */
+        _cleanup_free_ char *a = NULL, *b = NULL;
+        size_t na, nb;
+        AgentMsg out = { .type = AGENT_MSG_OUTPUT, .id = 4, .output = { .is_pty = true, .data = (uint8_t *) "\r\n$ ", .len = 4 } };
+        assert_int_equal(agent_msg_format(&out, AGENT_MAX_FRAME_DEFAULT, &a, &na), 0);
+        assert_int_equal(agent_format_output_pty(4, (const uint8_t *) "\r\n$ ", 4, AGENT_MAX_FRAME_DEFAULT, &b, &nb), 0);
+        assert_int_equal(na, nb);
+        assert_memory_equal(a, b, na);
+}
+
 static char *repeated(const char *elem, size_t count) {
         size_t el = strlen(elem), n = 0;
         char *s = malloc(count * (el + 1) + 1);
@@ -276,6 +334,7 @@ int main(void) {
                 cmocka_unit_test(test_reply_helpers),
                 cmocka_unit_test(test_fast_output_matches_generic),
                 cmocka_unit_test(test_amplification),
+                cmocka_unit_test(test_pty),
         };
         return cmocka_run_group_tests_name("agent-proto", tests, NULL, NULL);
 }
