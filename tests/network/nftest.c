@@ -15,6 +15,9 @@
  * denied   prints the packets counted by the seat's drop rules
  * counters prints what status shows: each rule of the seat as nftables writes it, with
  *          its counter, as JSON
+ * names    prints what status shows of the names: their set members and counters, as JSON
+ * dnsmasq  prints the options libvirt's dnsmasq gets for the profile's names
+ *          (netdef_dnsmasq_options()), one a line: a dnsmasq --conf-file
  * watch    prints "ready", then waits (netlink + a periodic check every --interval-ms) for
  *          the seat's rules to change and prints
  *          "detected seat=S state=changed|missing via=netlink|periodic at_ms=<CLOCK_REALTIME ms>";
@@ -28,6 +31,7 @@
 
 #include "common/fileio.h"
 #include "common/jsonframe.h"
+#include "network/netdef.h"
 #include "network/nft.h"
 #include "network/nftwatch.h"
 
@@ -143,8 +147,22 @@ static int do_watch(const Options *o, SeatError **err) {
         return 0;
 }
 
+static int print_dnsmasq(const Options *o, SeatError **err) {
+        _cleanup_strv_free_ char **l = NULL;
+        NetSeat ns = { .names = o->spec.profile };
+        (void) snprintf(ns.bridge, sizeof(ns.bridge), "%s", o->spec.bridge ? o->spec.bridge : "");
+        int r = netdef_dnsmasq_options(&ns, &l);
+        if (r < 0)
+                return seat_error_set(err, -r, "cannot make the resolver's options");
+        for (char **x = l; *x; x++)
+                printf("%s\n", *x);
+        return 0;
+}
+
 static int run(const Options *o, SeatError **err) {
         _cleanup_nft_context_ NftContext *c = NULL;
+        if (strcmp(o->verb, "dnsmasq") == 0)
+                return print_dnsmasq(o, err);
         int r = nft_context_new(&c, err);
         if (r < 0)
                 return r;
@@ -160,6 +178,13 @@ static int run(const Options *o, SeatError **err) {
         if (strcmp(o->verb, "counters") == 0) {
                 _cleanup_json_ json_object *j = NULL;
                 r = nft_seat_counters(c, o->spec.bridge, &j, err);
+                if (r >= 0)
+                        printf("%s\n", json_object_to_json_string_ext(j, JSON_C_TO_STRING_PRETTY));
+                return r;
+        }
+        if (strcmp(o->verb, "names") == 0) {
+                _cleanup_json_ json_object *j = NULL;
+                r = nft_seat_names(c, &o->spec, &j, err);
                 if (r >= 0)
                         printf("%s\n", json_object_to_json_string_ext(j, JSON_C_TO_STRING_PRETTY));
                 return r;
