@@ -93,6 +93,8 @@ int nft_seat_spec_validate(const NftSeatSpec *spec, SeatError **ret_error) {
              spec->host.s_addr == spec->guest.s_addr))
                 return seat_error_set(ret_error, EINVAL,
                                       "seat '%s': 'dhcp on' and 'dns host' need the host's address on the bridge", spec->seat);
+        if (spec->name_timeout_s > 86400)
+                return seat_error_set(ret_error, EINVAL, "seat '%s': a name's set timeout is at most a day", spec->seat);
         if (egress_profile_has_names(spec->profile)) {
                 /* The seat's resolver forwards the allowed names to the profile's servers,
                  * and only them: "dns host" would forward every name to the host's. */
@@ -549,7 +551,7 @@ static int build_chain(ChainKind k, const NftSeatSpec *spec, json_object **ret) 
         return 0;
 }
 
-json_object *nft_set_object(int family, int index, const char *bridge, bool with_attrs) {
+json_object *nft_set_object(int family, int index, const char *bridge, unsigned timeout_s) {
         char name[NFT_SET_NAME_MAX + 1];
         json_object *o = json_object_new_object();
         if (!o)
@@ -558,13 +560,13 @@ json_object *nft_set_object(int family, int index, const char *bridge, bool with
         json_object_object_add(o, "family", nft_j_str(NFT_TABLE_FAMILY));
         json_object_object_add(o, "table", nft_j_str(NFT_TABLE_NAME));
         json_object_object_add(o, "name", nft_j_str(name));
-        if (with_attrs) {
+        if (timeout_s > 0) {
                 json_object *flags = json_object_new_array();
                 if (flags)
                         json_object_array_add(flags, nft_j_str("timeout"));
                 json_object_object_add(o, "type", nft_j_str(family == AF_INET6 ? "ipv6_addr" : "ipv4_addr"));
                 json_object_object_add(o, "flags", flags);
-                json_object_object_add(o, "timeout", json_object_new_int(NFT_NAME_SET_TIMEOUT_S));
+                json_object_object_add(o, "timeout", json_object_new_int((int) timeout_s));
         }
         return o;
 }
@@ -576,7 +578,9 @@ static int add_name_sets(json_object *arr, const NftSeatSpec *spec) {
                 if (egress_profile_name_index(p, i) != (int) i)
                         continue;
                 for (int v6 = 0; v6 <= (p->ipv6 ? 1 : 0); v6++) {
-                        json_object *e = nft_j_obj1("set", nft_set_object(v6 ? AF_INET6 : AF_INET, (int) i, spec->bridge, true));
+                        json_object *e = nft_j_obj1("set", nft_set_object(v6 ? AF_INET6 : AF_INET, (int) i, spec->bridge,
+                                                                                  spec->name_timeout_s ? spec->name_timeout_s
+                                                                                                       : NFT_NAME_SET_TIMEOUT_S));
                         if (!e || json_object_array_add(arr, e) < 0) {
                                 json_object_put(e);
                                 return -ENOMEM;

@@ -183,7 +183,7 @@ static int add_remove_cmds(json_object *cmds, json_object *items, const char *br
                 if (json_object_object_get_ex(json_object_array_get_idx(items, i), "set", &st) &&
                     json_object_object_get_ex(st, "name", &name) &&
                     (fam = nft_set_kind_of(json_object_get_string(name), bridge, &index)) > 0)
-                        r = add_cmd(cmds, "delete", "set", nft_set_object(fam, index, bridge, false));
+                        r = add_cmd(cmds, "delete", "set", nft_set_object(fam, index, bridge, 0));
         }
         return r;
 }

@@ -72,6 +72,8 @@ typedef struct NftSeatSpec {
         bool has_mac;
         uint8_t guest_mac[6];   /* the guest's MAC (anti-spoofing) when has_mac */
         bool masquerade;        /* source NAT to the uplink's address */
+        unsigned name_timeout_s; /* how long a name's address stays in its set; 0:
+                                 * NFT_NAME_SET_TIMEOUT_S (tests use a short one) */
         const EgressProfile *profile;
 } NftSeatSpec;
 

@@ -171,6 +171,17 @@ probe "$A" "${T[@]}" --resolver "$HA" tcp allowed.test 8080 --send hi --expect h
   && ok "after the repair allowed.test resolves and connects again" || not_ok "after the repair allowed.test connects again"
 denied_case "$A" "after the repair blocked.test's address is still dropped" "${T[@]}" tcp "$WORLD_BLOCKED" 8080
 
+# The handover: a reset re-installs the rules, so the next guest starts with empty sets
+# (and the resolver keeps no cache).
+if "$CTL" -q reset "$A" >"$t/out" 2>&1; then
+  empty=$("$CTL" --json status "$A" | json_field "all(not m['addresses'] for m in d['network']['names'])")
+  [[ $empty == True ]] && ok "after a reset the name sets hold nothing of the last guest's lookups" \
+    || not_ok "after a reset the name sets hold nothing of the last guest's lookups ($empty)"
+  denied_case "$A" "after the reset the allowed server's address is dropped until the name is looked up" "${T[@]}" tcp "$WORLD_ALLOWED" 8080
+  probe "$A" "${T[@]}" --resolver "$HA" tcp allowed.test 8080 --send hi --expect hi \
+    && ok "after the reset allowed.test resolves and connects" || not_ok "after the reset allowed.test connects"
+else not_ok "reset of the seat with names"; fi
+
 "$CTL" -q release "$A" >"$t/out" 2>&1
 left=$(nft list table inet seatd 2>/dev/null | grep -c "seat-$A" || true)
 [[ $left == 0 ]] && ok "release removes the seat's chains and sets" || not_ok "release removes the seat's chains and sets ($left lines left)"

@@ -19,7 +19,8 @@
 # answering the metadata address, a private address behind the uplink, or the host's
 # bridge address get NXDOMAIN and add nothing; a private address put into the set by hand
 # still opens nothing; the guest cannot ask another resolver; `nft flush set` is detected
-# by the watch and repaired by installing again.
+# by the watch and repaired by installing again; an address leaves the set when the set's
+# timeout runs out.
 #
 # usage: names.sh NFTEST GUEST_PROBE
 set -u
@@ -221,6 +222,18 @@ else not_ok "after the repair allowed.test connects again: $(out)"; fi
 nft delete set inet seatd "n41-$BR" 2>/dev/null # a set deleted: a rule uses it, nft refuses
 "$NFTEST" verify "${SEAT[@]}" >"$TMP/verify.out" 2>&1
 diag "verify after an attempt to delete a used set: $(cat "$TMP/verify.out")"
+
+# 6. Expiry: an address leaves its name's set when the set's timeout runs out (here 3 s,
+# installed again with a short timeout; seatd uses 300 s), and is then dropped again.
+if "$NFTEST" install "${SEAT[@]}" --name-timeout 3 && probe tcp allowed.test 8080 --resolver $HOST --send hi --expect hi &&
+        in_set $SET4 $WORLD_ALLOWED; then
+        ok "with a 3 s set timeout allowed.test resolves, connects and is in its set"
+else not_ok "with a 3 s set timeout allowed.test resolves and connects: $(out)"; fi
+for i in $(seq 1 100); do in_set $SET4 $WORLD_ALLOWED || break; sleep 0.1; done
+if in_set $SET4 $WORLD_ALLOWED; then not_ok "the address left its set when the timeout ran out: $(nft list set inet seatd $SET4)"
+else ok "the address left its set when the timeout ran out"; fi
+if probe tcp $WORLD_ALLOWED 8080 --send hi --expect hi; then not_ok "after the expiry its address is dropped until the name is looked up again: reached"
+else ok "after the expiry its address is dropped until the name is looked up again"; fi
 
 diag "dnsmasq log: $(grep -c . "$TMP/dnsmasq.log" 2>/dev/null) lines"
 grep -E "metadata.test|private.test|hostaddr.test|error|fail" "$TMP/dnsmasq.log" 2>/dev/null | cut -d' ' -f5- | sed 's/^/# /'

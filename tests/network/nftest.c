@@ -7,7 +7,8 @@
  *          [--host IP] [--mac MAC] [--masquerade] [--profile FILE] [--timeout-ms N]
  *          [--interval-ms N]
  *
- * --host is the host's address on the bridge (needed by "dhcp on" and "dns host").
+ * --host is the host's address on the bridge (needed by "dhcp on", "dns host" and "allow
+ * name"); --name-timeout S sets the names' set timeout (default NFT_NAME_SET_TIMEOUT_S).
  *
  * install  installs, reads back, compares; exit 0 or 1 with the reason on stderr
  * verify   prints ok|changed|missing; exit 0 only for ok
@@ -62,7 +63,8 @@ static int parse_args(int argc, char *argv[], Options *o) {
                 { "uplink", required_argument, NULL, 'u' },   { "guest", required_argument, NULL, 'g' },
                 { "mac", required_argument, NULL, 'm' },      { "masquerade", no_argument, NULL, 'M' },
                 { "profile", required_argument, NULL, 'p' },  { "timeout-ms", required_argument, NULL, 't' },
-                { "interval-ms", required_argument, NULL, 'i' }, { "host", required_argument, NULL, 'H' }, {},
+                { "interval-ms", required_argument, NULL, 'i' }, { "host", required_argument, NULL, 'H' },
+                { "name-timeout", required_argument, NULL, 'N' }, {},
         };
         int c;
 
@@ -89,6 +91,7 @@ static int parse_args(int argc, char *argv[], Options *o) {
                 case 'p': o->profile_path = optarg; break;
                 case 't': o->timeout_ms = strtoll(optarg, NULL, 10); break;
                 case 'i': o->interval_ms = strtoll(optarg, NULL, 10); break;
+                case 'N': o->spec.name_timeout_s = (unsigned) strtoul(optarg, NULL, 10); break;
                 default: return -EINVAL;
                 }
         if (optind != argc - 1 || o->timeout_ms <= 0 || o->interval_ms <= 0)
