@@ -235,6 +235,21 @@ else ok "the address left its set when the timeout ran out"; fi
 if probe tcp $WORLD_ALLOWED 8080 --send hi --expect hi; then not_ok "after the expiry its address is dropped until the name is looked up again: reached"
 else ok "after the expiry its address is dropped until the name is looked up again"; fi
 
+# 7. Fail closed: a name's set that cannot be made (another chain's rule holds a set of
+# that name, so it cannot be replaced) keeps the filter from installing, and nothing of
+# the seat's is left.
+"$NFTEST" remove "${SEAT[@]}"
+nft add set inet seatd $SET4 "{ type ipv4_addr; }" && nft add chain inet seatd nn-holder &&
+        nft add rule inet seatd nn-holder ip daddr @$SET4 drop
+if "$NFTEST" install "${SEAT[@]}" >"$TMP/install.out" 2>&1; then not_ok "a set that cannot be made: the install fails"
+else ok "a set that cannot be made: the install fails ($(head -c 200 "$TMP/install.out"))"; fi
+left=$(nft list table inet seatd | grep -cE "chain (fwd|in|out|to|host|ing)-$BR |set n[46][1-9][0-9]*-$BR ")
+if ((left == 0)); then ok "a set that cannot be made: none of the seat's chains or other sets is left"
+else not_ok "a set that cannot be made: $left of the seat's chains or sets are left"; fi
+nft delete chain inet seatd nn-holder && nft delete set inet seatd $SET4
+if "$NFTEST" install "${SEAT[@]}" && "$NFTEST" verify "${SEAT[@]}" >/dev/null; then ok "once the holder is gone the install succeeds"
+else not_ok "once the holder is gone the install succeeds"; fi
+
 diag "dnsmasq log: $(grep -c . "$TMP/dnsmasq.log" 2>/dev/null) lines"
 grep -E "metadata.test|private.test|hostaddr.test|error|fail" "$TMP/dnsmasq.log" 2>/dev/null | cut -d' ' -f5- | sed 's/^/# /'
 echo "1..$n"
