@@ -15,7 +15,10 @@
  *   host-B  to the host itself: the guest's MAC first, then DHCP (from 0.0.0.0 or the
  *           guest's address, to the broadcast or the host's bridge address) when the
  *           profile serves it, then the guest's source address, replies, and DNS to the
- *           host's bridge address only when the profile serves it
+ *           host's bridge address only when the profile serves it ("dns host", or the
+ *           seat's resolver for "allow name")
+ *   n4<I>-B, n6<I>-B  sets (timeout) of the addresses the seat's resolver answered for
+ *           the profile's name I; out-B accepts them on the name's ports
  *   ing-B   base, hook ingress on the bridge device: only IPv4 and ARP frames (and IPv6
  *           when allowed) go on; VLAN-tagged and anything else is counted and dropped
  *
