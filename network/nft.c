@@ -264,7 +264,7 @@ static bool chain_attrs_equal(json_object *meant, json_object *listed) {
         return true;
 }
 
-#define LISTED_SETS_MAX (2 * EGRESS_PROFILE_MAX_RULES)
+#define LISTED_SETS_MAX (2 * EGRESS_PROFILE_MAX_RULES + 1) /* one more than a profile makes */
 
 typedef struct Listed {
         bool table_flags;
@@ -285,15 +285,15 @@ static int collect(json_object *items, const char *bridge, Listed *l) {
                         return -ENOMEM;
         for (size_t i = 0; i < json_object_array_length(items); i++) {
                 json_object *it = json_object_array_get_idx(items, i), *o, *name;
-                /* A table with flags (dormant: no rule applies) is not ours as meant. */
                 int index;
+                /* A table with flags (dormant: no rule applies) is not ours as meant. */
                 if (json_object_object_get_ex(it, "table", &o) && json_object_object_get_ex(o, "flags", NULL))
                         l->table_flags = true;
                 else if (json_object_object_get_ex(it, "set", &o) && json_object_object_get_ex(o, "name", &name)) {
+                        /* More than a profile can make: the count then differs, "changed". */
                         if (nft_set_kind_of(json_object_get_string(name), bridge, &index) > 0 && l->n_sets < LISTED_SETS_MAX)
                                 l->set[l->n_sets++] = o;
-                }
-                else if (json_object_object_get_ex(it, "chain", &o) && json_object_object_get_ex(o, "name", &name)) {
+                } else if (json_object_object_get_ex(it, "chain", &o) && json_object_object_get_ex(o, "name", &name)) {
                         int k = nft_chain_kind_of(json_object_get_string(name), bridge);
                         if (k >= 0)
                                 l->chain[k] = o;
