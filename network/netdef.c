@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "netdef.h"
+#include "nft.h"
 
 static bool id_valid(const char *id) {
         size_t n = id ? strlen(id) : 0;
@@ -103,6 +104,94 @@ static void format_mac(const uint8_t m[6], char buf[static 18]) {
         (void) snprintf(buf, 18, "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4], m[5]);
 }
 
+static int push(char ***l, size_t *n, char *s) {
+        if (!s)
+                return -ENOMEM;
+        char **m = reallocarray(*l, *n + 2, sizeof(char *));
+        if (!m) {
+                free(s);
+                return -ENOMEM;
+        }
+        m[(*n)++] = s;
+        m[*n] = NULL;
+        *l = m;
+        return 0;
+}
+
+static int push_ranges(char ***l, size_t *n, const char *const *ranges) {
+        int r = 0;
+        for (; *ranges && r >= 0; ranges++) {
+                char *o = NULL;
+                r = asprintf(&o, "bogus-nxdomain=%s", *ranges) < 0 ? -ENOMEM : push(l, n, o);
+        }
+        return r;
+}
+
+/* server= and nftset= for the name of rule i (its first rule). */
+static int push_name(char ***l, size_t *n, const NetSeat *s, size_t i) {
+        const EgressProfile *p = s->names;
+        const char *name = p->rules[i].name;
+        char set4[NFT_SET_NAME_MAX + 1], set6[NFT_SET_NAME_MAX + 1], up[INET6_ADDRSTRLEN];
+        char *o = NULL;
+        int r = 0;
+
+        for (size_t d = 0; d < p->n_dns && r >= 0; d++) {
+                if (!inet_ntop(p->dns[d].family, p->dns[d].addr, up, sizeof(up)))
+                        return -EINVAL;
+                r = asprintf(&o, "server=/%s/%s", name, up) < 0 ? -ENOMEM : push(l, n, o);
+        }
+        nft_name_set_name(AF_INET, (int) i, s->bridge, set4);
+        nft_name_set_name(AF_INET6, (int) i, s->bridge, set6);
+        if (r >= 0 && p->ipv6)
+                r = asprintf(&o, "nftset=/%s/4#" NFT_TABLE_FAMILY "#" NFT_TABLE_NAME "#%s,6#" NFT_TABLE_FAMILY
+                                 "#" NFT_TABLE_NAME "#%s", name, set4, set6) < 0 ? -ENOMEM : push(l, n, o);
+        else if (r >= 0)
+                r = asprintf(&o, "nftset=/%s/4#" NFT_TABLE_FAMILY "#" NFT_TABLE_NAME "#%s", name, set4) < 0
+                            ? -ENOMEM
+                            : push(l, n, o);
+        return r;
+}
+
+int netdef_dnsmasq_options(const NetSeat *s, char ***ret) {
+        _cleanup_strv_free_ char **l = NULL;
+        size_t n = 0;
+        char *o = NULL;
+        int r = 0;
+
+        if (!s->names || !egress_profile_has_names(s->names)) {
+                *ret = calloc(1, sizeof(char *));
+                return *ret ? 0 : -ENOMEM;
+        }
+        if (s->names->n_dns == 0)
+                return -EINVAL;
+        /* Never the host's resolv.conf; no cache, so every answer goes through nftset= (a
+         * flushed set fills again at the guest's next lookup). */
+        r = push(&l, &n, strdup("no-resolv"));
+        if (r >= 0)
+                r = push(&l, &n, strdup("cache-size=0"));
+        if (r >= 0)
+                r = asprintf(&o, "max-ttl=%d", NFT_NAME_MAX_TTL_S) < 0 ? -ENOMEM : push(&l, &n, o);
+        /* Every name no more specific server= line covers: NXDOMAIN. */
+        if (r >= 0)
+                r = push(&l, &n, strdup("address=/#/"));
+        /* Rebinding: an answer with any such address becomes NXDOMAIN and adds nothing. */
+        if (r >= 0)
+                r = push_ranges(&l, &n, egress_blocked_ipv4);
+        if (r >= 0)
+                r = push_ranges(&l, &n, nft_name_refused_ipv4);
+        if (r >= 0)
+                r = push_ranges(&l, &n, egress_blocked_ipv6);
+        if (r >= 0)
+                r = push_ranges(&l, &n, nft_name_refused_ipv6);
+        for (size_t i = 0; i < s->names->n_rules && r >= 0; i++)
+                if (egress_profile_name_index(s->names, i) == (int) i)
+                        r = push_name(&l, &n, s, i);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(l);
+        return 0;
+}
+
 /* Every value written below is either validated (id: a-z0-9-) or formatted by us, so
  * nothing needs XML escaping. */
 int netdef_network_xml(const NetSeat *s, char **ret) {
@@ -114,6 +203,23 @@ int netdef_network_xml(const NetSeat *s, char **ret) {
             !inet_ntop(AF_INET, &s->guest, guest, sizeof(guest)))
                 return -EINVAL;
         format_mac(s->guest_mac, mac);
+        _cleanup_strv_free_ char **opts = NULL;
+        _cleanup_free_ char *dnsmasq = NULL;
+        size_t dsize = 0;
+        if (netdef_dnsmasq_options(s, &opts) < 0)
+                return -ENOMEM;
+        if (opts[0]) {
+                FILE *f = open_memstream(&dnsmasq, &dsize);
+                if (!f)
+                        return -ENOMEM;
+                fputs("  <dnsmasq:options>\n", f);
+                for (char **x = opts; *x; x++) /* names, addresses, set names: no XML specials */
+                        fprintf(f, "    <dnsmasq:option value='%s'/>\n", *x);
+                fputs("  </dnsmasq:options>\n", f);
+                if (fclose(f) != 0)
+                        return -ENOMEM;
+        }
+        const bool dns = s->dns || opts[0];
         if (s->dhcp && asprintf(&dhcp,
                                 "    <dhcp>\n"
                                 "      <range start='%s' end='%s'/>\n"
@@ -122,7 +228,7 @@ int netdef_network_xml(const NetSeat *s, char **ret) {
                                 guest, guest, mac, guest) < 0)
                 return -ENOMEM;
         if (asprintf(&xml,
-                     "<network>\n"
+                     "<network%s>\n"
                      "  <name>%s</name>\n"
                      "  <forward mode='open'/>\n"
                      "  <bridge name='%s' stp='off' delay='0'/>\n"
@@ -131,8 +237,10 @@ int netdef_network_xml(const NetSeat *s, char **ret) {
                      "  <ip address='%s' prefix='%u'>\n"
                      "%s"
                      "  </ip>\n"
+                     "%s"
                      "</network>\n",
-                     s->network, s->bridge, s->dns ? "yes" : "no", host, s->prefixlen, dhcp ? dhcp : "") < 0)
+                     dnsmasq ? " xmlns:dnsmasq='http://libvirt.org/schemas/network/dnsmasq/1.0'" : "", s->network,
+                     s->bridge, dns ? "yes" : "no", host, s->prefixlen, dhcp ? dhcp : "", dnsmasq ? dnsmasq : "") < 0)
                 return -ENOMEM;
         *ret = xml;
         return 0;

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "common/error.h"
+#include "profile.h"
 
 #define NETDEF_BRIDGE_PREFIX "seat-"
 #define NETDEF_NETWORK_PREFIX "seatd-"
@@ -41,6 +42,9 @@ typedef struct NetSeat {
         unsigned prefixlen;
         uint8_t guest_mac[6];                /* 52:54:00:d5:<index> */
         bool dhcp, dns;                      /* serve DHCP / DNS on the bridge */
+        const EgressProfile *names;          /* borrowed: with "allow name" rules, the seat's
+                                              * resolver answers only them (set it after
+                                              * netdef_seat()); NULL: none */
 } NetSeat;
 
 /* The seat's network from its id and its index in the pool (the daemon allocates indexes).
@@ -49,6 +53,17 @@ int netdef_seat(const NetPool *pool, const char *id, unsigned index, bool dhcp, 
                 SeatError **ret_error);
 /* The bridge name for a seat id ("seat-<id>" when it fits 15 bytes). */
 int netdef_bridge_name(const char *id, char ret[static NETDEF_IFNAME_MAX + 1]);
+
+/*
+ * The options libvirt's dnsmasq for the seat gets when its profile allows names (docs/
+ * egress.md "Names"), NULL-terminated, each without the leading "--": no resolv.conf, no
+ * cache (every answer then passes through nftset), TTLs capped at NFT_NAME_MAX_TTL_S,
+ * NXDOMAIN for every name not allowed, each allowed name forwarded to the profile's "dns"
+ * servers with its addresses put into its sets, and an answer holding a blocked or refused
+ * address (always-blocked, private, shared, link-local/metadata, loopback) turned into
+ * NXDOMAIN. An empty list without names. strv_free() it.
+ */
+int netdef_dnsmasq_options(const NetSeat *s, char ***ret);
 
 /* <network>…</network> for virNetworkCreateXML / virNetworkDefineXML. */
 int netdef_network_xml(const NetSeat *s, char **ret);

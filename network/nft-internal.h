@@ -39,6 +39,13 @@ int nft_chain_kind_of(const char *name, const char *bridge);
 /* Names a chain for flush/delete: no hook data. */
 json_object *nft_chain_ref(ChainKind k, const char *bridge);
 
+/* A name's set: family AF_INET or AF_INET6; timeout_s > 0 adds type, flags and that
+ * timeout (to create and compare), 0 only names it (to delete). */
+json_object *nft_set_object(int family, int index, const char *bridge, unsigned timeout_s);
+/* Which seat's name set a listed set name is: its family (AF_INET/AF_INET6) and index, for
+ * this bridge; -1 when it is not one. */
+int nft_set_kind_of(const char *name, const char *bridge, int *ret_index);
+
 /* JSON building blocks: {key: val} (takes val), a string. NULL on no memory. */
 json_object *nft_j_obj1(const char *key, json_object *val);
 json_object *nft_j_str(const char *s);

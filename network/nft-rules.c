@@ -2,6 +2,7 @@
 #include <arpa/inet.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/jsonframe.h"
@@ -56,6 +57,21 @@ int nft_chain_kind_of(const char *name, const char *bridge) {
         return -1;
 }
 
+static bool profile_serves_dns(const EgressProfile *p) {
+        return p->dns_host || egress_profile_has_names(p);
+}
+
+int nft_set_kind_of(const char *name, const char *bridge, int *ret_index) {
+        if (!name || name[0] != 'n' || (name[1] != '4' && name[1] != '6'))
+                return -1;
+        const char *p = name + 2;
+        size_t digits = strspn(p, "0123456789");
+        if (digits == 0 || digits > 4 || p[digits] != '-' || strcmp(p + digits + 1, bridge) != 0)
+                return -1;
+        *ret_index = atoi(p);
+        return name[1] == '6' ? AF_INET6 : AF_INET;
+}
+
 int nft_seat_spec_validate(const NftSeatSpec *spec, SeatError **ret_error) {
         if (!seat_name_valid(spec->seat))
                 return seat_error_set(ret_error, EINVAL, "invalid seat name for the egress filter");
@@ -72,16 +88,41 @@ int nft_seat_spec_validate(const NftSeatSpec *spec, SeatError **ret_error) {
                 return seat_error_set(ret_error, EINVAL, "seat '%s' has no guest address", spec->seat);
         if (!spec->profile)
                 return seat_error_set(ret_error, EINVAL, "seat '%s' has no egress profile", spec->seat);
-        if ((spec->profile->dhcp || spec->profile->dns_host) &&
+        if ((spec->profile->dhcp || profile_serves_dns(spec->profile)) &&
             (spec->host.s_addr == htonl(INADDR_ANY) || spec->host.s_addr == htonl(INADDR_BROADCAST) ||
              spec->host.s_addr == spec->guest.s_addr))
                 return seat_error_set(ret_error, EINVAL,
                                       "seat '%s': 'dhcp on' and 'dns host' need the host's address on the bridge", spec->seat);
-        if (egress_profile_has_names(spec->profile))
-                return seat_error_set(ret_error, EOPNOTSUPP,
-                                      "seat '%s': 'allow name' rules are not enforced yet; use addresses",
-                                      spec->seat);
+        if (spec->name_timeout_s > 86400)
+                return seat_error_set(ret_error, EINVAL, "seat '%s': a name's set timeout is at most a day", spec->seat);
+        if (egress_profile_has_names(spec->profile)) {
+                /* The seat's resolver forwards the allowed names to the profile's servers,
+                 * and only them: "dns host" would forward every name to the host's. */
+                if (spec->profile->dns_host)
+                        return seat_error_set(ret_error, EINVAL,
+                                              "seat '%s': 'allow name' and 'dns host' cannot be combined: with names the seat's resolver answers only them (name the upstream with 'dns ADDRESS')",
+                                              spec->seat);
+                if (spec->profile->n_dns == 0)
+                        return seat_error_set(ret_error, EINVAL,
+                                              "seat '%s': 'allow name' needs a 'dns ADDRESS' line: the server the seat's resolver asks",
+                                              spec->seat);
+                if (spec->host.s_addr == htonl(INADDR_ANY) || spec->host.s_addr == spec->guest.s_addr)
+                        return seat_error_set(ret_error, EINVAL,
+                                              "seat '%s': 'allow name' needs the host's address on the bridge (the seat's resolver)",
+                                              spec->seat);
+        }
         return 0;
+}
+
+const char *const nft_name_refused_ipv4[] = {
+        "10.0.0.0/8", "100.64.0.0/10", "172.16.0.0/12", "192.168.0.0/16", NULL,
+};
+const char *const nft_name_refused_ipv6[] = {
+        "fc00::/7", NULL,
+};
+
+void nft_name_set_name(int family, int index, const char *bridge, char buf[static NFT_SET_NAME_MAX + 1]) {
+        (void) snprintf(buf, NFT_SET_NAME_MAX + 1, "n%c%d-%s", family == AF_INET6 ? '6' : '4', index, bridge);
 }
 
 /* ---- JSON building blocks (nft's canonical output form) ---------------------------- */
@@ -300,6 +341,25 @@ static int add_allow_rule(json_object *rules, const EgressRule *er) {
                             j_ports(er->port_lo, er->port_hi)));
 }
 
+/* "allow name": the name's set, never one of the refused ranges (a member there was put in
+ * by someone else than the resolver, which turns such answers into NXDOMAIN), the ports. */
+static int add_name_rules(json_object *rules, const NftSeatSpec *spec, size_t i) {
+        const EgressRule *er = &spec->profile->rules[i];
+        int index = egress_profile_name_index(spec->profile, i), r = 0;
+        for (int v6 = 0; v6 <= (spec->profile->ipv6 ? 1 : 0) && r >= 0; v6++) {
+                char set[NFT_SET_NAME_MAX + 2];
+                set[0] = '@';
+                nft_name_set_name(v6 ? AF_INET6 : AF_INET, index, spec->bridge, set + 1);
+                const char *ip = v6 ? "ip6" : "ip";
+                r = RULE(rules, j_verdict("accept"), j_match("==", j_payload(ip, "daddr"), nft_j_str(set)),
+                         j_match("!=", j_payload(ip, "daddr"),
+                                 j_addr_set(v6 ? nft_name_refused_ipv6 : nft_name_refused_ipv4)),
+                         j_match("==", j_payload(egress_proto_to_string(er->proto), "dport"),
+                                 j_ports(er->port_lo, er->port_hi)));
+        }
+        return r;
+}
+
 static int add_dns_rules(json_object *rules, const EgressAddr *dns) {
         int r = 0;
         for (EgressProto p = EGRESS_PROTO_TCP; p <= EGRESS_PROTO_UDP && r >= 0; p++) {
@@ -329,10 +389,12 @@ static int build_out(json_object *rules, const NftSeatSpec *spec) {
                          j_match("==", j_payload("ip6", "daddr"), j_addr_set(egress_blocked_ipv6)));
         if (r >= 0)
                 r = RULE(rules, j_verdict("accept"), j_ct_state("established", "related"));
-        for (size_t i = 0; i < p->n_dns && r >= 0; i++)
+        /* With names the "dns" servers are the seat resolver's upstreams: the guest asks
+         * its resolver (host-B), never them. */
+        for (size_t i = 0; i < p->n_dns && r >= 0 && !egress_profile_has_names(p); i++)
                 r = add_dns_rules(rules, &p->dns[i]);
         for (size_t i = 0; i < p->n_rules && r >= 0; i++)
-                r = add_allow_rule(rules, &p->rules[i]);
+                r = p->rules[i].name ? add_name_rules(rules, spec, i) : add_allow_rule(rules, &p->rules[i]);
         return r < 0 ? r : add_deny_tail(rules, spec->seat);
 }
 
@@ -362,10 +424,10 @@ static int build_host(json_object *rules, const NftSeatSpec *spec) {
                 r = RULE(rules, j_verdict("accept"), j_ct_state("established", "related"));
         /* DNS on the host's address on this bridge, where libvirt's dnsmasq listens: not on
          * any other address of the host (its uplink, other seats' bridges, a resolver). */
-        if (r >= 0 && p->dns_host)
+        if (r >= 0 && profile_serves_dns(p))
                 r = RULE(rules, j_verdict("accept"), j_match("==", j_payload("ip", "daddr"), j_host_ip(spec)),
                          j_match("==", j_payload("udp", "dport"), json_object_new_int(53)));
-        if (r >= 0 && p->dns_host)
+        if (r >= 0 && profile_serves_dns(p))
                 r = RULE(rules, j_verdict("accept"), j_match("==", j_payload("ip", "daddr"), j_host_ip(spec)),
                          j_match("==", j_payload("tcp", "dport"), json_object_new_int(53)));
         return r < 0 ? r : add_deny_tail(rules, spec->seat);
@@ -489,6 +551,45 @@ static int build_chain(ChainKind k, const NftSeatSpec *spec, json_object **ret) 
         return 0;
 }
 
+json_object *nft_set_object(int family, int index, const char *bridge, unsigned timeout_s) {
+        char name[NFT_SET_NAME_MAX + 1];
+        json_object *o = json_object_new_object();
+        if (!o)
+                return NULL;
+        nft_name_set_name(family, index, bridge, name);
+        json_object_object_add(o, "family", nft_j_str(NFT_TABLE_FAMILY));
+        json_object_object_add(o, "table", nft_j_str(NFT_TABLE_NAME));
+        json_object_object_add(o, "name", nft_j_str(name));
+        if (timeout_s > 0) {
+                json_object *flags = json_object_new_array();
+                if (flags)
+                        json_object_array_add(flags, nft_j_str("timeout"));
+                json_object_object_add(o, "type", nft_j_str(family == AF_INET6 ? "ipv6_addr" : "ipv4_addr"));
+                json_object_object_add(o, "flags", flags);
+                json_object_object_add(o, "timeout", json_object_new_int((int) timeout_s));
+        }
+        return o;
+}
+
+/* {"set": {...}} for each distinct name (and family), before the chains that use them. */
+static int add_name_sets(json_object *arr, const NftSeatSpec *spec) {
+        const EgressProfile *p = spec->profile;
+        for (size_t i = 0; i < p->n_rules; i++) {
+                if (egress_profile_name_index(p, i) != (int) i)
+                        continue;
+                for (int v6 = 0; v6 <= (p->ipv6 ? 1 : 0); v6++) {
+                        json_object *e = nft_j_obj1("set", nft_set_object(v6 ? AF_INET6 : AF_INET, (int) i, spec->bridge,
+                                                                                  spec->name_timeout_s ? spec->name_timeout_s
+                                                                                                       : NFT_NAME_SET_TIMEOUT_S));
+                        if (!e || json_object_array_add(arr, e) < 0) {
+                                json_object_put(e);
+                                return -ENOMEM;
+                        }
+                }
+        }
+        return 0;
+}
+
 /* Regular chains first: the base chains jump to them. */
 static const ChainKind chain_order[] = { CHAIN_OUT, CHAIN_TO, CHAIN_HOST, CHAIN_FWD, CHAIN_IN, CHAIN_NAT, CHAIN_ING };
 
@@ -499,6 +600,9 @@ int nft_seat_expected(const NftSeatSpec *spec, json_object **ret, SeatError **re
         _cleanup_json_ json_object *chains = json_object_new_array();
         if (!chains)
                 return -ENOMEM;
+        r = add_name_sets(chains, spec);
+        if (r < 0)
+                return seat_error_set(ret_error, -r, "seat '%s': cannot build the egress sets", spec->seat);
         for (size_t i = 0; i < ELEMENTSOF(chain_order); i++) {
                 json_object *entry = NULL;
                 if (chain_order[i] == CHAIN_NAT && !spec->masquerade)

@@ -175,18 +175,34 @@ static int add_remove_cmds(json_object *cmds, json_object *items, const char *br
                                 continue;
                         r = add_cmd(cmds, pass == 0 ? "flush" : "delete", "chain", nft_chain_ref((ChainKind) k, bridge));
                 }
+        /* Then the names' sets, which no rule uses any more. Deleting a set announces no
+         * element deletions, so the watch does not take this for a flushed set. */
+        for (size_t i = 0; i < n && r >= 0; i++) {
+                json_object *st, *name;
+                int index, fam;
+                if (json_object_object_get_ex(json_object_array_get_idx(items, i), "set", &st) &&
+                    json_object_object_get_ex(st, "name", &name) &&
+                    (fam = nft_set_kind_of(json_object_get_string(name), bridge, &index)) > 0)
+                        r = add_cmd(cmds, "delete", "set", nft_set_object(fam, index, bridge, 0));
+        }
         return r;
 }
 
 static int add_install_cmds(json_object *cmds, json_object *expected) {
         int r = 0;
         size_t n = json_object_array_length(expected);
-        for (size_t i = 0; i < n && r >= 0; i++)
-                r = add_cmd(cmds, "add", "chain",
-                            json_object_get(json_object_object_get(json_object_array_get_idx(expected, i), "chain")));
+        for (size_t i = 0; i < n && r >= 0; i++) {
+                json_object *e = json_object_array_get_idx(expected, i), *o;
+                if (json_object_object_get_ex(e, "set", &o))
+                        r = add_cmd(cmds, "add", "set", json_object_get(o));
+                else
+                        r = add_cmd(cmds, "add", "chain", json_object_get(json_object_object_get(e, "chain")));
+        }
         for (size_t i = 0; i < n && r >= 0; i++) {
                 json_object *e = json_object_array_get_idx(expected, i);
                 json_object *chain = json_object_object_get(e, "chain");
+                if (!chain)
+                        continue;
                 json_object *rules = json_object_object_get(e, "rules");
                 for (size_t j = 0; j < json_object_array_length(rules) && r >= 0; j++) {
                         json_object *rule = json_object_new_object();
@@ -248,8 +264,12 @@ static bool chain_attrs_equal(json_object *meant, json_object *listed) {
         return true;
 }
 
+#define LISTED_SETS_MAX (2 * EGRESS_PROFILE_MAX_RULES + 1) /* one more than a profile makes */
+
 typedef struct Listed {
         bool table_flags;
+        json_object *set[LISTED_SETS_MAX]; /* borrowed from the listing */
+        size_t n_sets;
         json_object *chain[_CHAIN_MAX];
         json_object *rules[_CHAIN_MAX]; /* arrays of normalized exprs */
 } Listed;
@@ -265,10 +285,15 @@ static int collect(json_object *items, const char *bridge, Listed *l) {
                         return -ENOMEM;
         for (size_t i = 0; i < json_object_array_length(items); i++) {
                 json_object *it = json_object_array_get_idx(items, i), *o, *name;
+                int index;
                 /* A table with flags (dormant: no rule applies) is not ours as meant. */
                 if (json_object_object_get_ex(it, "table", &o) && json_object_object_get_ex(o, "flags", NULL))
                         l->table_flags = true;
-                else if (json_object_object_get_ex(it, "chain", &o) && json_object_object_get_ex(o, "name", &name)) {
+                else if (json_object_object_get_ex(it, "set", &o) && json_object_object_get_ex(o, "name", &name)) {
+                        /* More than a profile can make: the count then differs, "changed". */
+                        if (nft_set_kind_of(json_object_get_string(name), bridge, &index) > 0 && l->n_sets < LISTED_SETS_MAX)
+                                l->set[l->n_sets++] = o;
+                } else if (json_object_object_get_ex(it, "chain", &o) && json_object_object_get_ex(o, "name", &name)) {
                         int k = nft_chain_kind_of(json_object_get_string(name), bridge);
                         if (k >= 0)
                                 l->chain[k] = o;
@@ -286,6 +311,23 @@ static int collect(json_object *items, const char *bridge, Listed *l) {
         return 0;
 }
 
+static bool set_listed(const Listed *l, json_object *meant) {
+        static const char *const keys[] = { "type", "flags", "timeout" };
+        const char *name = json_object_get_string(json_object_object_get(meant, "name"));
+        for (size_t i = 0; i < l->n_sets; i++) {
+                if (strcmp(json_object_get_string(json_object_object_get(l->set[i], "name")), name) != 0)
+                        continue;
+                for (size_t k = 0; k < ELEMENTSOF(keys); k++) {
+                        json_object *a = NULL, *b = NULL;
+                        if (!json_object_object_get_ex(meant, keys[k], &a) || !json_object_object_get_ex(l->set[i], keys[k], &b) ||
+                            !json_object_equal(a, b))
+                                return false;
+                }
+                return true;
+        }
+        return false;
+}
+
 static int compare(json_object *expected, json_object *items, const char *bridge, NftSeatState *ret) {
         _cleanup_(listed_done) Listed l = {};
         bool any = false, differs = false;
@@ -294,9 +336,18 @@ static int compare(json_object *expected, json_object *items, const char *bridge
         int r = collect(items, bridge, &l);
         if (r < 0)
                 return r;
+        size_t sets_meant = 0;
         for (size_t i = 0; i < json_object_array_length(expected); i++) {
                 json_object *e = json_object_array_get_idx(expected, i);
-                json_object *chain = json_object_object_get(e, "chain");
+                json_object *chain = json_object_object_get(e, "chain"), *set;
+                if (json_object_object_get_ex(e, "set", &set)) {
+                        /* A name's set: there, with its type, flags and timeout (its
+                         * elements are the resolver's; a flush is seen by the watch). */
+                        sets_meant++;
+                        if (!set_listed(&l, set))
+                                differs = true;
+                        continue;
+                }
                 int k = nft_chain_kind_of(json_object_get_string(json_object_object_get(chain, "name")), bridge);
                 if (k < 0)
                         return -EINVAL;
@@ -313,7 +364,7 @@ static int compare(json_object *expected, json_object *items, const char *bridge
         for (int k = 0; k < _CHAIN_MAX; k++)
                 if (l.chain[k] && !meant[k])
                         any = differs = true;
-        if (l.table_flags)
+        if (l.table_flags || l.n_sets != sets_meant)
                 differs = true;
         *ret = !any ? NFT_SEAT_MISSING : differs ? NFT_SEAT_CHANGED : NFT_SEAT_OK;
         return 0;

@@ -15,7 +15,10 @@
  *   host-B  to the host itself: the guest's MAC first, then DHCP (from 0.0.0.0 or the
  *           guest's address, to the broadcast or the host's bridge address) when the
  *           profile serves it, then the guest's source address, replies, and DNS to the
- *           host's bridge address only when the profile serves it
+ *           host's bridge address only when the profile serves it ("dns host", or the
+ *           seat's resolver for "allow name")
+ *   n4<I>-B, n6<I>-B  sets (timeout) of the addresses the seat's resolver answered for
+ *           the profile's name I; out-B accepts them on the name's ports
  *   ing-B   base, hook ingress on the bridge device: only IPv4 and ARP frames (and IPv6
  *           when allowed) go on; VLAN-tagged and anything else is counted and dropped
  *
@@ -40,6 +43,26 @@
 #define NFT_SEAT_NAME_MAX 32
 #define NFT_LOG_PREFIX "seatd-deny "
 
+/* "allow name" (docs/egress.md "Names"): the seat's resolver (libvirt's dnsmasq on the
+ * bridge) puts every address it answers for an allowed name into that name's sets,
+ * n4<I>-<bridge> (IPv4) and, with "ipv6 allow", n6<I>-<bridge> (IPv6), I the index of the
+ * name's first rule. An element lives NFT_NAME_SET_TIMEOUT_S seconds (dnsmasq adds it
+ * without a timeout of its own; adding it again does not extend it); the resolver hands
+ * out TTLs of at most NFT_NAME_MAX_TTL_S, so a guest asks again long before. */
+#define NFT_NAME_SET_TIMEOUT_S 300
+#define NFT_NAME_MAX_TTL_S 10
+#define NFT_SET_NAME_MAX (2 + 4 + 1 + NFT_IFNAME_MAX)
+
+/* What a name's answer can never open, beyond the always-blocked ranges: private and
+ * shared address space (another seat, the host's networks, a rebinding attack on
+ * something inside). The accept rule for a name's set excludes them, and the resolver
+ * turns an answer holding any of them (or an always-blocked address) into NXDOMAIN. */
+extern const char *const nft_name_refused_ipv4[];
+extern const char *const nft_name_refused_ipv6[];
+
+/* "n4<index>-<bridge>" or "n6<index>-<bridge>". */
+void nft_name_set_name(int family, int index, const char *bridge, char buf[static NFT_SET_NAME_MAX + 1]);
+
 typedef struct NftSeatSpec {
         const char *seat;       /* seat id: [A-Za-z0-9_-], at most 32; in the log prefix */
         const char *bridge;     /* the seat's bridge, e.g. "seat-s1" */
@@ -52,6 +75,8 @@ typedef struct NftSeatSpec {
         bool has_mac;
         uint8_t guest_mac[6];   /* the guest's MAC (anti-spoofing) when has_mac */
         bool masquerade;        /* source NAT to the uplink's address */
+        unsigned name_timeout_s; /* how long a name's address stays in its set; 0:
+                                 * NFT_NAME_SET_TIMEOUT_S (tests use a short one) */
         const EgressProfile *profile;
 } NftSeatSpec;
 
@@ -71,11 +96,13 @@ NftContext *nft_context_free(NftContext *c);
 DEFINE_TRIVIAL_CLEANUP_FUNC(NftContext *, nft_context_free)
 #define _cleanup_nft_context_ _cleanup_(nft_context_freep)
 
-/* Checks names and the profile (no "allow name" rules yet: -EOPNOTSUPP). */
+/* Checks names and the profile ("allow name" needs a "dns ADDRESS" upstream and the host's
+ * address, and cannot be combined with "dns host"). */
 int nft_seat_spec_validate(const NftSeatSpec *spec, SeatError **ret_error);
 
 /* The seat's chains as meant: a JSON array of {"chain": {...}, "rules": [expr, …]}, in
- * nft's own canonical JSON (what `list table` gives back, counters as null). Pure. */
+ * nft's own canonical JSON (what `list table` gives back, counters as null), preceded by
+ * {"set": {...}} entries for the names' sets. Pure. */
 int nft_seat_expected(const NftSeatSpec *spec, json_object **ret, SeatError **ret_error);
 
 /* Install (replacing the seat's old chains, if any, in the same transaction), read back,
@@ -94,6 +121,11 @@ int nft_seat_denied(NftContext *c, const char *bridge, uint64_t *ret_packets, Se
  * accept", "packets": N, "bytes": N}. The text is made from what nftables lists, so it
  * shows what is enforced, not what was meant. */
 int nft_seat_counters(NftContext *c, const char *bridge, json_object **ret, SeatError **ret_error);
+
+/* The names of the profile and what their sets hold now: a JSON array of {"name",
+ * "proto", "ports", "addresses": [{"address", "expires_s"}], "packets", "bytes"} (the
+ * counters of the name's accept rules). */
+int nft_seat_names(NftContext *c, const NftSeatSpec *spec, json_object **ret, SeatError **ret_error);
 
 /* Bridges that have chains in table inet seatd (NULL-terminated, strv_free() it). */
 int nft_seat_bridges(NftContext *c, char ***ret, SeatError **ret_error);

@@ -2,6 +2,7 @@
 /* glibc's <netinet/in.h> (through nftwatch.h) before the kernel headers that include
  * <linux/in.h>. */
 #include "nftwatch.h"
+#include "nft-internal.h"
 
 #include <string.h>
 #include <sys/socket.h>
@@ -96,7 +97,9 @@ int nft_monitor_fd(const NftMonitor *m) {
         return m->fd;
 }
 
-int nft_monitor_check(NftMonitor *m, SeatError **ret_error) {
+/* flushed: seats whose name sets lost elements (NULL: none). The resolver only adds and
+ * the kernel lets elements expire without a word, so a deletion is someone else's. */
+static int check_seats(NftMonitor *m, const bool *flushed) {
         int reported = 0;
         for (size_t i = 0; i < m->n_seats; i++) {
                 NftSeatState state;
@@ -104,6 +107,8 @@ int nft_monitor_check(NftMonitor *m, SeatError **ret_error) {
                 /* Fail closed: rules that cannot be read back are not known to be intact
                  * (nft 1.0.6 cannot even list a table someone made dormant). */
                 if (nft_seat_verify(m->nft, &m->seats[i], &state, &err) < 0)
+                        state = NFT_SEAT_CHANGED;
+                if (state == NFT_SEAT_OK && flushed && flushed[i])
                         state = NFT_SEAT_CHANGED;
                 if (state == NFT_SEAT_OK)
                         continue;
@@ -116,6 +121,49 @@ int nft_monitor_check(NftMonitor *m, SeatError **ret_error) {
 
 /* The table an nf_tables event is about: attribute 1 is the table name in every message
  * type that has one (NFTA_TABLE_NAME, NFTA_CHAIN_TABLE, NFTA_RULE_TABLE, NFTA_SET_TABLE, …). */
+int nft_monitor_check(NftMonitor *m, SeatError **ret_error) {
+        return check_seats(m, NULL);
+}
+
+/* The string attribute of that type in an nftables event, or NULL. */
+static const char *event_attr(const struct nlmsghdr *h, unsigned type, char buf[static 257]) {
+        size_t hdr = NLMSG_ALIGN(NLMSG_LENGTH(sizeof(struct nfgenmsg)));
+        if (h->nlmsg_len < hdr)
+                return NULL;
+        const uint8_t *p = (const uint8_t *) h + hdr;
+        size_t left = h->nlmsg_len - hdr;
+        while (left >= sizeof(struct nlattr)) {
+                const struct nlattr *a = (const struct nlattr *) p;
+                if (a->nla_len < sizeof(*a) || a->nla_len > left)
+                        return NULL;
+                if ((a->nla_type & NLA_TYPE_MASK) == type) {
+                        size_t n = strnlen((const char *) (a + 1), a->nla_len - sizeof(*a));
+                        if (n > 256)
+                                return NULL;
+                        memcpy(buf, a + 1, n);
+                        buf[n] = 0;
+                        return buf;
+                }
+                size_t step = NLA_ALIGN(a->nla_len);
+                if (step >= left)
+                        break;
+                p += step;
+                left -= step;
+        }
+        return NULL;
+}
+
+/* Element deletions in one of a watched seat's name sets mark that seat. */
+static void note_flush(const NftMonitor *m, const struct nlmsghdr *h, bool *flushed) {
+        char set[257];
+        int index;
+        if (NFNL_MSG_TYPE(h->nlmsg_type) != NFT_MSG_DELSETELEM || !event_attr(h, NFTA_SET_ELEM_LIST_SET, set))
+                return;
+        for (size_t i = 0; i < m->n_seats; i++)
+                if (nft_set_kind_of(set, m->seats[i].bridge, &index) > 0)
+                        flushed[i] = true;
+}
+
 static bool event_touches_seatd(const struct nlmsghdr *h) {
         if (NFNL_SUBSYS_ID(h->nlmsg_type) != NFNL_SUBSYS_NFTABLES)
                 return false;
@@ -150,7 +198,7 @@ static bool event_touches_seatd(const struct nlmsghdr *h) {
 
 int nft_monitor_process(NftMonitor *m, SeatError **ret_error) {
         _Alignas(struct nlmsghdr) uint8_t buf[65536];
-        bool dirty = false;
+        bool dirty = false, flushed[NFT_MONITOR_MAX_SEATS] = {};
 
         for (int reads = 0; reads < MAX_READS; reads++) {
                 ssize_t n = recv(m->fd, buf, sizeof(buf), MSG_DONTWAIT);
@@ -173,12 +221,17 @@ int nft_monitor_process(NftMonitor *m, SeatError **ret_error) {
                                 dirty = true; /* truncated or malformed: cannot tell, verify */
                                 break;
                         }
-                        if (h->nlmsg_type >= NLMSG_MIN_TYPE && event_touches_seatd(h))
+                        /* The resolver adding a name's address changes no rule: no
+                         * read-back for each answer. */
+                        if (h->nlmsg_type >= NLMSG_MIN_TYPE && event_touches_seatd(h) &&
+                            NFNL_MSG_TYPE(h->nlmsg_type) != NFT_MSG_NEWSETELEM) {
                                 dirty = true;
+                                note_flush(m, h, flushed);
+                        }
                         off += NLMSG_ALIGN(h->nlmsg_len);
                         if (off >= len)
                                 break;
                 }
         }
-        return dirty ? nft_monitor_check(m, ret_error) : 0;
+        return dirty ? check_seats(m, flushed) : 0;
 }

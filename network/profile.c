@@ -154,15 +154,18 @@ static int parse_ports(const char *s, uint16_t *ret_lo, uint16_t *ret_hi) {
 }
 
 /* A DNS name: labels of [a-z0-9-], 1..63 bytes, no hyphen at either end, at least two
- * labels, at most EGRESS_NAME_MAX bytes; lowercased. */
+ * labels, at most EGRESS_NAME_MAX bytes; lowercased. A leading "*." (a wildcard: every
+ * name below the rest, at any depth, not the rest itself) is allowed before them. */
 static int parse_dns_name(const char *s, char **ret) {
-        size_t n = strlen(s), label = 0, labels = 1;
+        size_t n = strlen(s), label = 0, labels = 1, start = 0;
         if (n == 0 || n > EGRESS_NAME_MAX)
                 return -EINVAL;
         _cleanup_free_ char *d = strdup(s);
         if (!d)
                 return -ENOMEM;
-        for (size_t i = 0; i < n; i++) {
+        if (n > 2 && d[0] == '*' && d[1] == '.')
+                start = 2;
+        for (size_t i = start; i < n; i++) {
                 char c = (char) tolower((unsigned char) d[i]);
                 d[i] = c;
                 if (c == '.') {
@@ -401,6 +404,15 @@ bool egress_profile_has_names(const EgressProfile *p) {
                 if (p->rules[i].name)
                         return true;
         return false;
+}
+
+int egress_profile_name_index(const EgressProfile *p, size_t i) {
+        if (i >= p->n_rules || !p->rules[i].name)
+                return -1;
+        for (size_t j = 0; j < i; j++)
+                if (p->rules[j].name && strcmp(p->rules[j].name, p->rules[i].name) == 0)
+                        return (int) j;
+        return (int) i;
 }
 
 static int format_rule(FILE *f, const EgressRule *r) {

@@ -11,7 +11,8 @@
  *   allow tcp 198.51.100.10/32 port 8080
  *   allow udp 198.51.100.0/24 port 5000-5010
  *   allow icmp 198.51.100.0/24
- *   allow name example.test tcp port 443     (parsed; not enforced yet: install refuses it)
+ *   allow name example.test tcp port 443     (the name and every name below it, through the
+ *   allow name *.example.test udp port 53    seat's resolver; *.: only the names below)
  *   dns 198.51.100.53                        (udp+tcp 53 to that server)
  *   dns host                                 (the host's resolver on the seat bridge)
  *   dhcp on|off                              (the host's DHCP server on the seat bridge)
@@ -49,7 +50,7 @@ typedef struct EgressAddr {
 typedef struct EgressRule {
         EgressProto proto;
         EgressAddr dest;   /* unused when name is set */
-        char *name;        /* "allow name …": a DNS name, lowercase; else NULL */
+        char *name;        /* "allow name …": a DNS name, lowercase, maybe "*."-prefixed; else NULL */
         uint16_t port_lo, port_hi; /* 0,0 for icmp */
         unsigned line;     /* where it was written, for messages */
 } EgressRule;
@@ -85,8 +86,11 @@ int egress_profile_parse(const char *buf, size_t len, EgressProfile **ret, SeatE
 int egress_profile_load(const char *path, EgressProfile **ret, SeatError **ret_error);
 /* The canonical text of a profile: parsing it gives the same profile back. */
 int egress_profile_format(const EgressProfile *p, char **ret);
-/* True when the profile has "allow name" rules (not enforced yet). */
+/* True when the profile has "allow name" rules (the seat's resolver serves them). */
 bool egress_profile_has_names(const EgressProfile *p);
+/* The index of the first "allow name" rule with the same name as rule i: rules that name
+ * one name share its nftables sets (numbered by that index). -1 when rule i has no name. */
+int egress_profile_name_index(const EgressProfile *p, size_t i);
 
 /* "198.51.100.0/24", "2001:db8::/32"; a bare address is a /32 or /128. Host bits must be
  * zero. Returns 0 or -EINVAL. */

@@ -90,6 +90,37 @@ static void print_seat_row(json_object *s) {
         }
 }
 
+/* Each allowed name: its ports, the addresses its resolver answered that are in its sets
+ * now (seconds to expiry), and the packets its accept rules counted. */
+static void print_names(json_object *net) {
+        json_object *names = NULL;
+        if (*str(net, "names_error"))
+                printf("names: cannot read their sets: %s\n", str(net, "names_error"));
+        if (!json_object_object_get_ex(net, "names", &names) || !json_object_is_type(names, json_type_array))
+                return;
+        for (size_t i = 0; i < json_object_array_length(names); i++) {
+                json_object *n = json_object_array_get_idx(names, i), *ports = NULL, *addrs = NULL;
+                int64_t pk = 0;
+                (void) json_get_int64(n, "packets", false, 0, INT64_MAX - 1, &pk);
+                _cleanup_free_ char *e = log_escape(str(n, "name"), strlen(str(n, "name")), 260);
+                printf("name %s (%" PRId64 " packets;", e ? e : "?", pk);
+                if (json_object_object_get_ex(n, "ports", &ports) && json_object_is_type(ports, json_type_array))
+                        for (size_t j = 0; j < json_object_array_length(ports); j++)
+                                printf(" %s", json_object_get_string(json_object_array_get_idx(ports, j)));
+                printf("):");
+                if (!json_object_object_get_ex(n, "addresses", &addrs) || !json_object_is_type(addrs, json_type_array) ||
+                    json_object_array_length(addrs) == 0)
+                        printf(" no address resolved");
+                for (size_t j = 0; addrs && j < json_object_array_length(addrs); j++) {
+                        json_object *a = json_object_array_get_idx(addrs, j);
+                        int64_t exp = -1;
+                        (void) json_get_int64(a, "expires_s", false, 0, INT64_MAX - 1, &exp);
+                        printf(" %s (%" PRId64 " s)", str(a, "address"), exp);
+                }
+                printf("\n");
+        }
+}
+
 /* The seat's network and its filter, rule by rule with counters. */
 static void print_network(json_object *seat) {
         json_object *net = NULL, *rules = NULL, *last = NULL;
@@ -111,6 +142,7 @@ static void print_network(json_object *seat) {
         printf("\n");
         if (*str(net, "rules_error"))
                 printf("rules: cannot read them: %s\n", str(net, "rules_error"));
+        print_names(net);
         if (!json_object_object_get_ex(net, "rules", &rules) || !json_object_is_type(rules, json_type_array))
                 return;
         printf("  %-5s %10s %12s  %s\n", "CHAIN", "PACKETS", "BYTES", "RULE");

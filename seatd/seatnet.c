@@ -360,6 +360,7 @@ static int make_network(SeatNetManager *nm, virConnectPtr conn, SeatNet *n, int 
                 }
                 n->index = i;
                 int r = netdef_seat(&nm->pool, n->seat_id, (unsigned) i, p->dhcp, p->dns_host, &n->ns, ret_error);
+                n->ns.names = p; /* with "allow name": the seat's resolver serves only them */
                 if (r >= 0)
                         r = create_network(conn, &n->ns, &err);
                 if (r >= 0)
@@ -675,6 +676,16 @@ int seatnet_to_json(SeatNetManager *nm, const SeatNet *n, json_object **ret) {
         if (r < 0)
                 json_object_object_add(o, "rules_error", json_object_new_string(err ? err->message : strerror(-r)));
         json_object_object_add(o, "rules", rules);
+        if (egress_profile_has_names(n->profile)) {
+                json_object *names = NULL;
+                _cleanup_error_ SeatError *nerr = NULL;
+                pthread_mutex_lock(&nm->lock);
+                int k = nft_seat_names(nm->nft, &n->spec, &names, &nerr);
+                pthread_mutex_unlock(&nm->lock);
+                if (k < 0)
+                        json_object_object_add(o, "names_error", json_object_new_string(nerr ? nerr->message : strerror(-k)));
+                json_object_object_add(o, "names", names);
+        }
         json_object_object_add(o, "denied_packets", json_object_new_int64((int64_t) denied));
         *ret = TAKE_PTR(o);
         return 0;

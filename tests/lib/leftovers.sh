@@ -23,6 +23,10 @@ seat_leftovers_remove() {
                 virsh -q -c qemu:///system net-destroy "seatd-$id" >/dev/null 2>&1
                 # base chains first: they jump to the others
                 for c in fwd in nat ing out to host; do nft delete chain inet seatd "$c-seat-$id" 2>/dev/null; done
+                # then the "allow name" sets, which no rule uses any more
+                for c in $(nft list table inet seatd 2>/dev/null | grep -oE "set n[46][0-9]+-seat-$id " | cut -d' ' -f2); do
+                        nft delete set inet seatd "$c" 2>/dev/null
+                done
                 while ip rule del iif "seat-$id" 2>/dev/null; do :; done
         done
         return 0

@@ -7,7 +7,8 @@
  *          [--host IP] [--mac MAC] [--masquerade] [--profile FILE] [--timeout-ms N]
  *          [--interval-ms N]
  *
- * --host is the host's address on the bridge (needed by "dhcp on" and "dns host").
+ * --host is the host's address on the bridge (needed by "dhcp on", "dns host" and "allow
+ * name"); --name-timeout S sets the names' set timeout (default NFT_NAME_SET_TIMEOUT_S).
  *
  * install  installs, reads back, compares; exit 0 or 1 with the reason on stderr
  * verify   prints ok|changed|missing; exit 0 only for ok
@@ -15,6 +16,9 @@
  * denied   prints the packets counted by the seat's drop rules
  * counters prints what status shows: each rule of the seat as nftables writes it, with
  *          its counter, as JSON
+ * names    prints what status shows of the names: their set members and counters, as JSON
+ * dnsmasq  prints the options libvirt's dnsmasq gets for the profile's names
+ *          (netdef_dnsmasq_options()), one a line: a dnsmasq --conf-file
  * watch    prints "ready", then waits (netlink + a periodic check every --interval-ms) for
  *          the seat's rules to change and prints
  *          "detected seat=S state=changed|missing via=netlink|periodic at_ms=<CLOCK_REALTIME ms>";
@@ -28,6 +32,7 @@
 
 #include "common/fileio.h"
 #include "common/jsonframe.h"
+#include "network/netdef.h"
 #include "network/nft.h"
 #include "network/nftwatch.h"
 
@@ -58,7 +63,8 @@ static int parse_args(int argc, char *argv[], Options *o) {
                 { "uplink", required_argument, NULL, 'u' },   { "guest", required_argument, NULL, 'g' },
                 { "mac", required_argument, NULL, 'm' },      { "masquerade", no_argument, NULL, 'M' },
                 { "profile", required_argument, NULL, 'p' },  { "timeout-ms", required_argument, NULL, 't' },
-                { "interval-ms", required_argument, NULL, 'i' }, { "host", required_argument, NULL, 'H' }, {},
+                { "interval-ms", required_argument, NULL, 'i' }, { "host", required_argument, NULL, 'H' },
+                { "name-timeout", required_argument, NULL, 'N' }, {},
         };
         int c;
 
@@ -85,6 +91,7 @@ static int parse_args(int argc, char *argv[], Options *o) {
                 case 'p': o->profile_path = optarg; break;
                 case 't': o->timeout_ms = strtoll(optarg, NULL, 10); break;
                 case 'i': o->interval_ms = strtoll(optarg, NULL, 10); break;
+                case 'N': o->spec.name_timeout_s = (unsigned) strtoul(optarg, NULL, 10); break;
                 default: return -EINVAL;
                 }
         if (optind != argc - 1 || o->timeout_ms <= 0 || o->interval_ms <= 0)
@@ -143,8 +150,22 @@ static int do_watch(const Options *o, SeatError **err) {
         return 0;
 }
 
+static int print_dnsmasq(const Options *o, SeatError **err) {
+        _cleanup_strv_free_ char **l = NULL;
+        NetSeat ns = { .names = o->spec.profile };
+        (void) snprintf(ns.bridge, sizeof(ns.bridge), "%s", o->spec.bridge ? o->spec.bridge : "");
+        int r = netdef_dnsmasq_options(&ns, &l);
+        if (r < 0)
+                return seat_error_set(err, -r, "cannot make the resolver's options");
+        for (char **x = l; *x; x++)
+                printf("%s\n", *x);
+        return 0;
+}
+
 static int run(const Options *o, SeatError **err) {
         _cleanup_nft_context_ NftContext *c = NULL;
+        if (strcmp(o->verb, "dnsmasq") == 0)
+                return print_dnsmasq(o, err);
         int r = nft_context_new(&c, err);
         if (r < 0)
                 return r;
@@ -160,6 +181,13 @@ static int run(const Options *o, SeatError **err) {
         if (strcmp(o->verb, "counters") == 0) {
                 _cleanup_json_ json_object *j = NULL;
                 r = nft_seat_counters(c, o->spec.bridge, &j, err);
+                if (r >= 0)
+                        printf("%s\n", json_object_to_json_string_ext(j, JSON_C_TO_STRING_PRETTY));
+                return r;
+        }
+        if (strcmp(o->verb, "names") == 0) {
+                _cleanup_json_ json_object *j = NULL;
+                r = nft_seat_names(c, &o->spec, &j, err);
                 if (r >= 0)
                         printf("%s\n", json_object_to_json_string_ext(j, JSON_C_TO_STRING_PRETTY));
                 return r;

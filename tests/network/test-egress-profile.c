@@ -77,6 +77,26 @@ static void test_names_ranges_v6(void **state) {
         assert_true(p->ipv6 && p->dns_host && p->dhcp);
 }
 
+/* "*.": every name below, at any depth (docs/egress.md); a star anywhere else is refused.
+ * Rules naming one name share its sets (egress_profile_name_index). */
+static void test_wildcard_names(void **state) {
+        _cleanup_egress_profile_ EgressProfile *p = parse_ok("allow name *.Wild.test tcp port 443\n"
+                                                             "allow tcp 198.51.100.10 port 80\n"
+                                                             "allow name a.test udp port 53\n"
+                                                             "allow name *.wild.test udp port 53\n");
+        assert_string_equal(p->rules[0].name, "*.wild.test");
+        assert_int_equal(egress_profile_name_index(p, 0), 0);
+        assert_int_equal(egress_profile_name_index(p, 1), -1);
+        assert_int_equal(egress_profile_name_index(p, 2), 2);
+        assert_int_equal(egress_profile_name_index(p, 3), 0);
+        assert_int_equal(egress_profile_name_index(p, 4), -1);
+        parse_bad("allow name *.test tcp port 1\n", EINVAL, "DNS name");
+        parse_bad("allow name a.*.test tcp port 1\n", EINVAL, "DNS name");
+        parse_bad("allow name *a.test tcp port 1\n", EINVAL, "DNS name");
+        parse_bad("allow name **.a.test tcp port 1\n", EINVAL, "DNS name");
+        parse_bad("allow name *. tcp port 1\n", EINVAL, "DNS name");
+}
+
 static void test_empty_is_deny_all(void **state) {
         _cleanup_egress_profile_ EgressProfile *p = parse_ok("");
         assert_int_equal(p->n_rules, 0);
@@ -163,6 +183,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_basic),
                 cmocka_unit_test(test_names_ranges_v6),
+                cmocka_unit_test(test_wildcard_names),
                 cmocka_unit_test(test_empty_is_deny_all),
                 cmocka_unit_test(test_refused),
                 cmocka_unit_test(test_nul),

@@ -106,11 +106,59 @@ static void test_xml(void **state) {
         assert_non_null(strstr(net_dhcp, "<range start='10.213.0.6' end='10.213.0.6'/>"));
 }
 
+/* "allow name": libvirt's dnsmasq for the seat answers only the names, forwards them to
+ * the profile's servers, fills the names' sets, and refuses rebinding answers. */
+static void test_names_xml(void **state) {
+        NetPool p;
+        NetSeat s;
+        EgressProfile *prof = NULL;
+        _cleanup_free_ char *net = NULL;
+        _cleanup_strv_free_ char **opts = NULL, **none = NULL;
+        const char *text = "ipv6 allow\ndns 198.51.100.53\ndns 2001:db8::53\n"
+                           "allow name example.test tcp port 443\nallow name *.wild.test udp port 53\n"
+                           "allow name example.test tcp port 80\n";
+        assert_int_equal(egress_profile_parse(text, strlen(text), &prof, NULL), 0);
+        assert_int_equal(netdef_pool_parse("10.213.0.0/16", 30, &p, NULL), 0);
+        assert_int_equal(netdef_seat(&p, "s1", 1, false, false, &s, NULL), 0);
+        assert_int_equal(netdef_dnsmasq_options(&s, &none), 0); /* no names: nothing */
+        assert_null(none[0]);
+        s.names = prof;
+        assert_int_equal(netdef_dnsmasq_options(&s, &opts), 0);
+        const char *want[] = {
+                "no-resolv", "cache-size=0", "max-ttl=10", "address=/#/",
+                "bogus-nxdomain=0.0.0.0/8", "bogus-nxdomain=127.0.0.0/8", "bogus-nxdomain=169.254.0.0/16",
+                "bogus-nxdomain=224.0.0.0/4", "bogus-nxdomain=255.255.255.255", "bogus-nxdomain=10.0.0.0/8",
+                "bogus-nxdomain=100.64.0.0/10", "bogus-nxdomain=172.16.0.0/12", "bogus-nxdomain=192.168.0.0/16",
+                "bogus-nxdomain=::1", "bogus-nxdomain=fe80::/10", "bogus-nxdomain=ff00::/8", "bogus-nxdomain=fc00::/7",
+                "server=/example.test/198.51.100.53", "server=/example.test/2001:db8::53",
+                "nftset=/example.test/4#inet#seatd#n40-seat-s1,6#inet#seatd#n60-seat-s1",
+                "server=/*.wild.test/198.51.100.53", "server=/*.wild.test/2001:db8::53",
+                "nftset=/*.wild.test/4#inet#seatd#n41-seat-s1,6#inet#seatd#n61-seat-s1", NULL,
+        };
+        for (size_t i = 0; want[i] || opts[i]; i++) {
+                assert_non_null(opts[i]);
+                assert_non_null(want[i]);
+                assert_string_equal(opts[i], want[i]);
+        }
+        assert_int_equal(netdef_network_xml(&s, &net), 0);
+        assert_non_null(strstr(net, "<network xmlns:dnsmasq='http://libvirt.org/schemas/network/dnsmasq/1.0'>\n"));
+        assert_non_null(strstr(net, "  <dns enable='yes'/>\n"));
+        assert_non_null(strstr(net, "  </ip>\n"
+                                    "  <dnsmasq:options>\n"
+                                    "    <dnsmasq:option value='no-resolv'/>\n"
+                                    "    <dnsmasq:option value='cache-size=0'/>\n"));
+        assert_non_null(strstr(net, "    <dnsmasq:option value='nftset=/*.wild.test/4#inet#seatd#n41-seat-s1,6#inet#seatd#n61-seat-s1'/>\n"
+                                    "  </dnsmasq:options>\n"
+                                    "</network>\n"));
+        egress_profile_free(prof);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_pool),
                 cmocka_unit_test(test_seat),
                 cmocka_unit_test(test_xml),
+                cmocka_unit_test(test_names_xml),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

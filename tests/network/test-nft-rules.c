@@ -33,7 +33,7 @@ static json_object *chain(json_object *chains, const char *name) {
         for (size_t i = 0; i < json_object_array_length(chains); i++) {
                 json_object *e = json_object_array_get_idx(chains, i);
                 json_object *c = json_object_object_get(e, "chain");
-                if (strcmp(json_object_get_string(json_object_object_get(c, "name")), name) == 0)
+                if (c && strcmp(json_object_get_string(json_object_object_get(c, "name")), name) == 0)
                         return e;
         }
         return NULL;
@@ -207,8 +207,19 @@ static void test_refused(void **state) {
         NftSeatSpec s = spec_for(p);
         _cleanup_error_ SeatError *e = NULL;
 
-        assert_int_equal(nft_seat_expected(&s, &chains, &e), -EOPNOTSUPP);
-        assert_non_null(strstr(e->message, "not enforced yet"));
+        /* A name needs an upstream for the seat's resolver, and not "dns host". */
+        assert_int_equal(nft_seat_expected(&s, &chains, &e), -EINVAL);
+        assert_non_null(strstr(e->message, "'dns ADDRESS'"));
+        seat_error_free(TAKE_PTR(e));
+        _cleanup_egress_profile_ EgressProfile *h =
+                profile("dns host\ndns 198.51.100.53\nallow name example.test tcp port 443\n");
+        s = spec_for(h);
+        assert_int_equal(nft_seat_expected(&s, &chains, &e), -EINVAL);
+        assert_non_null(strstr(e->message, "cannot be combined"));
+        _cleanup_egress_profile_ EgressProfile *n = profile("dns 198.51.100.53\nallow name example.test tcp port 443\n");
+        s = spec_for(n);
+        s.host.s_addr = 0;
+        assert_int_equal(nft_seat_expected(&s, &chains, NULL), -EINVAL);
 
         s = spec_for(q);
         s.bridge = "seat-\"x";
@@ -242,6 +253,55 @@ static void test_no_uplink(void **state) {
         assert_int_equal(nft_seat_expected(&s, &chains, NULL), -EINVAL);
 }
 
+/* "allow name": a set per name (and family) before the chains, the accept rule on the set
+ * that never opens a refused range, DNS only to the seat's resolver. */
+static void test_names(void **state) {
+        _cleanup_egress_profile_ EgressProfile *p = profile("dns 198.51.100.53\n"
+                                                            "allow name example.test tcp port 443\n"
+                                                            "allow name *.wild.test udp port 5000-5010\n"
+                                                            "allow name example.test tcp port 8443\n");
+        _cleanup_json_ json_object *chains = NULL;
+        NftSeatSpec s = spec_for(p);
+
+        assert_int_equal(nft_seat_expected(&s, &chains, NULL), 0);
+        assert_int_equal(json_object_array_length(chains), 8); /* 2 sets, 6 chains */
+        assert_string_equal(json_object_to_json_string_ext(json_object_array_get_idx(chains, 0), JSON_C_TO_STRING_PLAIN),
+                            "{\"set\":{\"family\":\"inet\",\"table\":\"seatd\",\"name\":\"n40-seat-s1\","
+                            "\"type\":\"ipv4_addr\",\"flags\":[\"timeout\"],\"timeout\":300}}");
+        assert_non_null(strstr(json_object_to_json_string(json_object_array_get_idx(chains, 1)), "n41-seat-s1"));
+        json_object *out = chain(chains, "out-seat-s1");
+        /* MAC, IP, IPv6, uplink, blocked, replies, 3 name rules (no rule to the upstream), log, drop */
+        assert_int_equal(json_object_array_length(json_object_object_get(out, "rules")), 11);
+        assert_string_equal(rule_text(out, 6),
+                            "[{\"match\":{\"op\":\"==\",\"left\":{\"payload\":{\"protocol\":\"ip\",\"field\":\"daddr\"}},"
+                            "\"right\":\"@n40-seat-s1\"}},{\"match\":{\"op\":\"!=\",\"left\":{\"payload\":{\"protocol\":\"ip\","
+                            "\"field\":\"daddr\"}},\"right\":{\"set\":[{\"prefix\":{\"addr\":\"10.0.0.0\",\"len\":8}},"
+                            "{\"prefix\":{\"addr\":\"100.64.0.0\",\"len\":10}},{\"prefix\":{\"addr\":\"172.16.0.0\",\"len\":12}},"
+                            "{\"prefix\":{\"addr\":\"192.168.0.0\",\"len\":16}}]}}},{\"match\":{\"op\":\"==\",\"left\":"
+                            "{\"payload\":{\"protocol\":\"tcp\",\"field\":\"dport\"}},\"right\":443}},{\"counter\":null},"
+                            "{\"accept\":null}]");
+        assert_non_null(strstr(rule_text(out, 7), "\"right\":\"@n41-seat-s1\""));
+        assert_non_null(strstr(rule_text(out, 7), "\"range\":[5000,5010]"));
+        assert_non_null(strstr(rule_text(out, 8), "\"right\":\"@n40-seat-s1\"")); /* the same name: its set */
+        assert_non_null(strstr(rule_text(out, 8), "\"right\":8443"));
+        assert_null(strstr(json_object_to_json_string(out), "198.51.100.53"));
+        /* The guest asks the seat's resolver on the host's bridge address, udp and tcp. */
+        const char *host = json_object_to_json_string(chain(chains, "host-seat-s1"));
+        assert_non_null(strstr(host, "\"10.213.0.5\" } }, { \"match\": { \"op\": \"==\", \"left\": { \"payload\": { \"protocol\": \"udp\""));
+        assert_non_null(strstr(host, "\"10.213.0.5\" } }, { \"match\": { \"op\": \"==\", \"left\": { \"payload\": { \"protocol\": \"tcp\""));
+        json_object_put(TAKE_PTR(chains));
+
+        /* With "ipv6 allow" each name has an IPv6 set too, and its own rule. */
+        _cleanup_egress_profile_ EgressProfile *q = profile("ipv6 allow\ndns 198.51.100.53\nallow name example.test tcp port 443\n");
+        s = spec_for(q);
+        assert_int_equal(nft_seat_expected(&s, &chains, NULL), 0);
+        assert_non_null(strstr(json_object_to_json_string(json_object_array_get_idx(chains, 1)),
+                               "\"name\": \"n60-seat-s1\", \"type\": \"ipv6_addr\""));
+        out = chain(chains, "out-seat-s1");
+        assert_non_null(strstr(rule_text(out, 7), "\"right\":\"@n60-seat-s1\""));
+        assert_non_null(strstr(rule_text(out, 7), "{\"prefix\":{\"addr\":\"fc00::\",\"len\":7}}"));
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_no_uplink),
@@ -249,6 +309,7 @@ int main(void) {
                 cmocka_unit_test(test_profile_options),
                 cmocka_unit_test(test_host_chain),
                 cmocka_unit_test(test_refused),
+                cmocka_unit_test(test_names),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,256 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+#
+# "allow name" (docs/egress.md "Names") proven without VMs: a namespace stands in for a
+# seat's guest, dnsmasq runs on its bridge with exactly the options seatd gives libvirt's
+# dnsmasq for the profile (nftest dnsmasq = netdef_dnsmasq_options()), and the filter is
+# nftest's (network/nft.c). The outside world is world.sh's, with a few more names in its
+# zone:
+#
+#   netns seatd-nn-g1 (guest 10.218.1.6, 52:54:00:d5:01:01) --veth-- bridge seat-nn1 (10.218.1.5,
+#     dnsmasq on :53)
+#   host: policy routing table 214 from the bridge -> veth uplink sdnn-up0 (10.255.214.1/30)
+#     -> netns seatd-nn-out (world.sh); dnsmasq's own queries to 198.51.100.53 by a host
+#     route through the same veth
+#
+# Cases: an allowed name resolves, lands in its set and connects, while its address is
+# dropped before it was resolved; a name not allowed gets NXDOMAIN and its address is
+# dropped when dialled; a wildcard covers names below at any depth but not itself; names
+# answering the metadata address, a private address behind the uplink, or the host's
+# bridge address get NXDOMAIN and add nothing; a private address put into the set by hand
+# still opens nothing; the guest cannot ask another resolver; `nft flush set` is detected
+# by the watch and repaired by installing again; an address leaves the set when the set's
+# timeout runs out.
+#
+# usage: names.sh NFTEST GUEST_PROBE
+set -u
+
+NFTEST=${1:?usage: names.sh NFTEST GUEST_PROBE}
+GP=${2:?usage: names.sh NFTEST GUEST_PROBE}
+HERE=$(cd "$(dirname "$0")" && pwd)
+
+BR=seat-nn1 UP=sdnn-up0 V=sdnn-g1 NS=seatd-nn-g1 RT=214
+HOST=10.218.1.5 GUEST=10.218.1.6 MAC=52:54:00:d5:01:01
+SEAT=(--seat nn1 --bridge $BR --uplink $UP --guest $GUEST --host $HOST --mac $MAC --masquerade)
+SET4=n40-$BR
+
+n=0
+failed=0
+ok() { n=$((n + 1)); echo "ok $n - $*"; }
+not_ok() { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $*"; }
+diag() { echo "# $*"; }
+
+if [[ $(id -u) != 0 ]]; then
+        echo "1..0 # SKIP needs root (network namespaces, nftables)"
+        exit 0
+fi
+for tool in ip ss nft python3 bridge flock dnsmasq; do
+        if ! command -v $tool >/dev/null; then
+                echo "1..0 # SKIP $tool is missing"
+                exit 0
+        fi
+done
+if ! dnsmasq --version | grep -qw nftset; then
+        echo "1..0 # SKIP this dnsmasq is built without nftset"
+        exit 0
+fi
+
+# shellcheck source=world.sh
+. "$HERE/world.sh"
+world_lock || { echo "Bail out! cannot take the egress test lock"; exit 1; }
+WORLD_NS=seatd-nn-out WORLD_NET=10.255.214
+PRIVATE=$WORLD_NET.2 # the world's end of the uplink: private, and reachable behind it
+WORLD_ZONE+=(a.wild.test=$WORLD_ALLOWED b.c.wild.test=$WORLD_ALLOWED wild.test=$WORLD_ALLOWED
+        private.test=$PRIVATE hostaddr.test=$HOST)
+TMP=$(mktemp -d /tmp/seatd-names.XXXXXX)
+WORLD_DIR=$TMP/world
+DNSMASQ_PID=
+
+cleanup() {
+        if [[ -n $DNSMASQ_PID ]]; then
+                kill "$DNSMASQ_PID" 2>/dev/null
+                wait "$DNSMASQ_PID" 2>/dev/null
+        fi
+        "$NFTEST" remove "${SEAT[@]}" 2>/dev/null
+        ip route del $WORLD_DNS/32 2>/dev/null
+        world_unroute $RT
+        world_guest_down $NS $BR $V
+        world_down
+        if nft -j list table inet seatd 2>/dev/null | python3 -c \
+                'import json,sys; sys.exit(any("chain" in x or "set" in x for x in json.load(sys.stdin)["nftables"]))'; then
+                nft delete table inet seatd 2>/dev/null
+        fi
+        rm -rf "$TMP"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+cat >"$TMP/names.profile" <<EOF
+dns $WORLD_DNS
+allow name allowed.test tcp port 8080
+allow name *.wild.test tcp port 8080
+allow name metadata.test tcp port 80
+allow name private.test tcp port 8080
+allow name hostaddr.test tcp port 2222
+EOF
+SEAT+=(--profile "$TMP/names.profile")
+
+start_dnsmasq() {
+        # What libvirt writes for a network with <dns enable='yes'> on this bridge, then
+        # seatd's options for the profile.
+        {
+                echo "strict-order"
+                echo "interface=$BR"
+                echo "bind-dynamic"
+                echo "except-interface=lo"
+                echo "pid-file="
+                echo "log-queries"
+                echo "log-facility=$TMP/dnsmasq.log"
+                "$NFTEST" dnsmasq "${SEAT[@]}"
+        } >"$TMP/dnsmasq.conf" || return
+        dnsmasq --keep-in-foreground --conf-file="$TMP/dnsmasq.conf" &
+        DNSMASQ_PID=$!
+        world_wait_listening host 1 53
+}
+
+setup() {
+        world_up $UP || return
+        world_guest_up $NS $BR $V $HOST $GUEST/30 $MAC || return
+        world_route $RT $BR || return
+        ip route replace $WORLD_DNS/32 via $WORLD_NET.2 dev $UP || return
+        world_serve $WORLD_NS serve-tcp $PRIVATE 8080
+        world_serve host serve-tcp $HOST 2222
+        world_wait_listening $WORLD_NS 1 8080 || return
+        world_wait_listening host 1 2222 || return
+        "$NFTEST" install "${SEAT[@]}" || return
+        start_dnsmasq
+}
+
+if ! setup >"$TMP/setup.log" 2>&1; then
+        echo "Bail out! cannot build the test world: $(tail -n 3 "$TMP/setup.log" | tr '\n' ' ')"
+        exit 1
+fi
+forwarding() { local m; m=$(world_forwarding); [[ -z $m ]] || diag "$m"; }
+forwarding
+
+probe() { ip netns exec $NS "$GP" --timeout-ms 1500 "$@" >"$TMP/probe.out" 2>&1; }
+out() { cat "$TMP/probe.out"; }
+in_set() { nft -j list set inet seatd "$1" 2>/dev/null | grep -q "\"$2\""; }
+denied() { "$NFTEST" denied "${SEAT[@]}"; }
+
+# 1. Allowed name.
+if probe tcp $WORLD_ALLOWED 8080 --send hi --expect hi; then
+        not_ok "the allowed name's address is dropped before the name was resolved: reached: $(out)"
+else ok "the allowed name's address is dropped before the name was resolved"; fi
+if probe dns $HOST allowed.test && grep -q "rcode=NOERROR" "$TMP/probe.out" && grep -q "a=$WORLD_ALLOWED" "$TMP/probe.out"; then
+        ok "allowed.test resolves through the seat's resolver"
+else not_ok "allowed.test resolves through the seat's resolver: $(out)"; fi
+if in_set $SET4 $WORLD_ALLOWED; then ok "its address is in the name's set"
+else not_ok "its address is in the name's set: $(nft list set inet seatd $SET4 2>&1)"; fi
+if probe tcp allowed.test 8080 --resolver $HOST --send hi --expect hi; then ok "allowed.test connects"
+else not_ok "allowed.test connects: $(out)"; fi
+if "$NFTEST" names "${SEAT[@]}" >"$TMP/names.json" &&
+        python3 - "$TMP/names.json" "$WORLD_ALLOWED" <<'EOF'; then
+import json, sys
+names = {n["name"]: n for n in json.load(open(sys.argv[1]))}
+a = names["allowed.test"]
+assert [x["address"] for x in a["addresses"]] == [sys.argv[2]], a
+assert 0 < a["addresses"][0]["expires_s"] <= 300, a
+assert a["packets"] > 0 and a["ports"] == ["tcp 8080"], a
+assert names["metadata.test"]["addresses"] == [], names
+EOF
+        ok "status lists the name's address with its expiry and the name's packets"
+else not_ok "status lists the name's address: $(cat "$TMP/names.json")"; fi
+if probe tcp allowed.test 8081 --resolver $HOST --send hi --expect hi; then
+        not_ok "allowed.test on a port not named is dropped: reached: $(out)"
+else ok "allowed.test on a port not named is dropped"; fi
+
+# 2. A name not allowed.
+before=$(denied)
+if probe dns $HOST blocked.test && grep -q "rcode=NXDOMAIN" "$TMP/probe.out"; then ok "blocked.test gets NXDOMAIN"
+else not_ok "blocked.test gets NXDOMAIN: $(out)"; fi
+if probe tcp $WORLD_BLOCKED 8080 --send hi --expect hi; then not_ok "blocked.test's address dialled directly is dropped: reached"
+else ok "blocked.test's address dialled directly is dropped"; fi
+after=$(denied)
+if ((after > before)); then ok "the seat's denied counter grew ($before -> $after)"
+else not_ok "the seat's denied counter grew ($before -> $after)"; fi
+if probe dns $WORLD_DNS allowed.test; then not_ok "the guest cannot ask another resolver (the upstream): answered: $(out)"
+else ok "the guest cannot ask another resolver (the upstream)"; fi
+
+# 3. Wildcard: every level below, not the name itself.
+for name in a.wild.test b.c.wild.test; do
+        if probe tcp $name 8080 --resolver $HOST --send hi --expect hi; then ok "wildcard *.wild.test: $name connects"
+        else not_ok "wildcard *.wild.test: $name connects: $(out)"; fi
+done
+if probe dns $HOST wild.test && grep -q "rcode=NXDOMAIN" "$TMP/probe.out"; then
+        ok "wildcard *.wild.test does not cover wild.test itself (NXDOMAIN)"
+else not_ok "wildcard *.wild.test does not cover wild.test itself: $(out)"; fi
+
+# 4. Rebinding: allowed names answering the metadata service, a private address behind the
+# uplink, the host's bridge address.
+set_of() { # the set of the name's first rule in the profile
+        local i
+        i=$(grep '^allow' "$TMP/names.profile" | grep -n " name $1 " | cut -d: -f1)
+        echo "n4$((i - 1))-$BR"
+}
+for case in metadata.test=$WORLD_METADATA private.test=$PRIVATE hostaddr.test=$HOST; do
+        name=${case%=*} addr=${case#*=}
+        if probe dns $HOST $name && grep -q "rcode=NXDOMAIN" "$TMP/probe.out"; then ok "$name ($addr) gets NXDOMAIN"
+        else not_ok "$name ($addr) gets NXDOMAIN: $(out)"; fi
+        if in_set "$(set_of $name)" "$addr"; then not_ok "$name: $addr was added to its set"
+        else ok "$name: $addr is not in its set"; fi
+done
+if probe tcp $WORLD_METADATA 80 --send hi; then not_ok "the metadata address dialled directly is dropped: reached"
+else ok "the metadata address dialled directly is dropped"; fi
+# Someone else puts the private address into the name's set: the rule still refuses it.
+nft add element inet seatd "$(set_of private.test)" "{ $PRIVATE }"
+if probe tcp $PRIVATE 8080 --send hi --expect hi; then not_ok "a private address put into a name's set by hand opens nothing: reached"
+else ok "a private address put into a name's set by hand opens nothing"; fi
+
+# 5. Tamper: the set flushed behind seatd's back is detected, and installing repairs it.
+"$NFTEST" watch "${SEAT[@]}" --timeout-ms 5000 --interval-ms 60000 >"$TMP/watch.out" 2>&1 &
+watch=$!
+for i in $(seq 1 100); do grep -q ready "$TMP/watch.out" && break; sleep 0.05; done
+nft flush set inet seatd $SET4
+wait $watch
+if grep -q "detected seat=nn1 state=changed via=netlink" "$TMP/watch.out"; then ok "nft flush set is detected ($(tail -1 "$TMP/watch.out"))"
+else not_ok "nft flush set is detected: $(cat "$TMP/watch.out")"; fi
+if "$NFTEST" install "${SEAT[@]}" && "$NFTEST" verify "${SEAT[@]}" >/dev/null; then ok "re-installed: the rules and sets read back as meant"
+else not_ok "re-installed: the rules and sets read back as meant"; fi
+if probe tcp allowed.test 8080 --resolver $HOST --send hi --expect hi; then ok "after the repair allowed.test resolves and connects again"
+else not_ok "after the repair allowed.test connects again: $(out)"; fi
+nft delete set inet seatd "n41-$BR" 2>/dev/null # a set deleted: a rule uses it, nft refuses
+"$NFTEST" verify "${SEAT[@]}" >"$TMP/verify.out" 2>&1
+diag "verify after an attempt to delete a used set: $(cat "$TMP/verify.out")"
+
+# 6. Expiry: an address leaves its name's set when the set's timeout runs out (here 3 s,
+# installed again with a short timeout; seatd uses 300 s), and is then dropped again.
+if "$NFTEST" install "${SEAT[@]}" --name-timeout 3 && probe tcp allowed.test 8080 --resolver $HOST --send hi --expect hi &&
+        in_set $SET4 $WORLD_ALLOWED; then
+        ok "with a 3 s set timeout allowed.test resolves, connects and is in its set"
+else not_ok "with a 3 s set timeout allowed.test resolves and connects: $(out)"; fi
+for i in $(seq 1 100); do in_set $SET4 $WORLD_ALLOWED || break; sleep 0.1; done
+if in_set $SET4 $WORLD_ALLOWED; then not_ok "the address left its set when the timeout ran out: $(nft list set inet seatd $SET4)"
+else ok "the address left its set when the timeout ran out"; fi
+if probe tcp $WORLD_ALLOWED 8080 --send hi --expect hi; then not_ok "after the expiry its address is dropped until the name is looked up again: reached"
+else ok "after the expiry its address is dropped until the name is looked up again"; fi
+
+# 7. Fail closed: a name's set that cannot be made (another chain's rule holds a set of
+# that name, so it cannot be replaced) keeps the filter from installing, and nothing of
+# the seat's is left.
+"$NFTEST" remove "${SEAT[@]}"
+nft add set inet seatd $SET4 "{ type ipv4_addr; }" && nft add chain inet seatd nn-holder &&
+        nft add rule inet seatd nn-holder ip daddr @$SET4 drop
+if "$NFTEST" install "${SEAT[@]}" >"$TMP/install.out" 2>&1; then not_ok "a set that cannot be made: the install fails"
+else ok "a set that cannot be made: the install fails ($(head -c 200 "$TMP/install.out"))"; fi
+left=$(nft list table inet seatd | grep -cE "chain (fwd|in|out|to|host|ing)-$BR |set n[46][1-9][0-9]*-$BR ")
+if ((left == 0)); then ok "a set that cannot be made: none of the seat's chains or other sets is left"
+else not_ok "a set that cannot be made: $left of the seat's chains or sets are left"; fi
+nft delete chain inet seatd nn-holder && nft delete set inet seatd $SET4
+if "$NFTEST" install "${SEAT[@]}" && "$NFTEST" verify "${SEAT[@]}" >/dev/null; then ok "once the holder is gone the install succeeds"
+else not_ok "once the holder is gone the install succeeds"; fi
+
+diag "dnsmasq log: $(grep -c . "$TMP/dnsmasq.log" 2>/dev/null) lines"
+grep -E "metadata.test|private.test|hostaddr.test|error|fail" "$TMP/dnsmasq.log" 2>/dev/null | cut -d' ' -f5- | sed 's/^/# /'
+echo "1..$n"
+((failed == 0))
