@@ -5,6 +5,7 @@
 #include <sys/un.h>
 
 #include "client.h"
+#include "common/base64.h"
 #include "common/fileio.h"
 #include "common/jsonframe.h"
 #include "common/log.h"
@@ -222,6 +223,23 @@ int ctl_connect_as(const char *path, bool participant, CtlClient **ret, SeatErro
 
 int ctl_connect(const char *path, CtlClient **ret, SeatError **ret_error) {
         return ctl_connect_as(path, false, ret, ret_error);
+}
+
+int ctl_output_event(json_object *body, const char **ret_stream, void **ret_bytes, size_t *ret_len) {
+        const char *data = NULL;
+        if (json_get_string(body, "stream", true, 8, ret_stream) < 0 || json_get_string(body, "data", true, 1 << 20, &data) < 0 ||
+            base64_decode(data, strlen(data), 1 << 20, ret_bytes, ret_len) < 0)
+                return -EPROTO;
+        return 0;
+}
+
+int ctl_write_output(json_object *body) {
+        const char *stream = NULL;
+        _cleanup_free_ void *bytes = NULL;
+        size_t n = 0;
+        if (ctl_output_event(body, &stream, &bytes, &n) < 0)
+                return -EPROTO;
+        return loop_write(!strcmp(stream, "stderr") ? STDERR_FILENO : STDOUT_FILENO, bytes, n);
 }
 
 static bool bar_shown;

@@ -40,5 +40,11 @@ int ctl_send(CtlClient *c, const char *method, json_object *params, int64_t *ret
 int ctl_next(CtlClient *c, bool read, ControlMsg **ret, SeatError **ret_error);
 
 /* A progress bar on stderr when it is a terminal (a CtlEventFn for "progress"). */
+/* An "output" event of seat.exec: its stream ("stdout", "stderr", "pty") and its bytes,
+ * decoded (at most 1 MiB). -EPROTO when seatd sent something else. */
+int ctl_output_event(json_object *body, const char **ret_stream, void **ret_bytes, size_t *ret_len);
+/* The same, written here: stderr's to stderr, the rest to stdout. */
+int ctl_write_output(json_object *body);
+
 int ctl_progress_bar(const char *type, json_object *body, void *userdata);
 void ctl_progress_end(void);

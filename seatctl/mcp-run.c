@@ -108,13 +108,12 @@ json_object *mcp_tool_fail(const char *fmt, ...) {
 
 static int exec_event(const char *type, json_object *body, void *userdata) {
         ExecRun *run = userdata;
-        const char *stream = NULL, *data = NULL;
+        const char *stream = NULL;
         _cleanup_free_ void *bytes = NULL;
         size_t n = 0;
         if (strcmp(type, "output"))
                 return 0;
-        if (json_get_string(body, "stream", true, 8, &stream) < 0 || json_get_string(body, "data", true, 1 << 20, &data) < 0 ||
-            base64_decode(data, strlen(data), 1 << 20, &bytes, &n) < 0)
+        if (ctl_output_event(body, &stream, &bytes, &n) < 0)
                 return -EPROTO;
         bool is_err = !strcmp(stream, "stderr");
         if (!is_err && run->sink_fd > 0) {

@@ -332,15 +332,7 @@ static void exec_usage(FILE *f) {
 }
 
 static int exec_event(const char *type, json_object *body, void *userdata) {
-        const char *stream = NULL, *data = NULL;
-        _cleanup_free_ void *bytes = NULL;
-        size_t n = 0;
-        if (strcmp(type, "output"))
-                return 0;
-        if (json_get_string(body, "stream", true, 8, &stream) < 0 || json_get_string(body, "data", true, 1 << 20, &data) < 0 ||
-            base64_decode(data, strlen(data), 1 << 20, &bytes, &n) < 0)
-                return -EPROTO;
-        return loop_write(!strcmp(stream, "stderr") ? STDERR_FILENO : STDOUT_FILENO, bytes, n);
+        return strcmp(type, "output") ? 0 : ctl_write_output(body);
 }
 
 static int read_stdin(char **ret, size_t *ret_len, SeatError **ret_error) {

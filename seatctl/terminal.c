@@ -119,16 +119,6 @@ static int send_resize(CtlClient *c, int64_t exec_id, SeatError **ret_error) {
         return ctl_send(c, "seat.exec.resize", p, NULL, ret_error);
 }
 
-static int write_output(json_object *body) {
-        const char *stream = NULL, *data = NULL;
-        _cleanup_free_ void *bytes = NULL;
-        size_t n = 0;
-        if (json_get_string(body, "stream", true, 8, &stream) < 0 || json_get_string(body, "data", true, 1 << 20, &data) < 0 ||
-            base64_decode(data, strlen(data), 1 << 20, &bytes, &n) < 0)
-                return -EPROTO;
-        return loop_write(!strcmp(stream, "stderr") ? STDERR_FILENO : STDOUT_FILENO, bytes, n);
-}
-
 /* The conversation: until the exec's final reply (1, *ret_result), "~." (0), or an error. */
 static int terminal_loop(CtlClient *c, int64_t exec_id, bool interactive_tty, bool tty, json_object **ret_result,
                          SeatError **ret_error) {
@@ -197,7 +187,7 @@ static int terminal_loop(CtlClient *c, int64_t exec_id, bool interactive_tty, bo
                 }
                 if (m->id == exec_id) {
                         if (m->kind == CONTROL_EVENT) {
-                                r = strcmp(m->type, "output") ? 0 : write_output(m->body);
+                                r = strcmp(m->type, "output") ? 0 : ctl_write_output(m->body);
                                 if (r == -EPROTO)
                                         return seat_error_set(ret_error, EPROTO, "seatd sent bad output");
                                 if (r < 0)
