@@ -15,14 +15,10 @@ set -uo pipefail
 . "$(dirname "$0")/../lib/seatd-harness.sh"
 harness_build "${1:?usage: $0 BUILD_DIR}"
 NAMES=$build/tests/evidence/guest-names
-need_built "$SIGN" "$SEATD" "$CTL" "$GUEST_INIT" "$NAMES" "$MANIFEST"
-need_root
+harness_vm_suite evidence-vm "$NAMES"
 need_cmd virsh qemu-img guestfish python3 mount
 need_libvirt
 
-# Under /var/tmp with 0755 parents: QEMU runs as libvirt-qemu and must reach the overlays.
-harness_workdir /var/tmp/seatd-evidence-vm 0755
-harness_keep_log "$build/meson-logs/evidence-vm-seatd.log"
 mnt=
 t_start=$SECONDS
 # The libguestfs appliance is built once (a minute) and kept for the next runs.
@@ -55,7 +51,6 @@ seatd_conf accel=tcg allow_tcg=true inspect_images=false "facilitator_key=$t/fac
   "evidence_archive_dir=$t/archives" evidence_max_file_bytes=1048576 evidence_max_bytes=2621440 \
   evidence_max_files=40 evidence_collect_user=nobody
 
-json_field() { python3 -c 'import json,sys; d=json.load(sys.stdin); print(eval(sys.argv[1]))' "$1"; }
 state_of() { "$CTL" --json status "$1" 2>/dev/null | json_field 'd["state"]' 2>/dev/null; }
 archive_of() { ls "$t/archives/$1-g$2-"*.seatdev 2>/dev/null | head -1; }
 quarantine_of() { ls -d "$t/state/evidence/quarantine/$1-g$2-"* 2>/dev/null | head -1; }

@@ -11,8 +11,7 @@ set -uo pipefail
 # shellcheck source=../lib/seatd-harness.sh
 . "$(dirname "$0")/../lib/seatd-harness.sh"
 harness_build "${1:?usage: $0 BUILD_DIR}"
-need_built "$SIGN" "$SEATD" "$CTL" "$GUEST_INIT" "$MANIFEST"
-need_root
+harness_vm_suite lifecycle
 need_cmd virsh libvirtd qemu-img setpriv python3
 
 # nobody cannot reach a python under /root (pyenv): take the system's.
@@ -21,9 +20,6 @@ SYSPY=/usr/bin/python3
 id nobody >/dev/null 2>&1 && getent group nogroup >/dev/null || skip_all "no user nobody / group nogroup"
 need_libvirt --start
 
-# Under /var/tmp with 0755 parents: QEMU runs as libvirt-qemu and must reach the overlays.
-harness_workdir /var/tmp/seatd-lifecycle 0755
-harness_keep_log "$build/meson-logs/lifecycle-seatd.log"
 harness_seatd_must_live=1
 bg_pids=()
 # (libvirtd again first, should the suite have ended while it was restarted)
@@ -44,7 +40,6 @@ nobody() { setpriv --reuid=nobody --regid=nogroup --clear-groups -- "$CTL" "$@";
 xn() { local tok=$1 s=$2; shift 2; echo "$s $s $*" >>"$t/calls"; nobody --token-file "$tok" exec "$s" "$@"; }
 # A token file nobody can read and nobody else; every token issued is kept, to look for in the log.
 participant_token() { token_file "$1" "$2" nobody:nogroup 0600; echo "$2" >>"$t/all-tokens"; }
-json_field() { python3 -c 'import json,sys; d=json.load(sys.stdin); print(eval(sys.argv[1]))' "$1"; }
 state_of() { "$CTL" --json status "$1" 2>/dev/null | json_field 'd["state"]' 2>/dev/null; }
 listed_ids() { "$CTL" --json list | json_field '"\n".join(s["id"] for s in d["seats"])'; }
 seat_dirs() { ls -1 "$t/state/seats" 2>/dev/null | sort; }

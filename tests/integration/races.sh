@@ -17,13 +17,10 @@ set -uo pipefail
 . "$(dirname "$0")/../lib/seatd-harness.sh"
 harness_build "${1:?usage: $0 BUILD_DIR}"
 RESETS=${SEATD_RACES_RESETS:-3}
-need_built "$SIGN" "$SEATD" "$CTL" "$GUEST_INIT" "$MANIFEST"
-need_root
+harness_vm_suite races
 need_cmd virsh qemu-img python3
 need_libvirt
 
-harness_workdir /var/tmp/seatd-races 0755
-harness_keep_log "$build/meson-logs/races-seatd.log"
 bg_pids=()
 harness_on_exit 'touch "$t/stop"; kill_wait "${bg_pids[@]}"'
 t_start=$(date +%s)

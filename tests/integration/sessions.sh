@@ -17,14 +17,11 @@ set -uo pipefail
 # shellcheck source=../lib/seatd-harness.sh
 . "$(dirname "$0")/../lib/seatd-harness.sh"
 harness_build "${1:?usage: $0 BUILD_DIR}"
-need_built "$SIGN" "$SEATD" "$CTL" "$EV" "$GUEST_INIT" "$MANIFEST"
-need_root
+harness_vm_suite sessions "$EV"
 need_cmd virsh qemu-img python3 setpriv b2sum
 id nobody >/dev/null 2>&1 && getent group nogroup >/dev/null || skip_all "no user nobody / group nogroup"
 need_libvirt
 
-harness_workdir /var/tmp/seatd-sessions 0755
-harness_keep_log "$build/meson-logs/sessions-seatd.log"
 harness_seatd_must_live=1
 bg_pids=()
 harness_on_exit 'kill_wait "${bg_pids[@]}"'

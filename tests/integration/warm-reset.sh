@@ -12,13 +12,10 @@ set -uo pipefail
 # shellcheck source=../lib/seatd-harness.sh
 . "$(dirname "$0")/../lib/seatd-harness.sh"
 harness_build "${1:?usage: $0 BUILD_DIR}"
-need_built "$SIGN" "$SEATD" "$CTL" "$GUEST_INIT" "$MANIFEST"
-need_root
+harness_vm_suite warm-reset
 need_cmd virsh qemu-img python3
 need_libvirt
 
-harness_workdir /var/tmp/seatd-warm 0755
-harness_keep_log "$build/meson-logs/warm-reset-seatd.log"
 harness_seatd_must_live=1
 t_start=$(date +%s)
 

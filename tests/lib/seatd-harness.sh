@@ -10,7 +10,7 @@
 #     networks, nftables chains and routing rules of that seatd (leftovers.sh) and then the
 #     work directory: suites and benches leave nothing behind, even when they fail;
 #   - a private seatd: seatd_conf KEY=VALUE..., seatd_start, seatd_stop, seatd_kill;
-#   - our_domains, seat_domains, token_file, as_nobody, as_daemon, provision_id;
+#   - json_field, our_domains, seat_domains, token_file, as_nobody, as_daemon, provision_id;
 #   - test_image: the signed test image, from the one meson builds (SEATD_TEST_IMAGE_DIR)
 #     where it can, built by images/recipes/test-image where the suite asks for more;
 #     test_key, image_build sign it (or an image made from it) with a key seatd trusts,
@@ -20,8 +20,7 @@
 # A suite:
 #   . "$(dirname "$0")/../lib/seatd-harness.sh"
 #   harness_build "${1:?usage: $0 BUILD_DIR}"
-#   need_built "$SEATD" "$CTL"; need_root; need_libvirt
-#   harness_workdir /var/tmp/seatd-NAME 0755
+#   harness_vm_suite NAME [more programs it needs built]; need_libvirt
 #   seatd_conf inspect_images=false; seatd_start
 #   ... ok / not_ok ...
 #   tap_end
@@ -130,6 +129,18 @@ harness_workdir() {
         trap harness_cleanup EXIT
         trap 'exit 130' INT TERM
 }
+# harness_vm_suite NAME [PROGRAM...]: a suite that boots seats: seatd, seatctl, seat-sign,
+# seat-manifest, guest-init and these programs built, root; its work directory
+# /var/tmp/seatd-NAME.XXXXXX (0755: QEMU, as another user, reaches the overlays in it) and
+# seatd's log kept as meson-logs/NAME-seatd.log.
+harness_vm_suite() {
+        local name=$1
+        shift
+        need_built "$SIGN" "$SEATD" "$CTL" "$GUEST_INIT" "$MANIFEST" "$@"
+        need_root
+        harness_workdir "/var/tmp/seatd-$name" 0755
+        harness_keep_log "$build/meson-logs/$name-seatd.log"
+}
 # harness_on_exit [--late] 'COMMAND': run (eval'd, so variables expand at exit) before the
 # private seatd stops and its leftovers are removed; --late: after that (for what its seats
 # used: an uplink, routes), before the work directory goes.
@@ -218,6 +229,8 @@ seatd_kill() {
         seatd_pid=
         return 0
 }
+# json_field EXPRESSION: a python expression of d, the JSON document on stdin.
+json_field() { python3 -c 'import json,sys; d=json.load(sys.stdin); print(eval(sys.argv[1]))' "$1"; }
 # seatd_seat_ids: the ids of every seat the private seatd knows.
 seatd_seat_ids() {
         "$CTL" --json list 2>/dev/null |

@@ -17,8 +17,7 @@ set -uo pipefail
 . "$(dirname "$0")/../lib/seatd-harness.sh"
 harness_build "${1:?usage: $0 BUILD_DIR}"
 PROBE=$build/tests/network/guest-probe
-need_built "$SEATD" "$CTL" "$PROBE" "$GUEST_INIT" "$MANIFEST" "$SIGN"
-need_root
+harness_vm_suite egress-vm "$PROBE"
 need_cmd virsh ip nft python3
 
 # shellcheck source=world.sh
@@ -28,13 +27,10 @@ need_libvirt --start
 UPLINK=sdw-up0
 POOL=10.214.0.0/24
 TABLE=5214
-harness_workdir /var/tmp/seatd-egressvm 0755
-harness_keep_log "$build/meson-logs/egress-vm-seatd.log"
 holder_pid=
 harness_on_exit 'kill_wait "$holder_pid"'
 unset SEATD_TOKEN
 
-json_field() { python3 -c 'import json,sys; d=json.load(sys.stdin); print(eval(sys.argv[1]))' "$1"; }
 denied() { "$CTL" --json status "$1" | json_field 'd["network"]["denied_packets"]'; }
 guest_ip() { "$CTL" --json status "$1" | json_field 'd["network"]["guest"].split("/")[0]'; }
 host_ip() { "$CTL" --json status "$1" | json_field 'd["network"]["host"]'; }

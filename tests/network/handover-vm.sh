@@ -19,8 +19,7 @@ set -uo pipefail
 . "$(dirname "$0")/../lib/seatd-harness.sh"
 harness_build "${1:?usage: $0 BUILD_DIR}"
 PROBE=$build/tests/network/guest-probe
-need_built "$SEATD" "$CTL" "$PROBE" "$GUEST_INIT" "$MANIFEST" "$SIGN"
-need_root
+harness_vm_suite handover-vm "$PROBE"
 need_cmd -h "scripts/lib/host.sh installs it" virsh ip bridge nft python3 conntrack
 
 # shellcheck source=world.sh
@@ -33,13 +32,10 @@ TABLE=5219
 STREAM_PORT=8082
 SPORT=45678
 export WORLD_NS=seatd-w-hand WORLD_NET=10.255.1
-harness_workdir /var/tmp/seatd-handover 0755
-harness_keep_log "$build/meson-logs/handover-vm-seatd.log"
 sampler=
 harness_on_exit 'kill_wait "$sampler"'
 unset SEATD_TOKEN
 
-json_field() { python3 -c 'import json,sys; d=json.load(sys.stdin); print(eval(sys.argv[1]))' "$1"; }
 guest_ip() { "$CTL" --json status "$1" | json_field 'd["network"]["guest"].split("/")[0]'; }
 bridge_of() { "$CTL" --json status "$1" | json_field 'd["network"]["bridge"]'; }
 probe() { local s=$1; shift; "$CTL" exec --timeout 60 "$s" -- /bin/guest-probe "$@" >"$t/out" 2>&1; }

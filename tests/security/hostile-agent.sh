@@ -10,8 +10,7 @@ set -uo pipefail
 . "$(dirname "$0")/../lib/seatd-harness.sh"
 harness_build "${1:?usage: $0 BUILD_DIR}"
 HOSTILE=$build/tests/security/hostile-agent
-harness_workdir /var/tmp/seatd-hostile 0755
-harness_keep_log "$build/meson-logs/hostile-seatd.log"
+harness_vm_suite hostile-agent "$HOSTILE"
 need_libvirt --start
 
 image_build "$t/test-image"

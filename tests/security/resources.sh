@@ -16,16 +16,12 @@ set -uo pipefail
 # shellcheck source=../lib/seatd-harness.sh
 . "$(dirname "$0")/../lib/seatd-harness.sh"
 harness_build "${1:?usage: $0 BUILD_DIR}"
-need_built "$SEATD" "$CTL" "$GUEST_INIT" "$MANIFEST" "$SIGN"
-need_root
+harness_vm_suite resources
 need_cmd virsh
 need_libvirt --start
 
-harness_workdir /var/tmp/seatd-resources 0755
-harness_keep_log "$build/meson-logs/resources-seatd.log"
 unset SEATD_TOKEN
 
-json_field() { python3 -c 'import json,sys; d=json.load(sys.stdin); print(eval(sys.argv[1]))' "$1"; }
 # write_conf RESERVE [KEY=VALUE...]
 write_conf() {
   seatd_conf accel=tcg allow_tcg=true inspect_images=false net_pool=10.215.0.0/24 "disk_reserve_bytes=$1" "${@:2}"
