@@ -272,7 +272,7 @@ test_image() {
         shift
         for a; do
                 case $a in
-                --guest-init) prebuilt= init=() ;;
+                --guest-init) prebuilt='' init=() ;;
                 --disk-size | --guest-tool | --extra-module | --busybox | --kernel-version | \
                         --initramfs-compression | --kernel-format) prebuilt= ;;
                 esac
