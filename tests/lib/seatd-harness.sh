@@ -15,8 +15,8 @@
 #     where it can, built by images/recipes/test-image where the suite asks for more;
 #     test_key, image_build sign it (or an image made from it) with a key seatd trusts,
 #     image_import imports it;
-#   - bench helpers: bench_seatd, ms, median, median_int, wait_agent, image_blob,
-#     naive_domain_xml, naive_cycle.
+#   - bench helpers: bench_seatd, bench_provisions, bench_naive, ms, median, median_int,
+#     wait_agent, image_blob, naive_domain_xml, naive_cycle.
 # A suite:
 #   . "$(dirname "$0")/../lib/seatd-harness.sh"
 #   harness_build "${1:?usage: $0 BUILD_DIR}"
@@ -325,6 +325,32 @@ bench_seatd() {
         seatd_conf accel=tcg allow_tcg=true inspect_images=false "${keys[@]}"
         seatd_start
         image_import "$@"
+}
+# bench_provisions RUNS [COMMAND]: RUNS provisions of the test image, each timed to READY
+# (ms, in the array prov); COMMAND SEAT runs after each measurement; the first seat is kept
+# (its id in seat), the others released.
+bench_provisions() {
+        local i a s
+        prov=() seat=
+        for i in $(seq 1 "$1"); do
+                a=$(ms); s=$(provision_id)
+                prov+=($(($(ms) - a)))
+                [[ -z ${2-} ]] || "$2" "$s"
+                if [[ -z $seat ]]; then seat=$s; else "$CTL" -q release "$s" >/dev/null; fi
+        done
+}
+# bench_naive RUNS: the naive cycle (naive_cycle) of the stored test image, RUNS times after
+# its first boot, timed (ms, in the array naive); its domain is destroyed at exit.
+bench_naive() {
+        local dom=naive-bench-$$ i a
+        harness_on_exit "\"\${VIRSH[@]}\" destroy $dom >/dev/null 2>&1"
+        naive_domain_xml "$dom" "$t/naive" "$t/img"
+        naive_cycle "$dom" "$t/naive" # its first boot
+        naive=()
+        for i in $(seq 1 "$1"); do
+                a=$(ms); naive_cycle "$dom" "$t/naive"
+                naive+=($(($(ms) - a)))
+        done
 }
 # ms: milliseconds, from bash's own clock (no process started to read it).
 ms() { local now=${EPOCHREALTIME/[.,]/}; echo $((now / 1000)); }
