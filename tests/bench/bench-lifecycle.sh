@@ -12,18 +12,12 @@ harness_build "${1:?usage: $0 BUILD_DIR [RUNS]}"
 runs=${2:-5}
 # (the harness's cleanup removes the seats, their networks and the work directory)
 harness_workdir /var/tmp/seatd-bench-lifecycle 0755
-harness_on_exit '"${VIRSH[@]}" destroy "naive-bench-$$" >/dev/null 2>&1'
 [[ -n ${BENCH_DEBUG:-} ]] && set -x
 
 bench_seatd
 
-prov=() execs=() resets=() naive=()
-seat=
-for i in $(seq 1 "$runs"); do
-  a=$(ms); s=$(provision_id); b=$(ms)
-  prov+=($((b - a)))
-  if [[ -z $seat ]]; then seat=$s; else "$CTL" -q release "$s" >/dev/null; fi
-done
+execs=() resets=()
+bench_provisions "$runs"
 for i in $(seq 1 $((runs * 4))); do
   a=$(ms); "$CTL" exec "$seat" -- /bin/true; b=$(ms)
   execs+=($((b - a)))
@@ -34,12 +28,7 @@ for i in $(seq 1 "$runs"); do
 done
 
 # The naive cycle, on the same verified files, with the same domain settings.
-naive_domain_xml "naive-bench-$$" "$t/naive" "$t/img"
-naive_cycle "naive-bench-$$" "$t/naive" # its first boot
-for i in $(seq 1 "$runs"); do
-  a=$(ms); naive_cycle "naive-bench-$$" "$t/naive"; b=$(ms)
-  naive+=($((b - a)))
-done
+bench_naive "$runs"
 
 p=$(printf '%s\n' "${prov[@]}" | median_int) e=$(printf '%s\n' "${execs[@]}" | median_int)
 r=$(printf '%s\n' "${resets[@]}" | median_int) n=$(printf '%s\n' "${naive[@]}" | median_int)

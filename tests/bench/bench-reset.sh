@@ -21,7 +21,7 @@ V=("${VIRSH[@]}")
 # (the harness's cleanup removes the seats, their networks and the work directory)
 harness_workdir /var/tmp/seatd-bench-reset 0755
 plain=
-harness_on_exit '"${V[@]}" destroy "naive-bench-$$" >/dev/null 2>&1; [[ -z $plain ]] || "${V[@]}" destroy "$plain" >/dev/null 2>&1'
+harness_on_exit '[[ -z $plain ]] || "${V[@]}" destroy "$plain" >/dev/null 2>&1'
 # BENCH_LOG=FILE: seatd logs at debug level (with each reset's phases) and the log is kept there.
 [[ -n ${BENCH_DEBUG:-} ]] && set -x
 field() { "$CTL" --json status "$1" | python3 -c 'import json,sys; print(json.load(sys.stdin).get(sys.argv[1], ""))' "$2"; }
@@ -31,14 +31,9 @@ gone() { for _ in $(seq 1 200); do "${V[@]}" domstate "$1" >/dev/null 2>&1 || re
 bench_seatd
 
 # cold: a new slot each time; its saved state is made after the measurement, before the next.
-cold=() warm=() restore=() naive=()
-seat=
-for i in $(seq 1 "$runs"); do
-  a=$(ms); s=$(provision_id); b=$(ms)
-  cold+=($((b - a)))
-  wait_standby "$s"
-  if [[ -z $seat ]]; then seat=$s; else "$CTL" -q release "$s" >/dev/null; fi
-done
+warm=() restore=()
+bench_provisions "$runs" wait_standby
+cold=("${prov[@]}")
 # warm: the same seat reset again and again, its standby state ready before each.
 for i in $(seq 1 "$runs"); do
   wait_standby "$seat"
@@ -54,20 +49,18 @@ plain=${dom%-g*}-g$k
 wd=$t/state/warm/$seat
 for i in $(seq 1 "$runs"); do
   rm -f "$wd/g$k.qcow2.tmp"; cp "$wd/g$k.qcow2" "$wd/g$k.qcow2.tmp"
+  # seatd boots each machine from copies of the kernel and initrd beside its overlay (its
+  # own QEMU uid's), removed once the machine runs: the state names them, as it was made.
+  cp "$(image_blob vmlinux)" "$wd/g$k.qcow2.tmp.kernel"; cp "$(image_blob initramfs.img)" "$wd/g$k.qcow2.tmp.initrd"
   a=$(ms); "${V[@]}" restore "$wd/g$k.save" >/dev/null; wait_agent "$plain"; b=$(ms)
   restore+=($((b - a)))
   "${V[@]}" destroy "$plain" >/dev/null; gone "$plain"
 done
-rm -f "$wd/g$k.qcow2.tmp" "$wd/g$k.console.log"
+rm -f "$wd/g$k.qcow2.tmp" "$wd/g$k.qcow2.tmp.kernel" "$wd/g$k.qcow2.tmp.initrd" "$wd/g$k.console.log"
 plain=
 
 # The naive cycle, on the same verified files, with the same domain settings.
-naive_domain_xml "naive-bench-$$" "$t/naive" "$t/img"
-naive_cycle "naive-bench-$$" "$t/naive" # its first boot
-for i in $(seq 1 "$runs"); do
-  a=$(ms); naive_cycle "naive-bench-$$" "$t/naive"; b=$(ms)
-  naive+=($((b - a)))
-done
+bench_naive "$runs"
 
 "${V[@]}" destroy "naive-bench-$$" >/dev/null 2>&1 || true
 

@@ -11,68 +11,33 @@
 #   usage: evidence-vm.sh BUILD_DIR
 set -uo pipefail
 
-build=$(realpath "${1:?usage: $0 BUILD_DIR}")
-src=$(cd "$(dirname "$0")/../.." && pwd)
-# shellcheck source=../lib/leftovers.sh
-. "$src/tests/lib/leftovers.sh"
-SIGN=$build/signing/seat-sign
-SEATD=$build/seatd/seatd
-CTL=$build/seatctl/seatctl
-GUEST_INIT=$build/guest-init/guest-init
+# shellcheck source=../lib/seatd-harness.sh
+. "$(dirname "$0")/../lib/seatd-harness.sh"
+harness_build "${1:?usage: $0 BUILD_DIR}"
 NAMES=$build/tests/evidence/guest-names
-RECIPE=$src/images/recipes/test-image
-VIRSH=(virsh -q -c qemu:///system)
-for b in "$SIGN" "$SEATD" "$CTL" "$GUEST_INIT" "$NAMES" "$build/images/seat-manifest"; do
-  [[ -x $b ]] || { echo "1..0 # SKIP $b not built"; exit 0; }
-done
-[[ $(id -u) == 0 ]] || { echo "1..0 # SKIP needs root (libvirt qemu:///system, tmpfs mounts)"; exit 0; }
-for c in virsh qemu-img guestfish python3 mount; do
-  command -v "$c" >/dev/null || { echo "1..0 # SKIP $c is not installed"; exit 0; }
-done
-"${VIRSH[@]}" version >/dev/null 2>&1 || { echo "1..0 # SKIP libvirtd does not answer on qemu:///system (scripts/lib/host.sh: host_start_libvirt)"; exit 0; }
+harness_vm_suite evidence-vm "$NAMES"
+need_cmd virsh qemu-img guestfish python3 mount
+need_libvirt
 
-# Under /var/tmp with 0755 parents: QEMU runs as libvirt-qemu and must reach the overlays.
-t=$(mktemp -d /var/tmp/seatd-evidence-vm.XXXXXX)
-chmod 0755 "$t"
-seatd_pid= mnt=
+mnt=
 t_start=$SECONDS
 # The libguestfs appliance is built once (a minute) and kept for the next runs.
 GUESTFS_CACHE=/var/tmp/seatd-evidence-vm-guestfs-cache
-
-our_domains() {
-  local d
-  for d in $("${VIRSH[@]}" list --name 2>/dev/null); do
-    [[ $d == seatd-* && $("${VIRSH[@]}" dumpxml "$d" 2>/dev/null) == *"file='$t/state/seats/"* ]] && echo "$d"
-  done
-}
-cleanup() {
-  local d p
-  if [[ -n $seatd_pid ]]; then
-    p=$(pgrep -P "$seatd_pid" 2>/dev/null) # a libguestfs appliance it may be running
-    kill -9 "$seatd_pid" 2>/dev/null; wait "$seatd_pid" 2>/dev/null
-    for d in $p; do kill "$d" 2>/dev/null; done
-  fi
-  for d in $(our_domains); do "${VIRSH[@]}" destroy "$d" >/dev/null 2>&1; done
+# At exit: seatd killed first, then the libguestfs appliance it may be running, then the
+# archives' tmpfs (before the harness removes $t).
+evidence_vm_cleanup() {
+  local p='' d
+  [[ -n $seatd_pid ]] && p=$(pgrep -P "$seatd_pid" 2>/dev/null)
+  seatd_kill
+  for d in $p; do kill "$d" 2>/dev/null; done
   [[ -n $mnt ]] && umount "$mnt" 2>/dev/null
-  [[ -f $t/seatd.log ]] && cp "$t/seatd.log" "$build/meson-logs/evidence-vm-seatd.log" 2>/dev/null
-  seat_leftovers_remove "$t/state"; rm -rf "$t"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-n=0 failed=0
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-not_ok() {
-  n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $1"
-  [[ -s $t/out ]] && sed 's/^/#   /' "$t/out" | head -25
   return 0
 }
-check() { local d=$1; shift; if "$@" >"$t/out" 2>&1; then ok "$d"; else not_ok "$d"; fi; }
-bail() { echo "Bail out! $*"; [[ -f $t/seatd.log ]] && tail -30 "$t/seatd.log" | sed 's/^/# /'; exit 1; }
+harness_on_exit evidence_vm_cleanup
+
 # wait_for SECONDS COMMAND...: until the command succeeds (run anew each time).
 wait_for() { local end=$((SECONDS + $1)); shift; until "$@" >/dev/null 2>&1; do ((SECONDS < end)) || return 1; sleep 0.5; done; }
 
-export SEATD_SOCKET=$t/ctl.sock
 unset SEATD_TOKEN
 mkdir -p "$t/keys" "$t/state" "$t/archives" "$GUESTFS_CACHE"
 ln -s "$GUESTFS_CACHE" "$t/state/guestfs-cache"
@@ -80,35 +45,12 @@ ln -s "$GUESTFS_CACHE" "$t/state/guestfs-cache"
 mount -t tmpfs -o size=48m,mode=0700 seatd-evidence-vm "$t/archives" || bail "cannot mount a tmpfs for the archives"
 mnt=$t/archives
 "$SIGN" keygen --box -p "$t/facilitator.pub" -s "$t/facilitator.key" >/dev/null 2>&1 || bail "seat-sign keygen --box failed"
-cat >"$t/seatd.conf" <<CONF
-state_dir = $t/state
-socket_path = $t/ctl.sock
-trusted_keys_dir = $t/keys
-accel = tcg
-allow_tcg = true
-inspect_images = false
-facilitator_key = $t/facilitator.pub
-evidence_archive_dir = $t/archives
-evidence_max_file_bytes = 1048576
-evidence_max_bytes = 2621440
-evidence_max_files = 40
 # The guest files are read as an unprivileged user (issue 13 #2); the package makes
 # seatd-collect, this host has nobody.
-evidence_collect_user = nobody
-CONF
+seatd_conf accel=tcg allow_tcg=true inspect_images=false "facilitator_key=$t/facilitator.pub" \
+  "evidence_archive_dir=$t/archives" evidence_max_file_bytes=1048576 evidence_max_bytes=2621440 \
+  evidence_max_files=40 evidence_collect_user=nobody
 
-start_seatd() {
-  rm -f "$t/ctl.sock"
-  "$SEATD" -c "$t/seatd.conf" -l debug >>"$t/seatd.log" 2>&1 &
-  seatd_pid=$!
-  for _ in $(seq 1 900); do
-    kill -0 "$seatd_pid" 2>/dev/null || bail "seatd exited"
-    [[ -S $t/ctl.sock ]] && "$CTL" list >/dev/null 2>&1 && return 0
-    sleep 0.1
-  done
-  bail "seatd did not start"
-}
-json_field() { python3 -c 'import json,sys; d=json.load(sys.stdin); print(eval(sys.argv[1]))' "$1"; }
 state_of() { "$CTL" --json status "$1" 2>/dev/null | json_field 'd["state"]' 2>/dev/null; }
 archive_of() { ls "$t/archives/$1-g$2-"*.seatdev 2>/dev/null | head -1; }
 quarantine_of() { ls -d "$t/state/evidence/quarantine/$1-g$2-"* 2>/dev/null | head -1; }
@@ -152,13 +94,9 @@ host_before=$(host_state)
 touch "$t/marker"
 
 # ---------------------------------------------------------------- setup: a signed image, a seat
-"$SIGN" keygen -W -p "$t/test.pub" -s "$t/test.key" >/dev/null 2>&1 || bail "seat-sign keygen failed"
-cp "$t/test.pub" "$t/keys/test.pub"
-"$RECIPE" --guest-init "$GUEST_INIT" --out "$t/img" --quiet --sign-key "$t/test.key" \
-  --tools "$build/images:$build/signing" --guest-tool "$NAMES" >"$t/out" 2>&1 || { cat "$t/out"; bail "building the test image failed"; }
+seatd_start
+image_import --guest-tool "$NAMES"
 grep -q '"/root"' "$t/img/manifest.json" || bail "the test image names no evidence path /root"
-start_seatd
-"$CTL" -q image import "$t/img/manifest.json" >"$t/out" 2>&1 || { cat "$t/out"; bail "image import failed"; }
 "$CTL" -q provision --image test-image --participant mallory >"$t/prov" 2>"$t/out" || { cat "$t/prov" "$t/out"; bail "provision failed"; }
 A=$(awk 'NR==2 {print $1}' "$t/prov")
 [[ $A =~ ^s[0-9a-f]{8}$ ]] || bail "no seat id in: $(cat "$t/prov")"
@@ -205,7 +143,7 @@ cat "$t/list" >>"$t/out"
 "$CTL" --json evidence list >"$t/listj" 2>"$t/out"
 json_field "[a for a in d['archives'] if a['seat']=='$A' and a['signature']=='ok' and a['guest_complete'] is False][0]['members']" <"$t/listj" >/dev/null 2>&1 \
   && ok "evidence list --json: the same as JSON" || { cat "$t/listj" >>"$t/out"; not_ok "evidence list --json"; }
-check "evidence verify NAME (host key from seatd) --seat $A" "$CTL" evidence verify "$(basename "$arch")" --seat "$A"
+check_cmd "evidence verify NAME (host key from seatd) --seat $A" "$CTL" evidence verify "$(basename "$arch")" --seat "$A"
 "$CTL" evidence verify "$arch" --host-key "$t/state/trust/host.pub" >"$t/verify" 2>"$t/out"; rc=$?
 cat "$t/verify" >>"$t/out"
 [[ $rc == 0 ]] && grep -qE "^guest: +INCOMPLETE: [0-9]+ file\(s\), 2 symlink\(s\)" "$t/verify" \
@@ -298,11 +236,11 @@ a2=$(archive_of "$A" 2)
 "$CTL" reset "$A" >"$t/out" 2>&1 || not_ok "reset after the retry"
 sleep 1 # the seal job has started: its appliance takes 10-20 s to come up under TCG
 appliances=$(pgrep -P "$seatd_pid" 2>/dev/null | tr '\n' ' ')
-kill -9 "$seatd_pid"; wait "$seatd_pid" 2>/dev/null; seatd_pid=
+seatd_kill
 sealed_before_kill=$(archive_of "$A" 3)
 echo "# seatd SIGKILLed ${sealed_before_kill:+after}${sealed_before_kill:-while} sealing generation 3 (its children: ${appliances:-none})"
 for p in $appliances; do kill "$p" 2>/dev/null; done
-start_seatd
+seatd_start
 wait_for 300 has_archive "$A" 3
 a3=$(archive_of "$A" 3)
 [[ -n $a3 ]] && "$CTL" evidence verify "$(basename "$a3")" --seat "$A" >"$t/out" 2>&1 && [[ -z $(quarantine_of "$A" 3) ]] \
@@ -356,7 +294,7 @@ idx5=$(ls "$t/opened5" 2>/dev/null | grep -E -- '^[0-9]{4}-guest-index.txt$' | h
 [[ $rc == 0 && -n $idx5 ]] && grep -q '^cut dir - /root/many (its listing is over the cap of 4194304 bytes' "$t/opened5/$idx5" \
   && [[ $(json_field "d['manifest']['guest']['complete']" <"$t/open5.json") == False ]] \
   && ok "the archive records the cut listing (index line, collection incomplete), and opens" || { grep many "$t/opened5/$idx5" 2>/dev/null | head -5 >>"$t/out"; not_ok "the archive records the cut listing"; }
-check "that archive verifies" "$CTL" evidence verify "$(basename "${a5:-none}")" --seat "$A"
+check_cmd "that archive verifies" "$CTL" evidence verify "$(basename "${a5:-none}")" --seat "$A"
 [[ $(state_of "$A") == ready && $(state_of "$B") == ready ]] && ok "both seats are READY" || not_ok "both seats are READY ($(state_of "$A"), $(state_of "$B"))"
 "$CTL" release "$B" >/dev/null 2>&1
 
@@ -404,7 +342,7 @@ a7=$(archive_of "$A" "$gen")
 [[ $(state_of "$A") == ready ]] && "$CTL" reset "$A" >"$t/out" 2>&1 && [[ $(state_of "$A") == ready ]] \
   && ok "that seat is READY and resets too" || not_ok "that seat is READY and resets ($(state_of "$A"))"
 
-check "release" "$CTL" release "$A"
+check_cmd "release" "$CTL" release "$A"
 echo "# took $((SECONDS - t_start)) s"
 echo "1..$n"
 exit $((failed > 0))

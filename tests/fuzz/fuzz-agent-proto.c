@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "common/agent-proto.h"
-#include "common/jsonframe.h"
+#include "fuzz-frames.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -38,20 +38,6 @@ static void check_message(const char *frame, size_t len) {
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-        _cleanup_(frame_reader_freep) FrameReader *r = frame_reader_new(64 * 1024);
-        const char *frame;
-        size_t len;
-
-        if (!r)
-                return 0;
-        while (size > 0) {
-                size_t n = frame_reader_feed(r, data, size);
-                data += n;
-                size -= n;
-                int k;
-                while ((k = frame_reader_next(r, &frame, &len)) != 0)
-                        if (k > 0)
-                                check_message(frame, len);
-        }
+        fuzz_frames(data, size, check_message);
         return 0;
 }

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "common/control-proto.h"
-#include "common/jsonframe.h"
+#include "fuzz-frames.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -40,19 +40,6 @@ static void check_line(const char *frame, size_t len) {
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-        _cleanup_(frame_reader_freep) FrameReader *r = frame_reader_new(64 * 1024);
-        if (!r)
-                return 0;
-        while (size > 0) {
-                size_t n = frame_reader_feed(r, data, size);
-                data += n;
-                size -= n;
-                const char *frame;
-                size_t len;
-                int k;
-                while ((k = frame_reader_next(r, &frame, &len)) != 0)
-                        if (k > 0)
-                                check_line(frame, len);
-        }
+        fuzz_frames(data, size, check_line);
         return 0;
 }

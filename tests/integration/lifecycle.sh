@@ -8,121 +8,38 @@
 # qemu-img and setpriv. Restarts libvirtd once (case "libvirtd restarted").
 set -uo pipefail
 
-build=$(realpath "${1:?usage: $0 BUILD_DIR}")
-src=$(cd "$(dirname "$0")/../.." && pwd)
-# shellcheck source=../lib/leftovers.sh
-. "$src/tests/lib/leftovers.sh"
-SIGN=$build/signing/seat-sign
-SEATD=$build/seatd/seatd
-CTL=$build/seatctl/seatctl
-GUEST_INIT=$build/guest-init/guest-init
-RECIPE=$src/images/recipes/test-image
-VIRSH=(virsh -q -c qemu:///system)
-for b in "$SIGN" "$SEATD" "$CTL" "$GUEST_INIT" "$build/images/seat-manifest"; do
-  [[ -x $b ]] || { echo "1..0 # SKIP $b not built"; exit 0; }
-done
-[[ $(id -u) == 0 ]] || { echo "1..0 # SKIP needs root (libvirt qemu:///system, setpriv)"; exit 0; }
-for c in virsh libvirtd qemu-img setpriv python3; do
-  command -v "$c" >/dev/null || { echo "1..0 # SKIP $c is not installed"; exit 0; }
-done
+# shellcheck source=../lib/seatd-harness.sh
+. "$(dirname "$0")/../lib/seatd-harness.sh"
+harness_build "${1:?usage: $0 BUILD_DIR}"
+harness_vm_suite lifecycle
+need_cmd virsh libvirtd qemu-img setpriv python3
+
 # nobody cannot reach a python under /root (pyenv): take the system's.
 SYSPY=/usr/bin/python3
 [[ -x $SYSPY ]] || SYSPY=$(command -v python3)
-id nobody >/dev/null 2>&1 && getent group nogroup >/dev/null || { echo "1..0 # SKIP no user nobody / group nogroup"; exit 0; }
+id nobody >/dev/null 2>&1 && getent group nogroup >/dev/null || skip_all "no user nobody / group nogroup"
+need_libvirt --start
 
-start_libvirtd() {
-  "${VIRSH[@]}" version >/dev/null 2>&1 && return 0
-  mkdir -p /var/log/libvirt /var/run/libvirt
-  pgrep -x virtlogd >/dev/null || virtlogd -d
-  pgrep -x libvirtd >/dev/null || libvirtd -d
-  for _ in $(seq 1 150); do "${VIRSH[@]}" version >/dev/null 2>&1 && return 0; sleep 0.1; done
-  return 1
-}
-start_libvirtd || { echo "Bail out! libvirtd does not answer on qemu:///system"; exit 1; }
-
-# Under /var/tmp with 0755 parents: QEMU runs as libvirt-qemu and must reach the overlays.
-t=$(mktemp -d /var/tmp/seatd-lifecycle.XXXXXX)
-chmod 0755 "$t"
-seatd_pid= bg_pids=()
+harness_seatd_must_live=1
+bg_pids=()
+# (libvirtd again first, should the suite have ended while it was restarted)
+harness_on_exit 'kill_wait "${bg_pids[@]}"; libvirt_start'
 t_start=$(date +%s)
 
-# Domains of *this* seatd: their disk is an overlay in our state dir (other seatds, other
-# tests, may run seats on the same libvirtd at the same time; they are not ours to judge).
-our_domains() {
-  local d names
-  for _ in 1 2 3 4 5; do names=$("${VIRSH[@]}" list --name 2>/dev/null) && break; sleep 1; done
-  for d in $names; do
-    [[ $d == seatd-* ]] || continue
-    # (not virsh | grep -q: with pipefail, grep's early exit would fail virsh with SIGPIPE)
-    [[ $("${VIRSH[@]}" dumpxml "$d" 2>/dev/null) == *"file='$t/state/seats/"* ]] && echo "$d"
-  done
-}
-
-cleanup() {
-  local p d
-  for p in "${bg_pids[@]}"; do kill "$p" 2>/dev/null; done
-  if [[ -n $seatd_pid ]]; then kill -9 "$seatd_pid" 2>/dev/null; wait "$seatd_pid" 2>/dev/null; fi
-  start_libvirtd >/dev/null 2>&1
-  for d in $(our_domains); do "${VIRSH[@]}" destroy "$d" >/dev/null 2>&1; done
-  [[ -f $t/seatd.log ]] && cp "$t/seatd.log" "$build/meson-logs/lifecycle-seatd.log" 2>/dev/null
-  seat_leftovers_remove "$t/state"; rm -rf "$t"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-n=0 failed=0
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-not_ok() {
-  n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $1"
-  [[ -s $t/out ]] && sed 's/^/#   /' "$t/out" | head -20
-  # Everything after would fail for the same reason: say it once.
-  [[ -n $seatd_pid ]] && ! kill -0 "$seatd_pid" 2>/dev/null && bail "seatd (pid $seatd_pid) is gone"
-  return 0
-}
-# check DESCRIPTION COMMAND...: one TAP line from a command's exit status (output in $t/out).
-check() { local d=$1; shift; if "$@" >"$t/out" 2>&1; then ok "$d"; else not_ok "$d"; fi; }
-bail() { echo "Bail out! $*"; [[ -f $t/seatd.log ]] && tail -30 "$t/seatd.log" | sed 's/^/# /'; exit 1; }
-
-export SEATD_SOCKET=$t/ctl.sock
 unset SEATD_TOKEN
-mkdir -p "$t/keys" "$t/state" "$t/nobody"
+mkdir -p "$t/nobody"
 # The facilitator's box key: every finished session is sealed to it.
-"$build/signing/seat-sign" keygen --box -p "$t/facilitator.pub" -s "$t/facilitator.key" >/dev/null 2>&1 || { echo "Bail out! seat-sign keygen --box failed"; exit 1; }
+"$SIGN" keygen --box -p "$t/facilitator.pub" -s "$t/facilitator.key" >/dev/null 2>&1 || bail "seat-sign keygen --box failed"
 chmod 0777 "$t/nobody"
-cat >"$t/seatd.conf" <<CONF
-state_dir = $t/state
-socket_path = $t/ctl.sock
-trusted_keys_dir = $t/keys
-accel = tcg
-allow_tcg = true
-inspect_images = false
-facilitator_key = $t/facilitator.pub
-CONF
-
-start_seatd() {
-  rm -f "$t/ctl.sock"
-  "$SEATD" -c "$t/seatd.conf" -l debug >>"$t/seatd.log" 2>&1 &
-  seatd_pid=$!
-  # Adoption says hello to each running seat before seatd listens.
-  for _ in $(seq 1 900); do
-    kill -0 "$seatd_pid" 2>/dev/null || bail "seatd exited"
-    # Participants (here: nobody) reach seatd through the participant socket, with the
-    # modes seatd gives it: the test never changes them.
-    if [[ -S $t/ctl.sock ]] && "$CTL" list >/dev/null 2>&1; then return 0; fi
-    sleep 0.1
-  done
-  bail "seatd did not start"
-}
-kill_seatd() { kill -9 "$seatd_pid"; wait "$seatd_pid" 2>/dev/null; seatd_pid=; }
+seatd_conf accel=tcg allow_tcg=true inspect_images=false "facilitator_key=$t/facilitator.pub"
 
 # Every exec that reaches a seat goes through x (root) or xn (nobody with a token file), so
 # the audit log can be held against the list of calls made.
 x() { local s=$1; [[ $s == --* ]] && s=$3; echo "$s $*" >>"$t/calls"; "$CTL" exec "$@"; }
 nobody() { setpriv --reuid=nobody --regid=nogroup --clear-groups -- "$CTL" "$@"; }
 xn() { local tok=$1 s=$2; shift 2; echo "$s $s $*" >>"$t/calls"; nobody --token-file "$tok" exec "$s" "$@"; }
-# A token file nobody can read and nobody else.
-token_file() { printf '%s\n' "$2" >"$1"; chown nobody:nogroup "$1"; chmod 0600 "$1"; echo "$2" >>"$t/all-tokens"; }
-json_field() { python3 -c 'import json,sys; d=json.load(sys.stdin); print(eval(sys.argv[1]))' "$1"; }
+# A token file nobody can read and nobody else; every token issued is kept, to look for in the log.
+participant_token() { token_file "$1" "$2" nobody:nogroup 0600; echo "$2" >>"$t/all-tokens"; }
 state_of() { "$CTL" --json status "$1" 2>/dev/null | json_field 'd["state"]' 2>/dev/null; }
 listed_ids() { "$CTL" --json list | json_field '"\n".join(s["id"] for s in d["seats"])'; }
 seat_dirs() { ls -1 "$t/state/seats" 2>/dev/null | sort; }
@@ -152,12 +69,8 @@ host_usr_local() { { ls -la --time-style=full-iso /usr/local/bin; find /usr/loca
 usr_local_before=$(host_usr_local)
 
 # ---------------------------------------------------------------- setup: a signed image
-"$SIGN" keygen -W -p "$t/test.pub" -s "$t/test.key" >/dev/null 2>&1 || bail "seat-sign keygen failed"
-cp "$t/test.pub" "$t/keys/test.pub"
-"$RECIPE" --guest-init "$GUEST_INIT" --out "$t/img" --quiet --sign-key "$t/test.key" \
-  --tools "$build/images:$build/signing" >"$t/out" 2>&1 || { cat "$t/out"; bail "building the test image failed"; }
-start_seatd
-"$CTL" -q image import "$t/img/manifest.json" >"$t/out" 2>&1 || { cat "$t/out"; bail "image import failed"; }
+seatd_start
+image_import
 blobs_sum() { find "$t/state/images/blobs" -type f -print0 | sort -z | xargs -0 sha256sum; }
 blobs_before=$(blobs_sum)
 echo "# image built, signed and imported ($(($(date +%s) - t_start)) s)"
@@ -169,10 +82,10 @@ A=$(awk 'NR==2 {print $1}' "$t/prov") tokA=$(awk 'NR==2 {print $2}' "$t/prov")
 cat "$t/prov" >>"$t/out"
 [[ $rc == 0 && $A =~ ^s[0-9a-f]{8}$ && $tokA =~ ^[0-9a-f]{64}$ ]] && ok "provision prints a seat id ($A) and a 64-hex token" \
   || { not_ok "provision prints a seat id and a 64-hex token"; bail "no seat to test with"; }
-token_file "$t/tokA" "$tokA"
-check "list shows the seat READY" bash -c "'$CTL' list | grep -E '^$A +ready +test-image +1 +1 .*alice'"
-check "status shows the seat READY" bash -c "'$CTL' status $A | grep -E '^$A +ready '"
-check "list --json and status --json parse, with state, image and domain" bash -c "
+participant_token "$t/tokA" "$tokA"
+check_cmd "list shows the seat READY" bash -c "'$CTL' list | grep -E '^$A +ready +test-image +1 +1 .*alice'"
+check_cmd "status shows the seat READY" bash -c "'$CTL' status $A | grep -E '^$A +ready '"
+check_cmd "list --json and status --json parse, with state, image and domain" bash -c "
   '$CTL' --json list | python3 -c 'import json,sys; d=json.load(sys.stdin); s=[x for x in d[\"seats\"] if x[\"id\"]==\"$A\"][0]; assert s[\"state\"]==\"ready\" and s[\"image\"]==\"test-image\" and s[\"domain\"].startswith(\"seatd-$A-g\") and s[\"reset_mode\"]==\"cold\" and s[\"participant\"]==\"alice\", s' &&
   '$CTL' --json status $A | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d[\"id\"]==\"$A\" and d[\"state\"]==\"ready\" and d[\"generation\"]==1, d'"
 
@@ -233,7 +146,7 @@ x "$A" -- /no/such/program >"$t/o" 2>"$t/out"; rc=$?
 # ---------------------------------------------------------------- 3. cp, console
 head -c $((3 * 1024 * 1024 + 12345)) /dev/urandom >"$t/big"
 sum_big=$(sha256sum <"$t/big" | awk '{print $1}')
-check "cp a 3 MiB file (7 chunks) into the seat" "$CTL" cp "$t/big" "$A:/root/big.bin"
+check_cmd "cp a 3 MiB file (7 chunks) into the seat" "$CTL" cp "$t/big" "$A:/root/big.bin"
 out=$(x "$A" -- sha256sum /root/big.bin 2>"$t/out" | awk '{print $1}')
 [[ $out == "$sum_big" ]] && ok "the copy in the guest has the same sha256" || not_ok "the copy in the guest has the same sha256 ($out)"
 "$CTL" cp "$A:/root/big.bin" "$t/big.back" >"$t/out" 2>&1
@@ -264,9 +177,9 @@ for i in 0 1 2 3; do [[ ${many[i]:-} =~ ^s[0-9a-f]{8}$ && ${many_tok[i]:-} =~ ^[
   && ok "provision --count 4 --json: four new seats, distinct ids, each with a token ($(($(date +%s) - s0)) s)" \
   || { not_ok "provision --count 4 --json: four new seats, each with a token"; bail "no seats to go on with"; }
 B=${many[0]} C=${many[1]} D=${many[2]} E=${many[3]}
-for i in 0 1 2 3; do token_file "$t/tok.${many[i]}" "${many_tok[i]}"; done
+for i in 0 1 2 3; do participant_token "$t/tok.${many[i]}" "${many_tok[i]}"; done
 tokB=${many_tok[0]}
-check "all five seats are READY in list" bash -c "[[ \$('$CTL' list | grep -cE '^s[0-9a-f]{8} +ready ') == 5 ]]"
+check_cmd "all five seats are READY in list" bash -c "[[ \$('$CTL' list | grep -cE '^s[0-9a-f]{8} +ready ') == 5 ]]"
 
 s0=$(date +%s%N)
 pids=()
@@ -328,7 +241,7 @@ out=$(SEATD_TOKEN=$tokA setpriv --reuid=nobody --regid=nogroup --clear-groups --
 # There is no option that takes the token itself: --token is refused outright (it is not
 # read as an abbreviation of --token-file), so the token on argv opens nothing.
 denied "a token passed on argv opens nothing" "never taken on the command line" nobody --token "$tokA" exec "$A" -- id
-check "seatctl --help offers no token option but --token-file" bash -c "'$CTL' --help | grep -o -- '--token[a-z-]*' | sort -u | grep -qx -- '--token-file' && [[ \$('$CTL' --help | grep -o -- '--token[a-z-]*' | sort -u | wc -l) == 1 ]]"
+check_cmd "seatctl --help offers no token option but --token-file" bash -c "'$CTL' --help | grep -o -- '--token[a-z-]*' | sort -u | grep -qx -- '--token-file' && [[ \$('$CTL' --help | grep -o -- '--token[a-z-]*' | sort -u | wc -l) == 1 ]]"
 out=$(CTL_SOCKET=$t/participant.sock setpriv --reuid=nobody --regid=nogroup --clear-groups -- "$SYSPY" "$t/ctl.py" seat.exec "{\"seat\": \"$B\", \"token\": \"$tokA\", \"argv\": [\"id\"]}" 2>&1)
 [[ $out == "error denied "* ]] && ok "protocol: A's token on B is error code 'denied'" || not_ok "protocol: A's token on B is error code 'denied' ($out)"
 
@@ -369,7 +282,7 @@ new_tokA=$(sed -n 's/^new participant token: //p' "$t/reset")
 cat "$t/reset" >>"$t/out"
 [[ $rc == 0 && $new_tokA =~ ^[0-9a-f]{64}$ && $new_tokA != "$tokA" ]] && grep -qE "^$A +ready +test-image +1 +2 " "$t/reset" \
   && ok "reset: READY again, generation 2, a new token" || not_ok "reset: READY again, generation 2, a new token"
-token_file "$t/tokA2" "$new_tokA"
+participant_token "$t/tokA2" "$new_tokA"
 x "$A" -- sh -c "for f in /canary-lc /root/canary-lc /tmp/canary-lc /etc/canary-lc /var/canary-lc /home/canary-lc /usr/local/bin/canary-lc /var/big-canary /usr/local/bin/pwned-lc /root/big.bin /tmp/from-nobody; do [ -e \$f ] && echo FOUND \$f; done; grep -rl $MARK /etc /root /var /home /tmp /usr/local 2>/dev/null; ps | grep 'sleep 777[7]'; echo checked" >"$t/out" 2>&1
 [[ $(cat "$t/out") == checked ]] && ok "after reset no canary file and no canary process survives" || not_ok "after reset no canary file and no canary process survives"
 new_mid=$(x "$A" -- cat /etc/machine-id 2>/dev/null)
@@ -377,7 +290,7 @@ new_mid=$(x "$A" -- cat /etc/machine-id 2>/dev/null)
 denied "after reset the old token no longer opens the seat" "$NOT_OPEN '$A'" nobody --token-file "$t/tokA" exec "$A" -- id
 out=$(xn "$t/tokA2" "$A" -- hostname 2>"$t/out")
 [[ $out == "seat-$A" ]] && ok "after reset the new token opens it" || not_ok "after reset the new token opens it"
-check "image verify test-image passes after the session" bash -c "'$CTL' image verify test-image | grep -q verified && ! '$CTL' image verify test-image | grep -q 'NOT VERIFIED'"
+check_cmd "image verify test-image passes after the session" bash -c "'$CTL' image verify test-image | grep -q verified && ! '$CTL' image verify test-image | grep -q 'NOT VERIFIED'"
 [[ $(blobs_sum) == "$blobs_before" ]] && ok "the verified base image's blobs have the same sha256 as before" || not_ok "the verified base image's blobs have the same sha256 as before"
 # 6b: the session was sealed in the background (libguestfs reads the image's evidence
 # paths out of the old overlay: an appliance launch, 10-20 s under TCG): signed by the
@@ -388,9 +301,9 @@ for _ in $(seq 1 2400); do arch=$(ls "$t/state/evidence/archives/$A-g1-"*.seatde
 for _ in $(seq 1 100); do [[ -z $(ls -d "$t/state/evidence/quarantine/$A-g1-"* 2>/dev/null) ]] && break; sleep 0.1; done
 [[ -n $arch && -z $(ls -d "$t/state/evidence/quarantine/$A-g1-"* 2>/dev/null) ]] \
   && ok "the old session is sealed and its quarantine (overlay with the canaries) deleted after that" || { ls -laR "$t/state/evidence" >"$t/out" 2>&1; not_ok "the old session is sealed and its quarantine deleted after that"; }
-check "the reset session is sealed into an archive that seat-evidence verify accepts (host key, seat id)" \
+check_cmd "the reset session is sealed into an archive that seat-evidence verify accepts (host key, seat id)" \
   "$EV" verify "$arch" --host-key "$t/state/trust/host.pub" --seat "$A"
-check "seat-evidence open unpacks it with the facilitator key (every member and the audit chain checked)" \
+check_cmd "seat-evidence open unpacks it with the facilitator key (every member and the audit chain checked)" \
   "$EV" open "$arch" --host-key "$t/state/trust/host.pub" --key "$t/facilitator.key" --out "$t/opened"
 audit=$(ls "$t/opened/"*audit* 2>/dev/null | head -1)
 [[ -n $audit ]] && grep -q '"type":"session"' "$audit" && grep -q '"type":"exec.start"' "$audit" && grep -q '"type":"exec.end"' "$audit" && grep -q "$MARK" "$audit" \
@@ -408,15 +321,15 @@ x "$A" -- test -e /usr/local/bin/pwned-lc >"$t/out" 2>&1; rc=$?
 [[ $rc == 1 ]] && ok "the file the tool wrote in the guest is gone after reset" || not_ok "the file the tool wrote in the guest is gone after reset (rc $rc)"
 
 # ---------------------------------------------------------------- 9. bad input
-doms_before=$(our_domains | sort) dirs_before=$(seat_dirs)
+doms_before=$(seat_domains | sort) dirs_before=$(seat_dirs)
 "$CTL" provision --image no-such-image >"$t/out" 2>&1; rc=$?
 [[ $rc == 1 ]] && grep -q "no image named 'no-such-image'" "$t/out" && ok "provision of an unknown image: a clear error" || not_ok "provision of an unknown image: a clear error"
-[[ $(our_domains | sort) == "$doms_before" && $(seat_dirs) == "$dirs_before" ]] && ok "... and no domain, no overlay left" || not_ok "... and no domain, no overlay left"
+[[ $(seat_domains | sort) == "$doms_before" && $(seat_dirs) == "$dirs_before" ]] && ok "... and no domain, no overlay left" || not_ok "... and no domain, no overlay left"
 "$CTL" provision --image test-image --participant $'evil\x1b[2J\x07name' >"$t/out" 2>&1; rc=$?
 [[ $rc == 1 ]] && grep -q "participant names are at most" "$t/out" && ! grep -q $'\x1b' "$t/out" \
   && ok "a participant name with control characters is refused" || not_ok "a participant name with control characters is refused"
 "$CTL" provision --image test-image --participant $'two\nlines' >"$t/out" 2>&1; rc=$?
-[[ $rc == 1 && $(our_domains | sort) == "$doms_before" && $(seat_dirs) == "$dirs_before" ]] \
+[[ $rc == 1 && $(seat_domains | sort) == "$doms_before" && $(seat_dirs) == "$dirs_before" ]] \
   && ok "a participant name with a newline is refused; nothing made" || not_ok "a participant name with a newline is refused; nothing made"
 out=$(python3 "$t/ctl.py" seat.exec '{"seat": "sdeadbeef", "argv": ["id"]}' 2>&1)
 [[ $out == "error not_found "* ]] && ok "exec on an unknown seat: error code not_found" || not_ok "exec on an unknown seat: error code not_found ($out)"
@@ -424,13 +337,13 @@ out=$(python3 "$t/ctl.py" seat.exec '{"seat": "sdeadbeef", "argv": ["id"]}' 2>&1
 [[ $rc == 125 ]] && grep -q "no seat 'sdeadbeef'" "$t/out" && ok "seatctl exec on an unknown seat says so (125)" || not_ok "seatctl exec on an unknown seat says so (125; got $rc)"
 
 # ---------------------------------------------------------------- 5b. release
-check "release $E" bash -c "'$CTL' release $E | grep -q 'released $E'"
+check_cmd "release $E" bash -c "'$CTL' release $E | grep -q 'released $E'"
 "$CTL" release "$E" >"$t/out" 2>&1; rc=$?
 [[ $rc == 1 ]] && grep -q "no seat '$E'" "$t/out" && ok "release twice: a clear error the second time" || not_ok "release twice: a clear error the second time"
 out=$(python3 "$t/ctl.py" seat.release "{\"seat\": \"$E\"}" 2>&1)
 [[ $out == "error not_found "* ]] && ok "release of a released seat: error code not_found" || not_ok "release of a released seat: error code not_found ($out)"
-check "release $D" "$CTL" release "$D"
-[[ -z $(our_domains | grep -E "seatd-($D|$E)-g[0-9]+$") && ! -e $t/state/seats/$D && ! -e $t/state/seats/$E ]] \
+check_cmd "release $D" "$CTL" release "$D"
+[[ -z $(seat_domains | grep -E "seatd-($D|$E)-g[0-9]+$") && ! -e $t/state/seats/$D && ! -e $t/state/seats/$E ]] \
   && kept "$D" && kept "$E" \
   && ok "released seats: domains gone, seat directories gone, sessions in quarantine or sealed" || not_ok "released seats: domains gone, seat directories gone, sessions in quarantine or sealed"
 denied "a released seat's token opens nothing" "$NOT_OPEN '$D'" nobody --token-file "$t/tok.$D" status "$D"
@@ -439,7 +352,7 @@ denied "a released seat's token opens nothing" "$NOT_OPEN '$D'" nobody --token-f
 # Everything of ours that runs has a seat in list, and every seat directory belongs to one.
 consistent() {
   local ids doms dirs
-  ids=$(listed_ids | sort) doms=$(our_domains | sed -E "s/^seatd-//; s/-g[0-9]+$//" | sort) dirs=$(seat_dirs)
+  ids=$(listed_ids | sort) doms=$(seat_domains | sed -E "s/^seatd-//; s/-g[0-9]+$//" | sort) dirs=$(seat_dirs)
   echo "listed: $(echo $ids) / domains: $(echo $doms) / dirs: $(echo $dirs)"
   [[ $doms == "$ids" && $dirs == "$ids" ]] || return 1
   # No seat runs without its network and egress rules; no orphan keeps its network.
@@ -468,14 +381,14 @@ for _ in $(seq 1 200); do
   sleep 0.05
 done
 sleep 0.1 # booting: the guest agent is not up yet (a boot takes ~2.5 s here)
-kill_seatd
+seatd_kill
 wait "$prov_pid"; prc=$?
 echo "# killed seatd during the provision of ${new:-?} (seatctl provision exited $prc: $(head -c 200 "$t/p8" | tr '\n' ' '))"
 [[ -n $new && $prc != 0 ]] && ! grep -qE '[0-9a-f]{64}' "$t/p8" \
   && ok "seatd SIGKILLed while provisioning ${new:-?} (domain started, no token handed out)" || not_ok "seatd SIGKILLed while provisioning"
-start_seatd
-check "after restart: every seatd-* domain of ours has a seat in list, no orphaned seat directory, network or egress rules; every seat has both" consistent
-[[ -n $new ]] && ! our_domains | grep -qx "$new" && nid=${new#seatd-}; ls -d "$t/state/evidence/quarantine/${nid%-g*}-orphan-"* >/dev/null 2>&1 \
+seatd_start
+check_cmd "after restart: every seatd-* domain of ours has a seat in list, no orphaned seat directory, network or egress rules; every seat has both" consistent
+[[ -n $new ]] && ! seat_domains | grep -qx "$new" && nid=${new#seatd-}; ls -d "$t/state/evidence/quarantine/${nid%-g*}-orphan-"* >/dev/null 2>&1 \
   && ok "the half-made seat's domain is gone and its files are set aside" || not_ok "the half-made seat's domain is gone and its files are set aside"
 good=1; : >"$t/out"
 for s in "$A" "$B" "$C"; do [[ $(state_of "$s") == ready ]] && seat_works "$s" || { good=0; echo "$s not adopted/working" >>"$t/out"; }; done
@@ -487,7 +400,7 @@ out=$(xn "$t/tokA2" "$A" -- hostname 2>&1)
 # The kill must land while the new machine boots (~2 s); when libvirtd was slow to list it
 # and the reset finished first, seatd is started again and the reset tried again.
 for attempt in 1 2 3; do
-  old_id=$(our_domains | grep -E "^seatd-$C-g[0-9]+$")
+  old_id=$(seat_domains | grep -E "^seatd-$C-g[0-9]+$")
   # (cold: a warm reset is over too soon to be caught booting)
   "$CTL" -q reset --cold "$C" >"$t/r8" 2>&1 &
   reset_pid=$! bg_pids+=("$reset_pid")
@@ -498,16 +411,16 @@ for attempt in 1 2 3; do
     [[ -n $cur && $cur != "$old_id" ]] && break
     sleep 0.05
   done
-  kill_seatd
+  seatd_kill
   wait "$reset_pid"; rrc=$?
   echo "# killed seatd during the reset of $C, attempt $attempt (domain $old_id -> ${cur:-none}; seatctl reset exited $rrc)"
   [[ $rrc != 0 ]] && break
-  start_seatd
+  seatd_start
 done
 [[ -n $cur && $cur != "$old_id" && $rrc != 0 ]] && ok "seatd SIGKILLed while resetting $C (new domain booting)" || not_ok "seatd SIGKILLed while resetting $C"
-start_seatd
-check "after restart: every seatd-* domain of ours has a seat in list, no orphaned seat directory, network or egress rules; every seat has both" consistent
-! listed_ids | grep -qx "$C" && ! our_domains | grep -qE "^seatd-$C-g[0-9]+$" && kept "$C" \
+seatd_start
+check_cmd "after restart: every seatd-* domain of ours has a seat in list, no orphaned seat directory, network or egress rules; every seat has both" consistent
+! listed_ids | grep -qx "$C" && ! seat_domains | grep -qE "^seatd-$C-g[0-9]+$" && kept "$C" \
   && ok "the half-reset seat is removed (not adopted), its old session kept in quarantine" || not_ok "the half-reset seat is removed, its old session kept in quarantine"
 good=1; : >"$t/out"
 for s in "$A" "$B"; do [[ $(state_of "$s") == ready ]] && seat_works "$s" || { good=0; echo "$s not adopted/working" >>"$t/out"; }; done
@@ -523,7 +436,7 @@ for _ in $(seq 1 150); do "${VIRSH[@]}" version >/dev/null 2>&1 && break; sleep 
 newpid=$(pgrep -xo libvirtd)
 [[ -n $newpid && $newpid != "$lpid" ]] && "${VIRSH[@]}" version >/dev/null 2>&1 \
   && ok "libvirtd restarted (pid $lpid -> $newpid)" || not_ok "libvirtd restarted"
-[[ $(our_domains | sed -E 's/-g[0-9]+$//' | sort) == "$(printf 'seatd-%s\n' "$A" "$B" | sort)" ]] && ok "the seats' domains kept running" || not_ok "the seats' domains kept running"
+[[ $(seat_domains | sed -E 's/-g[0-9]+$//' | sort) == "$(printf 'seatd-%s\n' "$A" "$B" | sort)" ]] && ok "the seats' domains kept running" || not_ok "the seats' domains kept running"
 good=1; : >"$t/out"
 for s in "$A" "$B"; do seat_works "$s" && [[ $(state_of "$s") == ready ]] || { good=0; echo "$s not working" >>"$t/out"; }; done
 [[ $good == 1 ]] && ok "seats keep working through seatd (exec, status)" || not_ok "seats keep working through seatd (exec, status)"
@@ -531,8 +444,8 @@ for s in "$A" "$B"; do seat_works "$s" && [[ $(state_of "$s") == ready ]] || { g
 cat "$t/resetB" >>"$t/out"
 new_tokB=$(sed -n 's/^new participant token: //p' "$t/resetB")
 # The old machine's destroy finishes beside the new one (nobody waits for it): give libvirt its second.
-for _ in $(seq 1 50); do [[ $(our_domains | grep -c "^seatd-$B-") == 1 ]] && break; sleep 0.2; done
-[[ $rc == 0 && $new_tokB =~ ^[0-9a-f]{64}$ ]] && seat_works "$B" && [[ $(our_domains | sed -E 's/-g[0-9]+$//' | sort) == "$(printf 'seatd-%s\n' "$A" "$B" | sort)" ]] \
+for _ in $(seq 1 50); do [[ $(seat_domains | grep -c "^seatd-$B-") == 1 ]] && break; sleep 0.2; done
+[[ $rc == 0 && $new_tokB =~ ^[0-9a-f]{64}$ ]] && seat_works "$B" && [[ $(seat_domains | sed -E 's/-g[0-9]+$//' | sort) == "$(printf 'seatd-%s\n' "$A" "$B" | sort)" ]] \
   && ok "reset after the libvirtd restart works (seatd reconnected; old domain gone, new one answers)" || not_ok "reset after the libvirtd restart works"
 [[ -n $new_tokB ]] && echo "$new_tokB" >>"$t/all-tokens"
 "$CTL" -q provision --image test-image >"$t/prov9" 2>"$t/out"; rc=$?
@@ -542,8 +455,8 @@ F=$(awk 'NR==2 {print $1}' "$t/prov9"); awk 'NR==2 {print $2}' "$t/prov9" >>"$t/
 # ---------------------------------------------------------------- the end: release all, no secrets in the log
 good=1; : >"$t/out"
 for s in "$A" "$B" ${F:+"$F"}; do "$CTL" release "$s" >>"$t/out" 2>&1 || good=0; done
-[[ $good == 1 && -z $(our_domains) && -z $(seat_dirs) && -z $(listed_ids) ]] \
-  && ok "released every seat: no domain, no seat directory, empty list" || { our_domains >>"$t/out"; not_ok "released every seat: no domain, no seat directory, empty list"; }
+[[ $good == 1 && -z $(seat_domains) && -z $(seat_dirs) && -z $(listed_ids) ]] \
+  && ok "released every seat: no domain, no seat directory, empty list" || { seat_domains >>"$t/out"; not_ok "released every seat: no domain, no seat directory, empty list"; }
 leaks=0
 while read -r tok; do [[ -n $tok ]] && grep -qF "$tok" "$t/seatd.log" && leaks=$((leaks + 1)); done <"$t/all-tokens"
 echo "tokens issued: $(wc -l <"$t/all-tokens"), found in the log: $leaks" >"$t/out"

@@ -13,13 +13,10 @@ set -uo pipefail
 # shellcheck source=../lib/seatd-harness.sh
 . "$(dirname "$0")/../lib/seatd-harness.sh"
 harness_build "${1:?usage: $0 BUILD_DIR}"
-need_built "$SIGN" "$SEATD" "$CTL" "$GUEST_INIT" "$MANIFEST"
-need_root
+harness_vm_suite pools
 need_cmd virsh qemu-img python3 setpriv
 need_libvirt
 
-harness_workdir /var/tmp/seatd-pools 0755
-harness_keep_log "$build/meson-logs/pools-seatd.log"
 harness_seatd_must_live=1
 t_start=$(date +%s)
 

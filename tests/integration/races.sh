@@ -13,92 +13,29 @@
 # Needs root and a running libvirtd (never restarted here).
 set -uo pipefail
 
-build=$(realpath "${1:?usage: $0 BUILD_DIR}")
-src=$(cd "$(dirname "$0")/../.." && pwd)
-# shellcheck source=../lib/leftovers.sh
-. "$src/tests/lib/leftovers.sh"
-SIGN=$build/signing/seat-sign SEATD=$build/seatd/seatd CTL=$build/seatctl/seatctl
-GUEST_INIT=$build/guest-init/guest-init RECIPE=$src/images/recipes/test-image
-VIRSH=(virsh -q -c qemu:///system)
+# shellcheck source=../lib/seatd-harness.sh
+. "$(dirname "$0")/../lib/seatd-harness.sh"
+harness_build "${1:?usage: $0 BUILD_DIR}"
 RESETS=${SEATD_RACES_RESETS:-3}
-for b in "$SIGN" "$SEATD" "$CTL" "$GUEST_INIT" "$build/images/seat-manifest"; do
-  [[ -x $b ]] || { echo "1..0 # SKIP $b not built"; exit 0; }
-done
-[[ $(id -u) == 0 ]] || { echo "1..0 # SKIP needs root (libvirt qemu:///system)"; exit 0; }
-for c in virsh qemu-img python3; do command -v "$c" >/dev/null || { echo "1..0 # SKIP $c is not installed"; exit 0; }; done
-"${VIRSH[@]}" version >/dev/null 2>&1 || { echo "1..0 # SKIP libvirtd does not answer on qemu:///system (start it: . scripts/lib/host.sh; host_start_libvirt)"; exit 0; }
+harness_vm_suite races
+need_cmd virsh qemu-img python3
+need_libvirt
 
-t=$(mktemp -d /var/tmp/seatd-races.XXXXXX)
-chmod 0755 "$t"
-seatd_pid= bg_pids=()
+bg_pids=()
+harness_on_exit 'touch "$t/stop"; kill_wait "${bg_pids[@]}"'
 t_start=$(date +%s)
 
-our_domains() {
-  local d names
-  names=$("${VIRSH[@]}" list --all --name 2>/dev/null)
-  for d in $names; do
-    [[ $d == seatd-* ]] || continue
-    [[ $("${VIRSH[@]}" dumpxml "$d" 2>/dev/null) == *"file='$t/state/"* ]] && echo "$d"
-  done
-}
-cleanup() {
-  local p d
-  touch "$t/stop"
-  for p in "${bg_pids[@]}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
-  if [[ -n $seatd_pid ]]; then kill -9 "$seatd_pid" 2>/dev/null; wait "$seatd_pid" 2>/dev/null; fi
-  for d in $(our_domains); do "${VIRSH[@]}" destroy "$d" >/dev/null 2>&1; done
-  [[ -f $t/seatd.log ]] && cp "$t/seatd.log" "$build/meson-logs/races-seatd.log" 2>/dev/null
-  seat_leftovers_remove "$t/state"; rm -rf "$t"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-n=0 failed=0
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-not_ok() {
-  n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $1"
-  [[ -s $t/out ]] && sed 's/^/#   /' "$t/out" | head -20
-  return 0
-}
 # What TSan (or anything else) said before seatd went away.
-tsan_report() { grep -n -m1 -A40 'ThreadSanitizer' "$t/seatd.log" | sed 's/^/# /'; }
-bail() { echo "Bail out! $*"; [[ -f $t/seatd.log ]] && { tsan_report; tail -30 "$t/seatd.log" | sed 's/^/# /'; }; exit 1; }
+tsan_report() { grep -n -m1 -A40 'ThreadSanitizer' "$t/seatd.log" 2>/dev/null | sed 's/^/# /'; }
+harness_on_bail tsan_report
 seatd_alive() { kill -0 "$seatd_pid" 2>/dev/null; }
 
-export SEATD_SOCKET=$t/ctl.sock
 unset SEATD_TOKEN
-mkdir -p "$t/keys" "$t/state"
 # No networks, no warm states, no facilitator: every reset is one cold boot, the least
 # this needs on a 2-core machine; the fields status reads change the same way.
-cat >"$t/seatd.conf" <<CONF
-state_dir = $t/state
-socket_path = $t/ctl.sock
-trusted_keys_dir = $t/keys
-accel = tcg
-allow_tcg = true
-inspect_images = false
-network = false
-warm_reset = false
-CONF
-start_seatd() {
-  rm -f "$t/ctl.sock"
-  "$SEATD" -c "$t/seatd.conf" -l debug >>"$t/seatd.log" 2>&1 &
-  seatd_pid=$!
-  for _ in $(seq 1 900); do
-    seatd_alive || bail "seatd exited"
-    if [[ -S $t/ctl.sock ]] && "$CTL" list >/dev/null 2>&1; then return 0; fi
-    sleep 0.1
-  done
-  bail "seatd did not start"
-}
-ms() { date +%s%3N; }
-
-"$SIGN" keygen -W -p "$t/test.pub" -s "$t/test.key" >/dev/null 2>&1 || bail "seat-sign keygen failed"
-cp "$t/test.pub" "$t/keys/test.pub"
-"$RECIPE" --guest-init "$GUEST_INIT" --out "$t/img" --quiet --sign-key "$t/test.key" \
-  --tools "$build/images:$build/signing" >"$t/out" 2>&1 || { cat "$t/out"; bail "building the test image failed"; }
-start_seatd
-"$CTL" -q image import "$t/img/manifest.json" >"$t/out" 2>&1 || { cat "$t/out"; bail "image import failed"; }
+seatd_conf accel=tcg allow_tcg=true inspect_images=false network=false warm_reset=false
+seatd_start
+image_import
 "$CTL" -q provision --image test-image --participant alice >"$t/prov" 2>"$t/out" || bail "provision failed"
 S=$(awk 'NR==2 {print $1}' "$t/prov")
 [[ $S =~ ^s[0-9a-f]{8}$ ]] || bail "no seat to test with"

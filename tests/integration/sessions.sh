@@ -14,89 +14,29 @@
 # Needs root, a running libvirtd (never restarted here), setpriv, python3 and b2sum.
 set -uo pipefail
 
-build=$(realpath "${1:?usage: $0 BUILD_DIR}")
-src=$(cd "$(dirname "$0")/../.." && pwd)
-# shellcheck source=../lib/leftovers.sh
-. "$src/tests/lib/leftovers.sh"
-SIGN=$build/signing/seat-sign SEATD=$build/seatd/seatd CTL=$build/seatctl/seatctl
-EV=$build/evidence/seat-evidence GUEST_INIT=$build/guest-init/guest-init RECIPE=$src/images/recipes/test-image
-VIRSH=(virsh -q -c qemu:///system)
-for b in "$SIGN" "$SEATD" "$CTL" "$EV" "$GUEST_INIT" "$build/images/seat-manifest"; do
-  [[ -x $b ]] || { echo "1..0 # SKIP $b not built"; exit 0; }
-done
-[[ $(id -u) == 0 ]] || { echo "1..0 # SKIP needs root (libvirt qemu:///system, setpriv)"; exit 0; }
-for c in virsh qemu-img python3 setpriv b2sum; do command -v "$c" >/dev/null || { echo "1..0 # SKIP $c is not installed"; exit 0; }; done
-id nobody >/dev/null 2>&1 && getent group nogroup >/dev/null || { echo "1..0 # SKIP no user nobody / group nogroup"; exit 0; }
-"${VIRSH[@]}" version >/dev/null 2>&1 || { echo "1..0 # SKIP libvirtd does not answer on qemu:///system (start it: . scripts/lib/host.sh; host_start_libvirt)"; exit 0; }
+# shellcheck source=../lib/seatd-harness.sh
+. "$(dirname "$0")/../lib/seatd-harness.sh"
+harness_build "${1:?usage: $0 BUILD_DIR}"
+harness_vm_suite sessions "$EV"
+need_cmd virsh qemu-img python3 setpriv b2sum
+id nobody >/dev/null 2>&1 && getent group nogroup >/dev/null || skip_all "no user nobody / group nogroup"
+need_libvirt
 
-t=$(mktemp -d /var/tmp/seatd-sessions.XXXXXX)
-chmod 0755 "$t"
-seatd_pid= bg_pids=()
+harness_seatd_must_live=1
+bg_pids=()
+harness_on_exit 'kill_wait "${bg_pids[@]}"'
 t_start=$(date +%s)
 
-our_domains() {
-  local d names
-  names=$("${VIRSH[@]}" list --all --name 2>/dev/null)
-  for d in $names; do
-    [[ $d == seatd-* ]] || continue
-    [[ $("${VIRSH[@]}" dumpxml "$d" 2>/dev/null) == *"file='$t/state/"* ]] && echo "$d"
-  done
-}
-cleanup() {
-  local p d
-  for p in "${bg_pids[@]}"; do kill "$p" 2>/dev/null; done
-  if [[ -n $seatd_pid ]]; then kill -9 "$seatd_pid" 2>/dev/null; wait "$seatd_pid" 2>/dev/null; fi
-  for d in $(our_domains); do "${VIRSH[@]}" destroy "$d" >/dev/null 2>&1; done
-  [[ -f $t/seatd.log ]] && cp "$t/seatd.log" "$build/meson-logs/sessions-seatd.log" 2>/dev/null
-  seat_leftovers_remove "$t/state"; rm -rf "$t"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-n=0 failed=0
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-not_ok() {
-  n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $1"
-  [[ -s $t/out ]] && sed 's/^/#   /' "$t/out" | head -20
-  [[ -n $seatd_pid ]] && ! kill -0 "$seatd_pid" 2>/dev/null && bail "seatd (pid $seatd_pid) is gone"
-  return 0
-}
-bail() { echo "Bail out! $*"; [[ -f $t/seatd.log ]] && tail -30 "$t/seatd.log" | sed 's/^/# /'; exit 1; }
-
-export SEATD_SOCKET=$t/ctl.sock
 unset SEATD_TOKEN
-mkdir -p "$t/keys" "$t/state"
 "$SIGN" keygen --box -p "$t/facilitator.pub" -s "$t/facilitator.key" >/dev/null 2>&1 || bail "seat-sign keygen --box failed"
 # No networks and no warm states: neither is what this suite is about, and each saved state
 # is one more boot on a 2-core machine.
 MAXT=3600
-cat >"$t/seatd.conf" <<CONF
-state_dir = $t/state
-socket_path = $t/ctl.sock
-trusted_keys_dir = $t/keys
-accel = tcg
-allow_tcg = true
-inspect_images = false
-network = false
-warm_reset = false
-facilitator_key = $t/facilitator.pub
-exec_max_timeout = $MAXT
-CONF
-start_seatd() {
-  rm -f "$t/ctl.sock"
-  "$SEATD" -c "$t/seatd.conf" -l debug >>"$t/seatd.log" 2>&1 &
-  seatd_pid=$!
-  for _ in $(seq 1 900); do
-    kill -0 "$seatd_pid" 2>/dev/null || bail "seatd exited"
-    if [[ -S $t/ctl.sock ]] && "$CTL" list >/dev/null 2>&1; then return 0; fi
-    sleep 0.1
-  done
-  bail "seatd did not start"
-}
-ms() { date +%s%3N; }
+seatd_conf accel=tcg allow_tcg=true inspect_images=false network=false warm_reset=false \
+  "facilitator_key=$t/facilitator.pub" "exec_max_timeout=$MAXT"
+
 # Participants are nobody, on the participant socket seatd made (its modes as shipped).
 nobody() { setpriv --reuid=nobody --regid=nogroup --clear-groups -- "$CTL" "$@"; }
-token_file() { printf '%s\n' "$2" >"$1"; chown nobody:nogroup "$1"; chmod 0600 "$1"; }
 new_token_of() { sed -n 's/^new participant token: //p' "$1"; }
 # The records of the seat's running session, one JSON object a line (root reads seatd's file).
 live_log() { cat "$t/state/seats/$S/audit-g$1.log"; }
@@ -109,16 +49,12 @@ wait_for() {
   kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; return 255
 }
 
-"$SIGN" keygen -W -p "$t/test.pub" -s "$t/test.key" >/dev/null 2>&1 || bail "seat-sign keygen failed"
-cp "$t/test.pub" "$t/keys/test.pub"
-"$RECIPE" --guest-init "$GUEST_INIT" --out "$t/img" --quiet --sign-key "$t/test.key" \
-  --tools "$build/images:$build/signing" >"$t/out" 2>&1 || { cat "$t/out"; bail "building the test image failed"; }
-start_seatd
-"$CTL" -q image import "$t/img/manifest.json" >"$t/out" 2>&1 || { cat "$t/out"; bail "image import failed"; }
+seatd_start
+image_import
 "$CTL" -q provision --image test-image --participant alice >"$t/prov" 2>"$t/out" || bail "provision failed"
 S=$(awk 'NR==2 {print $1}' "$t/prov") tokA=$(awk 'NR==2 {print $2}' "$t/prov")
 [[ $S =~ ^s[0-9a-f]{8}$ && $tokA =~ ^[0-9a-f]{64}$ ]] || bail "no seat to test with"
-token_file "$t/tokA" "$tokA"
+token_file "$t/tokA" "$tokA" nobody:nogroup 0600
 echo "# seat $S ready ($(($(date +%s) - t_start)) s)"
 
 # ---------------------------------------------------------------- 1. every exec is recorded before it runs
@@ -216,7 +152,7 @@ sleep 2
 touch "$t/stop"; wait "${bg_pids[@]}" 2>/dev/null; bg_pids=()
 tokB=$(new_token_of "$t/reset1")
 [[ $rc == 0 && $tokB =~ ^[0-9a-f]{64}$ ]] || bail "the reset for participant B failed: $(cat "$t/out")"
-token_file "$t/tokB" "$tokB"
+token_file "$t/tokB" "$tokB" nobody:nogroup 0600
 out=$(nobody --token-file "$t/tokB" exec "$S" -- sh -c 'echo b-first; test -e /tmp/pwned && echo PWNED' 2>&1)
 cat "$t"/loop.* >"$t/out"; echo "B: $out" >>"$t/out"
 [[ $out == b-first ]] && ok "B's fresh guest has no /tmp/pwned from A's calls queued across the reset" || not_ok "B's fresh guest has no /tmp/pwned from A's calls queued across the reset"
@@ -259,7 +195,7 @@ tokC=$(new_token_of "$t/reset2")
 cat "$t/sleep1" >>"$t/out"
 [[ $src == 125 && $cancel_ms -lt 10000 ]] && grep -q "cancelled: an operator resets or releases seat '$S'" "$t/sleep1"   && ok "reset under a running 'sleep 3600' (timeout ${MAXT} s): the exec is cancelled $cancel_ms ms after the reset began, and says so"   || not_ok "reset under a running 'sleep 3600': the exec is cancelled within 10 s, and says so (rc $src after $cancel_ms ms)"
 [[ $rc == 0 && $tokC =~ ^[0-9a-f]{64}$ ]] && ok "the reset completes (in $(($(ms) - t0)) ms, a cold boot included)" || not_ok "the reset completes (rc $rc)"
-token_file "$t/tokC" "$tokC"
+token_file "$t/tokC" "$tokC" nobody:nogroup 0600
 nobody --token-file "$t/tokC" exec --timeout "$MAXT" "$S" -- sh -c 'echo c-first; sleep 3600' >"$t/sleep2" 2>&1 &
 sleep_pid=$! bg_pids+=("$sleep_pid")
 for _ in $(seq 1 100); do grep -q c-first "$t/sleep2" && break; sleep 0.1; done

@@ -9,74 +9,19 @@
 # Needs root and a running libvirtd (never restarted here).
 set -uo pipefail
 
-build=$(realpath "${1:?usage: $0 BUILD_DIR}")
-src=$(cd "$(dirname "$0")/../.." && pwd)
-# shellcheck source=../lib/leftovers.sh
-. "$src/tests/lib/leftovers.sh"
-SIGN=$build/signing/seat-sign SEATD=$build/seatd/seatd CTL=$build/seatctl/seatctl
-GUEST_INIT=$build/guest-init/guest-init RECIPE=$src/images/recipes/test-image
-VIRSH=(virsh -q -c qemu:///system)
-for b in "$SIGN" "$SEATD" "$CTL" "$GUEST_INIT" "$build/images/seat-manifest"; do
-  [[ -x $b ]] || { echo "1..0 # SKIP $b not built"; exit 0; }
-done
-[[ $(id -u) == 0 ]] || { echo "1..0 # SKIP needs root (libvirt qemu:///system)"; exit 0; }
-for c in virsh qemu-img python3; do command -v "$c" >/dev/null || { echo "1..0 # SKIP $c is not installed"; exit 0; }; done
-"${VIRSH[@]}" version >/dev/null 2>&1 || { echo "1..0 # SKIP libvirtd does not answer on qemu:///system (start it: . scripts/lib/host.sh; host_start_libvirt)"; exit 0; }
+# shellcheck source=../lib/seatd-harness.sh
+. "$(dirname "$0")/../lib/seatd-harness.sh"
+harness_build "${1:?usage: $0 BUILD_DIR}"
+harness_vm_suite warm-reset
+need_cmd virsh qemu-img python3
+need_libvirt
 
-t=$(mktemp -d /var/tmp/seatd-warm.XXXXXX)
-chmod 0755 "$t"
-seatd_pid=
+harness_seatd_must_live=1
 t_start=$(date +%s)
 
-# Domains of this seatd: seats (disk in seats/) and machines being saved (disk in warm/).
-our_domains() {
-  local d names
-  names=$("${VIRSH[@]}" list --name 2>/dev/null)
-  for d in $names; do
-    [[ $d == seatd-* ]] || continue
-    [[ $("${VIRSH[@]}" dumpxml "$d" 2>/dev/null) == *"file='$t/state/"* ]] && echo "$d"
-  done
-}
-cleanup() {
-  local d
-  if [[ -n $seatd_pid ]]; then kill -9 "$seatd_pid" 2>/dev/null; wait "$seatd_pid" 2>/dev/null; fi
-  for d in $(our_domains); do "${VIRSH[@]}" destroy "$d" >/dev/null 2>&1; done
-  [[ -f $t/seatd.log ]] && cp "$t/seatd.log" "$build/meson-logs/warm-reset-seatd.log" 2>/dev/null
-  seat_leftovers_remove "$t/state"; rm -rf "$t"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-n=0 failed=0
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-not_ok() {
-  n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $1"
-  [[ -s $t/out ]] && sed 's/^/#   /' "$t/out" | head -20
-  [[ -n $seatd_pid ]] && ! kill -0 "$seatd_pid" 2>/dev/null && bail "seatd (pid $seatd_pid) is gone"
-  return 0
-}
-check() { local d=$1; shift; if "$@" >"$t/out" 2>&1; then ok "$d"; else not_ok "$d"; fi; }
-bail() { echo "Bail out! $*"; [[ -f $t/seatd.log ]] && tail -30 "$t/seatd.log" | sed 's/^/# /'; exit 1; }
-
-export SEATD_SOCKET=$t/ctl.sock
 unset SEATD_TOKEN
-mkdir -p "$t/keys" "$t/state"
-cat >"$t/seatd.conf" <<CONF
-state_dir = $t/state
-socket_path = $t/ctl.sock
-trusted_keys_dir = $t/keys
-accel = tcg
-allow_tcg = true
-inspect_images = false
-CONF
-
-"$SEATD" -c "$t/seatd.conf" -l debug >>"$t/seatd.log" 2>&1 &
-seatd_pid=$!
-for _ in $(seq 1 300); do
-  kill -0 "$seatd_pid" 2>/dev/null || bail "seatd exited"
-  [[ -S $t/ctl.sock ]] && "$CTL" list >/dev/null 2>&1 && break
-  sleep 0.1
-done
+seatd_conf accel=tcg allow_tcg=true inspect_images=false
+seatd_start
 
 field() { "$CTL" --json status "$1" 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin).get(sys.argv[1], ""))' "$2" 2>/dev/null; }
 x() { "$CTL" exec "$@"; }
@@ -94,11 +39,7 @@ wait_standby() {
 warm_files() { ls "$t/state/warm/$1/" 2>/dev/null | tr '\n' ' '; }
 ident() { x "$1" -- sh -c 'echo "$(head -c 32 /dev/urandom | od -An -tx1 | tr -d " \n") $(cat /etc/machine-id) $(hostname)"' 2>/dev/null; }
 
-"$SIGN" keygen -W -p "$t/test.pub" -s "$t/test.key" >/dev/null 2>&1 || bail "seat-sign keygen failed"
-cp "$t/test.pub" "$t/keys/test.pub"
-"$RECIPE" --guest-init "$GUEST_INIT" --out "$t/img" --quiet --sign-key "$t/test.key" \
-  --tools "$build/images:$build/signing" >"$t/out" 2>&1 || { cat "$t/out"; bail "building the test image failed"; }
-"$CTL" -q image import "$t/img/manifest.json" >"$t/out" 2>&1 || { cat "$t/out"; bail "image import failed"; }
+image_import
 
 # ---------------------------------------------------------------- 1. provision: cold, state made beside
 "$CTL" -q --json provision --image test-image --count 2 >"$t/prov" 2>"$t/out" || bail "provision failed"
@@ -107,7 +48,7 @@ A=${seats[0]:-} B=${seats[1]:-}
 [[ -n $A && -n $B ]] || bail "no seats"
 [[ $(field "$A" reset_mode) == cold && $(field "$A" reset_reason) == *"new seat"* ]] \
   && ok "a new seat came up cold and status says why ($(field "$A" reset_reason))" || not_ok "a new seat came up cold and status says why"
-check "both slots get a saved state for their other identity (warm_standby: ready)" bash -c "$(declare -f wait_standby field); CTL='$CTL'; wait_standby $A && wait_standby $B"
+check_cmd "both slots get a saved state for their other identity (warm_standby: ready)" bash -c "$(declare -f wait_standby field); CTL='$CTL'; wait_standby $A && wait_standby $B"
 st=$(stat -c '%a' "$t/state/warm/$A/g2.save" "$t/state/warm/$A/g2.qcow2" "$t/state/warm/$A/g2.meta" "$t/state/warm/key" 2>&1 | sort -u | tr '\n' ' ')
 [[ $st == "600 " && $(stat -c '%a' "$t/state/warm") == 711 && $(stat -c '%a' "$t/state/warm/$A") == 711 ]] \
   && ok "saved state, overlay, sidecar and key are 0600 in seatd's state dir ($(warm_files "$A"))" || not_ok "saved state files are 0600 (got $st)"
@@ -149,10 +90,10 @@ echo "$id_a2 / $id_b2" >"$t/out"
 
 # ---------------------------------------------------------------- 3. two restores of one slot's state
 meta_g2=$(sha256sum <"$t/state/warm/$A/g2.meta")
-check "the standby state of $A (g1) is made" wait_standby "$A"
+check_cmd "the standby state of $A (g1) is made" wait_standby "$A"
 "$CTL" -q reset "$A" >"$t/out" 2>&1 && [[ $(field "$A" reset_mode) == warm && $(field "$A" domain) == "seatd-$A-g1" ]] \
   && ok "the next reset restores the slot's other identity (g1), warm" || not_ok "the next reset restores g1 warm ($(field "$A" reset_reason))"
-check "the standby state of $A (g2) is checked again" wait_standby "$A"
+check_cmd "the standby state of $A (g2) is checked again" wait_standby "$A"
 "$CTL" -q reset "$A" >"$t/out" 2>&1
 id_a4=$(ident "$A")
 echo "restore 1 of g2: $id_a2"$'\n'"restore 2 of g2: $id_a4" >"$t/out"
@@ -206,7 +147,7 @@ refused "another slot's state (seat $B's, MAC'ed by this seatd) copied over" "an
 refused "a saved overlay with a byte changed" "saved overlay does not match" \
   'printf x | dd of="$t/state/warm/$A/g$K.qcow2" bs=1 seek=100000 conv=notrunc 2>/dev/null'
 x "$A" -- true >"$t/out" 2>&1 && ok "the seat works after the refusals" || not_ok "the seat works after the refusals"
-check "a new state replaces the refused one" wait_standby "$A"
+check_cmd "a new state replaces the refused one" wait_standby "$A"
 "$CTL" -q reset "$A" >"$t/out" 2>&1 && [[ $(field "$A" reset_mode) == warm ]] && ok "and the next reset is warm again" || not_ok "and the next reset is warm again ($(field "$A" reset_reason))"
 
 # ---------------------------------------------------------------- 6. release removes the slot's states

@@ -3,24 +3,24 @@
 #
 # The one harness of seatd's shell suites and benches (systemd's test/units/util.sh is the
 # model): sourced, never run. It gives
-#   - TAP: ok, not_ok, check, skip, skip_all, bail, diag, diag_file, tap_end;
+#   - TAP: ok, not_ok, check, check_cmd, skip, skip_all, bail, diag, diag_file, tap_end;
 #   - need_* checks that skip the whole suite with the reason when the host cannot run it;
 #   - a work directory (harness_workdir) and ONE cleanup on EXIT, INT and TERM that stops
 #     the private seatd, runs the suite's own harness_on_exit steps, removes the domains,
 #     networks, nftables chains and routing rules of that seatd (leftovers.sh) and then the
 #     work directory: suites and benches leave nothing behind, even when they fail;
-#   - a private seatd: seatd_conf KEY=VALUE..., seatd_start, seatd_stop;
-#   - our_domains, token_file, as_nobody, as_daemon, provision_id;
+#   - a private seatd: seatd_conf KEY=VALUE..., seatd_start, seatd_stop, seatd_kill;
+#   - json_field, our_domains, seat_domains, token_file, as_nobody, as_daemon, provision_id;
 #   - test_image: the signed test image, from the one meson builds (SEATD_TEST_IMAGE_DIR)
 #     where it can, built by images/recipes/test-image where the suite asks for more;
-#     image_import signs it with a key seatd trusts and imports it;
-#   - bench helpers: bench_seatd, ms, median, median_int, wait_agent, image_blob,
-#     naive_domain_xml, naive_cycle.
+#     test_key, image_build sign it (or an image made from it) with a key seatd trusts,
+#     image_import imports it;
+#   - bench helpers: bench_seatd, bench_provisions, bench_naive, ms, median, median_int,
+#     wait_agent, image_blob, naive_domain_xml, naive_cycle.
 # A suite:
 #   . "$(dirname "$0")/../lib/seatd-harness.sh"
 #   harness_build "${1:?usage: $0 BUILD_DIR}"
-#   need_built "$SEATD" "$CTL"; need_root; need_libvirt
-#   harness_workdir /var/tmp/seatd-NAME 0755
+#   harness_vm_suite NAME [more programs it needs built]; need_libvirt
 #   seatd_conf inspect_images=false; seatd_start
 #   ... ok / not_ok ...
 #   tap_end
@@ -34,6 +34,8 @@ VIRSH=(virsh -q -c qemu:///system)
 harness_prog=${0##*/}
 harness_tap=1      # 0 in a bench: no TAP, a missing need is an error on stderr
 harness_hooks=()   # harness_on_exit steps, run in order at exit
+harness_bail_hooks=() # harness_on_bail steps, run before a bail out exits
+harness_late_hooks=() # harness_on_exit --late steps, run once seatd and its leftovers are gone
 harness_keep_log=  # where seatd's log is copied at exit
 harness_seatd_must_live=0 # 1: a not_ok after seatd died bails out
 harness_not_ok_log=0      # lines of seatd's log shown after each not_ok
@@ -55,6 +57,8 @@ not_ok() {
 }
 # check DESCRIPTION EXPRESSION: ok when the expression (eval'd) holds.
 check() { if eval "$2"; then ok "$1"; else not_ok "$1"; fi; }
+# check_cmd DESCRIPTION COMMAND...: ok when the command succeeds (its output in $t/out).
+check_cmd() { local d=$1; shift; if "$@" >"$t/out" 2>&1; then ok "$d"; else not_ok "$d"; fi; }
 skip() { n=$((n + 1)); echo "ok $n - $1 # SKIP $2"; }
 diag() { echo "# $*"; }
 diag_file() { sed 's/^/# /' "$@"; }
@@ -65,7 +69,9 @@ skip_all() {
         exit 1
 }
 bail() {
+        local h
         if ((harness_tap)); then echo "Bail out! $*"; else echo "$harness_prog: $*" >&2; fi
+        for h in "${harness_bail_hooks[@]}"; do eval "$h"; done
         [[ -n $t && -f $t/seatd.log ]] && tail -30 "$t/seatd.log" | sed 's/^/# /' >&2
         exit 1
 }
@@ -83,9 +89,22 @@ need_cmd() {
         [[ ${1-} == -h ]] && { hint=" ($2)"; shift 2; }
         for c; do command -v "$c" >/dev/null || skip_all "$c is not installed$hint"; done
 }
+# need_libvirt [--start]: libvirtd answers on qemu:///system; with --start, started when it
+# does not (host_start_libvirt), and a libvirtd that then does not answer is a bail out.
 need_libvirt() {
+        if [[ ${1-} == --start ]]; then
+                libvirt_start || bail "libvirtd does not answer on qemu:///system"
+                return 0
+        fi
         "${VIRSH[@]}" version >/dev/null 2>&1 ||
                 skip_all "libvirtd does not answer on qemu:///system (start it: . scripts/lib/host.sh; host_start_libvirt)"
+}
+# libvirt_start: virtlogd and libvirtd, started when libvirtd does not answer (also after a
+# suite restarted it); fails when it does not answer then.
+libvirt_start() {
+        # shellcheck source=../../scripts/lib/host.sh
+        declare -F host_start_libvirt >/dev/null || . "$HARNESS_SRC/scripts/lib/host.sh"
+        (host_start_libvirt) >/dev/null 2>&1
 }
 need_kernel() {
         compgen -G '/boot/vmlinuz-*' >/dev/null ||
@@ -97,6 +116,7 @@ need_kernel() {
 harness_build() {
         build=$(realpath "$1") || bail "no build directory '$1'"
         SEATD=$build/seatd/seatd CTL=$build/seatctl/seatctl SIGN=$build/signing/seat-sign
+        EV=$build/evidence/seat-evidence
         MANIFEST=$build/images/seat-manifest GUEST_INIT=${GUEST_INIT:-$build/guest-init/guest-init}
 }
 
@@ -109,9 +129,27 @@ harness_workdir() {
         trap harness_cleanup EXIT
         trap 'exit 130' INT TERM
 }
-# harness_on_exit 'COMMAND': run (eval'd, so variables expand at exit) before the
-# private seatd stops and its leftovers are removed.
-harness_on_exit() { harness_hooks+=("$1"); }
+# harness_vm_suite NAME [PROGRAM...]: a suite that boots seats: seatd, seatctl, seat-sign,
+# seat-manifest, guest-init and these programs built, root; its work directory
+# /var/tmp/seatd-NAME.XXXXXX (0755: QEMU, as another user, reaches the overlays in it) and
+# seatd's log kept as meson-logs/NAME-seatd.log.
+harness_vm_suite() {
+        local name=$1
+        shift
+        need_built "$SIGN" "$SEATD" "$CTL" "$GUEST_INIT" "$MANIFEST" "$@"
+        need_root
+        harness_workdir "/var/tmp/seatd-$name" 0755
+        harness_keep_log "$build/meson-logs/$name-seatd.log"
+}
+# harness_on_exit [--late] 'COMMAND': run (eval'd, so variables expand at exit) before the
+# private seatd stops and its leftovers are removed; --late: after that (for what its seats
+# used: an uplink, routes), before the work directory goes.
+harness_on_exit() {
+        if [[ $1 == --late ]]; then harness_late_hooks+=("$2"); else harness_hooks+=("$1"); fi
+}
+# harness_on_bail 'COMMAND': run (eval'd) when the suite bails out, after the Bail out! line
+# (to say what it knows of the cause).
+harness_on_bail() { harness_bail_hooks+=("$1"); }
 # harness_keep_log FILE: copy seatd's log there at exit.
 harness_keep_log() { harness_keep_log=$1; }
 # kill_wait PID...: stop these children of ours (empty arguments are skipped).
@@ -126,8 +164,9 @@ harness_cleanup() {
         if [[ -n $t && -d $t ]]; then
                 [[ -n $harness_keep_log && -f $t/seatd.log ]] && cp "$t/seatd.log" "$harness_keep_log" 2>/dev/null
                 seat_leftovers_remove "$t/state"
-                rm -rf "$t"
         fi
+        for h in "${harness_late_hooks[@]}"; do eval "$h"; done
+        [[ -n $t && -d $t ]] && rm -rf "$t"
         exit "$rc"
 }
 
@@ -150,8 +189,9 @@ seatd_conf() {
         } >"$f"
 }
 # seatd_start [CONF]: start seatd (log level SEATD_LOG_LEVEL, default debug, empty: seatd's
-# own default; the log in $t/seatd.log), wait up to a minute until its operator socket
-# answers, and point seatctl at it (SEATD_SOCKET).
+# own default; the log in $t/seatd.log), wait up to 90 s until its operator socket answers
+# (a restarted seatd says hello to each seat it adopts before it listens), and point
+# seatctl at it (SEATD_SOCKET).
 seatd_start() {
         local conf=${1:-$t/seatd.conf} sock
         sock=$(sed -n 's/^socket_path *= *//p' "$conf" | tail -n1)
@@ -161,7 +201,7 @@ seatd_start() {
         rm -f "$sock"
         "$SEATD" -c "$conf" "${level[@]}" >>"$t/seatd.log" 2>&1 &
         seatd_pid=$!
-        for _ in $(seq 1 600); do
+        for _ in $(seq 1 900); do
                 kill -0 "$seatd_pid" 2>/dev/null || { seatd_pid=; bail "seatd exited at start"; }
                 if [[ -S $sock ]] && "$CTL" --socket "$sock" list >/dev/null 2>&1; then
                         export SEATD_SOCKET=$sock
@@ -169,7 +209,7 @@ seatd_start() {
                 fi
                 sleep 0.1
         done
-        bail "seatd did not start within a minute"
+        bail "seatd did not start within 90 s"
 }
 # seatd_stop: SIGTERM, and SIGKILL if it is still there after a minute.
 seatd_stop() {
@@ -181,6 +221,16 @@ seatd_stop() {
         seatd_pid=
         return 0
 }
+# seatd_kill: SIGKILL, as a crash would (its seats keep running, for the next seatd to adopt).
+seatd_kill() {
+        [[ -n $seatd_pid ]] || return 0
+        kill -9 "$seatd_pid" 2>/dev/null
+        wait "$seatd_pid" 2>/dev/null
+        seatd_pid=
+        return 0
+}
+# json_field EXPRESSION: a python expression of d, the JSON document on stdin.
+json_field() { python3 -c 'import json,sys; d=json.load(sys.stdin); print(eval(sys.argv[1]))' "$1"; }
 # seatd_seat_ids: the ids of every seat the private seatd knows.
 seatd_seat_ids() {
         "$CTL" --json list 2>/dev/null |
@@ -188,14 +238,19 @@ seatd_seat_ids() {
 }
 
 # our_domains [STATE_DIR]: the libvirt domains (running or not) of the private seatd.
+# (A libvirtd that was just restarted may not list yet: asked up to five times.)
 our_domains() {
-        local state=${1:-$t/state} d
-        for d in $("${VIRSH[@]}" list --all --name 2>/dev/null); do
+        local state=${1:-$t/state} d names=
+        for _ in 1 2 3 4 5; do names=$("${VIRSH[@]}" list --all --name 2>/dev/null) && break; sleep 1; done
+        for d in $names; do
                 [[ $d == seatd-* ]] || continue
                 [[ $("${VIRSH[@]}" dumpxml "$d" 2>/dev/null) == *"file='$state/"* ]] && echo "$d"
         done
         return 0
 }
+# seat_domains: those of its seats (disks in state/seats/), not the machines it saves warm
+# states with.
+seat_domains() { our_domains "$t/state/seats"; }
 # token_file FILE TOKEN [OWNER [MODE]]: a token in a file of its own (mode 0644 by default).
 token_file() {
         printf '%s\n' "$2" >"$1"
@@ -209,12 +264,15 @@ as_daemon() { setpriv --reuid=daemon --regid=daemon --clear-groups -- "$@"; }
 # test_image OUT [test-image options...]: the test image in OUT (signed with --sign-key
 # KEY when asked). The recipe is reproducible, so meson's image (SEATD_TEST_IMAGE_DIR, set
 # by `meson test` and scripts/bench) is the very image it would build: only signed
-# (--prebuilt). Options that change the files (--disk-size, --guest-tool, ...) build anew.
+# (--prebuilt). Options that change the files (--disk-size, --guest-tool, --guest-init
+# PATH for another agent, ...) build anew.
 test_image() {
         local out=$1 a prebuilt=${SEATD_TEST_IMAGE_DIR-}
+        local -a init=(--guest-init "$GUEST_INIT")
         shift
         for a; do
                 case $a in
+                --guest-init) prebuilt='' init=() ;;
                 --disk-size | --guest-tool | --extra-module | --busybox | --kernel-version | \
                         --initramfs-compression | --kernel-format) prebuilt= ;;
                 esac
@@ -224,18 +282,29 @@ test_image() {
         if [[ -n $prebuilt && -f $prebuilt/image.json ]]; then
                 "$RECIPE" --prebuilt "$prebuilt" --out "$out" --quiet "${tools[@]}" "$@"
         else
-                "$RECIPE" --guest-init "$GUEST_INIT" --out "$out" --quiet "${tools[@]}" "$@"
+                "$RECIPE" "${init[@]}" --out "$out" --quiet "${tools[@]}" "$@"
         fi
 }
 
-# image_import [test-image options...]: the test image in $t/img, signed with a key of its
-# own that the private seatd trusts ($t/keys/test.pub), imported into the running seatd.
+# test_key: $t/test.key, a signing key of the suite's own that the private seatd trusts
+# ($t/keys/test.pub), made once.
+test_key() {
+        [[ -f $t/test.key ]] && return 0
+        mkdir -p "$t/keys"
+        "$SIGN" keygen -W -p "$t/keys/test.pub" -s "$t/test.key" >/dev/null 2>&1 || bail "seat-sign keygen failed"
+}
+# image_build [DIR [test-image options...]]: the test image in DIR (default $t/img), signed
+# with test_key (options such as --name, --guest-init AGENT make other images of it).
+image_build() {
+        local out=${1:-$t/img}
+        (($#)) && shift
+        test_key
+        test_image "$out" --sign-key "$t/test.key" "$@" >"$t/out" 2>&1 || { cat "$t/out" >&2; bail "building the test image $out failed"; }
+}
+# image_import [test-image options...]: the test image in $t/img (built unless image_build
+# made it already) imported into the running seatd.
 image_import() {
-        if [[ ! -f $t/test.key ]]; then
-                mkdir -p "$t/keys"
-                "$SIGN" keygen -W -p "$t/keys/test.pub" -s "$t/test.key" >/dev/null 2>&1 || bail "seat-sign keygen failed"
-        fi
-        test_image "$t/img" --sign-key "$t/test.key" "$@" >"$t/out" 2>&1 || { cat "$t/out" >&2; bail "building the test image failed"; }
+        [[ -f $t/img/manifest.json ]] || image_build "$t/img" "$@"
         "$CTL" -q image import "$t/img/manifest.json" >"$t/out" 2>&1 || { cat "$t/out" >&2; bail "image import failed"; }
 }
 # provision_id [seatctl provision options...]: provision a seat of the test image, print its id.
@@ -256,6 +325,32 @@ bench_seatd() {
         seatd_conf accel=tcg allow_tcg=true inspect_images=false "${keys[@]}"
         seatd_start
         image_import "$@"
+}
+# bench_provisions RUNS [COMMAND]: RUNS provisions of the test image, each timed to READY
+# (ms, in the array prov); COMMAND SEAT runs after each measurement; the first seat is kept
+# (its id in seat), the others released.
+bench_provisions() {
+        local i a s
+        prov=() seat=
+        for i in $(seq 1 "$1"); do
+                a=$(ms); s=$(provision_id)
+                prov+=($(($(ms) - a)))
+                [[ -z ${2-} ]] || "$2" "$s"
+                if [[ -z $seat ]]; then seat=$s; else "$CTL" -q release "$s" >/dev/null; fi
+        done
+}
+# bench_naive RUNS: the naive cycle (naive_cycle) of the stored test image, RUNS times after
+# its first boot, timed (ms, in the array naive); its domain is destroyed at exit.
+bench_naive() {
+        local dom=naive-bench-$$ i a
+        harness_on_exit "\"\${VIRSH[@]}\" destroy $dom >/dev/null 2>&1"
+        naive_domain_xml "$dom" "$t/naive" "$t/img"
+        naive_cycle "$dom" "$t/naive" # its first boot
+        naive=()
+        for i in $(seq 1 "$1"); do
+                a=$(ms); naive_cycle "$dom" "$t/naive"
+                naive+=($(($(ms) - a)))
+        done
 }
 # ms: milliseconds, from bash's own clock (no process started to read it).
 ms() { local now=${EPOCHREALTIME/[.,]/}; echo $((now / 1000)); }

@@ -13,82 +13,24 @@
 # usage: egress-vm.sh BUILD_DIR
 set -uo pipefail
 
-build=$(realpath "${1:?usage: $0 BUILD_DIR}")
-src=$(cd "$(dirname "$0")/../.." && pwd)
-# shellcheck source=../lib/leftovers.sh
-. "$src/tests/lib/leftovers.sh"
-SEATD=$build/seatd/seatd
-CTL=$build/seatctl/seatctl
+# shellcheck source=../lib/seatd-harness.sh
+. "$(dirname "$0")/../lib/seatd-harness.sh"
+harness_build "${1:?usage: $0 BUILD_DIR}"
 PROBE=$build/tests/network/guest-probe
-VIRSH=(virsh -q -c qemu:///system)
-for b in "$SEATD" "$CTL" "$PROBE" "$build/guest-init/guest-init" "$build/images/seat-manifest" "$build/signing/seat-sign"; do
-  [[ -x $b ]] || { echo "1..0 # SKIP $b not built"; exit 0; }
-done
-[[ $(id -u) == 0 ]] || { echo "1..0 # SKIP needs root (libvirt, nftables, namespaces)"; exit 0; }
-for c in virsh ip nft python3; do
-  command -v "$c" >/dev/null || { echo "1..0 # SKIP $c is not installed"; exit 0; }
-done
+harness_vm_suite egress-vm "$PROBE"
+need_cmd virsh ip nft python3
 
 # shellcheck source=world.sh
-. "$src/tests/network/world.sh"
-host_start_libvirt >/dev/null 2>&1 || { echo "Bail out! libvirtd does not answer"; exit 1; }
+. "$HARNESS_SRC/tests/network/world.sh"
+need_libvirt --start
 
 UPLINK=sdw-up0
 POOL=10.214.0.0/24
 TABLE=5214
-t=$(mktemp -d /var/tmp/seatd-egressvm.XXXXXX)
-chmod 0755 "$t"
-seatd_pid= holder_pid=
-export SEATD_SOCKET=$t/ctl.sock
+holder_pid=
+harness_on_exit 'kill_wait "$holder_pid"'
 unset SEATD_TOKEN
 
-n=0 failed=0
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-not_ok() {
-  n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $1"
-  [[ -s $t/out ]] && sed 's/^/#   /' "$t/out" | head -20
-  return 0
-}
-diag() { echo "# $*"; }
-bail() { echo "Bail out! $*"; [[ -f $t/seatd.log ]] && tail -30 "$t/seatd.log" | sed 's/^/# /'; exit 1; }
-
-our_domains() {
-  local d
-  for d in $("${VIRSH[@]}" list --name 2>/dev/null); do
-    [[ $d == seatd-* && $("${VIRSH[@]}" dumpxml "$d" 2>/dev/null) == *"file='$t/state/seats/"* ]] && echo "$d"
-  done
-}
-
-cleanup() {
-  local d
-  [[ -n $holder_pid ]] && kill "$holder_pid" 2>/dev/null
-  if [[ -n $seatd_pid ]]; then kill "$seatd_pid" 2>/dev/null; wait "$seatd_pid" 2>/dev/null; fi
-  for d in $(our_domains); do "${VIRSH[@]}" destroy "$d" >/dev/null 2>&1; done
-  for d in $("${VIRSH[@]}" net-list --name 2>/dev/null); do
-    [[ $d == seatd-s* && -d $t/state/seats/${d#seatd-} ]] && "${VIRSH[@]}" net-destroy "$d" >/dev/null 2>&1
-  done
-  while ip rule del lookup $TABLE 2>/dev/null; do :; done
-  ip route flush table $TABLE 2>/dev/null
-  world_down >/dev/null 2>&1
-  [[ -f $t/seatd.log ]] && cp "$t/seatd.log" "$build/meson-logs/egress-vm-seatd.log" 2>/dev/null
-  seat_leftovers_remove "$t/state"; rm -rf "$t"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-start_seatd() {
-  rm -f "$t/ctl.sock"
-  "$SEATD" -c "$t/seatd.conf" -l debug >>"$t/seatd.log" 2>&1 &
-  seatd_pid=$!
-  for _ in $(seq 1 600); do
-    kill -0 "$seatd_pid" 2>/dev/null || bail "seatd exited"
-    [[ -S $t/ctl.sock ]] && "$CTL" list >/dev/null 2>&1 && return 0
-    sleep 0.1
-  done
-  bail "seatd did not start"
-}
-stop_seatd() { kill "$seatd_pid"; wait "$seatd_pid" 2>/dev/null; seatd_pid=; }
-json_field() { python3 -c 'import json,sys; d=json.load(sys.stdin); print(eval(sys.argv[1]))' "$1"; }
 denied() { "$CTL" --json status "$1" | json_field 'd["network"]["denied_packets"]'; }
 guest_ip() { "$CTL" --json status "$1" | json_field 'd["network"]["guest"].split("/")[0]'; }
 host_ip() { "$CTL" --json status "$1" | json_field 'd["network"]["host"]'; }
@@ -114,14 +56,8 @@ denied_case() {
 }
 
 # ---------------------------------------------------------------- the world and seatd
+world_seatd "$UPLINK" "$POOL" "$TABLE"
 world_up "$UPLINK" >"$t/out" 2>&1 || { cat "$t/out"; bail "the test world did not come up"; }
-GW=${WORLD_NET:-10.255.0}.2
-mkdir -p "$t/keys" "$t/state" "$t/egress"
-"$build/signing/seat-sign" keygen -W -p "$t/test.pub" -s "$t/test.key" >/dev/null 2>&1 || bail "keygen failed"
-cp "$t/test.pub" "$t/keys/"
-"$src/images/recipes/test-image" --guest-init "$build/guest-init/guest-init" --out "$t/img" --quiet \
-  --sign-key "$t/test.key" --tools "$build/images:$build/signing" --guest-tool "$PROBE" \
-  >"$t/out" 2>&1 || { cat "$t/out"; bail "building the test image failed"; }
 
 cat >"$t/egress/lab.profile" <<EOF
 # what the seats may reach in the test world
@@ -132,26 +68,12 @@ allow icmp $WORLD_ALLOWED
 dns $WORLD_DNS
 EOF
 write_conf() {
-  cat >"$t/seatd.conf" <<EOF
-state_dir = $t/state
-socket_path = $t/ctl.sock
-trusted_keys_dir = $t/keys
-accel = tcg
-allow_tcg = true
-inspect_images = false
-net_pool = $POOL
-uplink = $UPLINK
-uplink_gateway = $GW
-route_table = $TABLE
-route_priority = $TABLE
-egress_dir = $t/egress
-egress_check_interval = 2
-tamper_resume = $1
-EOF
+  seatd_conf accel=tcg allow_tcg=true inspect_images=false "${world_seatd_keys[@]}" \
+    egress_check_interval=2 "tamper_resume=$1"
 }
 write_conf true
-start_seatd
-"$CTL" -q image import "$t/img/manifest.json" >"$t/out" 2>&1 || { cat "$t/out"; bail "image import failed"; }
+seatd_start
+image_import --guest-tool "$PROBE"
 
 # ---------------------------------------------------------------- rules that cannot be installed
 # A table owned by another netlink socket (flags owner) refuses everyone else: the seat
@@ -163,7 +85,7 @@ if ! nft list table inet seatd >/dev/null 2>&1 || [[ -z $(nft list table inet se
   sleep 0.5
   "$CTL" -q provision --image test-image --egress lab >"$t/out" 2>&1; rc=$?
   nets=$("${VIRSH[@]}" net-list --name | grep -c '^seatd-s' || true)
-  doms=$(our_domains | wc -l)
+  doms=$(seat_domains | wc -l)
   [[ $rc != 0 && $doms == 0 ]] && grep -qi 'egress\|nftables\|rules' "$t/out" && [[ -z $(ls "$t/state/seats") ]] &&
     ! ip rule | grep -q "lookup $TABLE" \
     && ok "rules that cannot be installed: the seat does not start, nothing is left (domains $doms)" \
@@ -301,9 +223,9 @@ grep -q '"egress.tampered"\|egress.tampered' "$t/seatd.log" 2>/dev/null || true
 denied_case "$A" "after that restore the blocked server is dropped again" "${T[@]}" tcp "$WORLD_BLOCKED" 8080
 
 # tamper_resume = false: the seat stays paused, exec says why, a reset restores it.
-stop_seatd
+seatd_stop
 write_conf false
-start_seatd
+seatd_start
 "$CTL" list | grep -q "^$A " && ok "a restarted seatd adopts the seats with their networks" || not_ok "a restarted seatd adopts the seats"
 allowed "$A" "after adoption the allowed server works" "${T[@]}" tcp "$WORLD_ALLOWED" 8080
 denied_case "$A" "after adoption the blocked server is dropped" "${T[@]}" tcp "$WORLD_BLOCKED" 8080

@@ -136,6 +136,17 @@ fi
 # Every probe runs in the first guest's namespace; the line it printed is kept.
 probe() { ip netns exec $NS1 "$GP" --timeout-ms 1000 "$@" >"$TMP/probe.out" 2>&1; }
 denied() { "$NFTEST" denied "${SEAT1[@]}" 2>/dev/null || echo -1; }
+# reachable LABEL WHAT CASE...: each case ("name|probe args") must get through.
+reachable() {
+        local label=$1 what=$2 c name args
+        shift 2
+        for c; do
+                IFS='|' read -r name args <<<"$c"
+                # shellcheck disable=SC2086
+                if probe $args; then ok "$label: $name $what"; else
+                        not_ok "$label: $name: $(cat "$TMP/probe.out")"; fi
+        done
+}
 key_n=0
 # sent_and_arrived PROBE-ARGS...: a crafted frame was sent and the recorder logged it.
 sent_and_arrived() {
@@ -206,12 +217,7 @@ FRAMES_BLOCKED=(
 
 # --- without the filter: the world is wired (every path works) -----------------------
 forwarding
-for c in "${ALLOWED[@]}" "${BLOCKED[@]}"; do
-        IFS='|' read -r name args <<<"$c"
-        # shellcheck disable=SC2086
-        if probe $args; then ok "unfiltered control: $name reachable"; else
-                not_ok "unfiltered control: $name: $(cat "$TMP/probe.out")"; fi
-done
+reachable "unfiltered control" reachable "${ALLOWED[@]}" "${BLOCKED[@]}"
 check "unfiltered control: frame from the real MAC and IP to the recorder arrives (AF_PACKET)" \
         sent_and_arrived raw eth0 $WORLD_ALLOWED $WORLD_RECORD_PORT
 for c in "${FRAMES_BLOCKED[@]}"; do
@@ -253,12 +259,7 @@ PY
 
 # --- with the filter --------------------------------------------------------------------
 forwarding
-for c in "${ALLOWED[@]}"; do
-        IFS='|' read -r name args <<<"$c"
-        # shellcheck disable=SC2086
-        if probe $args; then ok "filtered: $name works (positive control)"; else
-                not_ok "filtered: $name: $(cat "$TMP/probe.out")"; fi
-done
+reachable filtered "works (positive control)" "${ALLOWED[@]}"
 check "filtered: frame from the real MAC and IP to the recorder arrives (positive control)" \
         sent_and_arrived raw eth0 $WORLD_ALLOWED $WORLD_RECORD_PORT
 for c in "${BLOCKED[@]}"; do

@@ -15,25 +15,16 @@
 # usage: handover-vm.sh BUILD_DIR
 set -uo pipefail
 
-build=$(realpath "${1:?usage: $0 BUILD_DIR}")
-src=$(cd "$(dirname "$0")/../.." && pwd)
-# shellcheck source=../lib/leftovers.sh
-. "$src/tests/lib/leftovers.sh"
-SEATD=$build/seatd/seatd
-CTL=$build/seatctl/seatctl
+# shellcheck source=../lib/seatd-harness.sh
+. "$(dirname "$0")/../lib/seatd-harness.sh"
+harness_build "${1:?usage: $0 BUILD_DIR}"
 PROBE=$build/tests/network/guest-probe
-VIRSH=(virsh -q -c qemu:///system)
-for b in "$SEATD" "$CTL" "$PROBE" "$build/guest-init/guest-init" "$build/images/seat-manifest" "$build/signing/seat-sign"; do
-  [[ -x $b ]] || { echo "1..0 # SKIP $b not built"; exit 0; }
-done
-[[ $(id -u) == 0 ]] || { echo "1..0 # SKIP needs root (libvirt, nftables, namespaces)"; exit 0; }
-for c in virsh ip bridge nft python3 conntrack; do
-  command -v "$c" >/dev/null || { echo "1..0 # SKIP $c is not installed (scripts/lib/host.sh installs it)"; exit 0; }
-done
+harness_vm_suite handover-vm "$PROBE"
+need_cmd -h "scripts/lib/host.sh installs it" virsh ip bridge nft python3 conntrack
 
 # shellcheck source=world.sh
-. "$src/tests/network/world.sh"
-host_start_libvirt >/dev/null 2>&1 || { echo "Bail out! libvirtd does not answer"; exit 1; }
+. "$HARNESS_SRC/tests/network/world.sh"
+need_libvirt --start
 
 UPLINK=sdw-up1
 POOL=10.219.0.0/24
@@ -41,85 +32,23 @@ TABLE=5219
 STREAM_PORT=8082
 SPORT=45678
 export WORLD_NS=seatd-w-hand WORLD_NET=10.255.1
-t=$(mktemp -d /var/tmp/seatd-handover.XXXXXX)
-chmod 0755 "$t"
-seatd_pid= sampler=
-export SEATD_SOCKET=$t/ctl.sock
+sampler=
+harness_on_exit 'kill_wait "$sampler"'
 unset SEATD_TOKEN
 
-n=0 failed=0
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-not_ok() {
-  n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $1"
-  [[ -s $t/out ]] && sed 's/^/#   /' "$t/out" | head -20
-  return 0
-}
-diag() { echo "# $*"; }
-bail() { echo "Bail out! $*"; [[ -f $t/seatd.log ]] && tail -30 "$t/seatd.log" | sed 's/^/# /'; exit 1; }
-
-our_domains() {
-  local d
-  for d in $("${VIRSH[@]}" list --name 2>/dev/null); do
-    [[ $d == seatd-* && $("${VIRSH[@]}" dumpxml "$d" 2>/dev/null) == *"file='$t/state/seats/"* ]] && echo "$d"
-  done
-}
-
-cleanup() {
-  local d
-  [[ -n $sampler ]] && kill "$sampler" 2>/dev/null
-  if [[ -n $seatd_pid ]]; then kill "$seatd_pid" 2>/dev/null; wait "$seatd_pid" 2>/dev/null; fi
-  for d in $(our_domains); do "${VIRSH[@]}" destroy "$d" >/dev/null 2>&1; done
-  for d in $("${VIRSH[@]}" net-list --name 2>/dev/null); do
-    [[ $d == seatd-s* && -d $t/state/seats/${d#seatd-} ]] && "${VIRSH[@]}" net-destroy "$d" >/dev/null 2>&1
-  done
-  while ip rule del lookup $TABLE 2>/dev/null; do :; done
-  ip route flush table $TABLE 2>/dev/null
-  world_down >/dev/null 2>&1
-  [[ -f $t/seatd.log ]] && cp "$t/seatd.log" "$build/meson-logs/handover-vm-seatd.log" 2>/dev/null
-  seat_leftovers_remove "$t/state"; rm -rf "$t"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-json_field() { python3 -c 'import json,sys; d=json.load(sys.stdin); print(eval(sys.argv[1]))' "$1"; }
 guest_ip() { "$CTL" --json status "$1" | json_field 'd["network"]["guest"].split("/")[0]'; }
 bridge_of() { "$CTL" --json status "$1" | json_field 'd["network"]["bridge"]'; }
 probe() { local s=$1; shift; "$CTL" exec --timeout 60 "$s" -- /bin/guest-probe "$@" >"$t/out" 2>&1; }
 
 # ---------------------------------------------------------------- the world and seatd
+world_seatd "$UPLINK" "$POOL" "$TABLE"
 world_up "$UPLINK" >"$t/out" 2>&1 || { cat "$t/out"; bail "the test world did not come up"; }
 world_serve "$WORLD_NS" serve-udp-stream "$WORLD_ALLOWED" $STREAM_PORT "$t/stream.log"
 world_wait_listening "$WORLD_NS" 1 $STREAM_PORT >"$t/out" 2>&1 || { cat "$t/out"; bail "the stream server did not come up"; }
-mkdir -p "$t/keys" "$t/state" "$t/egress"
-"$build/signing/seat-sign" keygen -W -p "$t/test.pub" -s "$t/test.key" >/dev/null 2>&1 || bail "keygen failed"
-cp "$t/test.pub" "$t/keys/"
-"$src/images/recipes/test-image" --guest-init "$build/guest-init/guest-init" --out "$t/img" --quiet \
-  --sign-key "$t/test.key" --tools "$build/images:$build/signing" --guest-tool "$PROBE" \
-  >"$t/out" 2>&1 || { cat "$t/out"; bail "building the test image failed"; }
 printf 'allow udp %s port %s\n' "$WORLD_ALLOWED" $STREAM_PORT >"$t/egress/stream.profile"
-cat >"$t/seatd.conf" <<CONF
-state_dir = $t/state
-socket_path = $t/ctl.sock
-trusted_keys_dir = $t/keys
-accel = tcg
-allow_tcg = true
-inspect_images = false
-net_pool = $POOL
-uplink = $UPLINK
-uplink_gateway = $WORLD_NET.2
-route_table = $TABLE
-route_priority = $TABLE
-egress_dir = $t/egress
-CONF
-"$SEATD" -c "$t/seatd.conf" -l debug >>"$t/seatd.log" 2>&1 &
-seatd_pid=$!
-for _ in $(seq 1 600); do
-  kill -0 "$seatd_pid" 2>/dev/null || bail "seatd exited"
-  [[ -S $t/ctl.sock ]] && "$CTL" list >/dev/null 2>&1 && break
-  sleep 0.1
-done
-"$CTL" list >/dev/null 2>&1 || bail "seatd did not start"
-"$CTL" -q image import "$t/img/manifest.json" >"$t/out" 2>&1 || { cat "$t/out"; bail "image import failed"; }
+seatd_conf accel=tcg allow_tcg=true inspect_images=false "${world_seatd_keys[@]}"
+seatd_start
+image_import --guest-tool "$PROBE"
 "$CTL" -q provision --image test-image --egress stream >"$t/prov" 2>"$t/out" || { cat "$t/out"; bail "provision failed"; }
 S=$(awk 'NR==2 {print $1}' "$t/prov")
 [[ -n $S ]] || bail "no seat"

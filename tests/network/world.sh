@@ -174,6 +174,22 @@ world_down() {
         return 0
 }
 
+# world_seatd UPLINK POOL TABLE: a private seatd of tests/lib/seatd-harness.sh whose seats
+# reach this world through UPLINK (world_up), their addresses from POOL, routed by TABLE:
+# its keys in the array world_seatd_keys (for seatd_conf), its egress profiles in
+# $t/egress; at exit, once the seatd and its seats are gone, the routes and the world go.
+world_seatd() {
+        world_seatd_keys=("net_pool=$2" "uplink=$1" "uplink_gateway=${WORLD_NET:-10.255.0}.2"
+                "route_table=$3" "route_priority=$3" "egress_dir=$t/egress")
+        mkdir -p "$t/egress"
+        harness_on_exit --late "world_seatd_down $3"
+}
+world_seatd_down() {
+        while ip rule del lookup "$1" 2>/dev/null; do :; done
+        ip route flush table "$1" 2>/dev/null
+        world_down >/dev/null 2>&1
+}
+
 # Policy routing for traffic entering from the seat bridges: the test ranges and the
 # metadata address via the uplink, the bridges' own subnets (so that only the filter keeps
 # seats apart), and a blackhole for everything else: never the main table's default route.

@@ -5,43 +5,17 @@
 # its memory stays bounded. Speaks TAP.
 #   usage: hostile-agent.sh BUILD_DIR
 set -uo pipefail
-build=$(realpath "${1:?usage: $0 BUILD_DIR}")
-src=$(dirname "$(realpath "$0")")/../..
-# shellcheck source=../lib/leftovers.sh
-. "$src/tests/lib/leftovers.sh"
-SIGN=$build/signing/seat-sign SEATD=$build/seatd/seatd CTL=$build/seatctl/seatctl
-VIRSH=(virsh -q -c qemu:///system)
 
-n=0 failed=0
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-not_ok() { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $1"; [[ -f $t/out ]] && sed 's/^/#   /' "$t/out" | head -8; }
+# shellcheck source=../lib/seatd-harness.sh
+. "$(dirname "$0")/../lib/seatd-harness.sh"
+harness_build "${1:?usage: $0 BUILD_DIR}"
+HOSTILE=$build/tests/security/hostile-agent
+harness_vm_suite hostile-agent "$HOSTILE"
+need_libvirt --start
 
-t=$(mktemp -d /var/tmp/seatd-hostile.XXXXXX)
-chmod 0755 "$t"
-seatd_pid=
-cleanup() {
-  local d
-  for d in $("${VIRSH[@]}" list --name 2>/dev/null); do
-    [[ $d == seatd-* && $("${VIRSH[@]}" dumpxml "$d" 2>/dev/null) == *"file='$t/state/seats/"* ]] && "${VIRSH[@]}" destroy "$d" >/dev/null 2>&1
-  done
-  [[ -n $seatd_pid ]] && kill "$seatd_pid" 2>/dev/null
-  wait 2>/dev/null
-  cp "$t/seatd.log" "$build/meson-logs/hostile-seatd.log" 2>/dev/null
-  seat_leftovers_remove "$t/state"; rm -rf "$t"
-}
-trap cleanup EXIT
+image_build "$t/test-image"
+image_build "$t/hostile-image" --guest-init "$HOSTILE" --name hostile-image
 
-. "$src/scripts/lib/host.sh"
-host_start_libvirt >/dev/null
-
-mkdir -p "$t/keys"
-"$SIGN" keygen -W -p "$t/keys/k.pub" -s "$t/k.key" >/dev/null 2>&1
-for img in test-image hostile-image; do
-  agent=$build/guest-init/guest-init
-  [[ $img == hostile-image ]] && agent=$build/tests/security/hostile-agent
-  "$src/images/recipes/test-image" --guest-init "$agent" --out "$t/$img" --name "$img" --quiet \
-    --sign-key "$t/k.key" --tools "$build/images:$build/signing" || { echo "Bail out! cannot build $img"; exit 1; }
-done
 # Images whose agent breaks the protocol before it has answered the first hello (issue 13
 # #14): the same hostile agent, told its violation on the kernel command line (signed with
 # the rest of the manifest), at version 3 so that the error must name the version too.
@@ -49,28 +23,17 @@ hello_modes=(giant badjson badutf8 request wrongid)
 declare -A hello_why=([giant]="a frame over the 1048576-byte cap" [badjson]="malformed JSON"
   [badutf8]="not valid UTF-8" [request]="'exec' request, which an agent never sends" [wrongid]="for id 1001, which seatd never asked for")
 cmdline=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["cmdline"])' "$t/hostile-image/image.json") \
-  || { echo "Bail out! no cmdline in hostile-image"; exit 1; }
+  || bail "no cmdline in hostile-image"
 for mode in "${hello_modes[@]}"; do
-  "$src/images/recipes/test-image" --guest-init "$build/tests/security/hostile-agent" --out "$t/hello-$mode" \
-    --name "hostile-hello-$mode" --version 3 --cmdline "$cmdline seatd.hostile_hello=$mode" --quiet \
-    --sign-key "$t/k.key" --tools "$build/images:$build/signing" || { echo "Bail out! cannot build hostile-hello-$mode"; exit 1; }
+  image_build "$t/hello-$mode" --guest-init "$HOSTILE" --name "hostile-hello-$mode" --version 3 \
+    --cmdline "$cmdline seatd.hostile_hello=$mode"
 done
-cat >"$t/seatd.conf" <<CONF
-state_dir = $t/state
-socket_path = $t/ctl.sock
-trusted_keys_dir = $t/keys
-accel = tcg
-allow_tcg = true
-inspect_images = false
-CONF
-"$SEATD" -c "$t/seatd.conf" -l info >"$t/seatd.log" 2>&1 &
-seatd_pid=$!
-export SEATD_SOCKET=$t/ctl.sock
-for _ in $(seq 1 1200); do [[ -S $SEATD_SOCKET ]] && break; sleep 0.05; done
+seatd_conf accel=tcg allow_tcg=true inspect_images=false
+SEATD_LOG_LEVEL=info seatd_start
 "$CTL" -q image import "$t/test-image/manifest.json" >/dev/null && "$CTL" -q image import "$t/hostile-image/manifest.json" >/dev/null \
-  || { echo "Bail out! import failed"; exit 1; }
+  || bail "import failed"
 for mode in "${hello_modes[@]}"; do
-  "$CTL" -q image import "$t/hello-$mode/manifest.json" >/dev/null || { echo "Bail out! import of hostile-hello-$mode failed"; exit 1; }
+  "$CTL" -q image import "$t/hello-$mode/manifest.json" >/dev/null || bail "import of hostile-hello-$mode failed"
 done
 
 seat() { "$CTL" -q --json provision --image "$1" | python3 -c 'import json,sys; print(json.load(sys.stdin)["seats"][0]["id"])'; }
@@ -78,11 +41,11 @@ state_of() { "$CTL" --json status "$1" 2>/dev/null | python3 -c 'import json,sys
 rss_kb() { awk '/^VmRSS/ {print $2}' "/proc/$seatd_pid/status"; }
 
 good=$(seat test-image)
-[[ -n $good ]] && ok "a normal seat ($good)" || { echo "Bail out! no normal seat"; exit 1; }
+[[ -n $good ]] && ok "a normal seat ($good)" || bail "no normal seat"
 
 # The positive control on a hostile seat: the agent behaves for "echo".
 h=$(seat hostile-image)
-[[ -n $h ]] && ok "a seat whose agent is hostile provisions (it greets properly): $h" || { echo "Bail out! no hostile seat"; exit 1; }
+[[ -n $h ]] && ok "a seat whose agent is hostile provisions (it greets properly): $h" || bail "no hostile seat"
 out=$("$CTL" exec "$h" -- echo 2>&1)
 [[ $out == fine ]] && ok "positive control: the hostile agent's well-formed exec works" || { echo "$out" >"$t/out"; not_ok "positive control"; }
 

@@ -13,100 +13,34 @@
 # usage: resources.sh BUILD_DIR
 set -uo pipefail
 
-build=$(realpath "${1:?usage: $0 BUILD_DIR}")
-src=$(cd "$(dirname "$0")/../.." && pwd)
-# shellcheck source=../lib/leftovers.sh
-. "$src/tests/lib/leftovers.sh"
-SEATD=$build/seatd/seatd
-CTL=$build/seatctl/seatctl
-VIRSH=(virsh -q -c qemu:///system)
-for b in "$SEATD" "$CTL" "$build/guest-init/guest-init" "$build/images/seat-manifest" "$build/signing/seat-sign"; do
-  [[ -x $b ]] || { echo "1..0 # SKIP $b not built"; exit 0; }
-done
-[[ $(id -u) == 0 ]] || { echo "1..0 # SKIP needs root (libvirt)"; exit 0; }
-command -v virsh >/dev/null || { echo "1..0 # SKIP virsh is not installed"; exit 0; }
-# shellcheck source=../../scripts/lib/host.sh
-. "$src/scripts/lib/host.sh"
-host_start_libvirt >/dev/null 2>&1 || { echo "Bail out! libvirtd does not answer"; exit 1; }
+# shellcheck source=../lib/seatd-harness.sh
+. "$(dirname "$0")/../lib/seatd-harness.sh"
+harness_build "${1:?usage: $0 BUILD_DIR}"
+harness_vm_suite resources
+need_cmd virsh
+need_libvirt --start
 
-t=$(mktemp -d /var/tmp/seatd-resources.XXXXXX)
-chmod 0755 "$t"
-seatd_pid=
-export SEATD_SOCKET=$t/ctl.sock
 unset SEATD_TOKEN
-n=0 failed=0
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-not_ok() {
-  n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $1"
-  [[ -s $t/out ]] && sed 's/^/#   /' "$t/out" | head -20
-  return 0
-}
-diag() { echo "# $*"; }
-bail() { echo "Bail out! $*"; [[ -f $t/seatd.log ]] && tail -30 "$t/seatd.log" | sed 's/^/# /'; exit 1; }
-our_domains() {
-  local d
-  for d in $("${VIRSH[@]}" list --name 2>/dev/null); do
-    [[ $d == seatd-* && $("${VIRSH[@]}" dumpxml "$d" 2>/dev/null) == *"file='$t/state/seats/"* ]] && echo "$d"
-  done
-}
-cleanup() {
-  local d
-  if [[ -n $seatd_pid ]]; then kill "$seatd_pid" 2>/dev/null; wait "$seatd_pid" 2>/dev/null; fi
-  for d in $(our_domains); do "${VIRSH[@]}" destroy "$d" >/dev/null 2>&1; done
-  for d in $("${VIRSH[@]}" net-list --name 2>/dev/null); do
-    [[ $d == seatd-s* && -d $t/state/seats/${d#seatd-} ]] && "${VIRSH[@]}" net-destroy "$d" >/dev/null 2>&1
-  done
-  [[ -f $t/seatd.log ]] && cp "$t/seatd.log" "$build/meson-logs/resources-seatd.log" 2>/dev/null
-  seat_leftovers_remove "$t/state"; rm -rf "$t"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
 
-start_seatd() {
-  rm -f "$t/ctl.sock"
-  "$SEATD" -c "$t/seatd.conf" -l debug >>"$t/seatd.log" 2>&1 &
-  seatd_pid=$!
-  for _ in $(seq 1 600); do
-    kill -0 "$seatd_pid" 2>/dev/null || bail "seatd exited"
-    [[ -S $t/ctl.sock ]] && "$CTL" list >/dev/null 2>&1 && return 0
-    sleep 0.1
-  done
-  bail "seatd did not start"
-}
-stop_seatd() { kill "$seatd_pid"; wait "$seatd_pid" 2>/dev/null; seatd_pid=; }
-json_field() { python3 -c 'import json,sys; d=json.load(sys.stdin); print(eval(sys.argv[1]))' "$1"; }
+# write_conf RESERVE [KEY=VALUE...]
 write_conf() {
-  cat >"$t/seatd.conf" <<EOF
-state_dir = $t/state
-socket_path = $t/ctl.sock
-trusted_keys_dir = $t/keys
-accel = tcg
-allow_tcg = true
-inspect_images = false
-net_pool = 10.215.0.0/24
-disk_reserve_bytes = $1
-${2:-}
-EOF
+  seatd_conf accel=tcg allow_tcg=true inspect_images=false net_pool=10.215.0.0/24 "disk_reserve_bytes=$1" "${@:2}"
 }
 free_bytes() { df -B1 --output=avail "$t/state" | tail -1 | tr -d ' '; }
 
-mkdir -p "$t/keys" "$t/state"
-"$build/signing/seat-sign" keygen -W -p "$t/test.pub" -s "$t/test.key" >/dev/null 2>&1 || bail "keygen failed"
-cp "$t/test.pub" "$t/keys/"
-"$src/images/recipes/test-image" --guest-init "$build/guest-init/guest-init" --out "$t/img" --quiet \
-  --sign-key "$t/test.key" --tools "$build/images:$build/signing" --disk-size 128M \
-  >"$t/out" 2>&1 || { cat "$t/out"; bail "building the test image failed"; }
+mkdir -p "$t/state"
+image_build "$t/img" --disk-size 128M
 
 # ---------------------------------------------------------------- admission
 write_conf $(($(free_bytes) - 64 * 1024 * 1024))
-start_seatd
-"$CTL" -q image import "$t/img/manifest.json" >"$t/out" 2>&1 || { cat "$t/out"; bail "image import failed"; }
+seatd_start
+image_import
 "$CTL" -q provision --image test-image >"$t/out" 2>&1; rc=$?
 [[ $rc != 0 ]] && grep -q "not enough disk space" "$t/out" && grep -q "disk_reserve_bytes" "$t/out" &&
-  [[ -z $(ls "$t/state/seats") && -z $(our_domains) ]] \
+  [[ -z $(ls "$t/state/seats") && -z $(seat_domains) ]] \
   && ok "a seat whose 128 MiB disk does not fit beside the reserve is refused, nothing made" \
   || not_ok "a seat whose disk does not fit beside the reserve is refused (rc $rc)"
-stop_seatd
+seatd_stop
 
 # ---------------------------------------------------------------- confinement
 # This host has no AppArmor or SELinux driver for libvirt: a config that requires one
@@ -115,21 +49,21 @@ reserve=$((256 * 1024 * 1024))
 if virsh -c qemu:///system capabilities | grep -qE '<model>(apparmor|selinux)</model>'; then
   diag "this host has MAC confinement for QEMU: the refusal case does not apply"
 else
-  write_conf $reserve "require_confinement = mac"
-  start_seatd
+  write_conf $reserve require_confinement=mac
+  seatd_start
   "$CTL" -q provision --image test-image >"$t/out" 2>&1; rc=$?
-  [[ $rc != 0 ]] && grep -q "require_confinement = mac" "$t/out" && [[ -z $(ls "$t/state/seats") && -z $(our_domains) ]] \
+  [[ $rc != 0 ]] && grep -q "require_confinement = mac" "$t/out" && [[ -z $(ls "$t/state/seats") && -z $(seat_domains) ]] \
     && ok "require_confinement = mac on a host without AppArmor/SELinux: the seat is refused, nothing left" \
     || not_ok "require_confinement = mac without MAC: the seat is refused (rc $rc)"
   "$CTL" --json host check >"$t/hc" 2>&1
   python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); c={x["name"]:x for x in d["checks"]}; assert not c["confinement"]["ok"] and not d["ready"], d' "$t/hc" \
     && ok "host check says confinement is not met and the host is not ready" || { cp "$t/hc" "$t/out"; not_ok "host check reports the unmet confinement"; }
-  stop_seatd
+  seatd_stop
 fi
 
 # ---------------------------------------------------------------- a guest fills its disk
 write_conf $reserve
-start_seatd
+seatd_start
 "$CTL" -q provision --image test-image --count 2 >"$t/prov" 2>"$t/out" || { cat "$t/out"; bail "provision failed"; }
 A=$(awk 'NR==2 {print $1}' "$t/prov") B=$(awk 'NR==3 {print $1}' "$t/prov")
 "$CTL" exec --timeout 300 "$A" -- sh -c 'dd if=/dev/zero of=/fill bs=1M 2>&1; sync; df -k /' >"$t/out" 2>&1; rc=$?
@@ -307,9 +241,9 @@ for _ in $(seq 1 300); do # the job finishes its boot, sees the cancel, releases
   [[ -n $cancelled ]] && grep -q "seat '$cancelled' released" "$t/seatd.log" && break
   sleep 0.2
 done
-grep -q "provision cancelled" "$t/seatd.log" && [[ -z $("$CTL" list | grep -E '^s[0-9a-f]{8} ') && -z $(our_domains) && -z $(ls "$t/state/seats") ]] \
+grep -q "provision cancelled" "$t/seatd.log" && [[ -z $("$CTL" list | grep -E '^s[0-9a-f]{8} ') && -z $(seat_domains) && -z $(ls "$t/state/seats") ]] \
   && ok "seatctl provision killed mid-boot: the seat made for it is released again, nothing left" \
-  || { { "$CTL" list; our_domains; ls "$t/state/seats"; } >"$t/out" 2>&1; not_ok "seatctl provision killed mid-boot: nothing left"; }
+  || { { "$CTL" list; seat_domains; ls "$t/state/seats"; } >"$t/out" 2>&1; not_ok "seatctl provision killed mid-boot: nothing left"; }
 
 echo "1..$n"
 ((failed == 0))
