@@ -111,6 +111,12 @@ need_kernel() {
                 skip_all "no kernel in /boot for the test image (apt-get install linux-image-amd64)"
 }
 
+# need_npm_client DIR PACKAGE INSTALLER: a node test client in DIR (its pinned PACKAGE,
+# installed by scripts/lib/host.sh's INSTALLER) and node to run it.
+need_npm_client() {
+        need_cmd -h "apt-get install nodejs npm" node
+        [[ -f $1/node_modules/$2/package.json ]] || skip_all "$2 is not installed (. scripts/lib/host.sh; $3)"
+}
 # harness_build BUILD_DIR: the programs of that build tree (for the suite to use).
 # shellcheck disable=SC2034
 harness_build() {
@@ -306,6 +312,16 @@ image_build() {
 image_import() {
         [[ -f $t/img/manifest.json ]] || image_build "$t/img" "$@"
         "$CTL" -q image import "$t/img/manifest.json" >"$t/out" 2>&1 || { cat "$t/out" >&2; bail "image import failed"; }
+}
+# seatd_start_sealing [KEY=VALUE...]: a private seatd on TCG (no seat networks, no warm
+# reset) that seals sessions to a facilitator key of the suite's own ($t/facilitator.key),
+# started, with the test image imported.
+seatd_start_sealing() {
+        "$SIGN" keygen --box -p "$t/facilitator.pub" -s "$t/facilitator.key" >/dev/null 2>&1 || bail "seat-sign keygen --box failed"
+        seatd_conf accel=tcg allow_tcg=true inspect_images=false network=false warm_reset=false \
+                "facilitator_key=$t/facilitator.pub" "$@"
+        seatd_start
+        image_import
 }
 # provision_id [seatctl provision options...]: provision a seat of the test image, print its id.
 provision_id() {

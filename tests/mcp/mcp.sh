@@ -19,20 +19,14 @@ set -uo pipefail
 harness_build "${1:?usage: $0 BUILD_DIR}"
 need_built "$SEATD" "$CTL" "$SIGN" "$GUEST_INIT"
 need_root
-need_cmd -h "apt-get install nodejs npm" node
 need_cmd setpriv python3
 need_libvirt
 here=$(cd "$(dirname "$0")" && pwd)
-[[ -f $here/node_modules/@modelcontextprotocol/sdk/package.json ]] ||
-        skip_all "the MCP SDK is not installed (. scripts/lib/host.sh; host_install_mcp_client)"
+need_npm_client "$here" @modelcontextprotocol/sdk host_install_mcp_client
 
 harness_workdir /var/tmp/seatd-mcp 0755
 unset SEATD_TOKEN
-"$SIGN" keygen --box -p "$t/facilitator.pub" -s "$t/facilitator.key" >/dev/null 2>&1 || bail "seat-sign keygen --box failed"
-seatd_conf accel=tcg allow_tcg=true inspect_images=false network=false warm_reset=false \
-        "facilitator_key=$t/facilitator.pub"
-seatd_start
-image_import
+seatd_start_sealing
 
 "$CTL" -q --json provision --image test-image --participant agent >"$t/prov" 2>"$t/out" || bail "provision failed: $(cat "$t/out")"
 S=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["seats"][0]["id"])' "$t/prov")

@@ -22,16 +22,11 @@ need_root
 need_cmd -h "apt-get install nodejs chromium openssl curl" node chromium openssl curl setpriv python3
 need_libvirt
 here=$(cd "$(dirname "$0")" && pwd)
-[[ -f $here/node_modules/playwright-core/package.json ]] ||
-        skip_all "playwright-core is not installed (. scripts/lib/host.sh; host_install_web_client)"
+need_npm_client "$here" playwright-core host_install_web_client
 
 harness_workdir /var/tmp/seatd-web 0755
 unset SEATD_TOKEN
-"$SIGN" keygen --box -p "$t/facilitator.pub" -s "$t/facilitator.key" >/dev/null 2>&1 || bail "seat-sign keygen --box failed"
-seatd_conf accel=tcg allow_tcg=true inspect_images=false network=false warm_reset=false \
-        "facilitator_key=$t/facilitator.pub"
-seatd_start
-image_import
+seatd_start_sealing
 
 "$CTL" -q --json provision --image test-image --participant alice --count 2 >"$t/prov" 2>"$t/out" || bail "provision failed: $(cat "$t/out")"
 read -r S1 tok1 S2 tok2 < <(python3 -c 'import json,sys; s=json.load(open(sys.argv[1]))["seats"]; print(s[0]["id"], s[0]["token"], s[1]["id"], s[1]["token"])' "$t/prov")
