@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "conf.h"
+#include "common/conffile.h"
 #include "common/fileio.h"
 
 #define LINE_MAX_BYTES 4096
@@ -297,15 +298,6 @@ int seat_config_parse_uid_range(const char *v, uid_t *ret_first, uid_t *ret_last
 
 /* ---- reading the file ---- */
 
-static char *strip(char *s) {
-        while (*s == ' ' || *s == '\t')
-                s++;
-        size_t n = strlen(s);
-        while (n > 0 && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\r'))
-                s[--n] = '\0';
-        return s;
-}
-
 /* The built-in defaults, before the file: what it sets replaces them. */
 static int set_defaults(SeatConfig *c) {
         for (size_t i = 0; i < ELEMENTSOF(items); i++) {
@@ -333,15 +325,14 @@ static int set_derived(SeatConfig *c) {
         return 0;
 }
 
-static int parse_line(SeatConfig *c, char *line, const char *origin, unsigned lineno, SeatError **ret_error) {
-        char *s = strip(line);
-        if (!*s || *s == '#')
-                return 0;
-        char *eq = strchr(s, '=');
-        if (!eq)
-                return seat_error_set(ret_error, EINVAL, "%s:%u: expected 'key = value'", origin, lineno);
-        *eq = '\0';
-        char *key = strip(s), *value = strip(eq + 1);
+typedef struct ParseState {
+        SeatConfig *config;
+        const char *origin;
+} ParseState;
+
+static int parse_setting(const char *key, char *value, unsigned lineno, void *userdata, SeatError **ret_error) {
+        ParseState *st = userdata;
+        const char *origin = st->origin;
         size_t vlen = strlen(value);
         if (vlen >= 2 && value[0] == '"' && value[vlen - 1] == '"') {
                 value[vlen - 1] = '\0';
@@ -355,7 +346,7 @@ static int parse_line(SeatConfig *c, char *line, const char *origin, unsigned li
         if (!item)
                 return seat_error_set(ret_error, EINVAL, "%s:%u: unknown setting '%s' (see docs/seatd.conf.md)",
                                       origin, lineno, key);
-        int r = item->parse(item, value, item_field(item, c));
+        int r = item->parse(item, value, item_field(item, st->config));
         if (r == -EINVAL)
                 return seat_error_set(ret_error, EINVAL, "%s:%u: invalid value '%s' for '%s'", origin, lineno, value, key);
         return r;
@@ -363,7 +354,6 @@ static int parse_line(SeatConfig *c, char *line, const char *origin, unsigned li
 
 int seat_config_parse(const char *text, size_t len, const char *origin, SeatConfig **ret, SeatError **ret_error) {
         _cleanup_(seat_config_freep) SeatConfig *c = calloc(1, sizeof(*c));
-        unsigned lineno = 0;
         int r;
 
         if (!c)
@@ -371,26 +361,10 @@ int seat_config_parse(const char *text, size_t len, const char *origin, SeatConf
         r = set_defaults(c);
         if (r < 0)
                 return seat_error_set(ret_error, -r, "%s: a built-in default is invalid", origin);
-        if (len > SEATD_CONFIG_MAX_BYTES)
-                return seat_error_set(ret_error, EFBIG, "%s: larger than %u bytes", origin, SEATD_CONFIG_MAX_BYTES);
-        if (memchr(text, '\0', len))
-                return seat_error_set(ret_error, EINVAL, "%s: contains a NUL byte", origin);
-
-        for (size_t off = 0; off < len;) {
-                const char *nl = memchr(text + off, '\n', len - off);
-                size_t n = nl ? (size_t) (nl - (text + off)) : len - off;
-                char line[LINE_MAX_BYTES];
-                lineno++;
-                if (n >= sizeof(line))
-                        return seat_error_set(ret_error, EINVAL, "%s:%u: line longer than %d bytes", origin, lineno,
-                                              LINE_MAX_BYTES - 1);
-                memcpy(line, text + off, n);
-                line[n] = '\0';
-                r = parse_line(c, line, origin, lineno, ret_error);
-                if (r < 0)
-                        return r;
-                off += n + 1;
-        }
+        ParseState st = { .config = c, .origin = origin };
+        r = conf_file_parse(text, len, SEATD_CONFIG_MAX_BYTES, LINE_MAX_BYTES, origin, parse_setting, &st, ret_error);
+        if (r < 0)
+                return r;
         r = set_derived(c);
         if (r < 0)
                 return r;

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "conf.h"
+#include "common/conffile.h"
 #include "common/fileio.h"
 #include "common/log.h"
 
@@ -126,24 +127,15 @@ WebConfig *web_config_free(WebConfig *c) {
         return NULL;
 }
 
-static char *strip(char *s) {
-        while (*s == ' ' || *s == '\t')
-                s++;
-        size_t n = strlen(s);
-        while (n > 0 && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\r'))
-                s[--n] = '\0';
-        return s;
-}
+typedef struct ParseState {
+        WebConfig *config;
+        const char *origin;
+} ParseState;
 
-static int parse_line(WebConfig *c, char *line, const char *origin, unsigned lineno, SeatError **ret_error) {
-        char *s = strip(line);
-        if (!*s || *s == '#')
-                return 0;
-        char *eq = strchr(s, '=');
-        if (!eq)
-                return seat_error_set(ret_error, EINVAL, "%s:%u: expected 'key = value'", origin, lineno);
-        *eq = '\0';
-        char *key = strip(s), *value = strip(eq + 1);
+static int parse_setting(const char *key, char *value, unsigned lineno, void *userdata, SeatError **ret_error) {
+        ParseState *st = userdata;
+        WebConfig *c = st->config;
+        const char *origin = st->origin;
         for (size_t i = 0; i < ELEMENTSOF(items); i++) {
                 if (strcmp(items[i].key, key) != 0)
                         continue;
@@ -167,7 +159,6 @@ static int parse_line(WebConfig *c, char *line, const char *origin, unsigned lin
 
 int web_config_parse(const char *text, size_t len, const char *origin, WebConfig **ret, SeatError **ret_error) {
         _cleanup_(web_config_freep) WebConfig *c = calloc(1, sizeof(*c));
-        unsigned lineno = 0;
         int r;
 
         if (!c)
@@ -175,25 +166,10 @@ int web_config_parse(const char *text, size_t len, const char *origin, WebConfig
         for (size_t i = 0; i < ELEMENTSOF(items); i++)
                 if (items[i].def && set_value(c, &items[i], items[i].def) < 0)
                         return seat_error_set(ret_error, EINVAL, "built-in default of '%s' is invalid", items[i].key);
-        if (len > WEB_CONFIG_MAX_BYTES)
-                return seat_error_set(ret_error, EFBIG, "%s: larger than %u bytes", origin, WEB_CONFIG_MAX_BYTES);
-        if (memchr(text, '\0', len))
-                return seat_error_set(ret_error, EINVAL, "%s: contains a NUL byte", origin);
-        for (size_t off = 0; off < len;) {
-                const char *nl = memchr(text + off, '\n', len - off);
-                size_t n = nl ? (size_t) (nl - (text + off)) : len - off;
-                char line[LINE_MAX_BYTES];
-                lineno++;
-                if (n >= sizeof(line))
-                        return seat_error_set(ret_error, EINVAL, "%s:%u: line longer than %d bytes", origin, lineno,
-                                              LINE_MAX_BYTES - 1);
-                memcpy(line, text + off, n);
-                line[n] = '\0';
-                r = parse_line(c, line, origin, lineno, ret_error);
-                if (r < 0)
-                        return r;
-                off += n + 1;
-        }
+        ParseState st = { .config = c, .origin = origin };
+        r = conf_file_parse(text, len, WEB_CONFIG_MAX_BYTES, LINE_MAX_BYTES, origin, parse_setting, &st, ret_error);
+        if (r < 0)
+                return r;
         /* Plain HTTP carries the token and the session cookie in the clear: only where no
          * one else can listen. */
         if (c->plain_http && !web_address_is_loopback(c->listen_address))
