@@ -59,6 +59,15 @@ if command -v systemd-analyze >/dev/null; then
 else
         skip "systemd-analyze verify seat-web.service" "systemd-analyze is not installed"
 fi
+# The package's users as shipped: systemd-sysusers accepts them (a ':' in a GECOS field
+# once failed the package's postinst).
+if command -v systemd-sysusers >/dev/null; then
+        systemd-sysusers --dry-run "$HARNESS_SRC/debian/seat-web.sysusers" "$HARNESS_SRC/debian/seatd.sysusers" >"$t/out" 2>&1 &&
+                ! grep -qi "not a valid\|ignoring" "$t/out" && ok "systemd-sysusers accepts debian/seat-web.sysusers and seatd.sysusers" ||
+                not_ok "systemd-sysusers accepts debian/*.sysusers"
+else
+        skip "systemd-sysusers --dry-run" "systemd-sysusers is not installed"
+fi
 
 # 1. --self-signed: a key and certificate in its state dir, the fingerprint printed.
 as_web "$WEB" -c "$t/web.conf" --self-signed >"$t/self" 2>"$t/out" || bail "seat-web --self-signed failed: $(cat "$t/out")"
