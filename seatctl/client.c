@@ -53,24 +53,12 @@ CtlClient *ctl_client_free(CtlClient *c) {
         return NULL;
 }
 
+/* The next message, waiting for it (ctl_next() reads at most once a call). */
 static int read_msg(CtlClient *c, ControlMsg **ret, SeatError **ret_error) {
         for (;;) {
-                const char *frame;
-                size_t len;
-                int r = frame_reader_next(c->reader, &frame, &len);
-                if (r == -E2BIG)
-                        return seat_error_set(ret_error, EPROTO, "seatd sent a line over 1 MiB");
-                if (r > 0) {
-                        ControlParseError err;
-                        if (control_msg_parse_reply(frame, len, ret, &err) < 0)
-                                return seat_error_set(ret_error, EPROTO, "seatd sent a bad line: %s", err.message);
-                        return 0;
-                }
-                ssize_t n = frame_reader_fill(c->reader, c->fd);
-                if (n == 0)
-                        return seat_error_set(ret_error, ECONNRESET, "seatd closed the connection");
-                if (n < 0 && n != -EINTR)
-                        return seat_error_set(ret_error, (int) -n, "read from seatd: %s", strerror((int) -n));
+                int r = ctl_next(c, true, ret, ret_error);
+                if (r != 0)
+                        return r < 0 ? r : 0;
         }
 }
 
