@@ -324,7 +324,8 @@ wait_for 300 sealed_or_faulted "$A" "$gen"
 a6=$(archive_of "$A" "$gen")
 [[ $killed == yes && -n $a6 ]] && incomplete_with "$a6" "appliance|died|connection|signal" "$t/opened6" \
   && ok "appliance killed mid-seal: the archive verifies, is incomplete, its signed manifest says why ($(json_field "d['manifest']['guest']['reason']" <"$t/opened6.json" | cut -c1-120))" \
-  || not_ok "appliance killed mid-seal: an incomplete, valid archive with the reason"
+  || { echo "killed=$killed qpid=${qpid:-none} archive=${a6:-none} appliance: $(tr '\n' ' ' <"$t/appliance6" 2>/dev/null)" >>"$t/out"
+       not_ok "appliance killed mid-seal: an incomplete, valid archive with the reason"; }
 wait_for 20 no_quarantine "$A" "$gen"
 [[ $(state_of "$A") == ready ]] && "$CTL" reset "$A" >"$t/out" 2>&1 && [[ $(state_of "$A") == ready ]] \
   && ok "the seat is READY and resets" || not_ok "the seat is READY and resets ($(state_of "$A"))"
