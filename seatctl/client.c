@@ -64,16 +64,10 @@ static int read_msg(CtlClient *c, ControlMsg **ret, SeatError **ret_error) {
 
 int ctl_call(CtlClient *c, const char *method, json_object *params, CtlEventFn on_event, void *userdata,
              json_object **ret_result, const char **ret_code, SeatError **ret_error) {
-        _cleanup_free_ char *line = NULL;
-        size_t len;
-        int64_t id = c->next_id++;
-
-        int r = control_format_request(id, method, params, &line, &len);
+        int64_t id;
+        int r = ctl_send(c, method, params, &id, ret_error);
         if (r < 0)
-                return seat_error_set(ret_error, -r, "cannot send '%s': %s", method, strerror(-r));
-        r = loop_write(c->fd, line, len);
-        if (r < 0)
-                return seat_error_set(ret_error, -r, "write to seatd: %s", strerror(-r));
+                return r;
 
         for (;;) {
                 _cleanup_control_msg_ ControlMsg *m = NULL;
