@@ -160,8 +160,10 @@ static void start_call(McpServer *srv, McpMessage *m) {
                 return;
         }
         if (meta && json_object_object_get_ex(meta, "progressToken", &token) &&
-            !json_object_is_type(token, json_type_string) && !json_object_is_type(token, json_type_int)) {
-                mcp_send_error(srv, m->id, MCP_INVALID_PARAMS, "Invalid params: 'progressToken' must be a string or an integer");
+            !(json_object_is_type(token, json_type_int) ||
+              (json_object_is_type(token, json_type_string) && json_object_get_string_len(token) <= 256))) {
+                /* Capped: it is echoed in every progress notification of the call. */
+                mcp_send_error(srv, m->id, MCP_INVALID_PARAMS, "Invalid params: 'progressToken' must be an integer or a string of at most 256 bytes");
                 return;
         }
         _cleanup_json_ json_object *empty = args ? NULL : json_object_new_object();

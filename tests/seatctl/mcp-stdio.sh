@@ -41,6 +41,7 @@ init='{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":
         echo '{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"list_directory","arguments":{"path":"/","x":{}}}}'
         echo '{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}'
         echo '{"jsonrpc":"2.0","id":7,"result":{}}'
+        printf '{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"seat_status","_meta":{"progressToken":"%s"}}}\n' "$(head -c 300 /dev/zero | tr '\0' t)"
 } >"$t/basic.in"
 session basic 2
 [[ $(cat "$t/basic.rc") == 0 ]] && ok "seatctl mcp exits 0 when its client closes stdin" || not_ok "seatctl mcp exits 0 at EOF (got $(cat "$t/basic.rc"))"
@@ -50,7 +51,8 @@ expect basic "tools/list: five tools, each with input and output schemas" 'len(b
 expect basic "a tool call with seatd away: a tool error saying seatd is not running" 'by["3"]["result"]["isError"] and "seatd is not running" in by["3"]["result"]["content"][0]["text"] and by["4"]["result"]["isError"]'
 expect basic "write_file with bad base64: -32602" 'by["5"]["error"]["code"] == -32602 and "base64" in by["5"]["error"]["message"]'
 expect basic "an unknown argument: -32602 naming it" "by['6']['error']['code'] == -32602 and \"'x'\" in by['6']['error']['message']"
-expect basic "an object as id: -32600 (id null); a response from the client: ignored" 'any(m["id"] is None and m["error"]["code"] == -32600 for m in r) and "7" not in by and len(r) == 8'
+expect basic "a progress token over 256 bytes: -32602 (it would be echoed in every notification)" 'by["8"]["error"]["code"] == -32602 and "progressToken" in by["8"]["error"]["message"]'
+expect basic "an object as id: -32600 (id null); a response from the client: ignored" 'any(m["id"] is None and m["error"]["code"] == -32600 for m in r) and "7" not in by and len(r) == 9'
 
 # Twenty calls at once: at most eight run, the others are told the server is busy; every
 # request gets exactly one reply.
