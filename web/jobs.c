@@ -17,7 +17,7 @@
 struct Jobs {
         pthread_mutex_t lock;
         pthread_cond_t cond;
-        Job *todo, *todo_tail, *done, *done_tail;
+        Job *pending, *pending_tail, *done, *done_tail;
         size_t queued, max_queued;
         bool stop;
         size_t n_threads;
@@ -70,14 +70,14 @@ static void *worker(void *arg) {
         Jobs *j = arg;
         pthread_mutex_lock(&j->lock);
         for (;;) {
-                while (!j->todo && !j->stop)
+                while (!j->pending && !j->stop)
                         pthread_cond_wait(&j->cond, &j->lock);
                 if (j->stop)
                         break;
-                Job *job = j->todo;
-                j->todo = job->next;
-                if (!j->todo)
-                        j->todo_tail = NULL;
+                Job *job = j->pending;
+                j->pending = job->next;
+                if (!j->pending)
+                        j->pending_tail = NULL;
                 job->next = NULL;
                 bool skip = job->abandoned;
                 pthread_mutex_unlock(&j->lock);
@@ -129,7 +129,7 @@ void jobs_free(Jobs *j) {
         pthread_mutex_unlock(&j->lock);
         for (size_t i = 0; i < j->n_threads; i++)
                 pthread_join(j->threads[i], NULL);
-        for (Job *l = j->todo, *n; l; l = n) {
+        for (Job *l = j->pending, *n; l; l = n) {
                 n = l->next;
                 job_free(l);
         }
@@ -150,11 +150,11 @@ int jobs_submit(Jobs *j, Job *job) {
         }
         j->queued++;
         job->next = NULL;
-        if (j->todo_tail)
-                j->todo_tail->next = job;
+        if (j->pending_tail)
+                j->pending_tail->next = job;
         else
-                j->todo = job;
-        j->todo_tail = job;
+                j->pending = job;
+        j->pending_tail = job;
         pthread_cond_signal(&j->cond);
         pthread_mutex_unlock(&j->lock);
         return 0;
