@@ -197,6 +197,10 @@ typedef struct WarmPaths {
 void identity_domain_name(const char *id, SeatIdentity k, char *buf, size_t size);
 virConnectPtr manager_conn(SeatManager *m, SeatError **ret_error);
 int new_token(Seat *s, bool next_generation, char **ret);
+/* Under s->lock: is the ticket still for this session? */
+int ticket_check(Seat *s, const SeatTicket *t, SeatError **ret_error);
+/* A reset or release waits for the seat's lock: a running exec gives it up. */
+bool preempted(Seat *s);
 int provision_new(SeatManager *m, const char *image, const char *participant, const char *egress, bool pooled,
                          Seat **ret, char **ret_token, SeatError **ret_error);
 void random_hex(char *out, size_t bytes);
