@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/utf8.h"
 #include "common/base64.h"
 #include "common/fileio.h"
 #include "common/jsonframe.h"
@@ -132,7 +133,7 @@ static int exec_event(const char *type, json_object *body, void *userdata) {
                 return r;
         if (run->progress && n > 0) {
                 run->streamed += n;
-                _cleanup_free_ char *text = mcp_text_from_bytes(bytes, n, PROGRESS_TEXT_MAX, NULL);
+                _cleanup_free_ char *text = utf8_from_bytes(bytes, n, PROGRESS_TEXT_MAX, NULL);
                 _cleanup_free_ char *msg = NULL;
                 if (text && asprintf(&msg, "%s: %s", is_err ? "stderr" : "stdout", text) >= 0)
                         mcp_call_progress(run->call, (double) run->streamed, msg);
@@ -209,7 +210,7 @@ static json_object *seatd_failed(int r, SeatError *err) {
 
 /* The tool's stderr as the reason it failed, or its exit status. */
 static json_object *guest_failed(const char *what, const ExecRun *run, const ExecResult *res) {
-        _cleanup_free_ char *reason = run->err.len ? mcp_text_from_bytes(run->err.data, run->err.len, REASON_MAX, NULL) : NULL;
+        _cleanup_free_ char *reason = run->err.len ? utf8_from_bytes(run->err.data, run->err.len, REASON_MAX, NULL) : NULL;
         size_t n = reason ? strlen(reason) : 0;
         while (n > 0 && strchr("\n\r ", reason[n - 1]))
                 reason[--n] = '\0';
@@ -240,7 +241,7 @@ int mcp_check_exec(json_object *arguments, char *msg, size_t size) {
 }
 
 static json_object *capture_text(const Capture *c, size_t *ret_len) {
-        _cleanup_free_ char *t = mcp_text_from_bytes(c->data ? c->data : (const uint8_t *) "", c->len, c->len, ret_len);
+        _cleanup_free_ char *t = utf8_from_bytes(c->data ? c->data : (const uint8_t *) "", c->len, c->len, ret_len);
         return t ? json_object_new_string(t) : NULL;
 }
 
@@ -353,7 +354,7 @@ json_object *mcp_run_read_file(McpCall *call) {
                 if (truncated)
                         while (n > 0 && (run.out.data[n] & 0xC0) == 0x80)
                                 n--;
-                if (!mcp_text_is_utf8(run.out.data ? run.out.data : (uint8_t *) "", n))
+                if (!utf8_is_valid(run.out.data ? run.out.data : (uint8_t *) "", n))
                         result = mcp_tool_fail("cannot read it as text: the file is not UTF-8 (or holds NUL bytes); ask for encoding \"base64\"");
                 else {
                         json_object *o = json_object_new_object();
@@ -551,7 +552,7 @@ json_object *mcp_run_list_directory(McpCall *call) {
                 for (size_t t = 0; t < ELEMENTSOF(types); t++)
                         if ((size_t) (slash - rec) == strlen(types[t]) && !memcmp(rec, types[t], strlen(types[t])))
                                 type = types[t];
-                _cleanup_free_ char *name = mcp_text_from_bytes(slash + 1, (size_t) (end - slash - 1), 4096, NULL);
+                _cleanup_free_ char *name = utf8_from_bytes(slash + 1, (size_t) (end - slash - 1), 4096, NULL);
                 json_object *e = json_object_new_object();
                 json_object_object_add(e, "name", json_object_new_string(name ? name : ""));
                 json_object_object_add(e, "type", json_object_new_string(type));
