@@ -83,6 +83,8 @@ typedef struct SeatConfig {
         unsigned long long evidence_max_bytes;      /* all guest files of a session */
         unsigned long long evidence_max_file_bytes; /* one guest file (cut there) */
         long evidence_max_files;                    /* guest files and links taken */
+        unsigned long long recording_max_bytes;     /* one PTY session's asciicast file */
+        bool record_input;                          /* "i" events in recordings */
         /* Who reads the guest files (seatd/collect.c: never root), and for how long at most. */
         char *evidence_collect_user;
         long evidence_collect_timeout;              /* seconds */

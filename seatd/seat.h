@@ -13,6 +13,7 @@
 
 #include "agent-client.h"
 #include "conf.h"
+#include "recording.h"
 #include "domain.h"
 #include "common/error.h"
 #include "signing/minisign.h"
@@ -131,6 +132,11 @@ typedef json_object *(*SeatExecEndFn)(int r, const AgentExecResult *res, const S
 int seat_exec(Seat *s, const SeatTicket *ticket, AgentMsg *req, json_object *audit_start, SeatExecEndFn end_record,
               AgentOutputFn on_output, bool (*cancelled)(void *), const AgentExecInput *input, void *userdata,
               int timeout_ms, AgentExecResult *ret, SeatError **ret_error);
+/* From an exec's callbacks (the seat is held): a new recording of this session's terminal
+ * in the seat's directory, "rec-gGEN-K.cast", moved to the quarantine with the session.
+ * -ENOSPC when the session has RECORDINGS_MAX already. *ret_name: "rec-K.cast", the
+ * member's name in the archive. */
+int seat_recording_open(Seat *s, const RecordingSpec *spec, Recording **ret, char **ret_name);
 /* One request, one reply; recorded first as audit_type with audit_data (not consumed; NULL
  * audit_type: not recorded). Not sent when the record cannot be written (-EIO). */
 int seat_agent_call(Seat *s, const SeatTicket *ticket, AgentMsg *req, int timeout_ms, const char *audit_type,

@@ -17,6 +17,8 @@ SEATD_PACKAGES=(
   libguestfs-tools supermin linux-image-amd64 nftables iproute2 libseccomp2
   # the tests: conntrack only observes (seatd speaks ctnetlink itself); curl (web)
   conntrack curl
+  # the pty suite: asciinema reads the sealed terminal recordings (a player nobody here wrote)
+  asciinema
   # the test image recipe and the scripts
   busybox-static e2fsprogs cpio xz-utils zstd kmod file python3 minisign openssl
   bsdutils util-linux procps coreutils
