@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * What each MCP tool asks seatd. Every tool but seat_status is a seat.exec, run as the
+ * What each MCP tool asks seatd. Every tool but seat_status (a seat.status, recorded as a
+ * "tool.call") is a seat.exec, run as the
  * session's guest user (--user), so the guest's own permissions apply to the agent's file
  * operations as to its commands (seat.file_put would write as the guest's root), and each
  * call lands in the audit log as an exec with the MCP call beside it ("tool").
@@ -141,6 +142,19 @@ static int exec_event(const char *type, json_object *body, void *userdata) {
         return 0;
 }
 
+/* The MCP call as seatd records it beside its own record ("tool"): the tool, the client
+ * from initialize, the request id and the arguments as sent. */
+static json_object *tool_record(const McpCall *call) {
+        json_object *tool = json_object_new_object();
+        if (!tool)
+                return NULL;
+        json_object_object_add(tool, "name", json_object_new_string(call->tool));
+        json_object_object_add(tool, "client", json_object_new_string(call->srv->client_info));
+        json_object_object_add(tool, "request", json_object_new_string(call->id_key));
+        json_object_object_add(tool, "arguments", json_object_new_string(json_object_to_json_string_ext(call->arguments, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)));
+        return tool;
+}
+
 /*
  * Runs argv in the seat with the session's token, guest user and the call's record. 0 with
  * *ret filled; -ECANCELED after a cancellation; else -errno with ret_error set.
@@ -152,7 +166,7 @@ static int seat_exec(ExecRun *run, json_object *argv, json_object *extra, ExecRe
         _cleanup_(ctl_client_freep) CtlClient *c = NULL;
         _cleanup_free_ char *token = NULL;
         _cleanup_json_ json_object *p = extra ? json_object_get(extra) : json_object_new_object();
-        json_object *tool = json_object_new_object();
+        json_object *tool = tool_record(call);
         if (!p || !tool) {
                 json_object_put(tool);
                 return -ENOMEM;
@@ -170,10 +184,6 @@ static int seat_exec(ExecRun *run, json_object *argv, json_object *extra, ExecRe
                 json_object_object_add(p, "uid", json_object_new_int64(srv->uid));
                 json_object_object_add(p, "gid", json_object_new_int64(srv->gid));
         }
-        json_object_object_add(tool, "name", json_object_new_string(call->tool));
-        json_object_object_add(tool, "client", json_object_new_string(srv->client_info));
-        json_object_object_add(tool, "request", json_object_new_string(call->id_key));
-        json_object_object_add(tool, "arguments", json_object_new_string(json_object_to_json_string_ext(call->arguments, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)));
         json_object_object_add(p, "tool", tool);
 
         r = ctl_connect_as(ctl_opts.socket, token != NULL, &c, ret_error);
@@ -583,6 +593,7 @@ json_object *mcp_run_seat_status(McpCall *call) {
                 json_object_object_add(p, "seat", json_object_new_string(srv->seat));
                 if (token)
                         json_object_object_add(p, "token", json_object_new_string(token));
+                json_object_object_add(p, "tool", tool_record(call)); /* seatd records the call */
                 r = ctl_connect_as(ctl_opts.socket, token != NULL, &c, &err);
         }
         if (r >= 0 && !mcp_call_attach(call, c))

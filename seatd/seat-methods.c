@@ -224,12 +224,35 @@ static int seat_list_method(Request *req) {
 
 static int seat_status_method(Request *req) {
         _cleanup_(seat_unrefp) Seat *s = NULL;
+        _cleanup_json_ json_object *tool = NULL;
+        _cleanup_error_ SeatError *err = NULL;
         SeatTicket t;
         json_object *o = NULL;
         if (seat_param(req, &s, &t) < 0)
                 return 0;
+        /* Asked for an agent's tool call (seatctl mcp's seat_status): recorded like every
+         * other tool call, with the session it was authorised for. */
+        if (exec_tool_record(req->params, &tool, &err) < 0)
+                return request_reply_error(req, CONTROL_ERR_INVALID, "%s", err ? err->message : "bad 'tool'");
         if (seat_to_json(s, &o) < 0)
                 return -ENOMEM;
+        if (tool) {
+                json_object *rec = json_object_new_object();
+                if (rec) {
+                        json_object_object_add(rec, "uid", json_object_new_int64(req->uid));
+                        json_object_object_add(rec, "operator", json_object_new_boolean(req->operator));
+                        json_object_object_add(rec, "generation", json_object_new_int64(t.generation));
+                        json_object_object_add(rec, "method", json_object_new_string("seat.status"));
+                        json_object_object_add(rec, "tool", json_object_get(tool));
+                        json_object_object_add(rec, "status", json_object_new_string("ok"));
+                }
+                if (!rec || seat_audit(s, "tool.call", rec) < 0) {
+                        json_object_put(rec);
+                        json_object_put(o);
+                        return request_reply_error(req, CONTROL_ERR_IO, "this tool call cannot be recorded in seat '%s''s audit log: it was not answered", seat_id(s));
+                }
+                json_object_put(rec);
+        }
         return request_reply_result(req, o);
 }
 

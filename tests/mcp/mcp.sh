@@ -154,6 +154,9 @@ recs = [json.loads(l) for l in open(sys.argv[1])]
 starts = [r for r in recs if r["type"] == "exec.start" and "tool" in r["data"]]
 names = {r["data"]["tool"]["name"] for r in starts}
 assert {"exec", "read_file", "write_file", "list_directory"} <= names, names
+calls = [r["data"] for r in recs if r["type"] == "tool.call"]
+assert any(c["tool"]["name"] == "seat_status" and c["method"] == "seat.status" and c["status"] == "ok"
+           and c["tool"]["client"] == "seatd-tests/1.0.0" for c in calls), ("seat_status is a tool.call", calls)
 sdk = [r["data"]["tool"] for r in starts if r["data"]["tool"].get("client") == "seatd-tests/1.0.0"]
 assert sdk, "no call of the SDK's client"
 note = [t for t in sdk if t["name"] == "write_file" and "/tmp/mcp-note.txt" in t["arguments"]]
@@ -169,7 +172,7 @@ sleep = [r for r in starts if r["data"]["argv"] == ["sleep", "3001"]]
 assert sleep and ends[sleep[0]["seq"]]["status"] == "cancelled", (sleep, [ends.get(s["seq"]) for s in sleep])
 print(len(starts), "tool calls in the sealed log")
 PY
-        ok "the sealed audit log holds every MCP tool call: name, arguments with their BLAKE2b, client, guest user, its end (the cancelled sleep 'cancelled')"
+        ok "the sealed audit log holds every MCP tool call: name, arguments with their BLAKE2b, client, guest user, its end (the cancelled sleep 'cancelled'); seat_status as a tool.call"
 else
         not_ok "the sealed audit log holds every MCP tool call"
 fi
