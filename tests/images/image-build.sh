@@ -126,18 +126,52 @@ seatd_start
 "$CTL" -q image import "$t/img/manifest.json" >"$t/out" 2>&1 && ok "seatctl image import takes the bundle" ||
 	{ not_ok "seatctl image import takes the bundle"; diag_file "$t/out"; bail "image import failed"; }
 
+# Provision over the control socket itself, to keep every progress line seatd sends while
+# the seat boots (seatctl shows them only on a terminal).
+cat >"$t/provision.py" <<'PY'
+import json, os, socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.connect(os.environ["SEATD_SOCKET"])
+f = s.makefile("rwb")
+def send(i, method, params):
+    f.write((json.dumps({"id": i, "method": method, "params": params}) + "\n").encode()); f.flush()
+def reply(i, progress):
+    while True:
+        m = json.loads(f.readline())
+        if m.get("id") != i:
+            continue
+        if m.get("type") == "progress":
+            progress.write(m["progress"]["what"] + "\n"); progress.flush()
+        elif m.get("type") in ("result", "error"):
+            return m
+send(1, "hello", {"version": 1}); reply(1, sys.stderr)
+send(2, "seat.provision", {"image": sys.argv[1], "participant": "alice"})
+with open(sys.argv[2], "w") as p:
+    m = reply(2, p)
+if m["type"] == "error":
+    print("error: " + m["error"]["message"]); sys.exit(1)
+print(m["result"]["seats"][0]["id"])
+PY
+provision() { python3 "$t/provision.py" "$@"; }
+
 s0=$(date +%s)
-"$CTL" -q provision --image debian-minimal --participant alice >"$t/prov" 2>"$t/out"
+S=$(provision debian-minimal "$t/progress" 2>"$t/out")
 rc=$?
 boot_s=$(($(date +%s) - s0))
-S=$(awk 'NR==2 {print $1}' "$t/prov")
 if [[ $rc == 0 && $S =~ ^s[0-9a-f]{8}$ ]]; then
 	ok "provision --image debian-minimal: seat $S READY after $boot_s s (TCG, systemd)"
 else
-	not_ok "provision --image debian-minimal (rc=$rc)"
-	diag_file "$t/out" "$t/prov"
+	not_ok "provision --image debian-minimal (rc=$rc): $S"
+	diag_file "$t/out" "$t/progress"
 	bail "no seat"
 fi
+diag_file "$t/progress"
+grep -Eq "^waiting for the image's readiness check: [0-9]+ of 300 s, [0-9]+ tries, last exit 1$" "$t/progress" &&
+	ok "while the readiness check failed, the provision's progress said so (what status shows)" ||
+	not_ok "the provision's progress showed the wait for the readiness check"
+grep -Eq "seat '$S': the image's readiness check passed after ([2-9]|[1-9][0-9]+) tries" "$t/seatd.log" &&
+	ok "seatd marked the seat READY only after the check passed, not at the agent's hello ($(grep -Eo "passed after [0-9]+ tries" "$t/seatd.log" | tail -n1))" ||
+	not_ok "seatd's log says the readiness check passed after more than one try"
 check_cmd "status shows the seat READY" bash -c "'$CTL' status $S | grep -E '^$S +ready '"
 
 x() { "$CTL" exec "$S" -- "$@"; }
@@ -159,8 +193,15 @@ out=$(x systemctl is-active hello-seat.service 2>"$t/out")
 [[ $out == active ]] && ok "the recipe's unit hello-seat.service is enabled and running" ||
 	{ not_ok "hello-seat.service running (got '$out')"; diag_file "$t/out"; }
 out=$(x sh -c 'hostname; cat /etc/seatd/ready-check' 2>"$t/out")
-[[ $out == "seat-$S"$'\n'"test -s /run/hello-seat/ready" ]] && ok "configure reached the systemd image (hostname seat-$S); the readiness check is in the image" ||
+[[ $out == "seat-$S"$'\n'"$(sed -n 's/^ready_check = //p' "$RECIPE_DIR/recipe.conf")" ]] &&
+	ok "configure reached the systemd image (hostname seat-$S); the readiness check is in the image" ||
 	{ not_ok "hostname and readiness check in the image (got '$out')"; diag_file "$t/out"; }
+# The order in the guest's own log (checks and the service append to one file): failed
+# checks, then the service's mark, then the check that passed (one that ran between the
+# log line and the mark file fails too: the service writes the line first).
+out=$(x cat /run/hello-seat/log 2>"$t/out" | tr '\n' ' ')
+[[ $out =~ ^(check )+ready\ (check )+$ ]] && ok "in the guest: checks failed until the service was up, the passing one came after its mark ($out)" ||
+	{ not_ok "the guest's log shows failed checks, the mark, one passing check (got '$out')"; diag_file "$t/out"; }
 out=$(x dpkg-query -W -f '${Version}' procps 2>"$t/out")
 [[ -n $out && $(grep '^procps ' "$t/img/packages.txt") == "procps $out "* ]] &&
 	ok "the recipe's package (procps $out) is installed, as packages.txt records" ||
@@ -168,4 +209,34 @@ out=$(x dpkg-query -W -f '${Version}' procps 2>"$t/out")
 
 "$CTL" release "$S" >"$t/out" 2>&1 && ok "release $S" || { not_ok "release $S"; diag_file "$t/out"; }
 [[ -z $(seat_domains) ]] && ok "no domain left after release" || not_ok "no domain left after release: $(seat_domains)"
+
+# ---------------------------------------------------------------- 4. a check that never passes
+# The same packages (the cached Debian root: only the image is made anew), a check that
+# always fails; seatd restarted with a short ready_timeout.
+mkdir -p "$t/never"
+cat >"$t/never/recipe.conf" <<'EOF'
+name = never-ready
+base = debian-12
+packages = procps
+ready_check = echo "never-ready: the range is still coming up"; exit 7
+EOF
+si "$t/never" --out "$t/never-img" --sign-key "$t/test.key" --cache "$CACHE" >"$t/out" 2>&1 &&
+	"$CTL" -q image import "$t/never-img/manifest.json" >>"$t/out" 2>&1 ||
+	{ diag_file "$t/out"; bail "the never-ready image did not build or import"; }
+seatd_stop
+seatd_conf accel=tcg allow_tcg=true inspect_images=false network=false warm_reset=false ready_timeout=15
+seatd_start
+out=$(provision never-ready "$t/progress2" 2>"$t/out")
+rc=$?
+if [[ $rc != 0 && $out == *"readiness check (/etc/seatd/ready-check) did not pass within 15 s (ready_timeout in seatd.conf)"* &&
+	$out == *"the last exited 7 with output 'never-ready: the range is still coming up"* ]]; then
+	ok "a readiness check that never passes fails the boot after ready_timeout, its exit code and output in the error"
+else
+	not_ok "a readiness check that never passes fails the boot with its output (rc=$rc): $out"
+	diag_file "$t/out"
+fi
+diag "$out"
+[[ -z $(seat_domains) && -z $(seatd_seat_ids) && -z $(ls -A "$t/state/seats" 2>/dev/null) ]] &&
+	ok "nothing of the failed seat is left (no domain, no seat, no seat directory)" ||
+	not_ok "nothing of the failed seat is left: domains '$(seat_domains)', seats '$(seatd_seat_ids)', dirs '$(ls -A "$t/state/seats")'"
 tap_end
