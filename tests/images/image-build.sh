@@ -120,6 +120,29 @@ else
 fi
 diag "manifest digest: $(sha256sum <"$t/img/manifest.json" | cut -c1-16), root.qcow2 $(sha256sum <"$t/img/root.qcow2" | cut -c1-16)"
 
+# A copy into the root through one of its absolute symlinks (/etc/alternatives/awk ->
+# /usr/bin/mawk) would land on this host: refused once the root exists, nothing written.
+mkdir -p "$t/escape2"
+printf 'payload\n' >"$t/escape2/payload"
+cat >"$t/escape2/recipe.conf" <<'EOF'
+name = escape-through-symlink
+base = debian-12
+packages = procps
+copy = payload /etc/alternatives/awk 0755
+ready_check = true
+EOF
+host_awk=$(sha256sum /usr/bin/mawk 2>/dev/null)
+entries=$(ls -A "$CACHE" | sort)
+si "$t/escape2" --out "$t/escape2-img" --cache "$CACHE" >"$t/out" 2>&1
+rc=$?
+if [[ $rc != 0 ]] && grep -q "copy destination '/etc/alternatives/awk' leads out of the image's root" "$t/out" &&
+	[[ ! -e $t/escape2-img && $(ls -A "$CACHE" | sort) == "$entries" && $(sha256sum /usr/bin/mawk 2>/dev/null) == "$host_awk" ]]; then
+	ok "a copy through an absolute symlink of the root is refused; no output, no cache entry, the host's file untouched"
+else
+	not_ok "a copy through an absolute symlink of the root is refused and writes nothing (rc=$rc)"
+	diag_file "$t/out"
+fi
+
 # ---------------------------------------------------------------- 3. boot it in a seat
 seatd_conf accel=tcg allow_tcg=true inspect_images=false network=false warm_reset=false
 seatd_start
@@ -206,6 +229,25 @@ out=$(x dpkg-query -W -f '${Version}' procps 2>"$t/out")
 [[ -n $out && $(grep '^procps ' "$t/img/packages.txt") == "procps $out "* ]] &&
 	ok "the recipe's package (procps $out) is installed, as packages.txt records" ||
 	{ not_ok "procps installed as packages.txt says (got '$out')"; diag_file "$t/out"; }
+
+# A reset boots the seat again (cold: warm_reset = false) and waits for the check again:
+# seatctl status, asked while it waits, shows the wait.
+"$CTL" reset "$S" >"$t/reset.out" 2>&1 &
+rpid=$!
+seen=
+while kill -0 "$rpid" 2>/dev/null; do
+	"$CTL" status "$S" >"$t/status" 2>/dev/null
+	grep -q "progress: waiting for the image's readiness check: [0-9]* of 300 s, [0-9]* tries, last exit 1" "$t/status" &&
+		{ seen=$(grep -E "^$S " "$t/status"; grep "progress:" "$t/status"); }
+	sleep 0.3
+done
+wait "$rpid"
+rc=$?
+[[ $rc == 0 && -n $seen ]] && ok "seatctl status during a reset shows the seat waiting for its readiness check" ||
+	{ not_ok "seatctl status during a reset shows the wait (reset rc=$rc)"; diag_file "$t/reset.out" "$t/status"; }
+diag "$(tr "\n" " " <<<"$seen")"
+out=$("$CTL" --json status "$S" 2>"$t/out" | json_field 'd["state"] + " " + str(d.get("progress"))')
+[[ $out == "ready None" ]] && ok "after the reset: READY, no progress left in its status" || not_ok "after the reset: READY without progress (got '$out')"
 
 "$CTL" release "$S" >"$t/out" 2>&1 && ok "release $S" || { not_ok "release $S"; diag_file "$t/out"; }
 [[ -z $(seat_domains) ]] && ok "no domain left after release" || not_ok "no domain left after release: $(seat_domains)"
