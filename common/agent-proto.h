@@ -36,6 +36,10 @@
 #define AGENT_CAPS_MAX 64
 #define AGENT_PTY_DIM_MAX 10000           /* rows or columns of a PTY */
 #define AGENT_CAP_PTY "pty"              /* exec.pty, resize, output stream "pty" */
+/* The image has a readiness check: the host runs /bin/sh AGENT_READY_CHECK_PATH with exec
+ * until it exits 0 before the seat is READY (docs/protocol-agent.md, "Readiness"). */
+#define AGENT_CAP_READY_CHECK "ready-check"
+#define AGENT_READY_CHECK_PATH "/etc/seatd/ready-check"
 #define AGENT_ID_MAX ((int64_t) 1 << 53) /* ids are integers JSON represents exactly */
 #define AGENT_TIME_SEC_MAX INT64_C(253402300799) /* configure.time: 9999-12-31T23:59:59Z */
 

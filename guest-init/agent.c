@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "agent.h"
 #include "config.h"
@@ -31,6 +32,7 @@ struct OutFrame {
 static char *agent_capabilities[] = {
         "exec", "stream", "stdin", "kill", "file_put", "file_get", "configure", "shutdown", "ping",
         AGENT_CAP_PTY, /* exec.pty, resize, stream "pty"; stdin acknowledged once the tool took it */
+        NULL, /* AGENT_CAP_READY_CHECK goes here when the image has one (agent_handle_hello) */
         NULL,
 };
 
@@ -277,6 +279,10 @@ static int agent_handle_hello(Agent *a, const AgentMsg *m) {
 
         reply.hello.version = AGENT_PROTO_VERSION;
         reply.hello.agent = (char *) "guest-init " SEATD_VERSION;
+        /* Asked at each hello, not at start: the image decides, and a busybox image without
+         * the file stays as it was (no new capability, nothing new for the host to do). */
+        agent_capabilities[ELEMENTSOF(agent_capabilities) - 2] =
+                access(AGENT_READY_CHECK_PATH, R_OK) >= 0 ? (char *) AGENT_CAP_READY_CHECK : NULL;
         reply.hello.capabilities = agent_capabilities;
         reply.hello.boot_ms = a->ready_boottime_ms;
         reply.hello.uptime_ms = now_boottime_ms();

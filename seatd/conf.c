@@ -196,6 +196,8 @@ static const ConfItem items[] = {
         STRING(libvirt_uri, conf_parse_string, "qemu:///system", .doc = "the libvirt connection seats run on"),
         ITEM(accel, conf_parse_accel, CONF_ACCEL, "auto", .doc = "kvm, tcg or auto"),
         BOOL(allow_tcg, "false", .doc = "let seats run under software emulation where KVM is unusable"),
+        LONG(ready_timeout, 1, 86400, "300",
+             .doc = "seconds a booting seat's image may take to pass its readiness check; then the boot fails with the check's last output"),
         BOOL(warm_reset, "true", .doc = "a reset restores a saved ready state of the seat's machine instead of booting"),
 
         /* Confinement of every seat's QEMU */

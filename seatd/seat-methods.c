@@ -132,6 +132,14 @@ static void provision_args_free(void *p) {
         free(a);
 }
 
+/* What a boot waits for (the image's readiness check) reaches the client as progress. */
+static void boot_progress_report(void *userdata, const char *what) {
+        job_progress(userdata, what, 0, 1);
+}
+static bool boot_progress_cancelled(void *userdata) {
+        return job_cancelled(userdata);
+}
+
 static int provision_job(Request *req, void *data, json_object **ret_result, SeatError **ret_error) {
         ProvisionArgs *a = data;
         _cleanup_json_ json_object *seats = json_object_new_array();
@@ -144,7 +152,10 @@ static int provision_job(Request *req, void *data, json_object **ret_result, Sea
                 if (job_cancelled(req))
                         return seat_error_set(ret_error, ECANCELED, "provision cancelled after %" PRId64 " seats", i);
                 job_progress(req, "provision", (uint64_t) i, (uint64_t) a->count);
+                seat_boot_progress_set(&(SeatBootProgress) { .report = boot_progress_report,
+                                                             .cancelled = boot_progress_cancelled, .userdata = req });
                 int r = seat_provision(request_manager(req)->seats, a->image, a->participant, a->egress, &s, &token, ret_error);
+                seat_boot_progress_set(NULL);
                 if (r >= 0 && job_cancelled(req)) {
                         /* Nobody will ever see its token: a seat made for a request that went
                          * away is released again, not left running for nobody. */
@@ -772,7 +783,10 @@ static int reset_job(Request *req, void *data, json_object **ret_result, SeatErr
         if (json_get_bool(a->params, "cold", false, &cold) < 0)
                 return seat_error_set(ret_error, EINVAL, "seat.reset takes 'seat' and 'cold' (a boolean)");
         job_progress(req, "reset", 0, 1);
+        /* (no cancel: a reset half done is worse than one that finishes) */
+        seat_boot_progress_set(&(SeatBootProgress) { .report = boot_progress_report, .userdata = req });
         int r = seat_reset(request_manager(req)->seats, a->seat, cold, &token, ret_error);
+        seat_boot_progress_set(NULL);
         if (r < 0)
                 return r;
         if (seat_to_json(a->seat, &o) < 0)

@@ -30,6 +30,7 @@ void seat_free(Seat *s) {
         seat_uid_release(s->m, s);
         free(s->reset_mode);
         free(s->reset_reason);
+        free(s->progress);
         free(s->warm_standby);
         free(s->teardown_fault);
         pthread_mutex_destroy(&s->warm_lock);

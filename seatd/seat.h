@@ -49,6 +49,15 @@ int seat_manager_accel(SeatManager *m, bool *ret_kvm, SeatError **ret_error);
 /* Long operations: run them on worker threads. */
 bool seat_egress_name_valid(const char *name);
 /* egress: the egress profile's name, NULL for the config's default. */
+/* How a boot the calling thread runs goes (the readiness wait): a job sets it around
+ * seat_provision() and seat_reset(), and clears it (NULL) after. */
+typedef struct SeatBootProgress {
+        void (*report)(void *userdata, const char *what);
+        bool (*cancelled)(void *userdata);
+        void *userdata;
+} SeatBootProgress;
+void seat_boot_progress_set(const SeatBootProgress *p);
+
 int seat_provision(SeatManager *m, const char *image, const char *participant, const char *egress, Seat **ret,
                    char **ret_token, SeatError **ret_error);
 /* cold: boot from the image even where the slot's saved state could be restored. */

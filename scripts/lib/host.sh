@@ -21,6 +21,8 @@ SEATD_PACKAGES=(
   asciinema
   # the test image recipe and the scripts
   busybox-static e2fsprogs cpio xz-utils zstd kmod file python3 minisign openssl
+  # seat-image build (images/seat-image): the Debian root of a systemd image
+  mmdebstrap
   bsdutils util-linux procps coreutils
 )
 
