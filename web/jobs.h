@@ -16,7 +16,7 @@
 struct lws;
 struct lws_context;
 
-typedef enum JobKind { JOB_LOGIN, JOB_STATUS } JobKind;
+typedef enum JobKind { JOB_LOGIN, JOB_STATUS, JOB_MCP } JobKind; /* all three: seat.status */
 
 typedef struct Job {
         struct Job *next;
