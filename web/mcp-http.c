@@ -618,6 +618,8 @@ int mcp_http_finish(struct lws *wsi, Web *w, Conn *c, Job *job) {
                         return rpc_error(wsi, w, c, 429, NULL, MCP_INVALID_REQUEST, "Too Many Requests: wait for one to end");
         }
         r = mcp_child_write(&s->child, c->mbody, c->mbody_len, CHILD_WRITE_TIMEOUT_MS);
+        free(c->mbody); /* the child has it */
+        c->mbody = NULL;
         if (r < 0) {
                 session_end(t, s, r == -ETIMEDOUT ? "its seatctl mcp stopped reading" : "its seatctl mcp is gone");
                 return rpc_error(wsi, w, c, 503, NULL, MCP_INTERNAL_ERROR, "The MCP session has ended: its server stopped");
@@ -661,8 +663,8 @@ int mcp_http_writeable(struct lws *wsi, Web *w, Conn *c) {
 }
 
 void mcp_http_closed(Web *w, Conn *c) {
-        McpSession *s = c->mcp;
-        if (s) {
+        McpSession *s = c->mcp; /* NULL once the table is freed */
+        if (s && w && w->mcp) {
                 /* The client went away before the response: as seatctl does when its
                  * client vanishes, what runs for it is cancelled. */
                 stream_unlink(s, c);

@@ -451,8 +451,7 @@ static int callback_http(struct lws *wsi, enum lws_callback_reasons reason, void
                         free(c->resp);
                         c->resp = NULL;
                         sodium_memzero(c->body, sizeof(c->body));
-                        if (w && w->mcp)
-                                mcp_http_closed(w, c);
+                        mcp_http_closed(w, c); /* also after the MCP table is gone (shutdown) */
                 }
                 return 0;
         default:
