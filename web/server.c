@@ -338,6 +338,8 @@ static int on_request(struct lws *wsi, Web *w, Conn *c, const char *path) {
         c->route = web_route(path, c->arg, sizeof(c->arg), &mime);
         switch (c->route) {
         case WEB_ROUTE_NONE:
+                if (!strcmp(path, "/mcp") || !strcmp(path, "/mcp/"))
+                        return web_respond_text(wsi, w, c, 404, "Not found: a seat's MCP endpoint is /mcp/SEAT.\n");
                 return web_respond_text(wsi, w, c, 404, "Not found.\n");
         case WEB_ROUTE_MCP:
                 return mcp_http_request(wsi, w, c);
