@@ -33,6 +33,9 @@
 #define WRITE_CHUNK 16384u
 #define CHILD_WRITE_TIMEOUT_MS 5000
 #define SWEEP_USEC (5 * LWS_USEC_PER_SEC)
+#define CHECK_MS 30000 /* how often seatd is asked whether an idle session's token still works */
+#define ENDED_MAX 64   /* sessions a reset ended, remembered to say so to their next request */
+#define ENDED_MS (3600 * 1000)
 
 struct McpSession {
         McpSession *next;
@@ -41,6 +44,8 @@ struct McpSession {
         char token[WEB_TOKEN_HEX + 1];
         int64_t generation;
         int64_t last_ms;
+        int64_t checked_ms;   /* seatd last asked, by a POST or the sweep */
+        bool checking;        /* a JOB_MCP_CHECK is out */
         McpChild child;
         struct lws *pipe; /* its stdout in the event loop */
         FrameReader *reader;
@@ -48,12 +53,21 @@ struct McpSession {
         unsigned n_streams;
 };
 
+/* A session a reset (or a release) ended: its next request is told so, not just 404. */
+typedef struct McpEnded {
+        char id[WEB_SESSION_ID_LEN + 1];
+        char seat[WEB_SEAT_ID_MAX + 1];
+        int64_t at_ms;
+} McpEnded;
+
 struct McpTable {
         lws_sorted_usec_list_t sul; /* first: the sweep finds the table from it */
         Web *w;
         struct lws_context *ctx;
         McpSession *sessions;
         size_t count;
+        McpEnded ended[ENDED_MAX];  /* a ring */
+        size_t ended_next;
 };
 
 static void sweep(lws_sorted_usec_list_t *sul);
@@ -170,6 +184,25 @@ static void session_end(McpTable *t, McpSession *s, const char *why) {
         free(s);
 }
 
+/* The seat was reset or released: seatd refused the session's token (or the seat has a new
+ * generation). The session ends, and its id is remembered to tell its next request why. */
+static void session_end_reset(McpTable *t, McpSession *s) {
+        McpEnded *e = &t->ended[t->ended_next++ % ENDED_MAX];
+        memcpy(e->id, s->id, sizeof(e->id));
+        memcpy(e->seat, s->seat, sizeof(e->seat));
+        e->at_ms = now_monotonic_ms();
+        session_end(t, s, "the seat was reset or released: seatd no longer accepts its token");
+}
+
+static const McpEnded *ended_by_id(McpTable *t, const char *id, const char *seat) {
+        int64_t now = now_monotonic_ms();
+        for (size_t i = 0; i < ENDED_MAX; i++)
+                if (t->ended[i].id[0] && now - t->ended[i].at_ms < ENDED_MS &&
+                    sodium_memcmp(t->ended[i].id, id, WEB_SESSION_ID_LEN) == 0 && !strcmp(t->ended[i].seat, seat))
+                        return &t->ended[i];
+        return NULL;
+}
+
 void mcp_table_free(McpTable *t) {
         if (!t)
                 return;
@@ -197,8 +230,22 @@ static void sweep(lws_sorted_usec_list_t *sul) {
         McpSession *next;
         for (McpSession *s = t->sessions; s; s = next) {
                 next = s->next;
-                if (s->n_streams == 0 && now - s->last_ms > t->w->conf->mcp_idle_timeout * 1000)
+                if (s->n_streams == 0 && now - s->last_ms > t->w->conf->mcp_idle_timeout * 1000) {
                         session_end(t, s, "idle");
+                        continue;
+                }
+                /* A session its client leaves alone is asked of seatd too: a reset ends it
+                 * (and kills its seatctl mcp) without waiting for the next request. */
+                if (!s->checking && now - s->checked_ms >= CHECK_MS) {
+                        Job *job = job_new(JOB_MCP_CHECK, NULL, s->seat, s->token);
+                        if (!job)
+                                continue;
+                        memcpy(job->session, s->id, sizeof(job->session));
+                        if (jobs_submit(t->w->jobs, job) < 0)
+                                job_free(job); /* busy: the next sweep asks again */
+                        else
+                                s->checking = true;
+                }
         }
         lws_sul_schedule(t->ctx, 0, &t->sul, sweep, SWEEP_USEC);
 }
@@ -221,7 +268,7 @@ static int session_new(McpTable *t, struct lws *wsi, const char *seat, const cha
         snprintf(s->seat, sizeof(s->seat), "%.*s", WEB_SEAT_ID_MAX, seat);
         snprintf(s->token, sizeof(s->token), "%s", token);
         s->generation = generation;
-        s->last_ms = now_monotonic_ms();
+        s->last_ms = s->checked_ms = now_monotonic_ms();
         int r = mcp_child_spawn(conf->seatctl, conf->participant_socket, conf->mcp_user, seat, token, &s->child);
         if (r < 0) {
                 log_error("cannot start '%s mcp %s': %s", conf->seatctl, seat, strerror(-r));
@@ -363,6 +410,13 @@ static bool origin_ok(struct lws *wsi, Web *w) {
         return strcmp(origin, want) == 0;
 }
 
+static int reset_error(struct lws *wsi, Web *w, Conn *c, const char *seat) {
+        char msg[256];
+        snprintf(msg, sizeof(msg), "Unauthorized: seat '%s' was reset or released, so its token no longer opens it and "
+                                   "this MCP session has ended. Ask the facilitator for the new token.", seat);
+        return rpc_error(wsi, w, c, 401, NULL, MCP_INVALID_REQUEST, msg);
+}
+
 static bool header_lists(struct lws *wsi, enum lws_token_indexes h, const char *what) {
         char v[512];
         if (lws_hdr_total_length(wsi, h) <= 0 || lws_hdr_copy(wsi, v, sizeof(v), h) < 0)
@@ -408,6 +462,8 @@ int mcp_http_request(struct lws *wsi, Web *w, Conn *c) {
                     !web_session_id_valid(sid))
                         return rpc_error(wsi, w, c, 404, NULL, MCP_INVALID_REQUEST, "Session not found: initialize a new one");
                 McpSession *s = session_by_id(w->mcp, sid);
+                if (!s && ended_by_id(w->mcp, sid, c->arg))
+                        return reset_error(wsi, w, c, c->arg);
                 if (!s || strcmp(s->seat, c->arg) != 0)
                         return rpc_error(wsi, w, c, 404, NULL, MCP_INVALID_REQUEST, "Session not found: initialize a new one");
                 if (sodium_memcmp(s->token, c->bearer, WEB_TOKEN_HEX) != 0)
@@ -575,18 +631,16 @@ int mcp_http_finish(struct lws *wsi, Web *w, Conn *c, Job *job) {
                 generation = json_object_get_int64(gen);
         if (c->mcp_id[0]) {
                 s = session_by_id(t, c->mcp_id);
+                if (!s && ended_by_id(t, c->mcp_id, c->arg))
+                        return reset_error(wsi, w, c, c->arg);
                 if (!s)
                         return rpc_error(wsi, w, c, 404, NULL, MCP_INVALID_REQUEST, "Session not found: initialize a new one");
                 if (job->r == -EACCES || (job->r == 0 && generation != s->generation)) {
-                        char seat[WEB_SEAT_ID_MAX + 1];
-                        memcpy(seat, s->seat, sizeof(seat));
-                        session_end(t, s, "seatd no longer accepts its token (the seat was reset or released)");
-                        char msg[256];
-                        snprintf(msg, sizeof(msg), "Unauthorized: seat '%s' was reset or released, so its token no longer "
-                                                   "opens it and this MCP session has ended. Ask the facilitator for the new token.",
-                                 seat);
-                        return rpc_error(wsi, w, c, 401, NULL, MCP_INVALID_REQUEST, msg);
+                        session_end_reset(t, s);
+                        return reset_error(wsi, w, c, c->arg);
                 }
+                if (job->r == 0)
+                        s->checked_ms = now_monotonic_ms();
         } else if (job->r == -EACCES) {
                 web_log_refusal(wsi, "an MCP session with a token seatd refused", c->arg);
                 char msg[160];
@@ -636,6 +690,18 @@ int mcp_http_finish(struct lws *wsi, Web *w, Conn *c, Job *job) {
                 return web_respond(wsi, w, c, 202, "text/plain; charset=utf-8", "\n", 1, NULL, NULL);
         }
         return stream_open(wsi, w, c, s, initialize);
+}
+
+void mcp_http_checked(Web *w, Job *job) {
+        McpSession *s = session_by_id(w->mcp, job->session);
+        json_object *gen;
+        if (!s || strcmp(s->seat, job->seat) != 0)
+                return; /* ended meanwhile */
+        s->checking = false;
+        s->checked_ms = now_monotonic_ms();
+        if (job->r == -EACCES ||
+            (job->r == 0 && json_object_object_get_ex(job->rec, "generation", &gen) && json_object_get_int64(gen) != s->generation))
+                session_end_reset(w->mcp, s);
 }
 
 int mcp_http_writeable(struct lws *wsi, Web *w, Conn *c) {

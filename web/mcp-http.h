@@ -21,6 +21,9 @@ int mcp_http_body(Conn *c, const void *in, size_t len);
 int mcp_http_body_done(struct lws *wsi, Web *w, Conn *c);
 /* seatd answered the POST's seat.status. */
 int mcp_http_finish(struct lws *wsi, Web *w, Conn *c, Job *job);
+/* seatd answered seat-web's periodic check of a session: a reset or released seat ends
+ * it even when its client sends nothing more. */
+void mcp_http_checked(Web *w, Job *job);
 /* The connection may write: the next bytes of its event stream. */
 int mcp_http_writeable(struct lws *wsi, Web *w, Conn *c);
 void mcp_http_closed(Web *w, Conn *c);

@@ -294,7 +294,10 @@ static void finish_jobs(Web *w) {
         while (l) {
                 Job *job = l;
                 l = l->next;
-                if (!job->abandoned) {
+                if (job->kind == JOB_MCP_CHECK) {
+                        if (w->mcp)
+                                mcp_http_checked(w, job);
+                } else if (!job->abandoned) {
                         Conn *c = lws_wsi_user(job->wsi);
                         c->job = NULL;
                         int r = job->kind == JOB_LOGIN    ? finish_login(job->wsi, w, c, job)

@@ -245,8 +245,18 @@ fi
 
 # ---------------------------------------------------------------- 3. reset
 # Run by the HTTP client, across one of its sessions (its next call is refused, saying why).
+# A second session, opened with curl, sends nothing after the reset: seat-web's own check
+# of idle sessions (every 30 s) ends it and kills its seatctl mcp all the same.
+code=$(mcp "$u" "$t/init.json" -H "$bearer")
+sid_idle=$(sed -n 's/^mcp-session-id: *\([A-Za-z0-9_-]*\).*/\1/Ip' "$t/hdrs")
+child_idle=$(grep -o "seat '$S' started: seatctl mcp pid [0-9]*" "$t/web.log" | tail -1 | grep -o '[0-9]*$')
 MCP_URL=$base/mcp/$S RESET_CMD="SEATD_SOCKET='$SEATD_SOCKET' '$CTL' --json reset '$S' >'$t/reset' 2>'$t/reset.err'" client reset "$t/token1"
 [[ -s $t/reset ]] || "$CTL" --json reset "$S" >"$t/reset" 2>"$t/out" || bail "reset failed: $(cat "$t/out") $(cat "$t/reset.err" 2>/dev/null)"
+for _ in $(seq 1 900); do [[ -n $child_idle ]] && kill -0 "$child_idle" 2>/dev/null || break; sleep 0.1; done
+code=$(mcp "$u" "$t/ping.json" -H "$bearer" -H "mcp-session-id: $sid_idle")
+[[ -n $child_idle ]] && ! kill -0 "$child_idle" 2>/dev/null && [[ $code == 401 ]] && grep -q "was reset or released" "$t/body" &&
+        ok "HTTP: a session idle across the reset: ended by seat-web's own check (its seatctl mcp gone), its next request 401 saying why" ||
+        { cp "$t/body" "$t/out"; not_ok "HTTP: a session idle across the reset: child '$child_idle', $code"; }
 tok2=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["token"])' "$t/reset")
 token_file "$t/token2" "$tok2" nobody:nogroup 0600
 client refused "$t/token1"
