@@ -439,7 +439,13 @@ int mcp_http_request(struct lws *wsi, Web *w, Conn *c) {
         char auth[WEB_COOKIE_HEADER_MAX + 1], sid[64] = "", version[32] = "";
         int r;
 
+        /* A kept-alive connection carries the previous request's state: none of it counts. */
         c->wsi = wsi;
+        c->mcp_id[0] = c->id_key[0] = c->progress_key[0] = c->id_json[0] = '\0';
+        c->mkind = -1;
+        free(c->mbody);
+        c->mbody = NULL;
+        c->mbody_len = c->mbody_want = 0;
         if (!w->conf->mcp)
                 return web_respond_text(wsi, w, c, 404, "Not found.\n");
         if (!origin_ok(wsi, w)) {
