@@ -97,7 +97,8 @@ webconf() { # FILE KEY=VALUE...
 }
 webconf "$t/web.conf" listen_port=$port login_rate_per_address=100 login_rate_per_seat=100 mcp_sessions_per_seat=3
 as_nobody "$WEB" -c "$t/web.conf" --self-signed >"$t/self" 2>"$t/out" || bail "seat-web --self-signed failed: $(cat "$t/out")"
-as_nobody "$WEB" -c "$t/web.conf" -l debug >"$t/web.log" 2>&1 &
+# setpriv itself in the background (not the as_nobody function): $! is seat-web.
+setpriv --reuid=nobody --regid=nogroup --clear-groups -- "$WEB" -c "$t/web.conf" -l debug >"$t/web.log" 2>&1 &
 web_pid=$!
 harness_on_exit 'kill_wait $web_pid; [[ -f $t/web.log ]] && cp $t/web.log $build/mcp-seat-web.log'
 base=https://127.0.0.1:$port
@@ -263,12 +264,17 @@ client refused "$t/token1"
 client volatile "$t/token2"
 MCP_URL=$base/mcp/$S client volatile "$t/token2"
 
-# seat-web stops: no seatctl mcp of its sessions is left.
+# seat-web stops with a session open: no seatctl mcp of its sessions is left.
+code=$(mcp "$u" "$t/init.json" -H "authorization: Bearer $tok2")
+open_child=$(grep -o "seat '$S' started: seatctl mcp pid [0-9]*" "$t/web.log" | tail -1 | grep -o '[0-9]*$')
+[[ $code == 200 && -n $open_child ]] && kill -0 "$open_child" 2>/dev/null || diag "no open session before the stop ($code, '$open_child')"
 kill_wait "$web_pid"
-web_pid=
 left=
-for p in $(grep -o "seatctl mcp pid [0-9]*" "$t/web.log" | grep -o '[0-9]*$'); do kill -0 "$p" 2>/dev/null && left+=" $p"; done
-[[ -z $left ]] && ok "HTTP: seat-web stopped: none of its $(grep -c "seatctl mcp pid" "$t/web.log") seatctl mcp children is left" || not_ok "HTTP: seatctl mcp children left:$left"
+for p in $web_pid $(grep -o "seatctl mcp pid [0-9]*" "$t/web.log" | grep -o '[0-9]*$'); do kill -0 "$p" 2>/dev/null && left+=" $p"; done
+[[ -z $left && -n $open_child ]] && grep -q "seat-web: info: stopped" "$t/web.log" &&
+        ok "HTTP: seat-web stopped with a session open: it and all its $(grep -c "seatctl mcp pid" "$t/web.log") seatctl mcp children are gone" ||
+        not_ok "HTTP: seat-web stopped: left:$left (open session's child '$open_child')"
+web_pid=
 
 # ---------------------------------------------------------------- 4. the sealed audit log
 "$CTL" release "$S" >"$t/out" 2>&1 || bail "release failed: $(cat "$t/out")"
