@@ -32,6 +32,13 @@ typedef struct WebConfig {
         long rate_table_size;
         long max_connections;
         long idle_timeout;         /* seconds a connection may sit idle or trickle a request */
+        bool mcp;                  /* serve /mcp/SEAT (mcp-http.c) */
+        char *seatctl;             /* the 'seatctl mcp' each MCP session runs */
+        char *mcp_user;            /* its --user (UID or UID:GID), or NULL */
+        long mcp_max_sessions;
+        long mcp_sessions_per_seat;
+        long mcp_idle_timeout;     /* seconds */
+        long mcp_max_body;         /* bytes of one POST */
 } WebConfig;
 
 WebConfig *web_config_free(WebConfig *c);

@@ -92,7 +92,9 @@ if [[ -n $uplink_addr ]]; then
                 { grep -q "needs a loopback" "$t/out" && ok "plain HTTP on this host's address ($uplink_addr): refused" || not_ok "plain HTTP on $uplink_addr"; }
 fi
 webconf "$t/plain-lo.conf" listen_port=$((port + 1)) plain_http=true
-as_web "$WEB" -c "$t/plain-lo.conf" >"$t/plain.log" 2>&1 &
+# setpriv itself in the background, not the function: $! is then seat-web (setpriv execs
+# it), which kill_wait stops; killing a backgrounded function's subshell orphaned it.
+setpriv --reuid=nobody --regid=nogroup --clear-groups -- "$WEB" -c "$t/plain-lo.conf" >"$t/plain.log" 2>&1 &
 plain_pid=$!
 harness_on_exit 'kill_wait $plain_pid'
 for _ in $(seq 1 100); do curl -s -o /dev/null "http://127.0.0.1:$((port + 1))/" && break; sleep 0.1; done
@@ -101,7 +103,7 @@ code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$((port + 1))/")
 kill_wait "$plain_pid"; plain_pid=
 
 # 3. The TLS server.
-as_web "$WEB" -c "$t/web.conf" -l debug >"$t/web.log" 2>&1 &
+setpriv --reuid=nobody --regid=nogroup --clear-groups -- "$WEB" -c "$t/web.conf" -l debug >"$t/web.log" 2>&1 &
 web_pid=$!
 harness_on_exit 'kill_wait $web_pid; [[ -f $t/web.log ]] && cp $t/web.log $build/web-seat-web.log'
 url=https://127.0.0.1:$port
