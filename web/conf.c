@@ -54,6 +54,8 @@ static const Item items[] = {
         { "mcp_sessions_per_seat", K_LONG, F(mcp_sessions_per_seat), "2", 1, 64 },
         { "mcp_idle_timeout", K_LONG, F(mcp_idle_timeout), "600", 10, 86400 },
         { "mcp_max_body", K_LONG, F(mcp_max_body), "1048576", 1024, 4194304 },
+        { "max_terminals", K_LONG, F(max_terminals), "12", 0, 1024 },
+        { "terminals_per_session", K_LONG, F(terminals_per_session), "1", 1, 16 },
 };
 #undef F
 
@@ -61,7 +63,8 @@ const char *const web_config_keys[] = {
         "listen_address", "listen_port", "plain_http", "tls_cert", "tls_key", "state_dir", "assets_dir",
         "participant_socket", "seatd_timeout_ms", "session_idle_timeout", "session_max_age", "max_sessions",
         "login_rate_per_address", "login_rate_per_seat", "rate_table_size", "max_connections", "idle_timeout", "mcp",
-        "seatctl", "mcp_user", "mcp_max_sessions", "mcp_sessions_per_seat", "mcp_idle_timeout", "mcp_max_body", NULL,
+        "seatctl", "mcp_user", "mcp_max_sessions", "mcp_sessions_per_seat", "mcp_idle_timeout", "mcp_max_body",
+        "max_terminals", "terminals_per_session", NULL,
 };
 
 bool web_address_is_loopback(const char *address) {

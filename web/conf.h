@@ -39,6 +39,8 @@ typedef struct WebConfig {
         long mcp_sessions_per_seat;
         long mcp_idle_timeout;     /* seconds */
         long mcp_max_body;         /* bytes of one POST */
+        long max_terminals;        /* browser terminals at once, in all (0: none) */
+        long terminals_per_session;
 } WebConfig;
 
 WebConfig *web_config_free(WebConfig *c);

@@ -183,9 +183,15 @@ static const struct {
 } assets[] = {
         { "style.css", "text/css; charset=utf-8" },
         { "seat.js", "text/javascript; charset=utf-8" },
+        /* the terminal: xterm.js, pinned in web/xterm/package-lock.json, shipped here */
+        { "xterm.js", "text/javascript; charset=utf-8" },
+        { "xterm.css", "text/css; charset=utf-8" },
+        { "addon-fit.js", "text/javascript; charset=utf-8" },
+        /* (pages: served by their routes only) */
         { "login.html", "text/html; charset=utf-8" },
         { "seat.html", "text/html; charset=utf-8" },
 };
+#define STATIC_ASSETS 5
 
 WebRoute web_route(const char *path, char *ret_arg, size_t arg_size, const char **ret_asset_mime) {
         size_t n = strlen(path);
@@ -201,9 +207,9 @@ WebRoute web_route(const char *path, char *ret_arg, size_t arg_size, const char 
         if (!strcmp(path, "/logout"))
                 return WEB_ROUTE_LOGOUT;
         if (!strncmp(path, "/static/", 8)) {
-                /* Only the two assets a page links to; the HTML pages are served by their
+                /* Only the assets a page links to; the HTML pages are served by their
                  * routes. */
-                for (size_t i = 0; i < 2; i++)
+                for (size_t i = 0; i < STATIC_ASSETS; i++)
                         if (!strcmp(path + 8, assets[i].name)) {
                                 if (strlen(assets[i].name) + 1 > arg_size)
                                         return WEB_ROUTE_NONE;
@@ -230,6 +236,12 @@ WebRoute web_route(const char *path, char *ret_arg, size_t arg_size, const char 
                 if (!rest || strcmp(rest, "/status") != 0)
                         return WEB_ROUTE_NONE;
                 route = WEB_ROUTE_SEAT_STATUS;
+        } else if (!strncmp(path, "/ws/seat/", 9)) {
+                id = path + 9;
+                rest = strchr(id, '/');
+                if (!rest || strcmp(rest, "/terminal") != 0)
+                        return WEB_ROUTE_NONE;
+                route = WEB_ROUTE_SEAT_TERMINAL;
         } else
                 return WEB_ROUTE_NONE;
         size_t idlen = (size_t) (rest - id);

@@ -52,6 +52,7 @@ typedef enum WebRoute {
         WEB_ROUTE_SEAT_STATUS, /* GET /api/seat/ID/status */
         WEB_ROUTE_STATIC,      /* GET /static/NAME: one of the shipped assets */
         WEB_ROUTE_MCP,         /* POST, DELETE /mcp/ID: MCP over Streamable HTTP (mcp-http.c) */
+        WEB_ROUTE_SEAT_TERMINAL, /* GET /ws/seat/ID/terminal: a WebSocket (terminal.c) */
 } WebRoute;
 
 /* Maps a request path to a route; ret_arg gets the seat id or the asset's name (a static

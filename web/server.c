@@ -24,6 +24,7 @@
 #include "ratelimit.h"
 #include "server.h"
 #include "session.h"
+#include "ws-terminal.h"
 #include "web.h"
 
 #define COOKIE_NAME "__Host-seatweb"
@@ -64,8 +65,11 @@ void web_peer_key(struct lws *wsi, char *out, size_t size) {
 
 int web_add_security_headers(struct lws *wsi, Web *w, unsigned char **p, unsigned char *end) {
         static const char *const security[][2] = {
-                /* No inline script or style, nothing from elsewhere, no framing. */
-                { "content-security-policy:", "default-src 'none'; script-src 'self'; style-src 'self'; "
+                /* No inline script, nothing from elsewhere, no framing. Inline style only
+                 * because xterm.js's renderer writes its row sizes and colours into <style>
+                 * elements it makes; no page here shows HTML that is not ours (terminal
+                 * output is text to xterm.js), so style cannot be injected. */
+                { "content-security-policy:", "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
                                               "connect-src 'self'; img-src 'self'; form-action 'self'; "
                                               "frame-ancestors 'none'; base-uri 'none'" },
                 { "x-content-type-options:", "nosniff" },
@@ -135,7 +139,7 @@ static const char *clear_cookie(void) {
 
 /* The session the request's cookie names, or NULL (none, unknown, expired, malformed:
  * all the same to the caller). */
-static WebSession *request_session(struct lws *wsi, Web *w) {
+WebSession *web_request_session(struct lws *wsi, Web *w) {
         char header[WEB_COOKIE_HEADER_MAX + 1], id[WEB_SESSION_ID_LEN + 1];
         int n = lws_hdr_total_length(wsi, WSI_TOKEN_HTTP_COOKIE);
         if (n <= 0 || n > WEB_COOKIE_HEADER_MAX)
@@ -149,7 +153,7 @@ static WebSession *request_session(struct lws *wsi, Web *w) {
 
 /* A POST from another site's page: its Origin is not ours. (SameSite=Strict keeps the
  * cookie off such requests too; this also covers the login form itself.) */
-static bool cross_origin(struct lws *wsi, Web *w) {
+bool web_cross_origin(struct lws *wsi, Web *w) {
         char origin[256], host[256], want[300];
         if (lws_hdr_total_length(wsi, WSI_TOKEN_ORIGIN) <= 0)
                 return false;
@@ -322,7 +326,7 @@ static int on_body_done(struct lws *wsi, Web *w, Conn *c) {
         if (c->route == WEB_ROUTE_LOGIN)
                 return do_login(wsi, w, c);
         if (c->route == WEB_ROUTE_LOGOUT) {
-                WebSession *s = request_session(wsi, w);
+                WebSession *s = web_request_session(wsi, w);
                 if (s) {
                         log_info("logout: seat '%s'", s->seat);
                         session_close(w->sessions, s);
@@ -351,7 +355,7 @@ static int on_request(struct lws *wsi, Web *w, Conn *c, const char *path) {
                 char ctype[128] = "", clen[32] = "";
                 if (!post)
                         return web_respond_text(wsi, w, c, 405, "Use POST.\n");
-                if (cross_origin(wsi, w)) {
+                if (web_cross_origin(wsi, w)) {
                         web_log_refusal(wsi, "a POST from another origin", NULL);
                         return web_respond_text(wsi, w, c, 403, "Cross-site request refused.\n");
                 }
@@ -386,7 +390,7 @@ static int on_request(struct lws *wsi, Web *w, Conn *c, const char *path) {
                 return serve_asset(wsi, w, c, c->arg);
         case WEB_ROUTE_SEAT_PAGE:
         case WEB_ROUTE_SEAT_STATUS: {
-                WebSession *s = request_session(wsi, w);
+                WebSession *s = web_request_session(wsi, w);
                 if (!s) {
                         if (c->route == WEB_ROUTE_SEAT_PAGE)
                                 return redirect(wsi, w, c, "/", NULL);
@@ -445,6 +449,8 @@ static int callback_http(struct lws *wsi, enum lws_callback_reasons reason, void
         case LWS_CALLBACK_EVENT_WAIT_CANCELLED:
                 if (w && w->jobs)
                         finish_jobs(w);
+                if (w)
+                        ws_terminal_service(w); /* a terminal's thread has output, room or its end */
                 return 0;
         case LWS_CALLBACK_CLOSED_HTTP:
         case LWS_CALLBACK_HTTP_DROP_PROTOCOL:
@@ -469,6 +475,8 @@ static const struct lws_protocols protocols[] = {
         { .name = "http", .callback = callback_http, .per_session_data_size = sizeof(Conn) },
         /* the stdout of each MCP session's seatctl mcp (mcp-http.c) */
         { .name = "mcp-child", .callback = mcp_child_callback, .per_session_data_size = 0 },
+        /* the browser terminal (ws-terminal.c): the WebSocket subprotocol "seat-terminal" */
+        { .name = "seat-terminal", .callback = ws_terminal_callback, .per_session_data_size = sizeof(TermConn), .rx_buffer_size = 16384 },
         { NULL, NULL, 0, 0, 0, NULL, 0 },
 };
 
@@ -486,6 +494,10 @@ static int load_assets(Web *w, SeatError **ret_error) {
                 { "seat.html", "text/html; charset=utf-8" },
                 { "seat.js", "text/javascript; charset=utf-8" },
                 { "style.css", "text/css; charset=utf-8" },
+                /* xterm.js (web/xterm/package-lock.json, copied by scripts/update-web-vendor) */
+                { "vendor/xterm.js", "text/javascript; charset=utf-8" },
+                { "vendor/xterm.css", "text/css; charset=utf-8" },
+                { "vendor/addon-fit.js", "text/javascript; charset=utf-8" },
         };
         for (size_t i = 0; i < ELEMENTSOF(names); i++) {
                 char path[4096];
@@ -493,7 +505,8 @@ static int load_assets(Web *w, SeatError **ret_error) {
                 int r = read_file_capped(path, ASSET_MAX, &w->assets[i].data, &w->assets[i].len);
                 if (r < 0)
                         return seat_error_set(ret_error, -r, "cannot read asset '%s': %s (assets_dir)", path, strerror(-r));
-                w->assets[i].name = names[i][0];
+                const char *slash = strrchr(names[i][0], '/');
+                w->assets[i].name = slash ? slash + 1 : names[i][0]; /* served as /static/NAME */
                 w->assets[i].mime = names[i][1];
         }
         return 0;
@@ -589,7 +602,8 @@ int web_server_run(const WebConfig *conf, SeatError **ret_error) {
         while (!stopping)
                 if (lws_service(the_context, 0) < 0)
                         break;
-        /* The workers first: they wake the context, which must still be there. */
+        /* The terminals and the workers first: they wake the context, which must still be there. */
+        ws_terminal_close_all(&w);
         jobs_free(w.jobs);
         w.jobs = NULL;
         /* The MCP children next: none outlives seat-web. */

@@ -16,6 +16,7 @@
 
 typedef struct McpTable McpTable;
 typedef struct McpSession McpSession;
+typedef struct TermConn TermConn;
 
 typedef struct Asset {
         const char *name;
@@ -28,9 +29,11 @@ typedef struct Web {
         const WebConfig *conf;
         SessionTable *sessions;
         RateLimit *per_address, *per_seat;
-        Asset assets[4];
+        Asset assets[7];
         Jobs *jobs;
         McpTable *mcp;
+        TermConn *terms;     /* open browser terminals (ws-terminal.c) */
+        size_t n_terms;
         bool tls;
 } Web;
 
@@ -71,5 +74,9 @@ void web_peer_key(struct lws *wsi, char *out, size_t size);
 void web_log_refusal(struct lws *wsi, const char *what, const char *seat);
 /* Hand a seatd call to the workers; the request is finished when it is answered. */
 int web_submit(struct lws *wsi, Web *w, Conn *c, Job *job);
+/* The live session the request's cookie names, or NULL. */
+WebSession *web_request_session(struct lws *wsi, Web *w);
+/* A request with an Origin header that is not seat-web's own. */
+bool web_cross_origin(struct lws *wsi, Web *w);
 /* The security headers every answer carries (no body yet). */
 int web_add_security_headers(struct lws *wsi, Web *w, unsigned char **p, unsigned char *end);

@@ -134,8 +134,14 @@ static void test_routes(void **state) {
         assert_string_equal(mime, "text/javascript; charset=utf-8");
         assert_int_equal(web_route("/mcp/s1a2", a, sizeof(a), NULL), WEB_ROUTE_MCP);
         assert_string_equal(a, "s1a2");
+        assert_int_equal(web_route("/static/xterm.css", a, sizeof(a), &mime), WEB_ROUTE_STATIC);
+        assert_string_equal(mime, "text/css; charset=utf-8");
+        assert_int_equal(web_route("/ws/seat/sab/terminal", a, sizeof(a), NULL), WEB_ROUTE_SEAT_TERMINAL);
+        assert_string_equal(a, "sab");
         static const char *const none[] = {
                 "/mcp", "/mcp/", "/mcp/s1/", "/mcp/S1", "/mcp/s1/x", "/mcp/../login",
+                "/ws/seat/sab", "/ws/seat/sab/", "/ws/seat/sab/terminal/", "/ws/seat//terminal", "/ws/seat/S1/terminal",
+                "/static/seat.html", "/static/xterm.js.map",
                 "", "/x", "/seat/", "/seat/S1", "/seat/s1/", "/seat/s1/x", "/seat/../etc", "/api/seat/s1",
                 "/api/seat/s1/status/", "/api/seat//status", "/static/", "/static/../conf.c", "/static/login.html",
                 "/static/seat.js/", "/static/style.css.bak", "//", "/login/",
