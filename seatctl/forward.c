@@ -256,11 +256,14 @@ static int handle(Forwarder *f, ControlMsg *m, SeatError **ret_error) {
                         l->remote_eof = true;
                         local_flush(f, l, ret_error);
                 } else if (!strcmp(m->type, "closed")) {
-                        const char *status = "", *error = NULL;
+                        const char *status = "", *error = NULL, *by = NULL;
                         (void) json_get_string(m->body, "status", false, 64, &status);
                         (void) json_get_string(m->body, "error", false, 4096, &error);
+                        (void) json_get_string(m->body, "closed_by", false, 64, &by);
                         l->closed = true;
-                        if (error && strcmp(status, "closed"))
+                        if (by && !strcmp(by, "idle"))
+                                report(f, l, "was closed", "it carried nothing for seatd's forward_idle_timeout");
+                        else if (error && strcmp(status, "closed"))
                                 report(f, l, "ended", error);
                 }
                 return 0;

@@ -157,6 +157,8 @@ static void stream_end(Tunnel *t, Stream *s, const char *status, const char *err
                         json_object_object_add(o, "bytes_from_guest", json_object_new_int64(s->from_guest));
                         if (error)
                                 json_object_object_add(o, "error", json_object_new_string(error));
+                        if (s->close_reason)
+                                json_object_object_add(o, "closed_by", json_object_new_string(s->close_reason));
                         job_event(t->req, "closed", o);
                 }
         }

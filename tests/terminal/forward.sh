@@ -23,7 +23,7 @@ harness_vm_suite forward
 harness_seatd_must_live=1 harness_not_ok_log=30
 unset SEATD_TOKEN
 
-seatd_conf accel=tcg allow_tcg=true inspect_images=false network=false warm_reset=false
+seatd_conf accel=tcg allow_tcg=true inspect_images=false network=false warm_reset=false forward_idle_timeout=20
 seatd_start
 image_import
 
@@ -120,6 +120,12 @@ else
         kill_wait "$opid"
 fi
 
+# A connection that carries nothing for forward_idle_timeout (20 s here) is reset.
+timeout 300 python3 "$client" hold "$echo_port" >"$t/idle" 2>&1 &
+ipid=$!
+if ended "$ipid" 120; then check "an idle connection is closed (forward_idle_timeout)" 'grep -q ENDED "$t/idle"'
+else not_ok "an idle connection is closed (forward_idle_timeout)"; kill_wait "$ipid"; fi
+
 # The audit log: who, which target, bytes each way, for each connection.
 audit=$(ls "$t/state/seats/$seat"/audit-g*.log 2>/dev/null | tail -1)
 python3 - "$audit" "$want" >"$t/audit" 2>&1 <<'PY'
@@ -143,12 +149,15 @@ s, e = find(7002, bytes_to_guest=1048579, bytes_from_guest=1048579)
 print("echo", bool(s))
 s, e = find(7999, status="refused")
 print("refused", bool(s and "refused" in e.get("error", "")))
+s, e = find(7002, closed_by="idle")
+print("idle", bool(s and e["bytes_to_guest"] == 3))
 PY
 diag_file "$t/audit"
 check "the audit log records the download: target, uid, 1 MiB from the guest" 'grep -q "^download True" "$t/audit"'
 check "the audit log records the upload: 1 MiB to the guest" 'grep -q "^upload True" "$t/audit"'
 check "the audit log records the echo: bytes both ways" 'grep -q "^echo True" "$t/audit"'
 check "the audit log records the refused connection and why" 'grep -q "^refused True" "$t/audit"'
+check "the audit log records the idle connection's reset (closed_by idle)" 'grep -q "^idle True" "$t/audit"'
 
 # A reset ends the forward: its open connection is closed, seatctl says why and exits.
 timeout 300 python3 "$client" hold "$echo_port" >"$t/hold" 2>&1 &
