@@ -95,6 +95,10 @@ forward echo --token-file "$t/token" forward "$seat" 0:127.0.0.1:7002 || bail "s
 echo_port=$fport echo_pid=$fpid
 scenario echo "$echo_port" "$t/blob"
 scenario parallel "$echo_port" 8 262144
+# Well past every buffer on the way (the agent's 4 MiB queue, its 1 MiB of pending input,
+# the channel): both directions at once only get through by flow control.
+head -c $((16 * 1024 * 1024)) /dev/urandom >"$t/big"
+scenario echo "$echo_port" "$t/big"
 
 # Between connections the forward holds nothing: an exec runs while it waits.
 timeout 120 "$CTL" exec "$seat" -- echo still-served >"$t/out" 2>&1
@@ -145,7 +149,7 @@ s, e = find(7001, bytes_from_guest=1048576)
 print("download", bool(s and s.get("host") in ("localhost", "127.0.0.1") and "uid" in s and e["status"] == "done"))
 s, e = find(7000, bytes_to_guest=1048576)
 print("upload", bool(s and e["bytes_from_guest"] > 64))
-s, e = find(7002, bytes_to_guest=1048579, bytes_from_guest=1048579)
+s, e = find(7002, bytes_to_guest=16777219, bytes_from_guest=16777219)
 print("echo", bool(s))
 s, e = find(7999, status="refused")
 print("refused", bool(s and "refused" in e.get("error", "")))
