@@ -170,3 +170,29 @@ int seat_agent_call(Seat *s, const SeatTicket *ticket, AgentMsg *req, int timeou
         pthread_mutex_unlock(&s->lock);
         return r;
 }
+
+bool seat_preempted(Seat *s) {
+        return preempted(s);
+}
+
+int seat_audit_required(Seat *s, const char *type, json_object *data, uint64_t *ret_seq, SeatError **ret_error) {
+        return audit_locked(s, type, data, ret_seq, ret_error);
+}
+
+int seat_agent_session(Seat *s, const SeatTicket *ticket, const char *cap, SeatAgentFn fn, void *userdata,
+                       SeatError **ret_error) {
+        pthread_mutex_lock(&s->lock);
+        int r = call_allowed(s, ticket, ret_error);
+        if (r >= 0 && cap && !agent_client_has_capability(s->agent, cap))
+                r = seat_error_set(ret_error, EOPNOTSUPP,
+                                   "seat '%s': the guest agent of image '%s' version %" PRId64 " (%s) lacks capability '%s': "
+                                   "rebuild the image with a newer guest-init",
+                                   s->rec.id, s->rec.image, s->rec.image_version, agent_client_agent_name(s->agent), cap);
+        if (r >= 0) {
+                r = fn(s, s->agent, userdata, ret_error);
+                if (r < 0)
+                        r = agent_failed(s, r, ret_error);
+        }
+        pthread_mutex_unlock(&s->lock);
+        return r;
+}

@@ -150,6 +150,19 @@ int seat_recording_open(Seat *s, const RecordingSpec *spec, Recording **ret, cha
  * audit_type: not recorded). Not sent when the record cannot be written (-EIO). */
 int seat_agent_call(Seat *s, const SeatTicket *ticket, AgentMsg *req, int timeout_ms, const char *audit_type,
                     json_object *audit_data, AgentMsg **ret_reply, SeatError **ret_error);
+/* The agent channel itself, for a caller that drives several requests at once (port
+ * forwarding, server-forward.c): under the seat's lock, for ticket's session, on an agent
+ * that lists capability cap (else -EOPNOTSUPP naming the image and the agent), fn runs
+ * with the seat's agent client. fn must return soon once seat_preempted() (a reset or
+ * release waits) and must keep the channel in step; a -EPROTO, -ECONNRESET, -EPIPE or
+ * -ETIMEDOUT from it faults the seat. */
+typedef int (*SeatAgentFn)(Seat *s, AgentClient *agent, void *userdata, SeatError **ret_error);
+int seat_agent_session(Seat *s, const SeatTicket *ticket, const char *cap, SeatAgentFn fn, void *userdata,
+                       SeatError **ret_error);
+bool seat_preempted(Seat *s);
+/* Under seat_agent_session(): a record that must be written before what it records
+ * happens (-EIO when it cannot be, then it must not happen); ret_seq its seq. */
+int seat_audit_required(Seat *s, const char *type, json_object *data, uint64_t *ret_seq, SeatError **ret_error);
 /* One record in the seat's session audit log (forward-secure, hash-chained). */
 int seat_audit(Seat *s, const char *type, json_object *data);
 
