@@ -122,6 +122,10 @@ int agent_send_error(Agent *a, int64_t id, const char *code, const char *fmt, ..
 int poll_set_add(PollSet *s, int fd, short events);
 
 /* exec.c */
+/* Bytes waiting for a process's stdin or a connection's peer: buf[off..len). Appends data,
+ * keeping what is pending; -ENOBUFS past AGENT_STDIN_PENDING_MAX (the host broke the flow
+ * control). */
+int agent_pending_append(uint8_t **buf, size_t *off, size_t *len, const uint8_t *data, size_t n);
 int exec_handle_exec(Agent *a, const AgentMsg *m);
 int exec_handle_stdin(Agent *a, const AgentMsg *m);
 int exec_handle_kill(Agent *a, const AgentMsg *m);

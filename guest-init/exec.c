@@ -428,26 +428,30 @@ static void exec_write_stdin(Agent *a, Exec *e) {
         }
 }
 
-static int exec_append_stdin(Exec *e, const uint8_t *data, size_t len) {
-        size_t pending = e->stdin_len - e->stdin_off;
+int agent_pending_append(uint8_t **buf, size_t *off, size_t *len, const uint8_t *data, size_t n) {
+        size_t pending = *len - *off;
         uint8_t *b;
 
-        if (len == 0)
+        if (n == 0)
                 return 0;
-        if (pending + len > AGENT_STDIN_PENDING_MAX)
+        if (pending + n > AGENT_STDIN_PENDING_MAX)
                 return -ENOBUFS;
 
-        b = malloc(pending + len);
+        b = malloc(pending + n);
         if (!b)
                 return -ENOMEM;
         if (pending > 0)
-                memcpy(b, e->stdin_buf + e->stdin_off, pending);
-        memcpy(b + pending, data, len);
-        free(e->stdin_buf);
-        e->stdin_buf = b;
-        e->stdin_off = 0;
-        e->stdin_len = pending + len;
+                memcpy(b, *buf + *off, pending);
+        memcpy(b + pending, data, n);
+        free(*buf);
+        *buf = b;
+        *off = 0;
+        *len = pending + n;
         return 0;
+}
+
+static int exec_append_stdin(Exec *e, const uint8_t *data, size_t len) {
+        return agent_pending_append(&e->stdin_buf, &e->stdin_off, &e->stdin_len, data, len);
 }
 
 int exec_handle_exec(Agent *a, const AgentMsg *m) {

@@ -203,27 +203,6 @@ static void forward_write(Agent *a, Forward *f) {
                 forward_end(a, f, 0, NULL);
 }
 
-static int forward_append(Forward *f, const uint8_t *data, size_t len) {
-        size_t pending = f->len - f->off;
-        uint8_t *b;
-
-        if (len == 0)
-                return 0;
-        if (pending + len > AGENT_STDIN_PENDING_MAX)
-                return -ENOBUFS;
-        b = malloc(pending + len);
-        if (!b)
-                return -ENOMEM;
-        if (pending > 0)
-                memcpy(b, f->buf + f->off, pending);
-        memcpy(b + pending, data, len);
-        free(f->buf);
-        f->buf = b;
-        f->off = 0;
-        f->len = pending + len;
-        return 0;
-}
-
 int forward_handle_stdin(Agent *a, const AgentMsg *m) {
         Forward *f = forward_find(a, m->stdin_msg.exec);
         int r;
@@ -235,7 +214,7 @@ int forward_handle_stdin(Agent *a, const AgentMsg *m) {
         if (f->n_acks >= AGENT_STDIN_ACKS_MAX)
                 return agent_send_error(a, m->id, AGENT_ERR_LIMIT, "connection %" PRId64 " has %u requests waiting",
                                         f->id, f->n_acks);
-        r = forward_append(f, m->stdin_msg.data, m->stdin_msg.len);
+        r = agent_pending_append(&f->buf, &f->off, &f->len, m->stdin_msg.data, m->stdin_msg.len);
         if (r == -ENOBUFS)
                 return agent_send_error(a, m->id, AGENT_ERR_LIMIT, "connection %" PRId64 " has more than %u bytes pending",
                                         f->id, AGENT_STDIN_PENDING_MAX);

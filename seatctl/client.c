@@ -104,6 +104,16 @@ int ctl_client_fd(CtlClient *c) {
         return c->fd;
 }
 
+int ctl_params_add_data(json_object *params, const void *data, size_t n, bool eof) {
+        _cleanup_free_ char *b64 = NULL;
+        if (!params || base64_encode(data, n, &b64, NULL) < 0)
+                return -ENOMEM;
+        json_object_object_add(params, "data", json_object_new_string(b64));
+        if (eof)
+                json_object_object_add(params, "eof", json_object_new_boolean(true));
+        return 0;
+}
+
 int ctl_send(CtlClient *c, const char *method, json_object *params, int64_t *ret_id, SeatError **ret_error) {
         _cleanup_free_ char *line = NULL;
         size_t len;

@@ -37,6 +37,9 @@ int ctl_call(CtlClient *c, const char *method, json_object *params, CtlEventFn o
  * said the socket is readable), < 0 when the connection failed or ended. */
 int ctl_client_fd(CtlClient *c);
 int ctl_send(CtlClient *c, const char *method, json_object *params, int64_t *ret_id, SeatError **ret_error);
+/* A stream's bytes in a follow-up's params (seat.exec.stdin, seat.forward.send): "data" in
+ * base64, and "eof": true when they are the last. -ENOMEM. */
+int ctl_params_add_data(json_object *params, const void *data, size_t n, bool eof);
 int ctl_next(CtlClient *c, bool read, ControlMsg **ret, SeatError **ret_error);
 
 /* A progress bar on stderr when it is a terminal (a CtlEventFn for "progress"). */

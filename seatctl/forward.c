@@ -88,12 +88,8 @@ static json_object *stream_params(Forwarder *f, Local *l) {
 
 static int send_data(Forwarder *f, Local *l, const uint8_t *data, size_t n, bool eof, SeatError **ret_error) {
         _cleanup_json_ json_object *p = stream_params(f, l);
-        _cleanup_free_ char *b64 = NULL;
-        if (!p || base64_encode(data, n, &b64, NULL) < 0)
+        if (ctl_params_add_data(p, data, n, eof) < 0)
                 return -ENOMEM;
-        json_object_object_add(p, "data", json_object_new_string(b64));
-        if (eof)
-                json_object_object_add(p, "eof", json_object_new_boolean(true));
         int r = ctl_send(f->c, "seat.forward.send", p, &l->send_id, ret_error);
         if (r >= 0)
                 f->inflight++;

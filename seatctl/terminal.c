@@ -99,12 +99,8 @@ static json_object *follow_params(int64_t exec_id) {
 
 static int send_stdin(CtlClient *c, int64_t exec_id, const uint8_t *data, size_t n, bool eof, SeatError **ret_error) {
         _cleanup_json_ json_object *p = follow_params(exec_id);
-        _cleanup_free_ char *b64 = NULL;
-        if (!p || base64_encode(data, n, &b64, NULL) < 0)
+        if (ctl_params_add_data(p, data, n, eof) < 0)
                 return -ENOMEM;
-        json_object_object_add(p, "data", json_object_new_string(b64));
-        if (eof)
-                json_object_object_add(p, "eof", json_object_new_boolean(true));
         return ctl_send(c, "seat.exec.stdin", p, NULL, ret_error);
 }
 

@@ -16,18 +16,8 @@ import threading
 import time
 
 WAIT = 30
-n = 0
-failed = 0
-
-
-def check(cond, what, why=""):
-    global n, failed
-    n += 1
-    if not cond:
-        failed += 1
-    print("%s %d - %s" % ("ok" if cond else "not ok", n, what), flush=True)
-    if not cond and why:
-        print("# " + str(why)[:600], flush=True)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from tap import check, end  # noqa: E402
 
 
 class Agent:
@@ -185,8 +175,7 @@ def main():
 
     a.p.stdin.close()
     a.p.wait(WAIT)
-    print("1..%d" % n)
-    sys.exit(1 if failed else 0)
+    sys.exit(end())
 
 
 main()

@@ -13,18 +13,8 @@ import sys
 import time
 
 WAIT = 30
-n = 0
-failed = 0
-
-
-def check(cond, what, why=""):
-    global n, failed
-    n += 1
-    if not cond:
-        failed += 1
-    print("%s %d - %s" % ("ok" if cond else "not ok", n, what), flush=True)
-    if not cond and why:
-        print("# " + why[:600], flush=True)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from tap import check, end  # noqa: E402
 
 
 class Agent:
@@ -141,8 +131,7 @@ def main():
 
     a.p.stdin.close()
     a.p.wait(timeout=WAIT)
-    print("1..%d" % n)
-    return 1 if failed else 0
+    return end()
 
 
 if __name__ == "__main__":

@@ -256,13 +256,19 @@ static void test_no_seatd(void **state) {
 }
 
 /* The browser goes while the shell runs: freeing closes seatd's connection. */
-static void test_free_while_running(void **state) {
-        FakeSeatd f;
+/* A terminal whose shell is up and stays (SCRIPT_HOLD). */
+static Terminal *start_held(FakeSeatd *f) {
         char out[256] = "";
         size_t len = 0;
-        fake_start(&f, SCRIPT_HOLD);
-        Terminal *t = start(&f);
+        fake_start(f, SCRIPT_HOLD);
+        Terminal *t = start(f);
         assert_true(wait_output(t, out, sizeof(out), &len, "welcome"));
+        return t;
+}
+
+static void test_free_while_running(void **state) {
+        FakeSeatd f;
+        Terminal *t = start_held(&f);
         assert_int_equal(terminal_input(t, "sleep 100\r", 10), 0);
         terminal_free(t);
         fake_join(&f);
@@ -272,11 +278,7 @@ static void test_free_while_running(void **state) {
 /* Input over the cap is refused whole (the caller stops reading the browser before). */
 static void test_input_cap(void **state) {
         FakeSeatd f;
-        char out[256] = "";
-        size_t len = 0;
-        fake_start(&f, SCRIPT_HOLD);
-        Terminal *t = start(&f);
-        assert_true(wait_output(t, out, sizeof(out), &len, "welcome"));
+        Terminal *t = start_held(&f);
         _cleanup_free_ char *big = malloc(TERMINAL_IN_CAP + 1);
         memset(big, 'a', TERMINAL_IN_CAP + 1);
         assert_int_equal(terminal_input(t, big, TERMINAL_IN_CAP + 1), -ENOBUFS);
