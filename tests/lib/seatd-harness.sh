@@ -332,6 +332,22 @@ provision_id() {
         "$CTL" -q --json provision --image test-image "$@" | python3 -c 'import json,sys; print(json.load(sys.stdin)["seats"][0]["id"])'
 }
 
+# ---------------------------------------------------------------- seat-web
+# seat_web_conf FILE KEY=VALUE...: a seat-web.conf for a seat-web as it ships: its own
+# state directory $t/web (made here once, its user's: nobody, as systemd's StateDirectory=
+# gives it to User=), this tree's assets, the private seatd's participant socket.
+seat_web_conf() {
+        local f=$1 kv
+        shift
+        [[ -d $t/web ]] || { mkdir -m 0700 "$t/web" && chown nobody:nogroup "$t/web"; }
+        {
+                echo "state_dir = $t/web"
+                echo "assets_dir = $HARNESS_SRC/web/assets"
+                echo "participant_socket = $t/participant.sock"
+                for kv; do echo "${kv%%=*} = ${kv#*=}"; done
+        } >"$f"
+}
+
 # ---------------------------------------------------------------- benches
 # bench_seatd [KEY=VALUE...] [-- test-image options...]: a bench's private seatd on TCG
 # (log level warning; debug, and the log kept in the file BENCH_LOG, when that is set),

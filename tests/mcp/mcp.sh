@@ -82,19 +82,7 @@ XFER=$t/xfer client transfer "$t/token1" --transfer-dir "$t/xfer"
 # seatd through the participant socket; each MCP session runs this build's seatctl mcp
 # (as the tools' user 65534, as above).
 port=$((20000 + RANDOM % 20000))
-mkdir -m 0700 "$t/web" && chown nobody:nogroup "$t/web"
-webconf() { # FILE KEY=VALUE...
-        local f=$1 kv
-        shift
-        {
-                echo "state_dir = $t/web"
-                echo "assets_dir = $HARNESS_SRC/web/assets"
-                echo "participant_socket = $t/participant.sock"
-                echo "seatctl = $CTL"
-                echo "mcp_user = 65534"
-                for kv; do echo "${kv%%=*} = ${kv#*=}"; done
-        } >"$f"
-}
+webconf() { seat_web_conf "$@" "seatctl=$CTL" mcp_user=65534; }
 webconf "$t/web.conf" listen_port=$port login_rate_per_address=100 login_rate_per_seat=100 mcp_sessions_per_seat=3
 as_nobody "$WEB" -c "$t/web.conf" --self-signed >"$t/self" 2>"$t/out" || bail "seat-web --self-signed failed: $(cat "$t/out")"
 # setpriv itself in the background (not the as_nobody function): $! is seat-web.

@@ -25,6 +25,18 @@ async function launch(spki) {
   });
 }
 
+// Polls a predicate in the page until it holds (true) or ms pass (false). Not
+// page.waitForFunction: once its first try fails it polls through eval, which the page's
+// CSP (script-src 'self', no 'unsafe-eval') rightly refuses.
+async function until(page, fn, ms = 30000) {
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    if (await page.evaluate(fn).catch(() => false)) return true;
+    await page.waitForTimeout(200);
+  }
+  return false;
+}
+
 async function login(page, s, tok) {
   await page.goto(url + "/");
   await page.fill("#seat", s);
@@ -67,7 +79,7 @@ async function main() {
   // The right token: the seat's page, its state from seatd.
   const good = await login(page, seat, token);
   ok(page.url() === `${url}/seat/${seat}`, "the token opens the seat's page", page.url());
-  await page.waitForFunction(() => document.body.dataset.state, null, { timeout: 30000 }).catch(() => {});
+  await until(page, () => !!document.body.dataset.state);
   const state = await page.textContent("#state");
   ok(state === "ready", `the page shows the seat's state from seatd ('${state}')`);
   ok((await page.textContent("#seat-id")) === seat, "and its id");
@@ -89,7 +101,7 @@ async function main() {
 
   // ---- the terminal: a shell in the seat, in the page (xterm.js over a WebSocket).
   await page.goto(`${url}/seat/${seat}`);
-  await page.waitForFunction(() => document.body.dataset.state === "ready", null, { timeout: 30000 });
+  await until(page, () => document.body.dataset.state === "ready");
   const paneText = (i) => page.evaluate((k) => {
     const p = document.querySelectorAll(".term")[k];
     return p ? p.querySelector(".xterm-rows").innerText.replace(/\u00a0/g, " ") : "";
@@ -159,8 +171,7 @@ async function main() {
     shown = await page.textContent("#ended");
   } catch (e) { shown = String(e); }
   ok(/reset or released/.test(shown), `after a reset the page says the session ended ('${shown}')`);
-  const termEnd = await page.waitForFunction(() => [...document.querySelectorAll(".term")].every((p) => p.dataset.state === "ended"),
-    null, { timeout: 60000 }).then(() => true, () => false);
+  const termEnd = await until(page, () => [...document.querySelectorAll(".term")].every((p) => p.dataset.state === "ended"), 60000);
   const termMsg = await page.evaluate(() => document.querySelector(".term .term-state").textContent);
   ok(termEnd && /reset|released|ended|closed/.test(termMsg), `and its terminals have ended, saying why ('${termMsg}')`);
   await page.screenshot({ path: `${shots}/web-ended.png` });

@@ -40,17 +40,7 @@ diag "seats $S1 and $S2"
 # Its own state directory, owned by its user (here nobody, as systemd's StateDirectory=
 # gives it to User=); it reaches seatd through the participant socket only.
 port=$((20000 + RANDOM % 20000))
-mkdir -m 0700 "$t/web" && chown nobody:nogroup "$t/web"
-webconf() { # FILE KEY=VALUE...
-        local f=$1 kv
-        shift
-        {
-                echo "state_dir = $t/web"
-                echo "assets_dir = $HARNESS_SRC/web/assets"
-                echo "participant_socket = $t/participant.sock"
-                for kv; do echo "${kv%%=*} = ${kv#*=}"; done
-        } >"$f"
-}
+webconf() { seat_web_conf "$@"; }
 webconf "$t/web.conf" listen_port=$port login_rate_per_address=6 login_rate_per_seat=12 idle_timeout=3
 as_web() { setpriv --reuid=nobody --regid=nogroup --clear-groups -- "$@"; }
 
