@@ -17,6 +17,7 @@
 #include "common/log.h"
 #include "seal.h"
 #include "seat-log.h"
+#include "network/capture-ring.h"
 
 #define SESSION_INFO_MAX (256U * 1024U)
 #define PRE_SEGMENTS_MAX 16
@@ -260,6 +261,71 @@ static const char *own(Inputs *in, char *s) {
         return s;
 }
 
+/* capture-NNNN.pcapng */
+static bool is_capture_file(const char *name) {
+        return capture_ring_file_number(SEAL_CAPTURE_PREFIX, name) > 0;
+}
+
+/* The capture's counters (seat-capture.c wrote them; a session without capture has none).
+ * Returns 1 when there are some, 0 when not. Damaged counters seal as an incomplete capture
+ * with the reason, never as a failed seal: the packets are evidence all the same. */
+static int read_capture_stats(const char *qdir, ArchiveCapture *ret) {
+        _cleanup_free_ char *path = NULL, *text = NULL;
+        _cleanup_json_ json_object *o = NULL;
+        size_t len = 0;
+        bool any = false, lost = false;
+        if (asprintf(&path, "%s/" SEAL_CAPTURE_STATS, qdir) < 0)
+                return -ENOMEM;
+        DIR *d = opendir(qdir);
+        struct dirent *de;
+        while (d && !any && (de = readdir(d)))
+                any = is_capture_file(de->d_name);
+        if (d)
+                closedir(d);
+        int r = read_file_capped(path, 4096, &text, &len);
+        if (r == -ENOENT && !any)
+                return 0;
+        *ret = (ArchiveCapture) {};
+        static const struct { const char *key; size_t offset; } keys[] = {
+                { "snaplen", offsetof(ArchiveCapture, snaplen) },
+                { "max_bytes", offsetof(ArchiveCapture, max_bytes) },
+                { "packets", offsetof(ArchiveCapture, packets) },
+                { "bytes_on_wire", offsetof(ArchiveCapture, bytes_on_wire) },
+                { "packets_cut", offsetof(ArchiveCapture, packets_cut) },
+                { "bytes_cut", offsetof(ArchiveCapture, bytes_cut) },
+                { "files_rotated", offsetof(ArchiveCapture, files_rotated) },
+                { "packets_rotated", offsetof(ArchiveCapture, packets_rotated) },
+                { "bytes_rotated", offsetof(ArchiveCapture, bytes_rotated) },
+                { "packets_unwritten", offsetof(ArchiveCapture, packets_unwritten) },
+                { "kernel_drops", offsetof(ArchiveCapture, kernel_drops) },
+                { "restarts", offsetof(ArchiveCapture, restarts) },
+        };
+        bool ok = r >= 0 && json_frame_parse(text, len, 3, &o) >= 0;
+        for (size_t i = 0; ok && i < ELEMENTSOF(keys); i++) {
+                int64_t v;
+                ok = json_get_int64(o, keys[i].key, true, 0, (int64_t) ARCHIVE_COUNT_MAX, &v) >= 0;
+                if (ok)
+                        *(uint64_t *) ((char *) ret + keys[i].offset) = (uint64_t) v;
+        }
+        if (!ok) {
+                *ret = (ArchiveCapture) {};
+                snprintf(ret->reason, sizeof(ret->reason), "the capture's counters are missing or damaged: what it lost is not known");
+                return 1;
+        }
+        const char *werr = NULL;
+        (void) json_get_bool(o, "counts_lost", false, &lost);
+        (void) json_get_string(o, "write_error", false, 200, &werr);
+        if (werr || lost || ret->restarts)
+                snprintf(ret->reason, sizeof(ret->reason), "%s%s%s%s", werr ? "writing the capture failed: " : "",
+                         werr ? werr : "", werr && (lost || ret->restarts) ? "; " : "",
+                         lost ? "seatd was killed during the session: its capture's counters before then are lost, and packets while it was down were not captured"
+                              : ret->restarts ? "seatd restarted during the session: packets while it was down were not captured" : "");
+        for (char *p = ret->reason; *p; p++)
+                if (*p < 0x20 || *p > 0x7e)
+                        *p = '?';
+        return 1;
+}
+
 static int host_inputs(Inputs *in, const char *qdir) {
         static const struct { const char *file, *role; } fixed[] = {
                 { "audit.log", "audit" },
@@ -275,11 +341,24 @@ static int host_inputs(Inputs *in, const char *qdir) {
                         in->v[in->n++] = (ArchiveInput) { .name = fixed[i].file, .role = fixed[i].role, .path = p };
         }
         /* Segments from before a seatd restart: cut off where the old seatd died, their
-         * first keys sealed beside them. */
+         * first keys sealed beside them. The packet capture's files (seat-capture.c). */
         DIR *d = opendir(qdir);
         struct dirent *de;
-        size_t n = 0;
-        while (d && (de = readdir(d)) && n < 2 * PRE_SEGMENTS_MAX)
+        size_t n = 0, pcaps = 0;
+        while (d && (de = readdir(d))) {
+                if (is_capture_file(de->d_name) && pcaps < SEAL_CAPTURE_FILES_MAX) {
+                        char *p = NULL, *name = strdup(de->d_name);
+                        if (!name || asprintf(&p, "%s/%s", qdir, de->d_name) < 0) {
+                                free(name);
+                                closedir(d);
+                                return -ENOMEM;
+                        }
+                        in->v[in->n++] = (ArchiveInput) { .name = own(in, name), .role = "capture", .path = own(in, p) };
+                        pcaps++;
+                        continue;
+                }
+                if (n >= 2 * PRE_SEGMENTS_MAX)
+                        continue;
                 if (!strncmp(de->d_name, "audit-pre-", 10) || !strncmp(de->d_name, "console.log.", 12)) {
                         char *p = NULL, *name = strdup(de->d_name);
                         if (!name || asprintf(&p, "%s/%s", qdir, de->d_name) < 0) {
@@ -293,6 +372,7 @@ static int host_inputs(Inputs *in, const char *qdir) {
                                                           .path = own(in, p) };
                         n++;
                 }
+        }
         if (d)
                 closedir(d);
         return 0;
@@ -343,7 +423,8 @@ static uint64_t seal_disk_need(const SealContext *ctx, const char *qdir, bool gu
         DIR *d = opendir(qdir);
         struct dirent *de;
         while (d && (de = readdir(d)))
-                if (!strncmp(de->d_name, "audit-pre-", 10) || !strncmp(de->d_name, "console.log.", 12)) {
+                if (!strncmp(de->d_name, "audit-pre-", 10) || !strncmp(de->d_name, "console.log.", 12) ||
+                    is_capture_file(de->d_name)) {
                         _cleanup_free_ char *p = NULL;
                         if (asprintf(&p, "%s/%s", qdir, de->d_name) >= 0)
                                 host += file_size(p);
@@ -395,7 +476,7 @@ static int seal_locked(const SealContext *ctx, const char *qdir, char **ret_arch
                         return r;
         }
 
-        size_t max = 3 + 2 * PRE_SEGMENTS_MAX + (g.files ? g.files->n_entries : 0) + 1;
+        size_t max = 3 + 2 * PRE_SEGMENTS_MAX + SEAL_CAPTURE_FILES_MAX + (g.files ? g.files->n_entries : 0) + 1;
         in.v = calloc(max, sizeof(ArchiveInput));
         in.owned = calloc(2 * max, sizeof(char *));
         if (!in.v || !in.owned)
@@ -411,7 +492,11 @@ static int seal_locked(const SealContext *ctx, const char *qdir, char **ret_arch
         if (asprintf(&archive, "%s/%s-g%" PRId64 "-%lld.seatdev", ctx->archives_dir, info.seat, info.generation,
                      (long long) time(NULL)) < 0)
                 return -ENOMEM;
-        ArchiveSealParams p = { .seat_id = info.seat, .image_digest = info.image_digest, .inputs = in.v,
+        ArchiveCapture capture;
+        r = read_capture_stats(qdir, &capture);
+        if (r < 0)
+                return r;
+        ArchiveSealParams p = { .capture = r > 0 ? &capture : NULL, .seat_id = info.seat, .image_digest = info.image_digest, .inputs = in.v,
                                 .n_inputs = in.n, .host_key = ctx->host_key, .facilitator = ctx->facilitator,
                                 .audit_key_sealed = (const uint8_t *) sealed,
                                 .collection = info.paths[0] ? &g.summary : NULL };
