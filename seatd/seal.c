@@ -261,6 +261,16 @@ static const char *own(Inputs *in, char *s) {
         return s;
 }
 
+typedef struct CaptureFile {
+        unsigned number;
+        char name[64];
+} CaptureFile;
+
+static int cmp_capture_file(const void *a, const void *b) {
+        unsigned x = ((const CaptureFile *) a)->number, y = ((const CaptureFile *) b)->number;
+        return x < y ? -1 : x > y;
+}
+
 /* capture-NNNN.pcapng */
 static bool is_capture_file(const char *name) {
         return capture_ring_file_number(SEAL_CAPTURE_PREFIX, name) > 0;
@@ -344,17 +354,14 @@ static int host_inputs(Inputs *in, const char *qdir) {
          * first keys sealed beside them. The packet capture's files (seat-capture.c). */
         DIR *d = opendir(qdir);
         struct dirent *de;
-        size_t n = 0, pcaps = 0;
+        size_t n = 0, n_pcaps = 0;
+        CaptureFile pcaps[SEAL_CAPTURE_FILES_MAX];
         while (d && (de = readdir(d))) {
-                if (is_capture_file(de->d_name) && pcaps < SEAL_CAPTURE_FILES_MAX) {
-                        char *p = NULL, *name = strdup(de->d_name);
-                        if (!name || asprintf(&p, "%s/%s", qdir, de->d_name) < 0) {
-                                free(name);
-                                closedir(d);
-                                return -ENOMEM;
+                if (is_capture_file(de->d_name)) {
+                        if (n_pcaps < SEAL_CAPTURE_FILES_MAX && strlen(de->d_name) < sizeof(pcaps[0].name)) {
+                                pcaps[n_pcaps].number = capture_ring_file_number(SEAL_CAPTURE_PREFIX, de->d_name);
+                                strcpy(pcaps[n_pcaps++].name, de->d_name);
                         }
-                        in->v[in->n++] = (ArchiveInput) { .name = own(in, name), .role = "capture", .path = own(in, p) };
-                        pcaps++;
                         continue;
                 }
                 if (n >= 2 * PRE_SEGMENTS_MAX)
@@ -375,6 +382,18 @@ static int host_inputs(Inputs *in, const char *qdir) {
         }
         if (d)
                 closedir(d);
+        /* The capture's files in their order (the ring numbers them as it writes). */
+        qsort(pcaps, n_pcaps, sizeof(CaptureFile), cmp_capture_file);
+        for (size_t i = 0; i < n_pcaps; i++) {
+                char *p = NULL, *name = strdup(pcaps[i].name);
+                if (!name)
+                        return -ENOMEM;
+                if (asprintf(&p, "%s/%s", qdir, name) < 0) {
+                        free(name);
+                        return -ENOMEM;
+                }
+                in->v[in->n++] = (ArchiveInput) { .name = own(in, name), .role = "capture", .path = own(in, p) };
+        }
         return 0;
 }
 
