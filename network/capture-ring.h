@@ -39,6 +39,8 @@ typedef struct CaptureStats {
         uint64_t packets_unwritten; /* a write failed (disk full): not in any file */
         uint64_t kernel_drops;    /* pcap_stats(): dropped before they reached the ring */
         int write_error;          /* the first write failure (an errno), 0 if none */
+        bool read_failed;         /* the capture stopped reading the interface early (it went
+                                   * away): nothing after that was captured (capture.c) */
 } CaptureStats;
 
 typedef struct CaptureRing CaptureRing;

@@ -21,6 +21,7 @@
 
 struct Capture {
         pcap_t *pcap;
+        bool read_failed;         /* the reading thread's only */
         CaptureRing *ring;
         int dir_fd, stop_fd;
         pthread_t thread;
@@ -42,6 +43,7 @@ static void publish(Capture *c) {
         struct pcap_stat ps;
         CaptureStats st;
         capture_ring_stats(c->ring, &st);
+        st.read_failed = c->read_failed;
         if (pcap_stats(c->pcap, &ps) == 0)
                 st.kernel_drops = (uint64_t) ps.ps_drop + ps.ps_ifdrop;
         else {
@@ -60,12 +62,17 @@ static void *capture_thread(void *p) {
                                  { .fd = c->stop_fd, .events = POLLIN } };
         for (;;) {
                 int n = poll(fds, 2, CAPTURE_POLL_MS);
-                if (n < 0 && errno != EINTR)
+                if (n < 0 && errno != EINTR) {
+                        c->read_failed = true;
                         break;
+                }
                 /* Whatever libpcap holds, poll or not: a block is handed over when full or
-                 * at its timeout. Non-blocking: returns at once when there is nothing. */
-                if (pcap_dispatch(c->pcap, -1, on_packet, (u_char *) c) == PCAP_ERROR)
+                 * at its timeout. Non-blocking: returns at once when there is nothing. An
+                 * error: the interface went away (its seat's network removed under it). */
+                if (pcap_dispatch(c->pcap, -1, on_packet, (u_char *) c) == PCAP_ERROR) {
+                        c->read_failed = !(fds[1].revents & POLLIN);
                         break;
+                }
                 publish(c);
                 if (fds[1].revents & POLLIN)
                         break;

@@ -323,13 +323,23 @@ static int read_capture_stats(const char *qdir, ArchiveCapture *ret) {
                 return 1;
         }
         const char *werr = NULL;
+        bool read_failed = false;
         (void) json_get_bool(o, "counts_lost", false, &lost);
+        (void) json_get_bool(o, "read_failed", false, &read_failed);
         (void) json_get_string(o, "write_error", false, 200, &werr);
-        if (werr || lost || ret->restarts)
-                snprintf(ret->reason, sizeof(ret->reason), "%s%s%s%s", werr ? "writing the capture failed: " : "",
-                         werr ? werr : "", werr && (lost || ret->restarts) ? "; " : "",
-                         lost ? "seatd was killed during the session: its capture's counters before then are lost, and packets while it was down were not captured"
-                              : ret->restarts ? "seatd restarted during the session: packets while it was down were not captured" : "");
+        /* Each cause, "; "-separated. */
+        const char *why[3] = {
+                read_failed ? "the capture stopped reading the seat's bridge before the session ended" : NULL,
+                lost ? "seatd was killed during the session: its capture's counters before then are lost, and packets while it was down were not captured"
+                     : ret->restarts ? "seatd restarted during the session: packets while it was down were not captured" : NULL,
+                werr ? "writing the capture failed: " : NULL,
+        };
+        for (size_t i = 0; i < ELEMENTSOF(why); i++) {
+                size_t used = strlen(ret->reason);
+                if (why[i])
+                        snprintf(ret->reason + used, sizeof(ret->reason) - used, "%s%s%s", used ? "; " : "", why[i],
+                                 i == 2 ? werr : "");
+        }
         for (char *p = ret->reason; *p; p++)
                 if (*p < 0x20 || *p > 0x7e)
                         *p = '?';

@@ -59,6 +59,7 @@ static CaptureStats stats_merge(const CaptureStats *prev, const CaptureStats *cu
                         *stat_field(&t, i) += *stat_field(&p, i);
         if (!t.write_error)
                 t.write_error = p.write_error;
+        t.read_failed = t.read_failed || p.read_failed;
         return t;
 }
 
@@ -156,6 +157,8 @@ void seat_capture_stop(SeatManager *m, Seat *s) {
         json_object_object_add(o, "counts_lost", json_object_new_boolean(sc.counts_lost));
         if (t.write_error)
                 json_object_object_add(o, "write_error", json_object_new_string(strerror(t.write_error)));
+        if (t.read_failed)
+                json_object_object_add(o, "read_failed", json_object_new_boolean(true));
         int r = json_frame_format(o, CAPTURE_STATS_MAX, &text, &len);
         if (r >= 0)
                 r = write_file_atomic(stats_path, text, len, 0600);
@@ -223,7 +226,9 @@ json_object *seat_capture_to_json_locked(Seat *s) {
         json_object *o = stats_to_json(&t);
         if (!o)
                 return NULL;
-        json_object_object_add(o, "on", json_object_new_boolean(s->capture.c != NULL));
+        json_object_object_add(o, "on", json_object_new_boolean(s->capture.c != NULL && !t.read_failed));
+        if (t.read_failed)
+                json_object_object_add(o, "error", json_object_new_string("it stopped reading the seat's bridge"));
         json_object_object_add(o, "snaplen", json_object_new_int64(snaplen));
         json_object_object_add(o, "max_bytes", json_object_new_int64((int64_t) max_mib << 20));
         /* every way it holds less than all the traffic, in one number */
