@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "capture-ring.h"
@@ -22,7 +23,11 @@
 #define PCAPNG_IF_NAME 2
 #define SHB_LEN 28u
 #define EPB_FIXED 32u
+/* Packets are gathered here and written in one go; a packet larger than BIG goes to the
+ * file straight from the caller's buffer (writev) instead of being copied once more: the
+ * capture of a bulk transfer is mostly 64 KiB GSO frames (tests/bench/bench-egress.sh). */
 #define FILE_BUFFER (256u * 1024u)
+#define BIG (16u * 1024u)
 
 typedef struct RingFile {
         unsigned number;
@@ -38,7 +43,9 @@ struct CaptureRing {
         uint64_t max_bytes, file_max;
         RingFile *files;          /* oldest first; the last is the one written when cur */
         size_t n_files, allocated;
-        FILE *cur;
+        int cur;                  /* the file being written, or -1 */
+        uint8_t *buf;             /* FILE_BUFFER bytes for it */
+        size_t buf_len;
         CaptureStats st;
 };
 
@@ -139,6 +146,12 @@ int capture_ring_new(int dir_fd, const char *prefix, const char *ifname, uint16_
         r->snaplen = snaplen;
         r->max_bytes = max_bytes;
         r->file_max = file_max_for(r);
+        r->cur = -1;
+        r->buf = malloc(FILE_BUFFER);
+        if (!r->buf) {
+                capture_ring_close(r);
+                return -ENOMEM;
+        }
         int k = scan_existing(r);
         if (k < 0) {
                 capture_ring_close(r);
@@ -153,6 +166,48 @@ static void put32(uint8_t *p, uint32_t v) {
 }
 static void put16(uint8_t *p, uint16_t v) {
         memcpy(p, &v, 2);
+}
+
+static int write_all(int fd, struct iovec *iov, int n) {
+        while (n > 0) {
+                ssize_t w = writev(fd, iov, n);
+                if (w < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                while (n > 0 && (size_t) w >= iov->iov_len) {
+                        w -= (ssize_t) iov->iov_len;
+                        iov++;
+                        n--;
+                }
+                if (n > 0) {
+                        iov->iov_base = (uint8_t *) iov->iov_base + w;
+                        iov->iov_len -= (size_t) w;
+                }
+        }
+        return 0;
+}
+
+static int flush_buf(CaptureRing *r) {
+        struct iovec v = { .iov_base = r->buf, .iov_len = r->buf_len };
+        if (r->cur < 0 || r->buf_len == 0)
+                return 0;
+        int k = write_all(r->cur, &v, 1);
+        r->buf_len = 0;
+        return k;
+}
+
+/* len bytes into the buffer (len ≤ FILE_BUFFER), flushing it first when they do not fit. */
+static int put(CaptureRing *r, const void *p, size_t len) {
+        if (r->buf_len + len > FILE_BUFFER) {
+                int k = flush_buf(r);
+                if (k < 0)
+                        return k;
+        }
+        memcpy(r->buf + r->buf_len, p, len);
+        r->buf_len += len;
+        return 0;
 }
 
 static int write_headers(CaptureRing *r) {
@@ -175,7 +230,7 @@ static int write_headers(CaptureRing *r) {
         memcpy(i + 20, r->ifname, n);
         /* then the padding (zeros), opt_endofopt (zeros), and the length again */
         put32(i + idb - 4, idb);
-        return fwrite(b, 1, SHB_LEN + idb, r->cur) == SHB_LEN + idb ? 0 : -EIO;
+        return put(r, b, SHB_LEN + idb);
 }
 
 /* Room for need more bytes: the oldest files after the head go (the head and one file
@@ -201,12 +256,14 @@ static void make_room(CaptureRing *r, uint64_t need) {
 }
 
 static int close_current(CaptureRing *r) {
-        if (!r->cur)
+        if (r->cur < 0)
                 return 0;
-        int k = fflush(r->cur) == 0 && fsync(fileno(r->cur)) == 0 ? 0 : -errno;
-        if (fclose(r->cur) != 0 && k == 0)
+        int k = flush_buf(r);
+        if (k >= 0 && fsync(r->cur) < 0)
                 k = -errno;
-        r->cur = NULL;
+        if (close(r->cur) < 0 && k >= 0)
+                k = -errno;
+        r->cur = -1;
         return k;
 }
 
@@ -223,16 +280,9 @@ static int open_next(CaptureRing *r) {
         k = file_name(r, number, name, sizeof(name));
         if (k < 0)
                 return k;
-        int fd = openat(r->dir_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-        if (fd < 0)
+        r->cur = openat(r->dir_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (r->cur < 0)
                 return -errno;
-        r->cur = fdopen(fd, "w");
-        if (!r->cur) {
-                k = -errno;
-                close(fd);
-                return k;
-        }
-        (void) setvbuf(r->cur, NULL, _IOFBF, FILE_BUFFER);
         k = push_file(r, (RingFile) { .number = number });
         if (k < 0)
                 return k;
@@ -261,7 +311,7 @@ void capture_ring_write(CaptureRing *r, uint64_t ts_usec, const uint8_t *data, u
         }
         uint32_t block = EPB_FIXED + pad4(caplen);
         int k = 0;
-        if (!r->cur || r->files[r->n_files - 1].bytes + block > r->file_max)
+        if (r->cur < 0 || r->files[r->n_files - 1].bytes + block > r->file_max)
                 k = open_next(r);
         if (k >= 0) {
                 put32(h, PCAPNG_EPB);
@@ -272,10 +322,21 @@ void capture_ring_write(CaptureRing *r, uint64_t ts_usec, const uint8_t *data, u
                 put32(h + 20, caplen);
                 put32(h + 24, len);
                 uint32_t tail = block;
-                if (fwrite(h, 1, sizeof(h), r->cur) != sizeof(h) || fwrite(data, 1, caplen, r->cur) != caplen ||
-                    fwrite(zeros, 1, pad4(caplen) - caplen, r->cur) != pad4(caplen) - caplen ||
-                    fwrite(&tail, 1, 4, r->cur) != 4)
-                        k = -EIO;
+                if (caplen <= BIG) {
+                        k = put(r, h, sizeof(h));
+                        if (k >= 0)
+                                k = put(r, data, caplen);
+                        if (k >= 0)
+                                k = put(r, zeros, pad4(caplen) - caplen);
+                        if (k >= 0)
+                                k = put(r, &tail, 4);
+                } else {
+                        struct iovec v[4] = { { h, sizeof(h) }, { (void *) data, caplen },
+                                              { (void *) zeros, pad4(caplen) - caplen }, { &tail, 4 } };
+                        k = flush_buf(r);
+                        if (k >= 0)
+                                k = write_all(r->cur, v, 4);
+                }
         }
         if (k < 0) {
                 r->st.write_error = -k;
@@ -288,7 +349,7 @@ void capture_ring_write(CaptureRing *r, uint64_t ts_usec, const uint8_t *data, u
 }
 
 int capture_ring_flush(CaptureRing *r) {
-        return r->cur && fflush(r->cur) != 0 ? -errno : 0;
+        return flush_buf(r);
 }
 
 void capture_ring_stats(const CaptureRing *r, CaptureStats *ret) {
@@ -299,6 +360,7 @@ CaptureRing *capture_ring_close(CaptureRing *r) {
         if (!r)
                 return NULL;
         (void) close_current(r);
+        free(r->buf);
         free(r->files);
         free(r);
         return NULL;

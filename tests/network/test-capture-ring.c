@@ -64,6 +64,8 @@ static uint32_t get32(const uint8_t *p) {
 
 /* Walk a file's blocks: SHB, IDB, then EPBs whose lengths agree at both ends. Returns the
  * number of packets, their captured and original bytes. */
+static uint32_t walk_snaplen = 96;
+
 static unsigned walk(const char *name, uint64_t *ret_cap, uint64_t *ret_orig) {
         size_t len;
         uint8_t *b = read_all(name, &len);
@@ -81,13 +83,13 @@ static unsigned walk(const char *name, uint64_t *ret_cap, uint64_t *ret_orig) {
                 if (i == 1) {
                         assert_int_equal(type, 1);
                         assert_int_equal(b[off + 8], 1); /* LINKTYPE_ETHERNET */
-                        assert_int_equal(get32(b + off + 12), 96);
+                        assert_int_equal(get32(b + off + 12), walk_snaplen);
                         assert_memory_equal(b + off + 20, "seatbr9", 7);
                 }
                 if (i >= 2) {
                         assert_int_equal(type, 6);
                         uint32_t cap = get32(b + off + 20), orig = get32(b + off + 24);
-                        assert_true(cap <= 96 && cap <= orig);
+                        assert_true(cap <= walk_snaplen && cap <= orig);
                         assert_int_equal(blen, 32 + ((cap + 3) & ~3u));
                         assert_int_equal(b[off + 28], (uint8_t) (cap & 0xff)); /* our fill byte */
                         *ret_cap += cap;
@@ -195,6 +197,41 @@ static void test_flood_rotates_under_cap(void **state) {
         clear_dir();
 }
 
+/* Large packets (written straight from the caller's buffer) between small ones (gathered):
+ * the blocks stay in order and whole. */
+static void test_big_and_small(void **state) {
+        CaptureRing *r = NULL;
+        static uint8_t pkt[65536];
+        uint64_t want_cap = 0;
+        assert_int_equal(capture_ring_new(dir_fd, "cap-", "seatbr9", 1, 65535, 4 << 20, &r), 0);
+        for (unsigned i = 0; i < 40; i++) {
+                uint32_t n = i % 3 == 0 ? 60000 + i : i % 3 == 1 ? 61 + i : 17000 + i;
+                memset(pkt, (int) (n & 0xff), n);
+                capture_ring_write(r, i, pkt, n, n);
+                want_cap += n;
+        }
+        CaptureStats st;
+        capture_ring_stats(r, &st);
+        capture_ring_close(r);
+        assert_int_equal(st.files_rotated, 0);
+        assert_int_equal(st.packets_unwritten, 0);
+        walk_snaplen = 65535;
+        uint64_t cap = 0, orig = 0, total = 0;
+        unsigned packets = 0;
+        DIR *d = opendir(tmpdir);
+        struct dirent *de;
+        while ((de = readdir(d)))
+                if (capture_ring_file_number("cap-", de->d_name)) {
+                        packets += walk(de->d_name, &cap, &orig);
+                        total += cap;
+                }
+        closedir(d);
+        walk_snaplen = 96;
+        assert_int_equal(packets, 40);
+        assert_int_equal(total, want_cap);
+        clear_dir();
+}
+
 /* A seatd restarted mid-session: the ring counts what is there and numbers after it. */
 static void test_restart_numbers_after(void **state) {
         CaptureRing *r = NULL;
@@ -235,6 +272,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_one_file),
                 cmocka_unit_test(test_flood_rotates_under_cap),
+                cmocka_unit_test(test_big_and_small),
                 cmocka_unit_test(test_restart_numbers_after),
                 cmocka_unit_test(test_names_and_args),
         };
