@@ -20,10 +20,10 @@
 
 #define CAPTURE_KERNEL_BUFFER (8u * 1024u * 1024u)
 #define CAPTURE_POLL_MS 200
-/* The thread's nice value: when the CPUs are busy, the guest's traffic (forwarded in the
+/* The thread's nice value (the lowest): when the CPUs are busy, the guest's traffic (forwarded in the
  * sender's context) comes before writing its copy; the capture then falls behind and the
  * kernel drops from its buffer, counted as kernel_drops. Measured: tests/bench/bench-egress.sh. */
-#define CAPTURE_NICE 10
+#define CAPTURE_NICE 19
 
 struct Capture {
         pcap_t *pcap;
