@@ -29,6 +29,7 @@ static const char *const type_names[_AGENT_MSG_MAX] = {
         [AGENT_MSG_PING] = "ping",
         [AGENT_MSG_SHUTDOWN] = "shutdown",
         [AGENT_MSG_RESIZE] = "resize",
+        [AGENT_MSG_CONNECT] = "connect",
         [AGENT_MSG_OK] = "ok",
         [AGENT_MSG_ERROR] = "error",
         [AGENT_MSG_STARTED] = "started",
@@ -52,7 +53,7 @@ int agent_msg_type_from_string(const char *s) {
 }
 
 bool agent_msg_type_is_request(AgentMsgType t) {
-        return t <= AGENT_MSG_RESIZE;
+        return t <= AGENT_MSG_CONNECT;
 }
 
 AgentMsg *agent_msg_new(AgentMsgType type, int64_t id) {
@@ -114,6 +115,9 @@ AgentMsg *agent_msg_free(AgentMsg *m) {
                 break;
         case AGENT_MSG_STDIN:
                 free(m->stdin_msg.data);
+                break;
+        case AGENT_MSG_CONNECT:
+                free(m->connect.host);
                 break;
         case AGENT_MSG_FILE_PUT:
                 free(m->file_put.path);
@@ -381,6 +385,31 @@ static int parse_stdin(ParseCtx *c, AgentMsg *m) {
         return 0;
 }
 
+/* A host name or an address, as the guest's resolver takes it: letters, digits and
+ * ".-_:" (an IPv6 address has colons), nothing a resolver could read as something else. */
+static bool connect_host_valid(const char *h) {
+        size_t n = strlen(h);
+        if (n == 0 || n > AGENT_CONNECT_HOST_MAX)
+                return false;
+        for (const char *p = h; *p; p++)
+                if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '.' ||
+                      *p == '-' || *p == '_' || *p == ':'))
+                        return false;
+        return true;
+}
+
+static int parse_connect(ParseCtx *c, AgentMsg *m) {
+        int r;
+        if ((r = get_str(c, "host", true, AGENT_CONNECT_HOST_MAX, &m->connect.host)) < 0 ||
+            (r = get_int(c, "port", true, 1, 65535, &m->connect.port)) < 0 ||
+            (r = get_int(c, "timeout_ms", false, 0, AGENT_CONNECT_TIMEOUT_MAX_MS, &m->connect.timeout_ms)) < 0)
+                return r;
+        if (!connect_host_valid(m->connect.host))
+                return parse_fail(c, -EINVAL, AGENT_ERR_INVALID,
+                                  "field 'host' must be a host name or an address (letters, digits, '.-_:')");
+        return 0;
+}
+
 static int parse_kill(ParseCtx *c, AgentMsg *m) {
         int r;
         if ((r = get_int(c, "exec", true, 1, AGENT_ID_MAX, &m->kill.exec)) < 0 ||
@@ -437,7 +466,7 @@ static int parse_error(ParseCtx *c, AgentMsg *m) {
 }
 
 static int parse_started(ParseCtx *c, AgentMsg *m) {
-        return get_int(c, "pid", true, 1, INT32_MAX, &m->started.pid);
+        return get_int(c, "pid", true, 0, INT32_MAX, &m->started.pid);
 }
 
 static int parse_output(ParseCtx *c, AgentMsg *m) {
@@ -451,7 +480,9 @@ static int parse_output(ParseCtx *c, AgentMsg *m) {
         free(stream);
         if (!ok)
                 return parse_fail(c, -EINVAL, AGENT_ERR_INVALID, "field 'stream' must be \"stdout\", \"stderr\" or \"pty\"");
-        return get_b64(c, "data", true, AGENT_CHUNK_MAX, &m->output.data, &m->output.len);
+        if ((r = get_b64(c, "data", true, AGENT_CHUNK_MAX, &m->output.data, &m->output.len)) < 0)
+                return r;
+        return get_bool(c, "eof", false, &m->output.eof);
 }
 
 static int parse_exit(ParseCtx *c, AgentMsg *m) {
@@ -499,6 +530,7 @@ static const ParseFn parsers[_AGENT_MSG_MAX] = {
         [AGENT_MSG_PING] = parse_none,
         [AGENT_MSG_SHUTDOWN] = parse_shutdown,
         [AGENT_MSG_RESIZE] = parse_resize,
+        [AGENT_MSG_CONNECT] = parse_connect,
         [AGENT_MSG_OK] = parse_ok,
         [AGENT_MSG_ERROR] = parse_error,
         [AGENT_MSG_STARTED] = parse_started,
@@ -710,6 +742,17 @@ static int format_stdin(json_object *o, const AgentMsg *m) {
         return 0;
 }
 
+static int format_connect(json_object *o, const AgentMsg *m) {
+        int r;
+        if (!m->connect.host || !connect_host_valid(m->connect.host) || m->connect.port < 1 || m->connect.port > 65535 ||
+            m->connect.timeout_ms < 0 || m->connect.timeout_ms > AGENT_CONNECT_TIMEOUT_MAX_MS)
+                return -EINVAL;
+        if ((r = add_str(o, "host", m->connect.host)) < 0 || (r = add_int(o, "port", m->connect.port)) < 0 ||
+            (r = add_int(o, "timeout_ms", m->connect.timeout_ms)) < 0)
+                return r;
+        return 0;
+}
+
 static int format_kill(json_object *o, const AgentMsg *m) {
         int r;
         if ((r = add_int(o, "exec", m->kill.exec)) < 0 || (r = add_int(o, "signal", m->kill.signal)) < 0)
@@ -767,6 +810,9 @@ static int format_output(json_object *o, const AgentMsg *m) {
         if ((r = add_str(o, "stream", m->output.is_pty ? "pty" : m->output.is_stderr ? "stderr" : "stdout")) < 0 ||
             (r = add_b64(o, "data", m->output.data, m->output.len)) < 0)
                 return r;
+        /* Only when true: byte for byte what agent_format_output() writes otherwise. */
+        if (m->output.eof && (r = add_bool(o, "eof", true)) < 0)
+                return r;
         return 0;
 }
 
@@ -813,6 +859,7 @@ static const FormatFn formatters[_AGENT_MSG_MAX] = {
         [AGENT_MSG_PING] = format_none,
         [AGENT_MSG_SHUTDOWN] = format_shutdown,
         [AGENT_MSG_RESIZE] = format_resize,
+        [AGENT_MSG_CONNECT] = format_connect,
         [AGENT_MSG_OK] = format_ok,
         [AGENT_MSG_ERROR] = format_error,
         [AGENT_MSG_STARTED] = format_started,

@@ -36,6 +36,13 @@
 #define AGENT_CAPS_MAX 64
 #define AGENT_PTY_DIM_MAX 10000           /* rows or columns of a PTY */
 #define AGENT_CAP_PTY "pty"              /* exec.pty, resize, output stream "pty" */
+/* The image has a readiness check: the host runs /bin/sh AGENT_READY_CHECK_PATH with exec
+ * until it exits 0 before the seat is READY (docs/protocol-agent.md, "Readiness"). */
+#define AGENT_CAP_READY_CHECK "ready-check"
+#define AGENT_READY_CHECK_PATH "/etc/seatd/ready-check"
+#define AGENT_CAP_TCP "tcp"              /* connect: a TCP stream from inside the guest */
+#define AGENT_CONNECT_HOST_MAX 253       /* a DNS name, or an address */
+#define AGENT_CONNECT_TIMEOUT_MAX_MS 60000
 #define AGENT_ID_MAX ((int64_t) 1 << 53) /* ids are integers JSON represents exactly */
 #define AGENT_TIME_SEC_MAX INT64_C(253402300799) /* configure.time: 9999-12-31T23:59:59Z */
 
@@ -51,6 +58,7 @@ typedef enum AgentMsgType {
         AGENT_MSG_PING,
         AGENT_MSG_SHUTDOWN,
         AGENT_MSG_RESIZE,    /* v1.1, capability "pty": a PTY exec's window size */
+        AGENT_MSG_CONNECT,   /* v1.2, capability "tcp": a TCP connection made in the guest */
         /* agent -> host replies and events */
         AGENT_MSG_OK,
         AGENT_MSG_ERROR,
@@ -117,6 +125,11 @@ typedef struct AgentMsg {
                         int64_t pty_rows, pty_cols; /* 1..AGENT_PTY_DIM_MAX */
                 } exec;
                 struct {
+                        char *host;            /* resolved in the guest; 1..AGENT_CONNECT_HOST_MAX */
+                        int64_t port;          /* 1..65535 */
+                        int64_t timeout_ms;    /* of the connect; 0: the agent's default */
+                } connect;
+                struct {
                         int64_t exec;          /* a running PTY exec */
                         int64_t rows, cols;    /* 1..AGENT_PTY_DIM_MAX */
                 } resize;
@@ -154,13 +167,14 @@ typedef struct AgentMsg {
                         char *message;
                 } error;
                 struct {
-                        int64_t pid;
+                        int64_t pid;           /* 0 for a connect: no process */
                 } started;
                 struct {
                         bool is_stderr;        /* "stream": "stdout" | "stderr" | "pty" */
                         bool is_pty;           /* the terminal of a PTY exec (is_stderr false) */
                         uint8_t *data;
                         size_t len;
+                        bool eof;              /* connect: the peer will send no more (written only when true) */
                 } output;
                 struct {
                         int64_t code;          /* -1 when killed by a signal */

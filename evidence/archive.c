@@ -8,7 +8,7 @@ void sodium_freep(void *p) {
         *pp = NULL;
 }
 
-static const char *const roles[] = { "audit", "console", "capture", "file", "symlink" };
+static const char *const roles[] = { "audit", "console", "capture", "recording", "file", "symlink" };
 
 bool role_valid(const char *r) {
         for (size_t i = 0; i < ELEMENTSOF(roles); i++)

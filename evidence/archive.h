@@ -51,7 +51,7 @@
 
 typedef struct ArchiveInput {
         const char *name; /* as given (e.g. the guest path): sanitised for the archive */
-        const char *role; /* "audit", "console", "capture", "file" or "symlink" (the file
+        const char *role; /* "audit", "console", "capture", "recording" (asciicast), "file" or "symlink" (the file
                            * holds the link's target, never followed) */
         const char *path; /* host path: a regular file, never followed if a symlink */
         uint64_t original_size; /* 0: the file's own size; else the size of what the file

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "agent.h"
 #include "config.h"
@@ -31,6 +32,8 @@ struct OutFrame {
 static char *agent_capabilities[] = {
         "exec", "stream", "stdin", "kill", "file_put", "file_get", "configure", "shutdown", "ping",
         AGENT_CAP_PTY, /* exec.pty, resize, stream "pty"; stdin acknowledged once the tool took it */
+        AGENT_CAP_TCP, /* connect (forward.c) */
+        NULL, /* AGENT_CAP_READY_CHECK goes here when the image has one (agent_handle_hello) */
         NULL,
 };
 
@@ -255,6 +258,7 @@ Agent *agent_free(Agent *a) {
         if (!a)
                 return NULL;
         exec_free_all(a);
+        forward_free_all(a);
         out_queue_clear(a);
         frame_reader_free(a->reader);
         transport_close(&a->transport);
@@ -277,6 +281,10 @@ static int agent_handle_hello(Agent *a, const AgentMsg *m) {
 
         reply.hello.version = AGENT_PROTO_VERSION;
         reply.hello.agent = (char *) "guest-init " SEATD_VERSION;
+        /* Asked at each hello, not at start: the image decides, and a busybox image without
+         * the file stays as it was (no new capability, nothing new for the host to do). */
+        agent_capabilities[ELEMENTSOF(agent_capabilities) - 2] =
+                access(AGENT_READY_CHECK_PATH, R_OK) >= 0 ? (char *) AGENT_CAP_READY_CHECK : NULL;
         reply.hello.capabilities = agent_capabilities;
         reply.hello.boot_ms = a->ready_boottime_ms;
         reply.hello.uptime_ms = now_boottime_ms();
@@ -288,6 +296,7 @@ static int agent_handle_hello(Agent *a, const AgentMsg *m) {
         /* Whoever started earlier execs is gone (or starts over): nothing may reach the new
          * host under ids it never sent. */
         exec_detach_all(a);
+        forward_detach_all(a);
         a->hello_done = true;
         log_info("Host said hello (request %" PRId64 ")", m->id);
         return agent_send(a, &reply);
@@ -340,9 +349,15 @@ static int agent_dispatch(Agent *a, const AgentMsg *m) {
         case AGENT_MSG_EXEC:
                 return exec_handle_exec(a, m);
         case AGENT_MSG_STDIN:
+                if (forward_owns(a, m->stdin_msg.exec))
+                        return forward_handle_stdin(a, m);
                 return exec_handle_stdin(a, m);
         case AGENT_MSG_KILL:
+                if (forward_owns(a, m->kill.exec))
+                        return forward_handle_kill(a, m);
                 return exec_handle_kill(a, m);
+        case AGENT_MSG_CONNECT:
+                return forward_handle_connect(a, m);
         case AGENT_MSG_RESIZE:
                 return exec_handle_resize(a, m);
         case AGENT_MSG_FILE_PUT:
@@ -509,7 +524,7 @@ static void agent_do_shutdown(Agent *a) {
 }
 
 static int agent_compute_timeout(Agent *a) {
-        int64_t now = now_monotonic_ms(), deadline = exec_next_deadline(a);
+        int64_t now = now_monotonic_ms(), deadline = MIN(exec_next_deadline(a), forward_next_deadline(a));
 
         if (a->transport.mode == TRANSPORT_VIRTIO && !a->transport.connected)
                 deadline = MIN(deadline, a->next_probe_ms);
@@ -562,7 +577,10 @@ static int agent_build_pollset(Agent *a, PollSet *s) {
                         return r;
         }
 
-        return exec_add_pollfds(a, s);
+        r = exec_add_pollfds(a, s);
+        if (r < 0)
+                return r;
+        return forward_add_pollfds(a, s);
 }
 
 static void agent_dispatch_transport(Agent *a, const PollSet *s) {
@@ -629,7 +647,7 @@ int agent_run(Agent *a) {
                                 break;
                 }
 
-                if (a->transport.mode == TRANSPORT_STDIO && a->transport.input_eof && a->n_execs == 0 &&
+                if (a->transport.mode == TRANSPORT_STDIO && a->transport.input_eof && a->n_execs == 0 && a->n_forwards == 0 &&
                     (!a->out_head || !a->transport.connected)) {
                         log_debug("stdin closed and nothing left to do: exiting");
                         break;
@@ -654,7 +672,9 @@ int agent_run(Agent *a) {
 
                 agent_dispatch_transport(a, &s);
                 exec_dispatch_pollfds(a, &s);
+                forward_dispatch_pollfds(a, &s);
                 exec_process_timers(a);
+                forward_process_timers(a);
 
                 /* Backstop: a virtio port whose SIGIO we missed. */
                 if (a->transport.mode == TRANSPORT_VIRTIO && !a->transport.connected &&

@@ -33,6 +33,8 @@
 #define AGENT_MAX_OUTPUT_DEFAULT (16u * 1024u * 1024u)
 #define AGENT_MAX_FILE_DEFAULT (64u * 1024u * 1024u)
 #define AGENT_MAX_EXECS_DEFAULT 16u
+#define AGENT_FORWARDS_MAX 64u                   /* open `connect`s */
+#define AGENT_CONNECT_TIMEOUT_DEFAULT_MS 10000
 #define AGENT_DEFAULT_PATH "PATH=/usr/sbin:/usr/bin:/sbin:/bin"
 
 typedef struct AgentLimits {
@@ -61,6 +63,7 @@ typedef struct Transport {
 
 typedef struct OutFrame OutFrame;
 typedef struct Exec Exec;
+typedef struct Forward Forward;
 
 typedef struct PollSet {
         struct pollfd *fds;
@@ -84,6 +87,9 @@ typedef struct Agent {
 
         Exec *execs;
         unsigned n_execs;
+
+        Forward *forwards; /* forward.c: TCP connections made for the host */
+        unsigned n_forwards;
 
         bool shutdown_pending;
         bool shutdown_reboot;
@@ -129,6 +135,19 @@ void exec_kill_all(Agent *a);
 /* A new hello starts a new host session: earlier execs are killed and never reported. */
 void exec_detach_all(Agent *a);
 void exec_free_all(Agent *a);
+
+/* forward.c: `connect` (capability "tcp"); stdin and kill for a connection's id */
+int forward_handle_connect(Agent *a, const AgentMsg *m);
+bool forward_owns(Agent *a, int64_t id);
+int forward_handle_stdin(Agent *a, const AgentMsg *m);
+int forward_handle_kill(Agent *a, const AgentMsg *m);
+int forward_add_pollfds(Agent *a, PollSet *s);
+void forward_dispatch_pollfds(Agent *a, const PollSet *s);
+int64_t forward_next_deadline(const Agent *a);
+void forward_process_timers(Agent *a);
+/* A new hello: connections of the earlier host are closed, never reported. */
+void forward_detach_all(Agent *a);
+void forward_free_all(Agent *a);
 
 /* files.c */
 int files_handle_put(Agent *a, const AgentMsg *m);

@@ -208,7 +208,8 @@ static void pid1_setup(void) {
         std_fds_ensure_open();
         (void) pid1_log_to_kmsg();
         (void) pid1_load_modules(MODULES_LIST);
-        (void) pid1_switch_root();
+        if (pid1_switch_root() > 0)
+                (void) pid1_exec_init(); /* returns only when there is none, or it failed */
 }
 
 static int open_transport(Agent *a, const Args *args) {

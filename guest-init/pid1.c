@@ -250,6 +250,43 @@ int pid1_switch_root(void) {
         return 1;
 }
 
+/* A path the image's own init may have: absolute, no "..", no odd bytes (it comes from the
+ * kernel command line, which the image's manifest sets, but a typo must not exec junk). */
+static bool init_path_ok(const char *p) {
+        if (p[0] != '/' || strlen(p) > 255 || strstr(p, "/../") || ends_with(p, "/.."))
+                return false;
+        for (const char *c = p; *c; c++)
+                if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+", *c))
+                        return false;
+        return true;
+}
+
+int pid1_exec_init(void) {
+        _cleanup_free_ char *cmdline = NULL, *init = NULL;
+        size_t len;
+        int r;
+
+        r = read_file_capped("/proc/cmdline", CMDLINE_MAX, &cmdline, &len);
+        if (r < 0)
+                return log_warning_errno(r, "Cannot read /proc/cmdline: %m");
+        r = cmdline_get(cmdline, "seatd.init", &init);
+        if (r < 0)
+                return log_error_errno(r, "Cannot parse the kernel command line: %m");
+        if (!init)
+                return 0;
+        if (!init_path_ok(init))
+                return log_error_errno(EINVAL, "seatd.init='%s' is not an absolute path: serving the agent as PID 1", init);
+        if (access(init, X_OK) < 0)
+                return log_error_errno(errno, "seatd.init='%s' is not executable: %m; serving the agent as PID 1", init);
+
+        /* The image's init (systemd) starts its own guest-init --agent from a unit. What we
+         * changed for ourselves must not leak into it: SIGPIPE was ignored for the agent. */
+        (void) signal(SIGPIPE, SIG_DFL);
+        log_info("Handing PID 1 over to '%s'", init);
+        execv(init, (char *[]) { init, NULL });
+        return log_error_errno(errno, "Cannot execute seatd.init='%s': %m; serving the agent as PID 1", init);
+}
+
 int pid1_finish(bool reboot_after) {
         int64_t deadline;
 

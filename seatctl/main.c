@@ -22,6 +22,7 @@ static const Verb verbs[] = {
         { "exec", 0, VERB_ANY, verb_exec, "run a command in a seat, output streamed, its exit code returned" },
         { "shell", 0, VERB_ANY, verb_shell, "an interactive login shell in a seat (a terminal; '~.' disconnects)" },
         { "cp", 0, VERB_ANY, verb_cp, "copy a file into or out of a seat (out: at most 1 GiB, --max-size)" },
+        { "forward", 0, VERB_ANY, verb_forward, "carry local TCP connections to a host:port as the seat's guest sees it" },
         { "mcp", 0, VERB_ANY, verb_mcp, "serve one seat to an AI agent: a Model Context Protocol server on stdio" },
         { "console", 0, VERB_ANY, verb_console, "the seat's serial console log (read-only, --follow)" },
         { "reset", 0, VERB_ANY, verb_reset, "wipe a seat: a new machine from the verified image, new token" },

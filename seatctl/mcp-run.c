@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * What each MCP tool asks seatd. Every tool but seat_status is a seat.exec, run as the
+ * What each MCP tool asks seatd. Every tool but seat_status (a seat.status, recorded as a
+ * "tool.call") is a seat.exec, run as the
  * session's guest user (--user), so the guest's own permissions apply to the agent's file
  * operations as to its commands (seat.file_put would write as the guest's root), and each
  * call lands in the audit log as an exec with the MCP call beside it ("tool").
@@ -12,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/utf8.h"
 #include "common/base64.h"
 #include "common/fileio.h"
 #include "common/jsonframe.h"
@@ -132,12 +134,25 @@ static int exec_event(const char *type, json_object *body, void *userdata) {
                 return r;
         if (run->progress && n > 0) {
                 run->streamed += n;
-                _cleanup_free_ char *text = mcp_text_from_bytes(bytes, n, PROGRESS_TEXT_MAX, NULL);
+                _cleanup_free_ char *text = utf8_from_bytes(bytes, n, PROGRESS_TEXT_MAX, NULL);
                 _cleanup_free_ char *msg = NULL;
                 if (text && asprintf(&msg, "%s: %s", is_err ? "stderr" : "stdout", text) >= 0)
                         mcp_call_progress(run->call, (double) run->streamed, msg);
         }
         return 0;
+}
+
+/* The MCP call as seatd records it beside its own record ("tool"): the tool, the client
+ * from initialize, the request id and the arguments as sent. */
+static json_object *tool_record(const McpCall *call) {
+        json_object *tool = json_object_new_object();
+        if (!tool)
+                return NULL;
+        json_object_object_add(tool, "name", json_object_new_string(call->tool));
+        json_object_object_add(tool, "client", json_object_new_string(call->srv->client_info));
+        json_object_object_add(tool, "request", json_object_new_string(call->id_key));
+        json_object_object_add(tool, "arguments", json_object_new_string(json_object_to_json_string_ext(call->arguments, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)));
+        return tool;
 }
 
 /*
@@ -151,7 +166,7 @@ static int seat_exec(ExecRun *run, json_object *argv, json_object *extra, ExecRe
         _cleanup_(ctl_client_freep) CtlClient *c = NULL;
         _cleanup_free_ char *token = NULL;
         _cleanup_json_ json_object *p = extra ? json_object_get(extra) : json_object_new_object();
-        json_object *tool = json_object_new_object();
+        json_object *tool = tool_record(call);
         if (!p || !tool) {
                 json_object_put(tool);
                 return -ENOMEM;
@@ -169,10 +184,6 @@ static int seat_exec(ExecRun *run, json_object *argv, json_object *extra, ExecRe
                 json_object_object_add(p, "uid", json_object_new_int64(srv->uid));
                 json_object_object_add(p, "gid", json_object_new_int64(srv->gid));
         }
-        json_object_object_add(tool, "name", json_object_new_string(call->tool));
-        json_object_object_add(tool, "client", json_object_new_string(srv->client_info));
-        json_object_object_add(tool, "request", json_object_new_string(call->id_key));
-        json_object_object_add(tool, "arguments", json_object_new_string(json_object_to_json_string_ext(call->arguments, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)));
         json_object_object_add(p, "tool", tool);
 
         r = ctl_connect_as(ctl_opts.socket, token != NULL, &c, ret_error);
@@ -209,7 +220,7 @@ static json_object *seatd_failed(int r, SeatError *err) {
 
 /* The tool's stderr as the reason it failed, or its exit status. */
 static json_object *guest_failed(const char *what, const ExecRun *run, const ExecResult *res) {
-        _cleanup_free_ char *reason = run->err.len ? mcp_text_from_bytes(run->err.data, run->err.len, REASON_MAX, NULL) : NULL;
+        _cleanup_free_ char *reason = run->err.len ? utf8_from_bytes(run->err.data, run->err.len, REASON_MAX, NULL) : NULL;
         size_t n = reason ? strlen(reason) : 0;
         while (n > 0 && strchr("\n\r ", reason[n - 1]))
                 reason[--n] = '\0';
@@ -240,7 +251,7 @@ int mcp_check_exec(json_object *arguments, char *msg, size_t size) {
 }
 
 static json_object *capture_text(const Capture *c, size_t *ret_len) {
-        _cleanup_free_ char *t = mcp_text_from_bytes(c->data ? c->data : (const uint8_t *) "", c->len, c->len, ret_len);
+        _cleanup_free_ char *t = utf8_from_bytes(c->data ? c->data : (const uint8_t *) "", c->len, c->len, ret_len);
         return t ? json_object_new_string(t) : NULL;
 }
 
@@ -353,7 +364,7 @@ json_object *mcp_run_read_file(McpCall *call) {
                 if (truncated)
                         while (n > 0 && (run.out.data[n] & 0xC0) == 0x80)
                                 n--;
-                if (!mcp_text_is_utf8(run.out.data ? run.out.data : (uint8_t *) "", n))
+                if (!utf8_is_valid(run.out.data ? run.out.data : (uint8_t *) "", n))
                         result = mcp_tool_fail("cannot read it as text: the file is not UTF-8 (or holds NUL bytes); ask for encoding \"base64\"");
                 else {
                         json_object *o = json_object_new_object();
@@ -551,7 +562,7 @@ json_object *mcp_run_list_directory(McpCall *call) {
                 for (size_t t = 0; t < ELEMENTSOF(types); t++)
                         if ((size_t) (slash - rec) == strlen(types[t]) && !memcmp(rec, types[t], strlen(types[t])))
                                 type = types[t];
-                _cleanup_free_ char *name = mcp_text_from_bytes(slash + 1, (size_t) (end - slash - 1), 4096, NULL);
+                _cleanup_free_ char *name = utf8_from_bytes(slash + 1, (size_t) (end - slash - 1), 4096, NULL);
                 json_object *e = json_object_new_object();
                 json_object_object_add(e, "name", json_object_new_string(name ? name : ""));
                 json_object_object_add(e, "type", json_object_new_string(type));
@@ -582,6 +593,7 @@ json_object *mcp_run_seat_status(McpCall *call) {
                 json_object_object_add(p, "seat", json_object_new_string(srv->seat));
                 if (token)
                         json_object_object_add(p, "token", json_object_new_string(token));
+                json_object_object_add(p, "tool", tool_record(call)); /* seatd records the call */
                 r = ctl_connect_as(ctl_opts.socket, token != NULL, &c, &err);
         }
         if (r >= 0 && !mcp_call_attach(call, c))

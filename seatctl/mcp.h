@@ -132,12 +132,4 @@ int mcp_tool_check(const McpTool *t, json_object *arguments, char *msg, size_t s
  * cancellation (nothing is sent then). */
 json_object *mcp_tool_run(const McpTool *t, McpCall *call);
 
-/* ---- guest text ---- */
-
-/* JSON text from guest bytes: invalid UTF-8 replaced by U+FFFD, control characters other
- * than \t \n \r kept (JSON escapes them). At most max bytes of input are used. */
-char *mcp_text_from_bytes(const void *data, size_t len, size_t max, size_t *ret_len);
-/* true when the bytes are valid UTF-8 with no NUL. */
-bool mcp_text_is_utf8(const void *data, size_t len);
-
 int verb_mcp(int argc, char *argv[], SeatError **ret_error);

@@ -83,6 +83,11 @@ static void print_seat_row(json_object *s) {
         else
                 print_cell(str(s, "participant"), 0);
         printf("\n");
+        const char *progress = str(s, "progress");
+        if (*progress) {
+                _cleanup_free_ char *e = log_escape(progress, strlen(progress), 300);
+                printf("           progress: %s\n", e ? e : "?");
+        }
         const char *fault = str(s, "fault");
         if (*fault) {
                 _cleanup_free_ char *e = log_escape(fault, strlen(fault), 300);

@@ -30,6 +30,7 @@ int verb_status(int argc, char *argv[], SeatError **ret_error);
 int verb_exec(int argc, char *argv[], SeatError **ret_error);
 int verb_shell(int argc, char *argv[], SeatError **ret_error);
 int verb_cp(int argc, char *argv[], SeatError **ret_error);
+int verb_forward(int argc, char *argv[], SeatError **ret_error);
 int verb_console(int argc, char *argv[], SeatError **ret_error);
 int verb_reset(int argc, char *argv[], SeatError **ret_error);
 int verb_release(int argc, char *argv[], SeatError **ret_error);

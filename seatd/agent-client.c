@@ -260,6 +260,10 @@ int agent_client_recv(AgentClient *c, int timeout_ms, AgentMsg **ret) {
         return recv_or(c, timeout_ms, -EBADF, ret);
 }
 
+int agent_client_recv_or_wake(AgentClient *c, int timeout_ms, int wake_fd, AgentMsg **ret) {
+        return recv_or(c, timeout_ms, wake_fd, ret);
+}
+
 static int error_reply(const AgentMsg *m, SeatError **ret_error) {
         _cleanup_free_ char *msg = log_escape(m->error.message ? m->error.message : "", m->error.message ? strlen(m->error.message) : 0, 512);
         _cleanup_free_ char *code = log_escape(m->error.code, strlen(m->error.code), 64);

@@ -38,6 +38,9 @@ int agent_client_send_raw(AgentClient *c, const void *buf, size_t len, int timeo
  * agent_client_violation() then says which, for a person (the guest's bytes escaped). */
 int agent_client_recv(AgentClient *c, int timeout_ms, AgentMsg **ret);
 const char *agent_client_violation(const AgentClient *c);
+/* agent_client_recv(), or -EAGAIN as soon as wake_fd is readable (a job's inbox) while
+ * nothing from the agent is there. */
+int agent_client_recv_or_wake(AgentClient *c, int timeout_ms, int wake_fd, AgentMsg **ret);
 
 /* hello: sends version 1, expects a hello reply of version 1.
  * agent_client_hello_fresh: for a machine that has just booted or been restored, whose

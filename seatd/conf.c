@@ -188,6 +188,9 @@ static const ConfItem items[] = {
              .doc = "seconds a participant connection may sit idle before it is closed"),
         LONG(exec_max_timeout, 1, 7 * 86400, "3600",
              .doc = "seconds: the longest timeout an exec may ask for (reset and release cancel it anyway)"),
+        LONG(forward_max_connections, 1, 64, "16", .doc = "TCP connections 'seatctl forward' may hold open into one seat at once"),
+        LONG(forward_idle_timeout, 1, 86400, "600",
+             .doc = "seconds a forwarded TCP connection may carry no bytes either way before it is closed"),
         PATH(trusted_keys_dir, "trust/keys", .derive = in_state_dir,
              .doc = "the minisign public keys (*.pub) image manifests must be signed by"),
         STRING(admin_group, conf_parse_string, "seatd", .doc = "its members (and root) are operators"),
@@ -196,6 +199,8 @@ static const ConfItem items[] = {
         STRING(libvirt_uri, conf_parse_string, "qemu:///system", .doc = "the libvirt connection seats run on"),
         ITEM(accel, conf_parse_accel, CONF_ACCEL, "auto", .doc = "kvm, tcg or auto"),
         BOOL(allow_tcg, "false", .doc = "let seats run under software emulation where KVM is unusable"),
+        LONG(ready_timeout, 1, 86400, "300",
+             .doc = "seconds a booting seat's image may take to pass its readiness check; then the boot fails with the check's last output"),
         BOOL(warm_reset, "true", .doc = "a reset restores a saved ready state of the seat's machine instead of booting"),
 
         /* Confinement of every seat's QEMU */
@@ -252,6 +257,9 @@ static const ConfItem items[] = {
         BYTES(evidence_max_bytes, conf_parse_cap, "268435456", .doc = "bytes of guest files taken per session"),
         BYTES(evidence_max_file_bytes, conf_parse_cap, "67108864", .doc = "bytes taken of one guest file"),
         LONG(evidence_max_files, 1, 4000, "1000", .doc = "guest files and links taken per session"),
+        BYTES(recording_max_bytes, conf_parse_cap, "16777216",
+              .doc = "bytes of one terminal session's recording (asciicast); the rest is counted, not kept"),
+        BOOL(record_input, "false", .doc = "recordings also hold what was typed into terminals (passwords too)"),
         STRING(evidence_collect_user, conf_parse_string, "seatd-collect",
                .doc = "the unprivileged user the guest files are read as (the libguestfs appliance's QEMU included)"),
         LONG(evidence_collect_timeout, 10, 86400, "1800",

@@ -29,6 +29,9 @@ typedef struct SeatConfig {
         long participant_max_connections; /* per uid on the participant socket (default 16) */
         long participant_idle_timeout;    /* seconds a participant connection may sit idle (default 600) */
         long exec_max_timeout;            /* seconds: the longest timeout an exec may ask for (default 3600) */
+        long ready_timeout;               /* seconds an image's readiness check may take to pass (default 300) */
+        long forward_max_connections;     /* TCP connections forwarded into one seat at once (default 16) */
+        long forward_idle_timeout;        /* seconds a forwarded connection may carry nothing (default 600) */
         char *trusted_keys_dir; /* default: <state_dir>/trust/keys */
         char *admin_group;      /* members are operators; default "seatd" */
         char *libvirt_uri;      /* default qemu:///system */
@@ -83,6 +86,8 @@ typedef struct SeatConfig {
         unsigned long long evidence_max_bytes;      /* all guest files of a session */
         unsigned long long evidence_max_file_bytes; /* one guest file (cut there) */
         long evidence_max_files;                    /* guest files and links taken */
+        unsigned long long recording_max_bytes;     /* one PTY session's asciicast file */
+        bool record_input;                          /* "i" events in recordings */
         /* Who reads the guest files (seatd/collect.c: never root), and for how long at most. */
         char *evidence_collect_user;
         long evidence_collect_timeout;              /* seconds */

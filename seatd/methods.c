@@ -8,6 +8,8 @@ int seatd_methods_init(Manager *m, SeatError **ret_error) {
         if (r >= 0)
                 r = seat_methods_init(m, ret_error);
         if (r >= 0)
+                r = forward_methods_init(m, ret_error);
+        if (r >= 0)
                 r = evidence_methods_init(m, ret_error);
         if (r >= 0)
                 r = pool_methods_init(m, ret_error);

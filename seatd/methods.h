@@ -15,6 +15,7 @@ void image_methods_done(Manager *m);
 int seat_methods_init(Manager *m, SeatError **ret_error);
 void seat_methods_done(Manager *m);
 int host_methods_init(Manager *m, SeatError **ret_error);
+int forward_methods_init(Manager *m, SeatError **ret_error); /* server-forward.c: seat.forward */
 int evidence_methods_init(Manager *m, SeatError **ret_error);
 int pool_methods_init(Manager *m, SeatError **ret_error);
 void pool_methods_done(Manager *m);

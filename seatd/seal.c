@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -15,6 +16,7 @@
 #include "images/guest-files.h"
 #include "common/jsonframe.h"
 #include "common/log.h"
+#include "recording.h"
 #include "seal.h"
 #include "seat-log.h"
 #include "network/capture-ring.h"
@@ -407,6 +409,42 @@ static int host_inputs(Inputs *in, const char *qdir) {
         return 0;
 }
 
+/* "rec-K.cast": a terminal session's recording. Its ".dropped" count (bytes the cap left
+ * out) makes the member's original_size, so the signed manifest marks it truncated. */
+static bool is_recording(const char *name) {
+        size_t n = strlen(name);
+        return !strncmp(name, "rec-", 4) && n > 9 && !strcmp(name + n - 5, ".cast");
+}
+
+static int recording_inputs(Inputs *in, const char *qdir) {
+        DIR *d = opendir(qdir);
+        struct dirent *de;
+        size_t n = 0;
+        int r = 0;
+        while (d && (de = readdir(d)) && n < RECORDINGS_MAX) {
+                if (!is_recording(de->d_name))
+                        continue;
+                char *p = NULL, *name = strdup(de->d_name), *count = NULL;
+                _cleanup_free_ char *side = NULL, *text = NULL;
+                if (!own(in, name) || !own(in, asprintf(&p, "%s/%s", qdir, de->d_name) < 0 ? NULL : p) ||
+                    asprintf(&side, "%s.dropped", p) < 0) {
+                        r = -ENOMEM;
+                        break;
+                }
+                uint64_t dropped = 0;
+                if (read_file_capped(side, 32, &text, NULL) >= 0)
+                        dropped = strtoull(text, &count, 10);
+                struct stat st;
+                uint64_t size = stat(p, &st) >= 0 ? (uint64_t) st.st_size : 0;
+                in->v[in->n++] = (ArchiveInput) { .name = name, .role = "recording", .path = p,
+                                                  .original_size = dropped ? size + dropped : 0 };
+                n++;
+        }
+        if (d)
+                closedir(d);
+        return r;
+}
+
 static int guest_inputs(Inputs *in, const GuestPart *g) {
         for (size_t i = 0; g->files && i < g->files->n_entries; i++) {
                 const GuestEntry *e = g->files->entries + i;
@@ -453,7 +491,8 @@ static uint64_t seal_disk_need(const SealContext *ctx, const char *qdir, bool gu
         struct dirent *de;
         while (d && (de = readdir(d)))
                 if (!strncmp(de->d_name, "audit-pre-", 10) || !strncmp(de->d_name, "console.log.", 12) ||
-                    is_capture_file(de->d_name)) {
+                    is_capture_file(de->d_name) ||
+                    is_recording(de->d_name)) {
                         _cleanup_free_ char *p = NULL;
                         if (asprintf(&p, "%s/%s", qdir, de->d_name) >= 0)
                                 host += file_size(p);
@@ -505,12 +544,14 @@ static int seal_locked(const SealContext *ctx, const char *qdir, char **ret_arch
                         return r;
         }
 
-        size_t max = 3 + 2 * PRE_SEGMENTS_MAX + SEAL_CAPTURE_FILES_MAX + (g.files ? g.files->n_entries : 0) + 1;
+        size_t max = 3 + 2 * PRE_SEGMENTS_MAX + SEAL_CAPTURE_FILES_MAX + RECORDINGS_MAX + (g.files ? g.files->n_entries : 0) + 1;
         in.v = calloc(max, sizeof(ArchiveInput));
         in.owned = calloc(2 * max, sizeof(char *));
         if (!in.v || !in.owned)
                 return -ENOMEM;
         r = host_inputs(&in, qdir);
+        if (r >= 0)
+                r = recording_inputs(&in, qdir);
         if (r >= 0)
                 r = guest_inputs(&in, &g);
         if (r < 0)

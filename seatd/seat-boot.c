@@ -291,5 +291,9 @@ int boot_seat(SeatManager *m, Seat *s, const char *cold_why, SeatError **ret_err
         r = configure_identity(s, ret_error);
         if (r < 0)
                 return r;
+        /* After configure: the check may need the seat's name, address and clock. */
+        r = seat_wait_ready(m, s, ret_error);
+        if (r < 0)
+                return r;
         return session_open(m, s, ret_error);
 }

@@ -141,6 +141,7 @@ struct Seat {
         pthread_mutex_t warm_lock;      /* warm_standby, teardown_fault, destroyer[], destroying[] */
         char *warm_standby;             /* what the next reset can restore */
         char *teardown_fault;           /* an old machine's destroy failed */
+        char *progress;                 /* what its boot waits for (the readiness check), or NULL */
         pthread_t destroyer[2];
         bool destroying[2];
         /* Pools (seatd/pool.c): under the manager's lock. */
@@ -210,6 +211,10 @@ typedef struct WarmPaths {
 void identity_domain_name(const char *id, SeatIdentity k, char *buf, size_t size);
 virConnectPtr manager_conn(SeatManager *m, SeatError **ret_error);
 int new_token(Seat *s, bool next_generation, char **ret);
+/* Under s->lock: is the ticket still for this session? */
+int ticket_check(Seat *s, const SeatTicket *t, SeatError **ret_error);
+/* A reset or release waits for the seat's lock: a running exec gives it up. */
+bool preempted(Seat *s);
 int provision_new(SeatManager *m, const char *image, const char *participant, const char *egress, bool pooled,
                          Seat **ret, char **ret_token, SeatError **ret_error);
 void random_hex(char *out, size_t bytes);
@@ -253,6 +258,11 @@ void identity_join(Seat *s, SeatIdentity k);
 void warm_state_make_start(SeatManager *m, Seat *s);
 void warm_state_make_stop(SeatManager *m, Seat *s);
 void set_reset_mode(Seat *s, const char *mode, const char *why);
+/* seat-ready.c: the image's readiness check (agent capability "ready-check"), run after the
+ * agent is configured; 0 at once for agents without it. set_progress: what status shows
+ * while a seat comes up (NULL: nothing), also told to the thread's job. */
+int seat_wait_ready(SeatManager *m, Seat *s, SeatError **ret_error);
+void set_progress(Seat *s, const char *what);
 void warm_forget(SeatManager *m, Seat *s);
 int warm_init(SeatManager *m, const SeatConfig *config, SeatError **ret_error);
 int warm_paths(SeatManager *m, const char *id, SeatIdentity k, WarmPaths *p);

@@ -132,6 +132,14 @@ static void provision_args_free(void *p) {
         free(a);
 }
 
+/* What a boot waits for (the image's readiness check) reaches the client as progress. */
+static void boot_progress_report(void *userdata, const char *what) {
+        job_progress(userdata, what, 0, 1);
+}
+static bool boot_progress_cancelled(void *userdata) {
+        return job_cancelled(userdata);
+}
+
 static int provision_job(Request *req, void *data, json_object **ret_result, SeatError **ret_error) {
         ProvisionArgs *a = data;
         _cleanup_json_ json_object *seats = json_object_new_array();
@@ -144,7 +152,10 @@ static int provision_job(Request *req, void *data, json_object **ret_result, Sea
                 if (job_cancelled(req))
                         return seat_error_set(ret_error, ECANCELED, "provision cancelled after %" PRId64 " seats", i);
                 job_progress(req, "provision", (uint64_t) i, (uint64_t) a->count);
+                seat_boot_progress_set(&(SeatBootProgress) { .report = boot_progress_report,
+                                                             .cancelled = boot_progress_cancelled, .userdata = req });
                 int r = seat_provision(request_manager(req)->seats, a->image, a->participant, a->egress, &s, &token, ret_error);
+                seat_boot_progress_set(NULL);
                 if (r >= 0 && job_cancelled(req)) {
                         /* Nobody will ever see its token: a seat made for a request that went
                          * away is released again, not left running for nobody. */
@@ -224,12 +235,35 @@ static int seat_list_method(Request *req) {
 
 static int seat_status_method(Request *req) {
         _cleanup_(seat_unrefp) Seat *s = NULL;
+        _cleanup_json_ json_object *tool = NULL;
+        _cleanup_error_ SeatError *err = NULL;
         SeatTicket t;
         json_object *o = NULL;
         if (seat_param(req, &s, &t) < 0)
                 return 0;
+        /* Asked for an agent's tool call (seatctl mcp's seat_status): recorded like every
+         * other tool call, with the session it was authorised for. */
+        if (exec_tool_record(req->params, &tool, &err) < 0)
+                return request_reply_error(req, CONTROL_ERR_INVALID, "%s", err ? err->message : "bad 'tool'");
         if (seat_to_json(s, &o) < 0)
                 return -ENOMEM;
+        if (tool) {
+                json_object *rec = json_object_new_object();
+                if (rec) {
+                        json_object_object_add(rec, "uid", json_object_new_int64(req->uid));
+                        json_object_object_add(rec, "operator", json_object_new_boolean(req->operator));
+                        json_object_object_add(rec, "generation", json_object_new_int64(t.generation));
+                        json_object_object_add(rec, "method", json_object_new_string("seat.status"));
+                        json_object_object_add(rec, "tool", json_object_get(tool));
+                        json_object_object_add(rec, "status", json_object_new_string("ok"));
+                }
+                if (!rec || seat_audit(s, "tool.call", rec) < 0) {
+                        json_object_put(rec);
+                        json_object_put(o);
+                        return request_reply_error(req, CONTROL_ERR_IO, "this tool call cannot be recorded in seat '%s''s audit log: it was not answered", seat_id(s));
+                }
+                json_object_put(rec);
+        }
         return request_reply_result(req, o);
 }
 
@@ -237,7 +271,15 @@ static int seat_status_method(Request *req) {
 
 typedef struct ExecStream {
         Request *req;
+        Seat *seat;
         bool pty;                          /* output is the terminal's: stream "pty" */
+        /* A terminal session's recording, opened by its first event (the seat is held
+         * then): none when it could not be made, with why in the exec.end record. */
+        RecordingSpec rec_spec;
+        Recording *rec;
+        char *rec_name;
+        int rec_error;                     /* 0, or why there is no recording */
+        bool rec_tried;
         int64_t in_bytes;                  /* live stdin passed on */
         crypto_generichash_state out, err; /* BLAKE2b-512 of what the tool printed, for the audit log */
         int64_t out_bytes, err_bytes;      /* as they reached seatd */
@@ -304,8 +346,20 @@ static int64_t strv_bytes(char **l) {
         return n;
 }
 
+static Recording *exec_recording(ExecStream *st) {
+        if (!st->pty || st->rec_tried)
+                return st->rec;
+        st->rec_tried = true;
+        st->rec_error = seat_recording_open(st->seat, &st->rec_spec, &st->rec, &st->rec_name);
+        if (st->rec_error < 0)
+                log_seat_warning(seat_id(st->seat), "seat '%s': this terminal session is not recorded: %s",
+                                 seat_id(st->seat), strerror(-st->rec_error));
+        return st->rec;
+}
+
 static int exec_output(bool is_stderr, const uint8_t *data, size_t len, void *userdata) {
         ExecStream *st = userdata;
+        recording_output(exec_recording(st), data, len);
         crypto_generichash_update(is_stderr ? &st->err : &st->out, data, len);
         *(is_stderr ? &st->err_bytes : &st->out_bytes) += (int64_t) len;
         _cleanup_free_ char *b64 = NULL;
@@ -353,10 +407,12 @@ static int exec_input_next(void *userdata, AgentMsg *msg, void **ret_token) {
                 (void) json_get_bool(f->params, "eof", false, &eof);
                 *msg = (AgentMsg) { .type = AGENT_MSG_STDIN, .stdin_msg = { .data = in->data, .len = len, .eof = eof } };
                 st->in_bytes += (int64_t) len;
+                recording_input(exec_recording(st), in->data, len);
         } else if (!strcmp(f->method, "seat.exec.resize")) {
                 *msg = (AgentMsg) { .type = AGENT_MSG_RESIZE };
                 (void) json_get_int64(f->params, "rows", true, 1, AGENT_PTY_DIM_MAX, &msg->resize.rows);
                 (void) json_get_int64(f->params, "cols", true, 1, AGENT_PTY_DIM_MAX, &msg->resize.cols);
+                recording_resize(exec_recording(st), msg->resize.cols, msg->resize.rows);
         } else {
                 *msg = (AgentMsg) { .type = AGENT_MSG_KILL };
                 (void) json_get_int64(f->params, "signal", true, 1, 64, &msg->kill.signal);
@@ -440,6 +496,19 @@ static json_object *exec_end_record(int r, const AgentExecResult *res, const Sea
         }
         if (st->in_bytes > 0)
                 json_object_object_add(rec, "stdin_live_bytes", json_object_new_int64(st->in_bytes));
+        /* The recording ends with the exec, while the seat is still held: a reset moves it
+         * to the quarantine only after this. Every terminal is recorded, one that printed
+         * nothing and was cancelled too. */
+        if (st->pty) {
+                (void) exec_recording(st);
+                if (st->rec) {
+                        uint64_t dropped = recording_close(TAKE_PTR(st->rec));
+                        json_object_object_add(rec, "recording", json_object_new_string(st->rec_name ? st->rec_name : "?"));
+                        if (dropped)
+                                json_object_object_add(rec, "recording_dropped_bytes", json_object_new_int64((int64_t) dropped));
+                } else
+                        json_object_object_add(rec, "recording_error", json_object_new_string(strerror(-st->rec_error)));
+        }
         json_object_object_add(rec, "stdout_blake2b", digest_json(&st->out));
         json_object_object_add(rec, "stderr_blake2b", digest_json(&st->err));
         return rec;
@@ -493,7 +562,11 @@ static int exec_job(Request *req, void *data, json_object **ret_result, SeatErro
                                    .stdin_eof = !stdin_live, .timeout_ms = timeout_ms, .max_output = max_output,
                                    .uid = guest_uid, .gid = guest_gid,
                                    .has_pty = pty != NULL, .pty_rows = rows, .pty_cols = cols } };
-        ExecStream st = { .req = req, .pty = pty != NULL };
+        const SeatConfig *conf = request_manager(req)->config;
+        _cleanup_free_ char *title = argv_for_log(argv);
+        ExecStream st = { .req = req, .seat = a->seat, .pty = pty != NULL,
+                          .rec_spec = { .cols = cols, .rows = rows, .command = title,
+                                        .max_bytes = conf->recording_max_bytes, .record_input = conf->record_input } };
         const AgentExecInput input = { .fd = job_inbox_fd(req), .next = exec_input_next, .done = exec_input_done };
         crypto_generichash_init(&st.out, NULL, 0, 64);
         crypto_generichash_init(&st.err, NULL, 0, 64);
@@ -514,6 +587,8 @@ static int exec_job(Request *req, void *data, json_object **ret_result, SeatErro
                       stdin_live ? &input : NULL, &st, (int) MIN(timeout_ms + EXEC_HOST_GRACE_MS, (int64_t) INT32_MAX),
                       &res, ret_error);
         job_inbox_close(req); /* what is still queued is answered when this request ends */
+        (void) recording_close(TAKE_PTR(st.rec)); /* (not opened, or closed by exec_end_record) */
+        free(st.rec_name);
         if (r < 0) {
                 log_notice("exec seat=%s uid=%u argv=[%s] cwd=%s stdin=%zu failed: %s", seat_id(a->seat), (unsigned) req->uid,
                            argv_log ? argv_log : "?", cwd ? cwd : "/", stdin_len, *ret_error ? (*ret_error)->message : strerror(-r));
@@ -708,7 +783,10 @@ static int reset_job(Request *req, void *data, json_object **ret_result, SeatErr
         if (json_get_bool(a->params, "cold", false, &cold) < 0)
                 return seat_error_set(ret_error, EINVAL, "seat.reset takes 'seat' and 'cold' (a boolean)");
         job_progress(req, "reset", 0, 1);
+        /* (no cancel: a reset half done is worse than one that finishes) */
+        seat_boot_progress_set(&(SeatBootProgress) { .report = boot_progress_report, .userdata = req });
         int r = seat_reset(request_manager(req)->seats, a->seat, cold, &token, ret_error);
+        seat_boot_progress_set(NULL);
         if (r < 0)
                 return r;
         if (seat_to_json(a->seat, &o) < 0)

@@ -13,23 +13,44 @@ int audit_paths(const Seat *s, char **ret_log, char **ret_key) {
         return 0;
 }
 
-/* Audit segments of this generation written before a seatd restart ("audit-gN-pre-T.log"
- * and their keys) go to the quarantine as "audit-pre-T.log" / ".key". */
-static void move_pre_restart_segments(Seat *s, const char *q) {
-        char prefix[48];
-        snprintf(prefix, sizeof(prefix), "audit-g%" PRId64 "-pre-", s->rec.generation);
+/* The files of this session in the seat's directory named PREFIX-gN-REST go to the
+ * quarantine as PREFIX-REST: audit segments written before a seatd restart
+ * ("audit-gN-pre-T.log" and their keys) and terminal recordings ("rec-gN-K.cast" and their
+ * ".dropped" counts). */
+static void move_session_files(Seat *s, const char *q, const char *prefix) {
+        char from_prefix[48];
+        snprintf(from_prefix, sizeof(from_prefix), "%s-g%" PRId64 "-", prefix, s->rec.generation);
         DIR *d = opendir(s->dir);
         struct dirent *de;
         while (d && (de = readdir(d))) {
-                if (strncmp(de->d_name, prefix, strlen(prefix)) != 0)
+                if (strncmp(de->d_name, from_prefix, strlen(from_prefix)) != 0)
                         continue;
                 _cleanup_free_ char *from = NULL, *to = NULL;
                 if (asprintf(&from, "%s/%s", s->dir, de->d_name) >= 0 &&
-                    asprintf(&to, "%s/audit-pre-%s", q, de->d_name + strlen(prefix)) >= 0)
-                        (void) rename(from, to);
+                    asprintf(&to, "%s/%s-%s", q, prefix, de->d_name + strlen(from_prefix)) >= 0 && rename(from, to) < 0)
+                        log_seat_warning(s->rec.id, "seat '%s': cannot set aside '%s': %m", s->rec.id, from);
         }
         if (d)
                 closedir(d);
+}
+
+int seat_recording_open(Seat *s, const RecordingSpec *spec, Recording **ret, char **ret_name) {
+        for (unsigned k = 1; k <= RECORDINGS_MAX; k++) {
+                _cleanup_free_ char *path = NULL;
+                if (asprintf(&path, "%s/rec-g%" PRId64 "-%u.cast", s->dir, s->rec.generation, k) < 0)
+                        return -ENOMEM;
+                int r = recording_open(path, spec, ret);
+                if (r == -EEXIST)
+                        continue;
+                if (r < 0)
+                        return r;
+                if (asprintf(ret_name, "rec-%u.cast", k) < 0) {
+                        *ret_name = NULL;
+                        return -ENOMEM; /* (the recording is kept: the caller closes it) */
+                }
+                return 0;
+        }
+        return -ENOSPC;
 }
 
 /* What the image of this session names for evidence. An adopted seat learns it from the
@@ -97,7 +118,8 @@ int session_quarantine(SeatManager *m, Seat *s, char **ret_dir, SeatError **ret_
         }
         if ((rename(al, qal) < 0 && errno != ENOENT) || (rename(ak, qak) < 0 && errno != ENOENT))
                 return seat_error_set(ret_error, errno, "set aside the audit log of seat '%s': %m", s->rec.id);
-        move_pre_restart_segments(s, q);
+        move_session_files(s, q, "audit");
+        move_session_files(s, q, "rec");
         int r = seat_capture_quarantine(s, q, ret_error);
         if (r < 0)
                 return r;

@@ -125,6 +125,8 @@ int seat_to_json(Seat *s, json_object **ret) {
                                                       : s->warm_standby ? s->warm_standby : "none"));
         if (s->teardown_fault)
                 json_object_object_add(o, "teardown_fault", json_object_new_string(s->teardown_fault));
+        if (s->progress)
+                json_object_object_add(o, "progress", json_object_new_string(s->progress));
         pthread_mutex_unlock(&s->warm_lock);
         *ret = o;
         return 0;

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* seat.c: the seat table, states and tokens; provision, reset, release and exec; status; the manager. */
+/* seat.c: the seat table, states and tokens; provision, reset and release; tamper records; the manager. */
 #include "seat-internal.h"
 
 static const char *const state_names[] = {
@@ -30,6 +30,7 @@ void seat_free(Seat *s) {
         seat_uid_release(s->m, s);
         free(s->reset_mode);
         free(s->reset_reason);
+        free(s->progress);
         free(s->warm_standby);
         free(s->teardown_fault);
         pthread_mutex_destroy(&s->warm_lock);
@@ -158,7 +159,7 @@ int seat_authorize(Seat *s, const char *token, bool operator, SeatTicket *ret) {
 }
 
 /* Under s->lock: is the ticket still for this session? */
-static int ticket_check(Seat *s, const SeatTicket *t, SeatError **ret_error) {
+int ticket_check(Seat *s, const SeatTicket *t, SeatError **ret_error) {
         if (t->generation != s->rec.generation)
                 return seat_error_set(ret_error, t->operator ? EBUSY : EPERM,
                                       "seat '%s' was reset after this request was authorised (for session %" PRId64
@@ -475,7 +476,7 @@ static void lock_preempting(Seat *s) {
         __atomic_sub_fetch(&s->preempting, 1, __ATOMIC_ACQ_REL);
 }
 
-static bool preempted(Seat *s) {
+bool preempted(Seat *s) {
         return __atomic_load_n(&s->preempting, __ATOMIC_ACQUIRE) > 0;
 }
 
@@ -654,175 +655,6 @@ int seat_release(SeatManager *m, Seat *s, SeatError **ret_error) {
                 log_seat_notice(s->rec.id, "seat '%s' released", s->rec.id);
         /* A pool's seat or the host's room for one changed. */
         pool_notify(m, was_pooled ? SEAT_POOL_BROKEN : SEAT_POOL_CHANGED, s->rec.image, s->rec.egress);
-        return r;
-}
-
-/* ---- agent calls ---- */
-
-static int agent_failed(Seat *s, int r, SeatError **ret_error) {
-        /* A broken protocol or a dead channel: this seat's agent cannot be trusted now. */
-        /* A timeout too: the agent stalled (maybe mid-frame) past the tool's own timeout
-         * and its grace, and what it sends next could belong to anything. */
-        if (r == -EPROTO || r == -ECONNRESET || r == -EPIPE || r == -ETIMEDOUT)
-                seat_fault(s, *ret_error ? (*ret_error)->message : "agent channel failed");
-        return r;
-}
-
-/* A seat stopped because its egress filter changed takes no calls until it is restored. */
-static bool refuse_paused(Seat *s, int *r, SeatError **ret_error) {
-        if (!__atomic_load_n(&s->net_paused, __ATOMIC_ACQUIRE))
-                return false;
-        *r = seat_error_set(ret_error, EAGAIN,
-                            "seat '%s' is paused: its egress rules were changed behind seatd's back (see 'seatctl status'); reset it to restore them",
-                            s->rec.id);
-        return true;
-}
-
-/* Under s->lock: may a call for ticket reach the guest now? */
-static int call_allowed(Seat *s, const SeatTicket *ticket, SeatError **ret_error) {
-        int r;
-        if (refuse_paused(s, &r, ret_error))
-                return r;
-        if (seat_state(s) != SEAT_READY || !s->agent)
-                return seat_error_set(ret_error, EBUSY, "seat '%s' is %s", s->rec.id, seat_state_to_string(seat_state(s)));
-        r = ticket_check(s, ticket, ret_error);
-        if (r < 0)
-                return r;
-        if (preempted(s))
-                return seat_error_set(ret_error, EBUSY, "seat '%s' is being reset or released: not run", s->rec.id);
-        return 0;
-}
-
-/* Under s->lock: record type in this session's audit log, or say why not. ret_seq: the
- * record's seq. A call that must be recorded first is not made without it. */
-static int audit_locked(Seat *s, const char *type, json_object *data, uint64_t *ret_seq, SeatError **ret_error) {
-        _cleanup_error_ SeatError *err = NULL;
-        int r;
-        pthread_mutex_lock(&s->audit_lock);
-        uint64_t seq = audit_log_count(s->audit);
-        if (!s->audit)
-                r = seat_error_set(&err, ESTALE, "this session has no audit log");
-        else
-                r = audit_log_append(s->audit, type, data, &err);
-        pthread_mutex_unlock(&s->audit_lock);
-        if (r < 0) {
-                log_seat_error(s->rec.id, "seat '%s': cannot append '%s' to the audit log: %s", s->rec.id, type,
-                               err ? err->message : "?");
-                return seat_error_set(ret_error, EIO, "seat '%s': the audit log cannot record this call (%s): it was not run",
-                                      s->rec.id, err ? err->message : "?");
-        }
-        if (ret_seq)
-                *ret_seq = seq;
-        return 0;
-}
-
-/* Between the agent client and the caller of seat_exec(): the caller's output handler and
- * cancellation, and the seat's preemption by a reset or release. */
-typedef struct ExecRelay {
-        Seat *s;
-        AgentOutputFn on_output;
-        bool (*cancelled)(void *);
-        const AgentExecInput *input;
-        void *userdata;
-        bool preempted;
-} ExecRelay;
-
-static int exec_relay_next(void *p, AgentMsg *msg, void **ret_token) {
-        ExecRelay *c = p;
-        return c->input->next(c->userdata, msg, ret_token);
-}
-
-static void exec_relay_done(void *p, void *token, const char *code, const char *message) {
-        ExecRelay *c = p;
-        c->input->done(c->userdata, token, code, message);
-}
-
-static int exec_relay_output(bool is_stderr, const uint8_t *data, size_t len, void *p) {
-        ExecRelay *c = p;
-        return c->on_output ? c->on_output(is_stderr, data, len, c->userdata) : 0;
-}
-
-static bool exec_relay_cancelled(void *p) {
-        ExecRelay *c = p;
-        if (!c->preempted && preempted(c->s))
-                c->preempted = true;
-        return c->preempted || (c->cancelled && c->cancelled(c->userdata));
-}
-
-static const char *exec_status(int r, const AgentExecResult *res) {
-        if (r == -ECANCELED)
-                return "cancelled";
-        if (r < 0)
-                return "error";
-        return res->timed_out ? "timed_out" : "exited";
-}
-
-int seat_exec(Seat *s, const SeatTicket *ticket, AgentMsg *req, json_object *audit_start, SeatExecEndFn end_record,
-              AgentOutputFn on_output, bool (*cancelled)(void *), const AgentExecInput *input, void *userdata,
-              int timeout_ms, AgentExecResult *ret, SeatError **ret_error) {
-        ExecRelay relay = { .s = s, .on_output = on_output, .cancelled = cancelled, .input = input, .userdata = userdata };
-        AgentExecInput relay_input = { .fd = input ? input->fd : -EBADF, .next = exec_relay_next, .done = exec_relay_done };
-        AgentExecResult res = {};
-        uint64_t start_seq = 0;
-        pthread_mutex_lock(&s->lock);
-        int r = call_allowed(s, ticket, ret_error);
-        /* A terminal needs an agent that has one: an older guest-init would run the tool
-         * on pipes (it ignores fields it does not know), which is not what was asked. */
-        if (r >= 0 && req->exec.has_pty && !agent_client_has_capability(s->agent, AGENT_CAP_PTY))
-                r = seat_error_set(ret_error, EOPNOTSUPP,
-                                   "seat '%s': the guest agent of image '%s' version %" PRId64 " (%s) has no terminal support "
-                                   "(capability '" AGENT_CAP_PTY "'): rebuild the image with a newer guest-init",
-                                   s->rec.id, s->rec.image, s->rec.image_version, agent_client_agent_name(s->agent));
-        if (r >= 0)
-                r = audit_locked(s, "exec.start", audit_start, &start_seq, ret_error);
-        if (r < 0) {
-                pthread_mutex_unlock(&s->lock);
-                return r;
-        }
-        r = agent_client_exec_live(s->agent, req, exec_relay_output, exec_relay_cancelled, input ? &relay_input : NULL,
-                                   &relay, timeout_ms, &res, ret_error);
-        if (r == -ECANCELED && relay.preempted) {
-                *ret_error = seat_error_free(*ret_error);
-                r = seat_error_set(ret_error, ECANCELED,
-                                   "cancelled: an operator resets or releases seat '%s'; the command's process group was killed in the guest",
-                                   s->rec.id);
-        }
-        /* The end goes to the same session's log as the start, before anyone else gets the seat. */
-        _cleanup_json_ json_object *end = end_record ? end_record(r, r >= 0 ? &res : NULL, r < 0 ? *ret_error : NULL, userdata)
-                                                     : json_object_new_object();
-        if (end) {
-                json_object_object_add(end, "start", json_object_new_int64((int64_t) start_seq));
-                json_object_object_add(end, "status", json_object_new_string(exec_status(r, &res)));
-                if (r == -ECANCELED)
-                        json_object_object_add(end, "cancelled_by",
-                                               json_object_new_string(relay.preempted ? "reset or release" : "client"));
-        }
-        if (!end || audit_locked(s, "exec.end", end, NULL, NULL) < 0)
-                log_seat_error(s->rec.id, "seat '%s': the end of exec record %" PRIu64 " is not in the audit log",
-                               s->rec.id, start_seq);
-        if (r < 0 && r != -ECANCELED)
-                r = agent_failed(s, r, ret_error);
-        pthread_mutex_unlock(&s->lock);
-        if (r < 0) {
-                agent_exec_result_done(&res);
-                return r;
-        }
-        *ret = res;
-        return 0;
-}
-
-int seat_agent_call(Seat *s, const SeatTicket *ticket, AgentMsg *req, int timeout_ms, const char *audit_type,
-                    json_object *audit_data, AgentMsg **ret_reply, SeatError **ret_error) {
-        pthread_mutex_lock(&s->lock);
-        int r = call_allowed(s, ticket, ret_error);
-        if (r >= 0 && audit_type)
-                r = audit_locked(s, audit_type, audit_data, NULL, ret_error);
-        if (r >= 0) {
-                r = agent_client_call(s->agent, req, timeout_ms, ret_reply, ret_error);
-                if (r < 0 && r != -EREMOTEIO)
-                        r = agent_failed(s, r, ret_error);
-        }
-        pthread_mutex_unlock(&s->lock);
         return r;
 }
 

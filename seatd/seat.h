@@ -13,6 +13,7 @@
 
 #include "agent-client.h"
 #include "conf.h"
+#include "recording.h"
 #include "domain.h"
 #include "common/error.h"
 #include "signing/minisign.h"
@@ -48,6 +49,15 @@ int seat_manager_accel(SeatManager *m, bool *ret_kvm, SeatError **ret_error);
 /* Long operations: run them on worker threads. */
 bool seat_egress_name_valid(const char *name);
 /* egress: the egress profile's name, NULL for the config's default. */
+/* How a boot the calling thread runs goes (the readiness wait): a job sets it around
+ * seat_provision() and seat_reset(), and clears it (NULL) after. */
+typedef struct SeatBootProgress {
+        void (*report)(void *userdata, const char *what);
+        bool (*cancelled)(void *userdata);
+        void *userdata;
+} SeatBootProgress;
+void seat_boot_progress_set(const SeatBootProgress *p);
+
 int seat_provision(SeatManager *m, const char *image, const char *participant, const char *egress, Seat **ret,
                    char **ret_token, SeatError **ret_error);
 /* cold: boot from the image even where the slot's saved state could be restored. */
@@ -131,10 +141,28 @@ typedef json_object *(*SeatExecEndFn)(int r, const AgentExecResult *res, const S
 int seat_exec(Seat *s, const SeatTicket *ticket, AgentMsg *req, json_object *audit_start, SeatExecEndFn end_record,
               AgentOutputFn on_output, bool (*cancelled)(void *), const AgentExecInput *input, void *userdata,
               int timeout_ms, AgentExecResult *ret, SeatError **ret_error);
+/* From an exec's callbacks (the seat is held): a new recording of this session's terminal
+ * in the seat's directory, "rec-gGEN-K.cast", moved to the quarantine with the session.
+ * -ENOSPC when the session has RECORDINGS_MAX already. *ret_name: "rec-K.cast", the
+ * member's name in the archive. */
+int seat_recording_open(Seat *s, const RecordingSpec *spec, Recording **ret, char **ret_name);
 /* One request, one reply; recorded first as audit_type with audit_data (not consumed; NULL
  * audit_type: not recorded). Not sent when the record cannot be written (-EIO). */
 int seat_agent_call(Seat *s, const SeatTicket *ticket, AgentMsg *req, int timeout_ms, const char *audit_type,
                     json_object *audit_data, AgentMsg **ret_reply, SeatError **ret_error);
+/* The agent channel itself, for a caller that drives several requests at once (port
+ * forwarding, server-forward.c): under the seat's lock, for ticket's session, on an agent
+ * that lists capability cap (else -EOPNOTSUPP naming the image and the agent), fn runs
+ * with the seat's agent client. fn must return soon once seat_preempted() (a reset or
+ * release waits) and must keep the channel in step; a -EPROTO, -ECONNRESET, -EPIPE or
+ * -ETIMEDOUT from it faults the seat. */
+typedef int (*SeatAgentFn)(Seat *s, AgentClient *agent, void *userdata, SeatError **ret_error);
+int seat_agent_session(Seat *s, const SeatTicket *ticket, const char *cap, SeatAgentFn fn, void *userdata,
+                       SeatError **ret_error);
+bool seat_preempted(Seat *s);
+/* Under seat_agent_session(): a record that must be written before what it records
+ * happens (-EIO when it cannot be, then it must not happen); ret_seq its seq. */
+int seat_audit_required(Seat *s, const char *type, json_object *data, uint64_t *ret_seq, SeatError **ret_error);
 /* One record in the seat's session audit log (forward-secure, hash-chained). */
 int seat_audit(Seat *s, const char *type, json_object *data);
 

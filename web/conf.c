@@ -47,13 +47,24 @@ static const Item items[] = {
         { "rate_table_size", K_LONG, F(rate_table_size), "1024", 16, 65536 },
         { "max_connections", K_LONG, F(max_connections), "256", 8, 16384 },
         { "idle_timeout", K_LONG, F(idle_timeout), "10", 1, 600 },
+        { "mcp", K_BOOL, F(mcp), "true", 0, 0 },
+        { "seatctl", K_PATH, F(seatctl), "/usr/bin/seatctl", 0, 0 },
+        { "mcp_user", K_STRING, F(mcp_user), NULL, 0, 0 },
+        { "mcp_max_sessions", K_LONG, F(mcp_max_sessions), "8", 1, 1024 },
+        { "mcp_sessions_per_seat", K_LONG, F(mcp_sessions_per_seat), "2", 1, 64 },
+        { "mcp_idle_timeout", K_LONG, F(mcp_idle_timeout), "600", 10, 86400 },
+        { "mcp_max_body", K_LONG, F(mcp_max_body), "1048576", 1024, 4194304 },
+        { "max_terminals", K_LONG, F(max_terminals), "12", 0, 1024 },
+        { "terminals_per_session", K_LONG, F(terminals_per_session), "1", 1, 16 },
 };
 #undef F
 
 const char *const web_config_keys[] = {
         "listen_address", "listen_port", "plain_http", "tls_cert", "tls_key", "state_dir", "assets_dir",
         "participant_socket", "seatd_timeout_ms", "session_idle_timeout", "session_max_age", "max_sessions",
-        "login_rate_per_address", "login_rate_per_seat", "rate_table_size", "max_connections", "idle_timeout", NULL,
+        "login_rate_per_address", "login_rate_per_seat", "rate_table_size", "max_connections", "idle_timeout", "mcp",
+        "seatctl", "mcp_user", "mcp_max_sessions", "mcp_sessions_per_seat", "mcp_idle_timeout", "mcp_max_body",
+        "max_terminals", "terminals_per_session", NULL,
 };
 
 bool web_address_is_loopback(const char *address) {
@@ -81,6 +92,9 @@ static int set_value(WebConfig *c, const Item *it, const char *v) {
                 struct in_addr a4;
                 struct in6_addr a6;
                 if (!*v)
+                        return -EINVAL;
+                if (!strcmp(it->key, "mcp_user") && (strspn(v, "0123456789:") != strlen(v) || strlen(v) > 21 ||
+                                                     v[0] == ':' || strchr(v, ':') != strrchr(v, ':')))
                         return -EINVAL;
                 if (it->kind == K_ADDRESS && inet_pton(AF_INET, v, &a4) != 1 && inet_pton(AF_INET6, v, &a6) != 1)
                         return -EINVAL;

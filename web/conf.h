@@ -32,6 +32,15 @@ typedef struct WebConfig {
         long rate_table_size;
         long max_connections;
         long idle_timeout;         /* seconds a connection may sit idle or trickle a request */
+        bool mcp;                  /* serve /mcp/SEAT (mcp-http.c) */
+        char *seatctl;             /* the 'seatctl mcp' each MCP session runs */
+        char *mcp_user;            /* its --user (UID or UID:GID), or NULL */
+        long mcp_max_sessions;
+        long mcp_sessions_per_seat;
+        long mcp_idle_timeout;     /* seconds */
+        long mcp_max_body;         /* bytes of one POST */
+        long max_terminals;        /* browser terminals at once, in all (0: none) */
+        long terminals_per_session;
 } WebConfig;
 
 WebConfig *web_config_free(WebConfig *c);

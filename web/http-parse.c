@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
 #include <string.h>
+#include <strings.h>
 
 #include "http-parse.h"
 
@@ -148,15 +149,49 @@ bool web_session_id_valid(const char *s) {
                strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_") == WEB_SESSION_ID_LEN;
 }
 
+int web_bearer_get(const char *header, size_t len, char *out, size_t out_size) {
+        size_t i = 0, start;
+        if (out_size == 0 || len > WEB_COOKIE_HEADER_MAX)
+                return -EBADMSG;
+        if (len < 6 || strncasecmp(header, "Bearer", 6) != 0 || (len > 6 && header[6] != ' '))
+                return len >= 6 && !strncasecmp(header, "Bearer", 6) && len == 6 ? -EBADMSG : -ENOENT;
+        i = 6;
+        while (i < len && header[i] == ' ')
+                i++;
+        start = i;
+        /* token68: ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" / "/", then "=" padding. */
+        while (i < len && header[i] && ((header[i] >= 'a' && header[i] <= 'z') || (header[i] >= 'A' && header[i] <= 'Z') ||
+                                         (header[i] >= '0' && header[i] <= '9') || strchr("-._~+/", header[i])))
+                i++;
+        while (i < len && header[i] == '=')
+                i++;
+        size_t n = i - start;
+        while (i < len && header[i] == ' ')
+                i++;
+        if (n == 0 || i != len)
+                return -EBADMSG;
+        if (n + 1 > out_size)
+                return -E2BIG;
+        memcpy(out, header + start, n);
+        out[n] = '\0';
+        return 0;
+}
+
 static const struct {
         const char *name;
         const char *mime;
 } assets[] = {
         { "style.css", "text/css; charset=utf-8" },
         { "seat.js", "text/javascript; charset=utf-8" },
+        /* the terminal: xterm.js, pinned in web/xterm/package-lock.json, shipped here */
+        { "xterm.js", "text/javascript; charset=utf-8" },
+        { "xterm.css", "text/css; charset=utf-8" },
+        { "addon-fit.js", "text/javascript; charset=utf-8" },
+        /* (pages: served by their routes only) */
         { "login.html", "text/html; charset=utf-8" },
         { "seat.html", "text/html; charset=utf-8" },
 };
+#define STATIC_ASSETS 5
 
 WebRoute web_route(const char *path, char *ret_arg, size_t arg_size, const char **ret_asset_mime) {
         size_t n = strlen(path);
@@ -172,9 +207,9 @@ WebRoute web_route(const char *path, char *ret_arg, size_t arg_size, const char 
         if (!strcmp(path, "/logout"))
                 return WEB_ROUTE_LOGOUT;
         if (!strncmp(path, "/static/", 8)) {
-                /* Only the two assets a page links to; the HTML pages are served by their
+                /* Only the assets a page links to; the HTML pages are served by their
                  * routes. */
-                for (size_t i = 0; i < 2; i++)
+                for (size_t i = 0; i < STATIC_ASSETS; i++)
                         if (!strcmp(path + 8, assets[i].name)) {
                                 if (strlen(assets[i].name) + 1 > arg_size)
                                         return WEB_ROUTE_NONE;
@@ -191,12 +226,22 @@ WebRoute web_route(const char *path, char *ret_arg, size_t arg_size, const char 
                 id = path + 6;
                 rest = id + strlen(id);
                 route = WEB_ROUTE_SEAT_PAGE;
+        } else if (!strncmp(path, "/mcp/", 5)) {
+                id = path + 5;
+                rest = id + strlen(id);
+                route = WEB_ROUTE_MCP;
         } else if (!strncmp(path, "/api/seat/", 10)) {
                 id = path + 10;
                 rest = strchr(id, '/');
                 if (!rest || strcmp(rest, "/status") != 0)
                         return WEB_ROUTE_NONE;
                 route = WEB_ROUTE_SEAT_STATUS;
+        } else if (!strncmp(path, "/ws/seat/", 9)) {
+                id = path + 9;
+                rest = strchr(id, '/');
+                if (!rest || strcmp(rest, "/terminal") != 0)
+                        return WEB_ROUTE_NONE;
+                route = WEB_ROUTE_SEAT_TERMINAL;
         } else
                 return WEB_ROUTE_NONE;
         size_t idlen = (size_t) (rest - id);

@@ -29,6 +29,13 @@ int web_form_get(const char *body, size_t len, const char *key, char *out, size_
  */
 int web_cookie_get(const char *header, size_t len, const char *name, char *out, size_t out_size);
 
+/*
+ * The credentials of an "Authorization: Bearer TOKEN" header (RFC 6750: the scheme in any
+ * case, one or more spaces, a token68), copied to out. -ENOENT: another scheme;
+ * -EBADMSG: malformed, or over WEB_COOKIE_HEADER_MAX; -E2BIG: too long for out.
+ */
+int web_bearer_get(const char *header, size_t len, char *out, size_t out_size);
+
 /* A seat id as seatd makes them: 1..WEB_SEAT_ID_MAX of [a-z0-9-], starting with a letter. */
 bool web_seat_id_valid(const char *s);
 /* A participant token: exactly WEB_TOKEN_HEX lowercase hex digits. */
@@ -44,6 +51,8 @@ typedef enum WebRoute {
         WEB_ROUTE_SEAT_PAGE,   /* GET /seat/ID */
         WEB_ROUTE_SEAT_STATUS, /* GET /api/seat/ID/status */
         WEB_ROUTE_STATIC,      /* GET /static/NAME: one of the shipped assets */
+        WEB_ROUTE_MCP,         /* POST, DELETE /mcp/ID: MCP over Streamable HTTP (mcp-http.c) */
+        WEB_ROUTE_SEAT_TERMINAL, /* GET /ws/seat/ID/terminal: a WebSocket (terminal.c) */
 } WebRoute;
 
 /* Maps a request path to a route; ret_arg gets the seat id or the asset's name (a static

@@ -16,7 +16,9 @@
 struct lws;
 struct lws_context;
 
-typedef enum JobKind { JOB_LOGIN, JOB_STATUS } JobKind;
+/* All: seat.status. JOB_MCP_CHECK is seat-web's own check of an idle MCP session (no
+ * connection waits for it). */
+typedef enum JobKind { JOB_LOGIN, JOB_STATUS, JOB_MCP, JOB_MCP_CHECK } JobKind;
 
 typedef struct Job {
         struct Job *next;
@@ -25,7 +27,7 @@ typedef struct Job {
         bool abandoned;   /* under the queue's lock */
         char seat[WEB_SEAT_ID_MAX + 1];
         char token[WEB_TOKEN_HEX + 1];
-        char session[WEB_SESSION_ID_LEN + 1]; /* JOB_STATUS: whose session */
+        char session[WEB_SESSION_ID_LEN + 1]; /* JOB_STATUS, JOB_MCP*: whose session */
         char peer[64];
         /* the answer */
         int r;            /* 0, -EACCES (seatd refused the token), or why seatd could not be asked */

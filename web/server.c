@@ -20,40 +20,16 @@
 #include "common/log.h"
 #include "http-parse.h"
 #include "jobs.h"
+#include "mcp-http.h"
 #include "ratelimit.h"
 #include "server.h"
 #include "session.h"
+#include "ws-terminal.h"
+#include "web.h"
 
 #define COOKIE_NAME "__Host-seatweb"
 #define ASSET_MAX (1024u * 1024u)
 #define HEADERS_MAX 2048
-
-typedef struct Asset {
-        const char *name;
-        const char *mime;
-        char *data;
-        size_t len;
-} Asset;
-
-typedef struct Web {
-        const WebConfig *conf;
-        SessionTable *sessions;
-        RateLimit *per_address, *per_seat;
-        Asset assets[4];
-        Jobs *jobs;
-        bool tls;
-} Web;
-
-/* One HTTP connection's state (libwebsockets allocates it zeroed, per connection). */
-typedef struct Conn {
-        WebRoute route;
-        char arg[64];
-        char body[WEB_FORM_MAX + 1];
-        size_t body_len;
-        unsigned char *resp; /* LWS_PRE + resp_len */
-        size_t resp_len;
-        Job *job;            /* a seatd call running for this request */
-} Conn;
 
 static volatile sig_atomic_t stopping;
 static struct lws_context *the_context;
@@ -73,7 +49,7 @@ static const Asset *asset(const Web *w, const char *name) {
 
 /* The client's address as the rate limit keys it: IPv4 whole, IPv6 by its /64 (one
  * machine usually holds a whole /64). */
-static void peer_key(struct lws *wsi, char *out, size_t size) {
+void web_peer_key(struct lws *wsi, char *out, size_t size) {
         char buf[64] = "";
         struct in6_addr a6;
         lws_get_peer_simple(wsi, buf, sizeof(buf));
@@ -87,13 +63,13 @@ static void peer_key(struct lws *wsi, char *out, size_t size) {
         snprintf(out, size, "%s", buf[0] ? buf : "?");
 }
 
-/* Headers, then the body on the next writable callback. extra: "name:", value pairs. */
-static int respond(struct lws *wsi, Web *w, Conn *c, unsigned status, const char *ctype, const char *body, size_t len,
-                   const char *set_cookie, const char *location) {
-        unsigned char buf[LWS_PRE + HEADERS_MAX], *start = buf + LWS_PRE, *p = start, *end = buf + sizeof(buf) - 1;
+int web_add_security_headers(struct lws *wsi, Web *w, unsigned char **p, unsigned char *end) {
         static const char *const security[][2] = {
-                /* No inline script or style, nothing from elsewhere, no framing. */
-                { "content-security-policy:", "default-src 'none'; script-src 'self'; style-src 'self'; "
+                /* No inline script, nothing from elsewhere, no framing. Inline style only
+                 * because xterm.js's renderer writes its row sizes and colours into <style>
+                 * elements it makes; no page here shows HTML that is not ours (terminal
+                 * output is text to xterm.js), so style cannot be injected. */
+                { "content-security-policy:", "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
                                               "connect-src 'self'; img-src 'self'; form-action 'self'; "
                                               "frame-ancestors 'none'; base-uri 'none'" },
                 { "x-content-type-options:", "nosniff" },
@@ -102,18 +78,29 @@ static int respond(struct lws *wsi, Web *w, Conn *c, unsigned status, const char
                 { "cache-control:", "no-store" },
                 { "cross-origin-opener-policy:", "same-origin" },
         };
+        for (size_t i = 0; i < ELEMENTSOF(security); i++)
+                if (lws_add_http_header_by_name(wsi, (const unsigned char *) security[i][0],
+                                                (const unsigned char *) security[i][1], (int) strlen(security[i][1]), p, end))
+                        return -1;
+        if (w->tls && lws_add_http_header_by_name(wsi, (const unsigned char *) "strict-transport-security:",
+                                                  (const unsigned char *) "max-age=31536000", 16, p, end))
+                return -1;
+        return 0;
+}
+
+/* Headers, then the body on the next writable callback. */
+int web_respond(struct lws *wsi, Web *w, Conn *c, unsigned status, const char *ctype, const char *body, size_t len,
+                const char *set_cookie, const char *location) {
+        unsigned char buf[LWS_PRE + HEADERS_MAX], *start = buf + LWS_PRE, *p = start, *end = buf + sizeof(buf) - 1;
         if (len == 0) {
                 body = "\n";
                 len = 1;
         }
-        if (lws_add_http_common_headers(wsi, status, ctype, len, &p, end))
+        if (lws_add_http_common_headers(wsi, status, ctype, len, &p, end) || web_add_security_headers(wsi, w, &p, end))
                 return -1;
-        for (size_t i = 0; i < ELEMENTSOF(security); i++)
-                if (lws_add_http_header_by_name(wsi, (const unsigned char *) security[i][0],
-                                                (const unsigned char *) security[i][1], (int) strlen(security[i][1]), &p, end))
-                        return -1;
-        if (w->tls && lws_add_http_header_by_name(wsi, (const unsigned char *) "strict-transport-security:",
-                                                  (const unsigned char *) "max-age=31536000", 16, &p, end))
+        if (status == 401 && c->route == WEB_ROUTE_MCP &&
+            lws_add_http_header_by_name(wsi, (const unsigned char *) "www-authenticate:",
+                                        (const unsigned char *) "Bearer realm=\"seat-web\"", 22, &p, end))
                 return -1;
         if (set_cookie && lws_add_http_header_by_name(wsi, (const unsigned char *) "set-cookie:",
                                                       (const unsigned char *) set_cookie, (int) strlen(set_cookie), &p, end))
@@ -133,17 +120,17 @@ static int respond(struct lws *wsi, Web *w, Conn *c, unsigned status, const char
         return 0;
 }
 
-static int respond_text(struct lws *wsi, Web *w, Conn *c, unsigned status, const char *text) {
-        return respond(wsi, w, c, status, "text/plain; charset=utf-8", text, strlen(text), NULL, NULL);
+int web_respond_text(struct lws *wsi, Web *w, Conn *c, unsigned status, const char *text) {
+        return web_respond(wsi, w, c, status, "text/plain; charset=utf-8", text, strlen(text), NULL, NULL);
 }
 
 static int respond_json(struct lws *wsi, Web *w, Conn *c, unsigned status, json_object *o, const char *set_cookie) {
         const char *s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
-        return respond(wsi, w, c, status, "application/json", s, strlen(s), set_cookie, NULL);
+        return web_respond(wsi, w, c, status, "application/json", s, strlen(s), set_cookie, NULL);
 }
 
 static int redirect(struct lws *wsi, Web *w, Conn *c, const char *to, const char *set_cookie) {
-        return respond(wsi, w, c, 303, "text/plain; charset=utf-8", to, strlen(to), set_cookie, to);
+        return web_respond(wsi, w, c, 303, "text/plain; charset=utf-8", to, strlen(to), set_cookie, to);
 }
 
 static const char *clear_cookie(void) {
@@ -152,7 +139,7 @@ static const char *clear_cookie(void) {
 
 /* The session the request's cookie names, or NULL (none, unknown, expired, malformed:
  * all the same to the caller). */
-static WebSession *request_session(struct lws *wsi, Web *w) {
+WebSession *web_request_session(struct lws *wsi, Web *w) {
         char header[WEB_COOKIE_HEADER_MAX + 1], id[WEB_SESSION_ID_LEN + 1];
         int n = lws_hdr_total_length(wsi, WSI_TOKEN_HTTP_COOKIE);
         if (n <= 0 || n > WEB_COOKIE_HEADER_MAX)
@@ -166,7 +153,7 @@ static WebSession *request_session(struct lws *wsi, Web *w) {
 
 /* A POST from another site's page: its Origin is not ours. (SameSite=Strict keeps the
  * cookie off such requests too; this also covers the login form itself.) */
-static bool cross_origin(struct lws *wsi, Web *w) {
+bool web_cross_origin(struct lws *wsi, Web *w) {
         char origin[256], host[256], want[300];
         if (lws_hdr_total_length(wsi, WSI_TOKEN_ORIGIN) <= 0)
                 return false;
@@ -181,9 +168,9 @@ static bool cross_origin(struct lws *wsi, Web *w) {
         return true;
 }
 
-static void log_refusal(struct lws *wsi, const char *what, const char *seat) {
+void web_log_refusal(struct lws *wsi, const char *what, const char *seat) {
         char peer[64];
-        peer_key(wsi, peer, sizeof(peer));
+        web_peer_key(wsi, peer, sizeof(peer));
         _cleanup_free_ char *esc = seat ? log_escape(seat, strlen(seat), 64) : NULL;
         log_warning("refused: %s (seat '%s', from %s)", what, esc ? esc : "-", peer);
 }
@@ -202,12 +189,12 @@ static json_object *public_record(json_object *rec) {
 }
 
 /* Hand the seatd call to the workers; the request is finished in finish_job(). */
-static int submit(struct lws *wsi, Web *w, Conn *c, Job *job) {
+int web_submit(struct lws *wsi, Web *w, Conn *c, Job *job) {
         if (!job)
                 return -1;
         if (jobs_submit(w->jobs, job) < 0) {
                 job_free(job);
-                return respond_text(wsi, w, c, 503, "seat-web is busy: try again in a moment.\n");
+                return web_respond_text(wsi, w, c, 503, "seat-web is busy: try again in a moment.\n");
         }
         c->job = job;
         return 0;
@@ -217,44 +204,44 @@ static int do_login(struct lws *wsi, Web *w, Conn *c) {
         char peer[64], seat[WEB_SEAT_ID_MAX + 1], token[WEB_TOKEN_HEX + 2];
         int64_t now = now_monotonic_ms();
 
-        peer_key(wsi, peer, sizeof(peer));
+        web_peer_key(wsi, peer, sizeof(peer));
         if (!rate_limit_take(w->per_address, peer, now)) {
-                log_refusal(wsi, "login over the rate limit for this address", NULL);
-                return respond_text(wsi, w, c, 429, "Too many login attempts from this address: wait a minute.\n");
+                web_log_refusal(wsi, "login over the rate limit for this address", NULL);
+                return web_respond_text(wsi, w, c, 429, "Too many login attempts from this address: wait a minute.\n");
         }
         if (web_form_get(c->body, c->body_len, "seat", seat, sizeof(seat)) < 0 || !web_seat_id_valid(seat))
-                return respond_text(wsi, w, c, 400, "The form needs a seat id (letters, digits, '-').\n");
+                return web_respond_text(wsi, w, c, 400, "The form needs a seat id (letters, digits, '-').\n");
         int r = web_form_get(c->body, c->body_len, "token", token, sizeof(token));
         if (r < 0 && r != -E2BIG)
-                return respond_text(wsi, w, c, 400, "The form needs the seat's token.\n");
+                return web_respond_text(wsi, w, c, 400, "The form needs the seat's token.\n");
         if (!rate_limit_take(w->per_seat, seat, now)) {
-                log_refusal(wsi, "login over the rate limit for this seat", seat);
-                return respond_text(wsi, w, c, 429, "Too many login attempts for this seat: wait a minute.\n");
+                web_log_refusal(wsi, "login over the rate limit for this seat", seat);
+                return web_respond_text(wsi, w, c, 429, "Too many login attempts for this seat: wait a minute.\n");
         }
         /* A token of the wrong shape is refused like a wrong one, without asking seatd. */
         if (r < 0 || !web_token_valid(token)) {
-                log_refusal(wsi, "login with a malformed token", seat);
-                return respond_text(wsi, w, c, 403, "This token does not open this seat.\n");
+                web_log_refusal(wsi, "login with a malformed token", seat);
+                return web_respond_text(wsi, w, c, 403, "This token does not open this seat.\n");
         }
         Job *job = job_new(JOB_LOGIN, wsi, seat, token);
         sodium_memzero(token, sizeof(token));
         if (job)
                 snprintf(job->peer, sizeof(job->peer), "%s", peer);
-        return submit(wsi, w, c, job);
+        return web_submit(wsi, w, c, job);
 }
 
 /* seatd answered the login's seat.status. */
 static int finish_login(struct lws *wsi, Web *w, Conn *c, Job *job) {
         if (job->r == -EACCES) {
-                log_refusal(wsi, "login with a token seatd refused", job->seat);
-                return respond_text(wsi, w, c, 403, "This token does not open this seat.\n");
+                web_log_refusal(wsi, "login with a token seatd refused", job->seat);
+                return web_respond_text(wsi, w, c, 403, "This token does not open this seat.\n");
         }
         if (job->r < 0)
-                return respond_text(wsi, w, c, 503, "seatd cannot be reached now: try again in a moment.\n");
+                return web_respond_text(wsi, w, c, 503, "seatd cannot be reached now: try again in a moment.\n");
         char id[WEB_SESSION_ID_LEN + 1], cookie[256], to[64];
         int r = session_open(w->sessions, job->seat, job->token, now_monotonic_ms(), id);
         if (r < 0)
-                return respond_text(wsi, w, c, 503, "Too many sessions: try again later.\n");
+                return web_respond_text(wsi, w, c, 503, "Too many sessions: try again later.\n");
         snprintf(cookie, sizeof(cookie), COOKIE_NAME "=%s; Path=/; Max-Age=%ld; HttpOnly; Secure; SameSite=Strict", id,
                  w->conf->session_max_age);
         snprintf(to, sizeof(to), "/seat/%s", job->seat);
@@ -269,7 +256,7 @@ static int do_status(struct lws *wsi, Web *w, Conn *c, WebSession *s) {
         Job *job = job_new(JOB_STATUS, wsi, s->seat, s->token);
         if (job)
                 snprintf(job->session, sizeof(job->session), "%s", s->id);
-        return submit(wsi, w, c, job);
+        return web_submit(wsi, w, c, job);
 }
 
 /* seatd answered a status page's seat.status. */
@@ -279,7 +266,7 @@ static int finish_status(struct lws *wsi, Web *w, Conn *c, Job *job) {
          * that saw the reset). */
         WebSession *s = session_find(w->sessions, job->session, now_monotonic_ms());
         if (!s || strcmp(s->seat, job->seat) != 0)
-                return respond(wsi, w, c, 401, "application/json", "{\"login\":true}", 14, NULL, NULL);
+                return web_respond(wsi, w, c, 401, "application/json", "{\"login\":true}", 14, NULL, NULL);
         if (job->r == -EACCES) {
                 /* The token no longer opens the seat: it was reset (a new token) or
                  * released. The session ends here. */
@@ -311,10 +298,14 @@ static void finish_jobs(Web *w) {
         while (l) {
                 Job *job = l;
                 l = l->next;
-                if (!job->abandoned) {
+                if (job->kind == JOB_MCP_CHECK) {
+                        if (w->mcp)
+                                mcp_http_checked(w, job);
+                } else if (!job->abandoned) {
                         Conn *c = lws_wsi_user(job->wsi);
                         c->job = NULL;
-                        int r = job->kind == JOB_LOGIN ? finish_login(job->wsi, w, c, job)
+                        int r = job->kind == JOB_LOGIN    ? finish_login(job->wsi, w, c, job)
+                                : job->kind == JOB_MCP ? mcp_http_finish(job->wsi, w, c, job)
                                                        : finish_status(job->wsi, w, c, job);
                         if (r < 0)
                                 lws_set_timeout(job->wsi, PENDING_TIMEOUT_KILLED_BY_PARENT, LWS_TO_KILL_ASYNC);
@@ -326,8 +317,8 @@ static void finish_jobs(Web *w) {
 static int serve_asset(struct lws *wsi, Web *w, Conn *c, const char *name) {
         const Asset *a = asset(w, name);
         if (!a)
-                return respond_text(wsi, w, c, 404, "Not found.\n");
-        return respond(wsi, w, c, 200, a->mime, a->data, a->len, NULL, NULL);
+                return web_respond_text(wsi, w, c, 404, "Not found.\n");
+        return web_respond(wsi, w, c, 200, a->mime, a->data, a->len, NULL, NULL);
 }
 
 static int on_body_done(struct lws *wsi, Web *w, Conn *c) {
@@ -335,14 +326,14 @@ static int on_body_done(struct lws *wsi, Web *w, Conn *c) {
         if (c->route == WEB_ROUTE_LOGIN)
                 return do_login(wsi, w, c);
         if (c->route == WEB_ROUTE_LOGOUT) {
-                WebSession *s = request_session(wsi, w);
+                WebSession *s = web_request_session(wsi, w);
                 if (s) {
                         log_info("logout: seat '%s'", s->seat);
                         session_close(w->sessions, s);
                 }
                 return redirect(wsi, w, c, "/", clear_cookie());
         }
-        return respond_text(wsi, w, c, 400, "Unexpected body.\n");
+        return web_respond_text(wsi, w, c, 400, "Unexpected body.\n");
 }
 
 /* A request's headers are in: route it. Returns 0, or -1 to close the connection. */
@@ -354,32 +345,36 @@ static int on_request(struct lws *wsi, Web *w, Conn *c, const char *path) {
         c->route = web_route(path, c->arg, sizeof(c->arg), &mime);
         switch (c->route) {
         case WEB_ROUTE_NONE:
-                return respond_text(wsi, w, c, 404, "Not found.\n");
+                if (!strcmp(path, "/mcp") || !strcmp(path, "/mcp/"))
+                        return web_respond_text(wsi, w, c, 404, "Not found: a seat's MCP endpoint is /mcp/SEAT.\n");
+                return web_respond_text(wsi, w, c, 404, "Not found.\n");
+        case WEB_ROUTE_MCP:
+                return mcp_http_request(wsi, w, c);
         case WEB_ROUTE_LOGIN:
         case WEB_ROUTE_LOGOUT: {
                 char ctype[128] = "", clen[32] = "";
                 if (!post)
-                        return respond_text(wsi, w, c, 405, "Use POST.\n");
-                if (cross_origin(wsi, w)) {
-                        log_refusal(wsi, "a POST from another origin", NULL);
-                        return respond_text(wsi, w, c, 403, "Cross-site request refused.\n");
+                        return web_respond_text(wsi, w, c, 405, "Use POST.\n");
+                if (web_cross_origin(wsi, w)) {
+                        web_log_refusal(wsi, "a POST from another origin", NULL);
+                        return web_respond_text(wsi, w, c, 403, "Cross-site request refused.\n");
                 }
                 if (lws_hdr_copy(wsi, clen, sizeof(clen), WSI_TOKEN_HTTP_CONTENT_LENGTH) <= 0)
                         return c->route == WEB_ROUTE_LOGOUT ? on_body_done(wsi, w, c)
-                                                            : respond_text(wsi, w, c, 411, "Content-Length required.\n");
+                                                            : web_respond_text(wsi, w, c, 411, "Content-Length required.\n");
                 char *end = NULL;
                 errno = 0;
                 unsigned long n = strtoul(clen, &end, 10);
                 if (errno || *end || clen[0] < '0' || clen[0] > '9' || n > WEB_FORM_MAX)
-                        return respond_text(wsi, w, c, 413, "The form is too large.\n");
+                        return web_respond_text(wsi, w, c, 413, "The form is too large.\n");
                 if (c->route == WEB_ROUTE_LOGIN &&
                     (lws_hdr_copy(wsi, ctype, sizeof(ctype), WSI_TOKEN_HTTP_CONTENT_TYPE) <= 0 ||
                      strncmp(ctype, "application/x-www-form-urlencoded", 33) != 0 || (ctype[33] && ctype[33] != ';')))
-                        return respond_text(wsi, w, c, 415, "Send the login form (application/x-www-form-urlencoded).\n");
+                        return web_respond_text(wsi, w, c, 415, "Send the login form (application/x-www-form-urlencoded).\n");
                 /* The body must follow promptly: a trickle is dropped. */
                 lws_set_timeout(wsi, PENDING_TIMEOUT_HTTP_CONTENT, (int) w->conf->idle_timeout);
                 if (n == 0)
-                        return c->route == WEB_ROUTE_LOGIN ? respond_text(wsi, w, c, 400, "The form is empty.\n")
+                        return c->route == WEB_ROUTE_LOGIN ? web_respond_text(wsi, w, c, 400, "The form is empty.\n")
                                                            : on_body_done(wsi, w, c);
                 return 0; /* wait for the body */
         }
@@ -387,7 +382,7 @@ static int on_request(struct lws *wsi, Web *w, Conn *c, const char *path) {
                 break;
         }
         if (!get)
-                return respond_text(wsi, w, c, 405, "Use GET.\n");
+                return web_respond_text(wsi, w, c, 405, "Use GET.\n");
         switch (c->route) {
         case WEB_ROUTE_LOGIN_PAGE:
                 return serve_asset(wsi, w, c, "login.html");
@@ -395,23 +390,23 @@ static int on_request(struct lws *wsi, Web *w, Conn *c, const char *path) {
                 return serve_asset(wsi, w, c, c->arg);
         case WEB_ROUTE_SEAT_PAGE:
         case WEB_ROUTE_SEAT_STATUS: {
-                WebSession *s = request_session(wsi, w);
+                WebSession *s = web_request_session(wsi, w);
                 if (!s) {
                         if (c->route == WEB_ROUTE_SEAT_PAGE)
                                 return redirect(wsi, w, c, "/", NULL);
-                        return respond(wsi, w, c, 401, "application/json", "{\"login\":true}", 14, NULL, NULL);
+                        return web_respond(wsi, w, c, 401, "application/json", "{\"login\":true}", 14, NULL, NULL);
                 }
                 if (strcmp(s->seat, c->arg) != 0) {
                         /* A cookie of one seat opens nothing of another. */
-                        log_refusal(wsi, "a session cookie of another seat", c->arg);
-                        return respond_text(wsi, w, c, 403, "This session is not for this seat.\n");
+                        web_log_refusal(wsi, "a session cookie of another seat", c->arg);
+                        return web_respond_text(wsi, w, c, 403, "This session is not for this seat.\n");
                 }
                 if (c->route == WEB_ROUTE_SEAT_PAGE)
                         return serve_asset(wsi, w, c, "seat.html");
                 return do_status(wsi, w, c, s);
         }
         default:
-                return respond_text(wsi, w, c, 404, "Not found.\n");
+                return web_respond_text(wsi, w, c, 404, "Not found.\n");
         }
 }
 
@@ -426,6 +421,8 @@ static int callback_http(struct lws *wsi, enum lws_callback_reasons reason, void
         case LWS_CALLBACK_HTTP_BODY:
                 if (c->resp || c->job) /* already answered (an error before the body) */
                         return 0;
+                if (c->route == WEB_ROUTE_MCP)
+                        return mcp_http_body(c, in, len);
                 if (len > WEB_FORM_MAX - c->body_len)
                         return -1; /* more than its Content-Length said: close */
                 memcpy(c->body + c->body_len, in, len);
@@ -434,10 +431,12 @@ static int callback_http(struct lws *wsi, enum lws_callback_reasons reason, void
         case LWS_CALLBACK_HTTP_BODY_COMPLETION:
                 if (c->resp || c->job)
                         return 0;
+                if (c->route == WEB_ROUTE_MCP)
+                        return mcp_http_body_done(wsi, w, c) < 0 ? -1 : 0;
                 return on_body_done(wsi, w, c) < 0 ? -1 : 0;
         case LWS_CALLBACK_HTTP_WRITEABLE: {
                 if (!c->resp)
-                        return 0;
+                        return c->route == WEB_ROUTE_MCP ? mcp_http_writeable(wsi, w, c) : 0;
                 int n = lws_write(wsi, c->resp + LWS_PRE, c->resp_len, LWS_WRITE_HTTP_FINAL);
                 free(c->resp);
                 c->resp = NULL;
@@ -450,6 +449,8 @@ static int callback_http(struct lws *wsi, enum lws_callback_reasons reason, void
         case LWS_CALLBACK_EVENT_WAIT_CANCELLED:
                 if (w && w->jobs)
                         finish_jobs(w);
+                if (w)
+                        ws_terminal_service(w); /* a terminal's thread has output, room or its end */
                 return 0;
         case LWS_CALLBACK_CLOSED_HTTP:
         case LWS_CALLBACK_HTTP_DROP_PROTOCOL:
@@ -461,6 +462,7 @@ static int callback_http(struct lws *wsi, enum lws_callback_reasons reason, void
                         free(c->resp);
                         c->resp = NULL;
                         sodium_memzero(c->body, sizeof(c->body));
+                        mcp_http_closed(w, c); /* also after the MCP table is gone (shutdown) */
                 }
                 return 0;
         default:
@@ -471,6 +473,10 @@ static int callback_http(struct lws *wsi, enum lws_callback_reasons reason, void
 
 static const struct lws_protocols protocols[] = {
         { .name = "http", .callback = callback_http, .per_session_data_size = sizeof(Conn) },
+        /* the stdout of each MCP session's seatctl mcp (mcp-http.c) */
+        { .name = "mcp-child", .callback = mcp_child_callback, .per_session_data_size = 0 },
+        /* the browser terminal (ws-terminal.c): the WebSocket subprotocol "seat-terminal" */
+        { .name = "seat-terminal", .callback = ws_terminal_callback, .per_session_data_size = sizeof(TermConn), .rx_buffer_size = 16384 },
         { NULL, NULL, 0, 0, 0, NULL, 0 },
 };
 
@@ -488,6 +494,10 @@ static int load_assets(Web *w, SeatError **ret_error) {
                 { "seat.html", "text/html; charset=utf-8" },
                 { "seat.js", "text/javascript; charset=utf-8" },
                 { "style.css", "text/css; charset=utf-8" },
+                /* xterm.js (web/xterm/package-lock.json, copied by scripts/update-web-vendor) */
+                { "vendor/xterm.js", "text/javascript; charset=utf-8" },
+                { "vendor/xterm.css", "text/css; charset=utf-8" },
+                { "vendor/addon-fit.js", "text/javascript; charset=utf-8" },
         };
         for (size_t i = 0; i < ELEMENTSOF(names); i++) {
                 char path[4096];
@@ -495,7 +505,8 @@ static int load_assets(Web *w, SeatError **ret_error) {
                 int r = read_file_capped(path, ASSET_MAX, &w->assets[i].data, &w->assets[i].len);
                 if (r < 0)
                         return seat_error_set(ret_error, -r, "cannot read asset '%s': %s (assets_dir)", path, strerror(-r));
-                w->assets[i].name = names[i][0];
+                const char *slash = strrchr(names[i][0], '/');
+                w->assets[i].name = slash ? slash + 1 : names[i][0]; /* served as /static/NAME */
                 w->assets[i].mime = names[i][1];
         }
         return 0;
@@ -503,6 +514,7 @@ static int load_assets(Web *w, SeatError **ret_error) {
 
 static void web_done(Web *w) {
         jobs_free(w->jobs);
+        mcp_table_free(w->mcp);
         for (size_t i = 0; i < ELEMENTSOF(w->assets); i++)
                 free(w->assets[i].data);
         session_table_free(w->sessions);
@@ -572,6 +584,14 @@ int web_server_run(const WebConfig *conf, SeatError **ret_error) {
                 the_context = NULL;
                 return seat_error_set(ret_error, ENOMEM, "cannot start the threads that call seatd");
         }
+        w.mcp = mcp_table_new(&w, the_context);
+        if (!w.mcp) {
+                jobs_free(w.jobs);
+                w.jobs = NULL;
+                lws_context_destroy(the_context);
+                the_context = NULL;
+                return seat_error_set(ret_error, ENOMEM, "cannot allocate the MCP session table");
+        }
         struct sigaction sa = { .sa_handler = on_signal };
         sigaction(SIGTERM, &sa, NULL);
         sigaction(SIGINT, &sa, NULL);
@@ -582,9 +602,13 @@ int web_server_run(const WebConfig *conf, SeatError **ret_error) {
         while (!stopping)
                 if (lws_service(the_context, 0) < 0)
                         break;
-        /* The workers first: they wake the context, which must still be there. */
+        /* The terminals and the workers first: they wake the context, which must still be there. */
+        ws_terminal_close_all(&w);
         jobs_free(w.jobs);
         w.jobs = NULL;
+        /* The MCP children next: none outlives seat-web. */
+        mcp_table_free(w.mcp);
+        w.mcp = NULL;
         lws_context_destroy(the_context);
         the_context = NULL;
         log_info("stopped");

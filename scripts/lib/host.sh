@@ -17,10 +17,14 @@ SEATD_PACKAGES=(
   libguestfs-tools supermin linux-image-amd64 nftables iproute2 libseccomp2
   # the tests: conntrack only observes (seatd speaks ctnetlink itself); curl (web)
   conntrack curl
+  # the pty suite: asciinema reads the sealed terminal recordings (a player nobody here wrote)
+  asciinema
   # the capture suite reads the sealed pcapng with a real reader
   tcpdump
   # the test image recipe and the scripts
   busybox-static e2fsprogs cpio xz-utils zstd kmod file python3 minisign openssl
+  # seat-image build (images/seat-image): the Debian root of a systemd image
+  mmdebstrap
   bsdutils util-linux procps coreutils
 )
 

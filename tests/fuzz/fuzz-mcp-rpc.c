@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/utf8.h"
 #include "mcp.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -40,8 +41,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         }
 
         size_t len = 0;
-        _cleanup_free_ char *text = mcp_text_from_bytes(data, size, 4096, &len);
-        if (!text || !mcp_text_is_utf8(text, len) || strlen(text) != len)
+        _cleanup_free_ char *text = utf8_from_bytes(data, size, 4096, &len);
+        if (!text || !utf8_is_valid(text, len) || strlen(text) != len)
                 abort();
         return 0;
 }

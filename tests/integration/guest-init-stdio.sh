@@ -54,7 +54,7 @@ check "exec before hello is refused with state" has 7 error '"code":"state"'
 check "ping before hello is answered" has 8 pong uptime_ms
 check "hello reply: version 1" has 1 hello '"version":1'
 check "hello reply: agent name" has 1 hello '"agent":"guest-init '
-check "hello reply: capabilities" has 1 hello '"capabilities":["exec","stream","stdin","kill","file_put","file_get","configure","shutdown","ping","pty"]'
+check "hello reply: capabilities" has 1 hello '"capabilities":["exec","stream","stdin","kill","file_put","file_get","configure","shutdown","ping","pty","tcp"]'
 check "hello reply: limits" has 1 hello '"max_frame":1048576'
 check "hello version 2 is unsupported_version" has 9 error '"code":"unsupported_version"'
 check "exits 0 at EOF" exited_cleanly

@@ -371,19 +371,46 @@ consistent() {
 seat_works() { [[ $(x "$1" -- hostname 2>/dev/null) == "seat-$1" ]]; }
 
 # a) SIGKILL while a provision boots its domain
-before=$("${VIRSH[@]}" list --name 2>/dev/null | grep "^seatd-" | sort)
+# The new machine's CPUs are paused the moment libvirt reports it started: the guest cannot
+# finish booting, so the kill lands while seatd waits for its agent however loaded the host is
+# (polling `virsh list` and sleeping lost that race under CI load: the seat was ready first).
+# hold_booting EVENTS REGEX: waits (60 s at most) for a seatd domain matching REGEX to start
+# in the event log EVENTS, pauses it, and prints its name.
+hold_booting() {
+  local name=
+  for _ in $(seq 1 600); do
+    name=$(sed -nE "s/^event 'lifecycle' for domain '($2)': Started.*/\1/p" "$1" | head -1)
+    [[ -n $name ]] && break
+    sleep 0.1
+  done
+  [[ -n $name ]] && "${VIRSH[@]}" suspend "$name" >/dev/null 2>&1
+  echo "$name"
+}
+# settled: no seat's standby machine is being made (warm_reset: each seat boots one beside it,
+# named seatd-ID-gN like a seat's own, which a name match would take for the seat's machine).
+settled() {
+  local s st
+  for _ in $(seq 1 900); do
+    st=
+    for s in $(listed_ids); do
+      [[ $("$CTL" --json status "$s" 2>/dev/null | json_field 'd.get("warm_standby", "")' 2>/dev/null) == preparing ]] && st=$s
+    done
+    [[ -z $st ]] && return 0
+    sleep 0.2
+  done
+  echo "the standby of $st is still being made"; return 1
+}
+check_cmd "no standby machine is being made (the next new domain is the provision's)" settled
+"${VIRSH[@]}" event --loop --event lifecycle >"$t/events-a" 2>&1 &
+ev_pid=$! bg_pids+=("$ev_pid")
+sleep 0.5 # (the event stream is registered)
 "$CTL" -q provision --image test-image >"$t/p8" 2>&1 &
 prov_pid=$! bg_pids+=("$prov_pid")
-new=
-for _ in $(seq 1 200); do
-  new=$(comm -13 <(echo "$before") <("${VIRSH[@]}" list --name 2>/dev/null | grep '^seatd-' | sort))
-  [[ -n $new ]] && break
-  sleep 0.05
-done
-sleep 0.1 # booting: the guest agent is not up yet (a boot takes ~2.5 s here)
+new=$(hold_booting "$t/events-a" 'seatd-[0-9a-z]+-g[0-9]+')
 seatd_kill
 wait "$prov_pid"; prc=$?
-echo "# killed seatd during the provision of ${new:-?} (seatctl provision exited $prc: $(head -c 200 "$t/p8" | tr '\n' ' '))"
+kill "$ev_pid" 2>/dev/null
+echo "killed seatd during the provision of ${new:-?} (paused; seatctl provision exited $prc: $(head -c 200 "$t/p8" | tr '\n' ' '))" | tee "$t/out" | sed 's/^/# /'
 [[ -n $new && $prc != 0 ]] && ! grep -qE '[0-9a-f]{64}' "$t/p8" \
   && ok "seatd SIGKILLed while provisioning ${new:-?} (domain started, no token handed out)" || not_ok "seatd SIGKILLed while provisioning"
 seatd_start
@@ -396,27 +423,19 @@ for s in "$A" "$B" "$C"; do [[ $(state_of "$s") == ready ]] && seat_works "$s" |
 out=$(xn "$t/tokA2" "$A" -- hostname 2>&1)
 [[ $out == "seat-$A" ]] && ok "an adopted seat still takes its participant token" || not_ok "an adopted seat still takes its participant token ($out)"
 
-# b) SIGKILL while a reset boots the new machine
-# The kill must land while the new machine boots (~2 s); when libvirtd was slow to list it
-# and the reset finished first, seatd is started again and the reset tried again.
-for attempt in 1 2 3; do
-  old_id=$(seat_domains | grep -E "^seatd-$C-g[0-9]+$")
-  # (cold: a warm reset is over too soon to be caught booting)
-  "$CTL" -q reset --cold "$C" >"$t/r8" 2>&1 &
-  reset_pid=$! bg_pids+=("$reset_pid")
-  cur=
-  for _ in $(seq 1 300); do
-    # Only the name: a plain list is fast enough to catch the new machine while it boots.
-    cur=$("${VIRSH[@]}" list --name 2>/dev/null | grep -E "^seatd-$C-g[0-9]+$" | grep -vx "$old_id" | head -1)
-    [[ -n $cur && $cur != "$old_id" ]] && break
-    sleep 0.05
-  done
-  seatd_kill
-  wait "$reset_pid"; rrc=$?
-  echo "# killed seatd during the reset of $C, attempt $attempt (domain $old_id -> ${cur:-none}; seatctl reset exited $rrc)"
-  [[ $rrc != 0 ]] && break
-  seatd_start
-done
+# b) SIGKILL while a reset boots the new machine (paused as in a)
+check_cmd "the adopted seats' standby machines are made (the next $C domain is the reset's)" settled
+old_id=$(seat_domains | grep -E "^seatd-$C-g[0-9]+$")
+"${VIRSH[@]}" event --loop --event lifecycle >"$t/events-b" 2>&1 &
+ev_pid=$! bg_pids+=("$ev_pid")
+sleep 0.5
+"$CTL" -q reset --cold "$C" >"$t/r8" 2>&1 &
+reset_pid=$! bg_pids+=("$reset_pid")
+cur=$(hold_booting "$t/events-b" "seatd-$C-g[0-9]+")
+seatd_kill
+wait "$reset_pid"; rrc=$?
+kill "$ev_pid" 2>/dev/null
+echo "killed seatd during the reset of $C (domain $old_id -> ${cur:-none}, paused; seatctl reset exited $rrc: $(head -c 200 "$t/r8" | tr '\n' ' '))" | tee "$t/out" | sed 's/^/# /'
 [[ -n $cur && $cur != "$old_id" && $rrc != 0 ]] && ok "seatd SIGKILLed while resetting $C (new domain booting)" || not_ok "seatd SIGKILLed while resetting $C"
 seatd_start
 check_cmd "after restart: every seatd-* domain of ours has a seat in list, no orphaned seat directory, network or egress rules; every seat has both" consistent

@@ -47,9 +47,13 @@ ok() { n=$((n + 1)); echo "ok $n - $*"; }
 # not_ok DESCRIPTION: and what the failed step left in $t/out, and seatd's log tail if asked.
 not_ok() {
         n=$((n + 1)) failed=$((failed + 1))
-        echo "not ok $n - $*"
-        [[ -n $t && -s $t/out ]] && sed 's/^/# /' "$t/out" | head -20
-        ((harness_not_ok_log > 0)) && [[ -f $t/seatd.log ]] && tail -n "$harness_not_ok_log" "$t/seatd.log" | sed 's/^/# seatd: /'
+        # (and on stderr: meson parses a TAP test's stdout and shows only its stderr in the
+        # error logs, so a failure in CI would otherwise come with no reason)
+        {
+                echo "not ok $n - $*"
+                [[ -n $t && -s $t/out ]] && sed 's/^/# /' "$t/out" | head -20
+                ((harness_not_ok_log > 0)) && [[ -f $t/seatd.log ]] && tail -n "$harness_not_ok_log" "$t/seatd.log" | sed 's/^/# seatd: /'
+        } | tee /dev/stderr
         if ((harness_seatd_must_live)) && [[ -n $seatd_pid ]] && ! kill -0 "$seatd_pid" 2>/dev/null; then
                 bail "seatd (pid $seatd_pid) is gone"
         fi

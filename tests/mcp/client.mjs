@@ -6,11 +6,21 @@
 // SCENARIO: main (a first session: tools, exec with progress, files, cancellation, bad
 // arguments, the guest user's permissions), volatile (after a reset, with the new token:
 // the first session's files are gone), refused (after a reset, with the old token).
+// With MCP_URL set (seat-web's https://HOST:PORT/mcp/SEAT), the same scenarios run over
+// the SDK's StreamableHTTPClientTransport with the token as a bearer (SEATCTL unused; node
+// trusts seat-web's certificate through NODE_EXTRA_CA_CERTS), and these too: wrong-token
+// (401), other-seat (the token of OTHER_SEAT refused on this seat's URL), reset (a session
+// open across a reset, run by RESET_CMD: its next call is refused, saying why, and so is a
+// new session with the old token).
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StreamableHTTPClientTransport, StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { execFileSync } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { McpError, LATEST_PROTOCOL_VERSION } from "@modelcontextprotocol/sdk/types.js";
 
 const [scenario, seatctl, seat, tokenFile, ...rest] = process.argv.slice(2);
+const httpUrl = process.env.MCP_URL;
 let failed = 0;
 const ok = (cond, what, detail) => {
   if (cond) console.log(`ok - ${what}`);
@@ -22,7 +32,18 @@ const ok = (cond, what, detail) => {
 };
 const text = (r) => (r.content || []).map((c) => c.text || "").join("");
 
-async function connect() {
+async function connect(token = tokenFile, url = httpUrl) {
+  if (httpUrl) {
+    const bearer = readFileSync(token, "utf8").trim();
+    const transport = new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { Authorization: `Bearer ${bearer}` } } });
+    const client = new Client({ name: "seatd-tests-http", version: "1.0.0" });
+    await client.connect(transport);
+    // close() ends the session on seat-web too (DELETE), as a well-behaved client does.
+    const close = client.close.bind(client);
+    client.close = async () => { await transport.terminateSession(); await close(); };
+    client.transport_ = transport;
+    return client;
+  }
   const transport = new StdioClientTransport({
     command: seatctl,
     args: ["--token-file", tokenFile, "mcp", ...rest, seat],
@@ -185,7 +206,47 @@ async function transfer() {
   await client.close();
 }
 
-const scenarios = { main, volatile, refused, transfer };
+// ---- over Streamable HTTP only
+
+// A session that must not open: the HTTP status and the message seat-web gave.
+async function refusedAt(token, url, what, wantStatus, wantText) {
+  try {
+    const c = await connect(token, url);
+    ok(false, what, "a session opened");
+    await c.close();
+  } catch (e) {
+    ok(e instanceof StreamableHTTPError && e.code === wantStatus && wantText.test(e.message), what, { code: e.code, message: e.message });
+  }
+}
+
+async function wrongToken() {
+  await refusedAt(process.env.WRONG_TOKEN_FILE, httpUrl, "HTTP: a wrong token: 401, saying the token does not open the seat", 401, /does not open seat/);
+}
+
+async function otherSeat() {
+  // This seat's token on the other seat's URL, and the other seat's token on this one.
+  await refusedAt(tokenFile, process.env.OTHER_URL, "HTTP: this seat's token on another seat's URL: 401", 401, /does not open seat/);
+  await refusedAt(process.env.OTHER_TOKEN_FILE, httpUrl, "HTTP: another seat's token on this seat's URL: 401", 401, /does not open seat/);
+}
+
+async function reset() {
+  const client = await connect();
+  const before = await client.callTool({ name: "exec", arguments: { argv: ["true"] } });
+  ok(before.structuredContent?.exit_code === 0, "HTTP: a session works before the reset", before);
+  const sid = client.transport_.sessionId;
+  execFileSync("sh", ["-c", process.env.RESET_CMD], { stdio: ["ignore", "ignore", "inherit"] });
+  try {
+    const r = await client.callTool({ name: "exec", arguments: { argv: ["true"] } });
+    ok(false, "HTTP: after the reset, the open session's next call is refused", r);
+  } catch (e) {
+    ok(e instanceof StreamableHTTPError && e.code === 401 && /was reset or released/.test(e.message) && /session has ended/.test(e.message),
+       "HTTP: after the reset, the open session's next call: 401, saying the seat was reset and the session ended", { code: e.code, message: e.message });
+  }
+  console.log(`# session ${sid ? sid.slice(0, 6) : "?"}... ended by the reset`);
+  await refusedAt(tokenFile, httpUrl, "HTTP: after the reset, a new session with the old token: 401", 401, /does not open seat/);
+}
+
+const scenarios = { main, volatile, refused, transfer, "wrong-token": wrongToken, "other-seat": otherSeat, reset };
 try {
   if (!scenarios[scenario]) throw new Error(`unknown scenario ${scenario}`);
   await scenarios[scenario]();

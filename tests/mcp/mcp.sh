@@ -9,7 +9,14 @@
 #   - raw JSON-RPC on stdin: malformed lines, requests before initialize, an oversized
 #     line, a client that vanishes mid-call (its exec is killed, the seat stays usable);
 #   - after a reset: the old token is refused, the first session's files are gone;
-#   - every tool call is in the sealed audit log with its name, arguments and client.
+#   - every tool call is in the sealed audit log with its name, arguments and client;
+#   - over Streamable HTTP: seat-web as it ships (its own user, TLS from --self-signed)
+#     serves /mcp/SEAT; the SDK's StreamableHTTPClientTransport runs the same scenarios with
+#     the token as a bearer (node trusts the certificate through NODE_EXTRA_CA_CERTS), a
+#     wrong token and another seat's token are refused, a session open across a reset is
+#     ended with a clear error; curl sends what a client should not (no or a garbage bearer,
+#     an oversized body, another Origin, unknown sessions, plain HTTP); no seatctl mcp child
+#     outlives its session or seat-web.
 # The participant's side runs as nobody, through the participant socket as shipped.
 #   usage: mcp.sh BUILD_DIR
 set -uo pipefail
@@ -17,9 +24,10 @@ set -uo pipefail
 # shellcheck source=../lib/seatd-harness.sh
 . "$(dirname "$0")/../lib/seatd-harness.sh"
 harness_build "${1:?usage: $0 BUILD_DIR}"
-need_built "$SEATD" "$CTL" "$SIGN" "$GUEST_INIT"
+WEB=$build/web/seat-web
+need_built "$SEATD" "$CTL" "$SIGN" "$GUEST_INIT" "$WEB"
 need_root
-need_cmd setpriv python3
+need_cmd setpriv python3 curl
 need_libvirt
 here=$(cd "$(dirname "$0")" && pwd)
 need_npm_client "$here" @modelcontextprotocol/sdk host_install_mcp_client
@@ -28,11 +36,12 @@ harness_workdir /var/tmp/seatd-mcp 0755
 unset SEATD_TOKEN
 seatd_start_sealing
 
-"$CTL" -q --json provision --image test-image --participant agent >"$t/prov" 2>"$t/out" || bail "provision failed: $(cat "$t/out")"
-S=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["seats"][0]["id"])' "$t/prov")
-tok=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["seats"][0]["token"])' "$t/prov")
+"$CTL" -q --json provision --image test-image --participant agent --count 2 >"$t/prov" 2>"$t/out" || bail "provision failed: $(cat "$t/out")"
+read -r S tok S2 tokS2 < <(python3 -c 'import json,sys; s=json.load(open(sys.argv[1]))["seats"]; print(s[0]["id"], s[0]["token"], s[1]["id"], s[1]["token"])' "$t/prov")
 token_file "$t/token1" "$tok" nobody:nogroup 0600
-diag "seat $S"
+token_file "$t/token-other" "$tokS2" nobody:nogroup 0600
+token_file "$t/token-wrong" "$(printf '%s' "$tok" | tr 0-9a-f 1-9a-f0)" nobody:nogroup 0600
+diag "seat $S (and $S2, for the other-seat checks over HTTP)"
 
 # ---------------------------------------------------------------- 1. the SDK's client
 # client.mjs runs "SEATCTL --token-file F mcp ARGS SEAT": here SEATCTL is a wrapper that
@@ -43,13 +52,16 @@ exec setpriv --reuid=nobody --regid=nogroup --clear-groups -- "$CTL" "\$@"
 EOF
 chmod 0755 "$t/seatctl-as-nobody"
 client() {
-        local line
+        local line prefix=
+        [[ -n ${MCP_URL-} ]] && prefix="HTTP: "
         node "$here/client.mjs" "$1" "$t/seatctl-as-nobody" "$S" "$2" --user 65534 "${@:3}" \
                 >"$t/client-$1" 2>"$t/client-$1.err" </dev/null
         while IFS= read -r line; do
                 case $line in
-                "ok - "*) ok "${line#ok - }" ;;
-                "not ok - "*) : >"$t/out"; not_ok "${line#not ok - }" ;;
+                "ok - HTTP: "*) ok "${line#ok - }" ;;
+                "not ok - HTTP: "*) : >"$t/out"; not_ok "${line#not ok - }" ;;
+                "ok - "*) ok "$prefix${line#ok - }" ;;
+                "not ok - "*) : >"$t/out"; not_ok "$prefix${line#not ok - }" ;;
                 "#"*) echo "$line" ;;
                 esac
         done <"$t/client-$1"
@@ -64,6 +76,103 @@ ln -s /etc/shadow "$t/xfer/escape"
 ln -s /etc "$t/xfer/sub"
 chown -h nobody:nogroup "$t/xfer" "$t/xfer/a.bin" "$t/xfer/escape" "$t/xfer/sub"
 XFER=$t/xfer client transfer "$t/token1" --transfer-dir "$t/xfer"
+
+# ---------------------------------------------------------------- 1b. over Streamable HTTP
+# seat-web as it ships: its own user (here nobody), TLS with the pair --self-signed makes,
+# seatd through the participant socket; each MCP session runs this build's seatctl mcp
+# (as the tools' user 65534, as above).
+port=$((20000 + RANDOM % 20000))
+mkdir -m 0700 "$t/web" && chown nobody:nogroup "$t/web"
+webconf() { # FILE KEY=VALUE...
+        local f=$1 kv
+        shift
+        {
+                echo "state_dir = $t/web"
+                echo "assets_dir = $HARNESS_SRC/web/assets"
+                echo "participant_socket = $t/participant.sock"
+                echo "seatctl = $CTL"
+                echo "mcp_user = 65534"
+                for kv; do echo "${kv%%=*} = ${kv#*=}"; done
+        } >"$f"
+}
+webconf "$t/web.conf" listen_port=$port login_rate_per_address=100 login_rate_per_seat=100 mcp_sessions_per_seat=3
+as_nobody "$WEB" -c "$t/web.conf" --self-signed >"$t/self" 2>"$t/out" || bail "seat-web --self-signed failed: $(cat "$t/out")"
+# setpriv itself in the background (not the as_nobody function): $! is seat-web.
+setpriv --reuid=nobody --regid=nogroup --clear-groups -- "$WEB" -c "$t/web.conf" -l debug >"$t/web.log" 2>&1 &
+web_pid=$!
+harness_on_exit 'kill_wait $web_pid; [[ -f $t/web.log ]] && cp $t/web.log $build/mcp-seat-web.log'
+base=https://127.0.0.1:$port
+for _ in $(seq 1 100); do curl -s -o /dev/null --cacert "$t/web/tls/cert.pem" "$base/" && break; sleep 0.1; done
+export NODE_EXTRA_CA_CERTS=$t/web/tls/cert.pem
+
+MCP_URL=$base/mcp/$S client main "$t/token1"
+MCP_URL=$base/mcp/$S WRONG_TOKEN_FILE=$t/token-wrong client wrong-token "$t/token1"
+MCP_URL=$base/mcp/$S OTHER_URL=$base/mcp/$S2 OTHER_TOKEN_FILE=$t/token-other client other-seat "$t/token1"
+
+# curl: what a client should not send. mcp URL BODY-FILE [CURL ARGS...]: the status code;
+# the headers in $t/hdrs, the body in $t/body.
+mcp() {
+        local u=$1 b=$2
+        shift 2
+        curl -s --cacert "$t/web/tls/cert.pem" -o "$t/body" -D "$t/hdrs" -w '%{http_code}' -X POST \
+                -H 'content-type: application/json' -H 'accept: application/json, text/event-stream' --data-binary "@$b" "$@" "$u"
+}
+u=$base/mcp/$S
+bearer="authorization: Bearer $tok"
+printf '%s' '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"curl","version":"0"}}}' >"$t/init.json"
+printf '%s' '{"jsonrpc":"2.0","id":2,"method":"ping"}' >"$t/ping.json"
+code=$(mcp "$u" "$t/init.json")
+[[ $code == 401 ]] && grep -qi '^www-authenticate: Bearer' "$t/hdrs" && grep -q '"error"' "$t/body" &&
+        ok "HTTP: no bearer token: 401 with WWW-Authenticate: Bearer and a JSON-RPC error" || { cp "$t/body" "$t/out"; not_ok "HTTP: no bearer: $code"; }
+for a in 'Bearer not-a-token!!' 'Bearer ' "Basic $(printf 'agent:%s' "$tok" | base64 -w0)" "Bearer $tok $tok" "Bearer ${tok^^}"; do
+        code=$(mcp "$u" "$t/init.json" -H "authorization: $a")
+        [[ $code == 401 ]] && ok "HTTP: authorization '${a:0:16}...': 401" || not_ok "HTTP: authorization '${a:0:16}...': $code"
+done
+head -c 2000000 /dev/zero | tr '\0' ' ' >"$t/big.json"
+code=$(mcp "$u" "$t/big.json" -H "$bearer")
+[[ $code == 413 ]] && grep -q "at most 1048576 bytes" "$t/body" && ok "HTTP: a 2 MB body: 413, naming the cap" || not_ok "HTTP: a 2 MB body: $code"
+code=$(mcp "$u" "$t/init.json" -H "$bearer" -H "origin: https://evil.example")
+[[ $code == 403 ]] && ok "HTTP: another site's Origin: 403 (DNS rebinding)" || not_ok "HTTP: another Origin: $code"
+code=$(mcp "$u" "$t/init.json" -H "$bearer" -H "origin: http://127.0.0.1:$port")
+[[ $code == 403 ]] && ok "HTTP: an http:// Origin on the TLS server: 403" || not_ok "HTTP: http Origin: $code"
+code=$(mcp "$u" "$t/ping.json" -H "$bearer" -H "mcp-session-id: AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA")
+[[ $code == 404 ]] && ok "HTTP: an unknown Mcp-Session-Id: 404" || not_ok "HTTP: unknown session: $code"
+code=$(mcp "$u" "$t/ping.json" -H "$bearer")
+[[ $code == 400 ]] && grep -q "send 'initialize' first" "$t/body" && ok "HTTP: a request without a session: 400, saying to initialize" || not_ok "HTTP: no session: $code"
+code=$(mcp "$u" "$t/init.json" -H "$bearer" -H 'content-type: text/plain')
+[[ $code == 415 ]] && ok "HTTP: a body that is not application/json: 415" || not_ok "HTTP: text/plain: $code"
+code=$(curl -s --cacert "$t/web/tls/cert.pem" -o /dev/null -w '%{http_code}' -H "$bearer" "$u")
+[[ $code == 405 ]] && ok "HTTP: GET (no server-sent stream): 405" || not_ok "HTTP: GET: $code"
+code=$(curl -s -o /dev/null -w '%{http_code}' -X POST -H "$bearer" -H 'content-type: application/json' --data-binary "@$t/init.json" "http://127.0.0.1:$port/mcp/$S")
+[[ $code != 2* ]] && ok "HTTP: plain HTTP to the TLS port: no answer ($code)" || not_ok "HTTP: plain HTTP to the TLS port: $code"
+webconf "$t/plain-wide.conf" listen_address=0.0.0.0 listen_port=$((port + 1)) plain_http=true
+as_nobody "$WEB" -c "$t/plain-wide.conf" >"$t/out" 2>&1 && not_ok "plain HTTP on 0.0.0.0 started" ||
+        { grep -q "plain_http = true needs a loopback" "$t/out" && ok "HTTP: plain HTTP on a non-loopback address: seat-web refuses to start" || not_ok "plain HTTP off loopback: $(cat "$t/out")"; }
+
+# A session opened with curl: its id, then the hostile cases against it.
+code=$(mcp "$u" "$t/init.json" -H "$bearer")
+sid=$(sed -n 's/^mcp-session-id: *\([A-Za-z0-9_-]*\).*/\1/Ip' "$t/hdrs")
+[[ $code == 200 && ${#sid} == 43 ]] && grep -q '^content-type: text/event-stream' "$t/hdrs" && grep -q '^data: .*"protocolVersion":"2025-11-25"' "$t/body" &&
+        ok "HTTP: initialize with curl: an event stream with the result, a 43-character Mcp-Session-Id" || { cat "$t/hdrs" "$t/body" >"$t/out"; not_ok "HTTP: initialize with curl: $code"; }
+child=$(grep -o "seat '$S' started: seatctl mcp pid [0-9]*" "$t/web.log" | tail -1 | grep -o '[0-9]*$')
+code=$(mcp "$u" "$t/ping.json" -H "$bearer" -H "mcp-session-id: $sid" -H 'mcp-protocol-version: 1999-01-01')
+[[ $code == 400 ]] && grep -q "MCP-Protocol-Version" "$t/body" && ok "HTTP: an unsupported MCP-Protocol-Version: 400" || not_ok "HTTP: bad protocol version: $code"
+code=$(mcp "$u" "$t/ping.json" -H "authorization: Bearer $tokS2" -H "mcp-session-id: $sid")
+[[ $code == 401 ]] && ok "HTTP: the session's id with another seat's token: 401" || not_ok "HTTP: session id, other token: $code"
+code=$(mcp "$base/mcp/$S2" "$t/ping.json" -H "authorization: Bearer $tokS2" -H "mcp-session-id: $sid")
+[[ $code == 404 ]] && ok "HTTP: the session's id on another seat's URL: 404" || not_ok "HTTP: session id on another seat: $code"
+code=$(mcp "$u" "$t/ping.json" -H "$bearer" -H "mcp-session-id: $sid" -H 'mcp-protocol-version: 2025-11-25')
+[[ $code == 200 ]] && grep -q '^data: {"jsonrpc":"2.0","id":2,"result":{}}' "$t/body" && ok "HTTP: ping in the session: its result as an event" || { cp "$t/body" "$t/out"; not_ok "HTTP: ping: $code"; }
+code=$(curl -s --cacert "$t/web/tls/cert.pem" -o /dev/null -w '%{http_code}' -X DELETE -H "$bearer" -H "mcp-session-id: $sid" "$u")
+for _ in $(seq 1 50); do [[ -n $child ]] && kill -0 "$child" 2>/dev/null || break; sleep 0.1; done
+[[ $code == 200 && -n $child ]] && ! kill -0 "$child" 2>/dev/null && ok "HTTP: DELETE ends the session: its seatctl mcp (pid $child) is gone" || not_ok "HTTP: DELETE: $code, child '$child'"
+code=$(mcp "$u" "$t/ping.json" -H "$bearer" -H "mcp-session-id: $sid")
+[[ $code == 404 ]] && ok "HTTP: the ended session's id: 404" || not_ok "HTTP: ended session: $code"
+# The cap of sessions per seat (3 here).
+for i in 1 2 3 4; do codes[i]=$(mcp "$u" "$t/init.json" -H "$bearer"); sids[i]=$(sed -n 's/^mcp-session-id: *\([A-Za-z0-9_-]*\).*/\1/Ip' "$t/hdrs"); done
+[[ ${codes[*]} == "200 200 200 503" ]] && ok "HTTP: a fourth session of one seat: 503 (mcp_sessions_per_seat = 3)" || not_ok "HTTP: session cap: ${codes[*]}"
+for i in 1 2 3; do curl -s --cacert "$t/web/tls/cert.pem" -o /dev/null -X DELETE -H "$bearer" -H "mcp-session-id: ${sids[i]}" "$u"; done
+"$CTL" release "$S2" >"$t/out" 2>&1 || diag "release of $S2 failed: $(cat "$t/out")"
 
 # ---------------------------------------------------------------- 2. raw JSON-RPC
 # rpc NAME: the lines of $t/NAME.in to seatctl mcp (as nobody), its replies in $t/NAME.out.
@@ -136,11 +245,36 @@ fi
 "$CTL" exec "$S" -- true >"$t/out" 2>&1 && ok "the seat stays usable after it" || not_ok "the seat stays usable after it"
 
 # ---------------------------------------------------------------- 3. reset
-"$CTL" --json reset "$S" >"$t/reset" 2>"$t/out" || bail "reset failed: $(cat "$t/out")"
+# Run by the HTTP client, across one of its sessions (its next call is refused, saying why).
+# A second session, opened with curl, sends nothing after the reset: seat-web's own check
+# of idle sessions (every 30 s) ends it and kills its seatctl mcp all the same.
+code=$(mcp "$u" "$t/init.json" -H "$bearer")
+sid_idle=$(sed -n 's/^mcp-session-id: *\([A-Za-z0-9_-]*\).*/\1/Ip' "$t/hdrs")
+child_idle=$(grep -o "seat '$S' started: seatctl mcp pid [0-9]*" "$t/web.log" | tail -1 | grep -o '[0-9]*$')
+MCP_URL=$base/mcp/$S RESET_CMD="SEATD_SOCKET='$SEATD_SOCKET' '$CTL' --json reset '$S' >'$t/reset' 2>'$t/reset.err'" client reset "$t/token1"
+[[ -s $t/reset ]] || "$CTL" --json reset "$S" >"$t/reset" 2>"$t/out" || bail "reset failed: $(cat "$t/out") $(cat "$t/reset.err" 2>/dev/null)"
+for _ in $(seq 1 900); do [[ -n $child_idle ]] && kill -0 "$child_idle" 2>/dev/null || break; sleep 0.1; done
+code=$(mcp "$u" "$t/ping.json" -H "$bearer" -H "mcp-session-id: $sid_idle")
+[[ -n $child_idle ]] && ! kill -0 "$child_idle" 2>/dev/null && [[ $code == 401 ]] && grep -q "was reset or released" "$t/body" &&
+        ok "HTTP: a session idle across the reset: ended by seat-web's own check (its seatctl mcp gone), its next request 401 saying why" ||
+        { cp "$t/body" "$t/out"; not_ok "HTTP: a session idle across the reset: child '$child_idle', $code"; }
 tok2=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["token"])' "$t/reset")
 token_file "$t/token2" "$tok2" nobody:nogroup 0600
 client refused "$t/token1"
 client volatile "$t/token2"
+MCP_URL=$base/mcp/$S client volatile "$t/token2"
+
+# seat-web stops with a session open: no seatctl mcp of its sessions is left.
+code=$(mcp "$u" "$t/init.json" -H "authorization: Bearer $tok2")
+open_child=$(grep -o "seat '$S' started: seatctl mcp pid [0-9]*" "$t/web.log" | tail -1 | grep -o '[0-9]*$')
+[[ $code == 200 && -n $open_child ]] && kill -0 "$open_child" 2>/dev/null || diag "no open session before the stop ($code, '$open_child')"
+kill_wait "$web_pid"
+left=
+for p in $web_pid $(grep -o "seatctl mcp pid [0-9]*" "$t/web.log" | grep -o '[0-9]*$'); do kill -0 "$p" 2>/dev/null && left+=" $p"; done
+[[ -z $left && -n $open_child ]] && grep -q "seat-web: info: stopped" "$t/web.log" &&
+        ok "HTTP: seat-web stopped with a session open: it and all its $(grep -c "seatctl mcp pid" "$t/web.log") seatctl mcp children are gone" ||
+        not_ok "HTTP: seat-web stopped: left:$left (open session's child '$open_child')"
+web_pid=
 
 # ---------------------------------------------------------------- 4. the sealed audit log
 "$CTL" release "$S" >"$t/out" 2>&1 || bail "release failed: $(cat "$t/out")"
@@ -154,8 +288,13 @@ recs = [json.loads(l) for l in open(sys.argv[1])]
 starts = [r for r in recs if r["type"] == "exec.start" and "tool" in r["data"]]
 names = {r["data"]["tool"]["name"] for r in starts}
 assert {"exec", "read_file", "write_file", "list_directory"} <= names, names
+calls = [r["data"] for r in recs if r["type"] == "tool.call"]
+assert any(c["tool"]["name"] == "seat_status" and c["method"] == "seat.status" and c["status"] == "ok"
+           and c["tool"]["client"] == "seatd-tests/1.0.0" for c in calls), ("seat_status is a tool.call", calls)
 sdk = [r["data"]["tool"] for r in starts if r["data"]["tool"].get("client") == "seatd-tests/1.0.0"]
 assert sdk, "no call of the SDK's client"
+http = {r["data"]["tool"]["name"] for r in starts if r["data"]["tool"].get("client") == "seatd-tests-http/1.0.0"}
+assert {"exec", "read_file", "write_file", "list_directory"} <= http, ("the calls over Streamable HTTP", http)
 note = [t for t in sdk if t["name"] == "write_file" and "/tmp/mcp-note.txt" in t["arguments"]]
 assert note, "the write_file call with its path"
 t = note[0]
@@ -169,7 +308,7 @@ sleep = [r for r in starts if r["data"]["argv"] == ["sleep", "3001"]]
 assert sleep and ends[sleep[0]["seq"]]["status"] == "cancelled", (sleep, [ends.get(s["seq"]) for s in sleep])
 print(len(starts), "tool calls in the sealed log")
 PY
-        ok "the sealed audit log holds every MCP tool call: name, arguments with their BLAKE2b, client, guest user, its end (the cancelled sleep 'cancelled')"
+        ok "the sealed audit log holds every MCP tool call, over stdio and over HTTP: name, arguments with their BLAKE2b, client, guest user, its end (the cancelled sleep 'cancelled'); seat_status as a tool.call"
 else
         not_ok "the sealed audit log holds every MCP tool call"
 fi

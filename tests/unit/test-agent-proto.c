@@ -323,6 +323,46 @@ static void test_amplification(void **state) {
         assert_int_equal(cfg->configure.n_addresses, AGENT_ADDR_MAX);
 }
 
+/* v1.2 "tcp": connect, its started with pid 0, output with eof. */
+static void test_connect(void **state) {
+        _cleanup_agent_msg_ AgentMsg *c = parse_ok("{\"type\":\"connect\",\"id\":8,\"host\":\"fd00::5\",\"port\":80}");
+        assert_int_equal(c->type, AGENT_MSG_CONNECT);
+        assert_true(agent_msg_type_is_request(c->type));
+        assert_string_equal(c->connect.host, "fd00::5");
+        assert_int_equal(c->connect.port, 80);
+        assert_int_equal(c->connect.timeout_ms, 0);
+        parse_fails("{\"type\":\"connect\",\"id\":8,\"host\":\"a\",\"port\":0}", -EINVAL, 8, AGENT_ERR_INVALID, "port");
+        parse_fails("{\"type\":\"connect\",\"id\":8,\"host\":\"a\",\"port\":65536}", -EINVAL, 8, AGENT_ERR_INVALID, "port");
+        parse_fails("{\"type\":\"connect\",\"id\":8,\"port\":80}", -EINVAL, 8, AGENT_ERR_INVALID, "host");
+        parse_fails("{\"type\":\"connect\",\"id\":8,\"host\":\"\",\"port\":80}", -EINVAL, 8, AGENT_ERR_INVALID, "host");
+        parse_fails("{\"type\":\"connect\",\"id\":8,\"host\":\"a b\",\"port\":80}", -EINVAL, 8, AGENT_ERR_INVALID, "host");
+        parse_fails("{\"type\":\"connect\",\"id\":8,\"host\":\"a/../b\",\"port\":80}", -EINVAL, 8, AGENT_ERR_INVALID, "host");
+        parse_fails("{\"type\":\"connect\",\"id\":8,\"host\":\"a\",\"port\":80,\"timeout_ms\":60001}", -EINVAL, 8,
+                    AGENT_ERR_INVALID, "timeout_ms");
+
+        AgentMsg m = { .type = AGENT_MSG_CONNECT, .id = 9, .connect = { .host = (char *) "10.0.0.5", .port = 443, .timeout_ms = 500 } };
+        _cleanup_agent_msg_ AgentMsg *x = roundtrip(&m);
+        assert_string_equal(x->connect.host, "10.0.0.5");
+        assert_int_equal(x->connect.port, 443);
+        assert_int_equal(x->connect.timeout_ms, 500);
+        char *none = NULL;
+        size_t n;
+        m.connect.host = (char *) "bad host";
+        assert_int_equal(agent_msg_format(&m, AGENT_MAX_FRAME_DEFAULT, &none, &n), -EINVAL);
+        assert_null(none);
+
+        _cleanup_agent_msg_ AgentMsg *st = parse_ok("{\"type\":\"started\",\"id\":9,\"pid\":0}");
+        assert_int_equal(st->started.pid, 0);
+        _cleanup_agent_msg_ AgentMsg *e = parse_ok("{\"type\":\"output\",\"id\":9,\"stream\":\"stdout\",\"data\":\"\",\"eof\":true}");
+        assert_true(e->output.eof);
+        assert_int_equal(e->output.len, 0);
+        AgentMsg eof = { .type = AGENT_MSG_OUTPUT, .id = 9, .output = { .eof = true } };
+        _cleanup_agent_msg_ AgentMsg *y = roundtrip(&eof);
+        assert_true(y->output.eof);
+        _cleanup_agent_msg_ AgentMsg *plain = parse_ok("{\"type\":\"output\",\"id\":9,\"stream\":\"stdout\",\"data\":\"aGk=\"}");
+        assert_false(plain->output.eof);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_exec_request),
@@ -335,6 +375,7 @@ int main(void) {
                 cmocka_unit_test(test_fast_output_matches_generic),
                 cmocka_unit_test(test_amplification),
                 cmocka_unit_test(test_pty),
+                cmocka_unit_test(test_connect),
         };
         return cmocka_run_group_tests_name("agent-proto", tests, NULL, NULL);
 }

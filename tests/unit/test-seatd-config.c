@@ -48,6 +48,7 @@ static void test_defaults(void **state) {
         assert_string_equal(c->evidence_collect_user, "seatd-collect");
         assert_int_equal(c->evidence_collect_timeout, 1800);
         assert_int_equal(c->exec_max_timeout, 3600);
+        assert_int_equal(c->ready_timeout, 300);
 }
 
 static void test_values(void **state) {
@@ -102,6 +103,8 @@ static void test_errors_name_the_line(void **state) {
         refused("evidence_max_files = 4001\n", "evidence_max_files");
         refused("exec_max_timeout = 0\n", "invalid value '0' for 'exec_max_timeout'");
         refused("exec_max_timeout = 604801\n", "exec_max_timeout");
+        refused("ready_timeout = 0\n", "invalid value '0' for 'ready_timeout'");
+        refused("ready_timeout = 86401\n", "ready_timeout");
         refused("admin_group = a\x1b[31m\n", "control character");
         char big[5000];
         memset(big, 'a', sizeof(big) - 1);

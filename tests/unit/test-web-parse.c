@@ -74,6 +74,29 @@ static void test_cookie(void **state) {
         assert_int_equal(cookie("x y=1; b=2", "b", v, sizeof(v)), -EBADMSG);
 }
 
+static int bearer(const char *h, char *out, size_t size) {
+        return web_bearer_get(h, strlen(h), out, size);
+}
+
+static void test_bearer(void **state) {
+        char v[WEB_TOKEN_HEX + 2];
+        assert_int_equal(bearer("Bearer abc", v, sizeof(v)), 0);
+        assert_string_equal(v, "abc");
+        assert_int_equal(bearer("bearer   a-b._~+/c==  ", v, sizeof(v)), 0);
+        assert_string_equal(v, "a-b._~+/c==");
+        assert_int_equal(bearer("Basic YTpi", v, sizeof(v)), -ENOENT);
+        assert_int_equal(bearer("BearerX abc", v, sizeof(v)), -ENOENT);
+        assert_int_equal(bearer("", v, sizeof(v)), -ENOENT);
+        assert_int_equal(bearer("Bearer", v, sizeof(v)), -EBADMSG);
+        assert_int_equal(bearer("Bearer ", v, sizeof(v)), -EBADMSG);
+        assert_int_equal(bearer("Bearer a b", v, sizeof(v)), -EBADMSG);
+        assert_int_equal(bearer("Bearer a,b", v, sizeof(v)), -EBADMSG);
+        assert_int_equal(bearer("Bearer a=b", v, sizeof(v)), -EBADMSG);
+        assert_int_equal(bearer("Bearer \"abc\"", v, sizeof(v)), -EBADMSG);
+        assert_int_equal(web_bearer_get("Bearer ab\0c", 11, v, sizeof(v)), -EBADMSG);
+        assert_int_equal(bearer("Bearer abcdef", v, 4), -E2BIG);
+}
+
 static void test_ids(void **state) {
         assert_true(web_seat_id_valid("s1a2b3c4d"));
         assert_false(web_seat_id_valid(""));
@@ -109,7 +132,16 @@ static void test_routes(void **state) {
         assert_int_equal(web_route("/static/seat.js", a, sizeof(a), &mime), WEB_ROUTE_STATIC);
         assert_string_equal(a, "seat.js");
         assert_string_equal(mime, "text/javascript; charset=utf-8");
+        assert_int_equal(web_route("/mcp/s1a2", a, sizeof(a), NULL), WEB_ROUTE_MCP);
+        assert_string_equal(a, "s1a2");
+        assert_int_equal(web_route("/static/xterm.css", a, sizeof(a), &mime), WEB_ROUTE_STATIC);
+        assert_string_equal(mime, "text/css; charset=utf-8");
+        assert_int_equal(web_route("/ws/seat/sab/terminal", a, sizeof(a), NULL), WEB_ROUTE_SEAT_TERMINAL);
+        assert_string_equal(a, "sab");
         static const char *const none[] = {
+                "/mcp", "/mcp/", "/mcp/s1/", "/mcp/S1", "/mcp/s1/x", "/mcp/../login",
+                "/ws/seat/sab", "/ws/seat/sab/", "/ws/seat/sab/terminal/", "/ws/seat//terminal", "/ws/seat/S1/terminal",
+                "/static/seat.html", "/static/xterm.js.map",
                 "", "/x", "/seat/", "/seat/S1", "/seat/s1/", "/seat/s1/x", "/seat/../etc", "/api/seat/s1",
                 "/api/seat/s1/status/", "/api/seat//status", "/static/", "/static/../conf.c", "/static/login.html",
                 "/static/seat.js/", "/static/style.css.bak", "//", "/login/",
@@ -124,6 +156,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_form),
                 cmocka_unit_test(test_cookie),
+                cmocka_unit_test(test_bearer),
                 cmocka_unit_test(test_ids),
                 cmocka_unit_test(test_routes),
         };

@@ -87,9 +87,71 @@ async function main() {
   const o2 = await page.evaluate(async (s) => (await fetch(`/api/seat/${s}/status`)).status, other);
   ok(o2 === 403, "and on its status: 403", o2);
 
-  // A reset ends the session: the page says so; the old cookie opens nothing.
+  // ---- the terminal: a shell in the seat, in the page (xterm.js over a WebSocket).
   await page.goto(`${url}/seat/${seat}`);
   await page.waitForFunction(() => document.body.dataset.state === "ready", null, { timeout: 30000 });
+  const paneText = (i) => page.evaluate((k) => {
+    const p = document.querySelectorAll(".term")[k];
+    return p ? p.querySelector(".xterm-rows").innerText.replace(/\u00a0/g, " ") : "";
+  }, i);
+  const typeIn = async (i, text) => {
+    await page.locator(".term .xterm-helper-textarea").nth(i).focus();
+    await page.keyboard.type(text);
+  };
+  const waitText = async (i, re, ms = 60000) => {
+    const end = Date.now() + ms;
+    let t = "";
+    while (Date.now() < end) {
+      t = await paneText(i);
+      const m = t.match(re);
+      if (m) return m;
+      await page.waitForTimeout(200);
+    }
+    return null;
+  };
+  let opened = await page.waitForSelector('.term[data-state="open"]', { timeout: 60000 }).then(() => true, () => false);
+  ok(opened, "the seat's page opens a terminal (a WebSocket to seat-web)");
+  await typeIn(0, "echo web-$((6*7)) $(hostname)\n");
+  let m = await waitText(0, /web-42 (\S+)/);
+  ok(m && m[1] === `seat-${seat}`, "typed in the page, run in the seat: the shell answers from the seat's guest", m ? m[0] : await paneText(0));
+  await typeIn(0, "echo S1-$(stty size)-\n");
+  const before = await waitText(0, /S1-(\d+) (\d+)-/);
+  await page.setViewportSize({ width: 1600, height: 1000 });
+  let wider = null;
+  for (let i = 0; i < 20 && !wider; i++) {
+    await page.waitForTimeout(300);
+    await typeIn(0, `echo S2${i}-$(stty size)-\n`);
+    const got = await waitText(0, new RegExp(`S2${i}-(\\d+) (\\d+)-`), 5000);
+    if (got && before && Number(got[2]) > Number(before[2])) wider = got;
+  }
+  ok(before && wider, "a wider window resizes the terminal in the seat (stty size follows)",
+     `${before && before[0]} then ${wider && wider[0]}`);
+  // seat-web's idle_timeout (3 s here) closes idle HTTP connections, not a terminal.
+  await page.waitForTimeout(5000);
+  await typeIn(0, "echo still-$((1+1))\n");
+  ok(await waitText(0, /still-2/), "the terminal is still there after 5 s idle (idle_timeout = 3 s is for HTTP)");
+  await page.screenshot({ path: `${shots}/web-terminal.png` });
+  console.log(`# screenshot: ${shots}/web-terminal.png`);
+  // The shell's end is shown with its status; "New terminal" then starts another shell.
+  await typeIn(0, "exit 3\n");
+  const endedMsg = await page.waitForSelector('.term[data-state="ended"]', { timeout: 30000 })
+    .then(() => page.textContent(".term .term-state"), () => "");
+  ok(/status 3/.test(endedMsg), `exit in the shell ends the terminal with its status ('${endedMsg}')`);
+  const again = await page.waitForSelector("#new-terminal:not([hidden])", { timeout: 10000 }).then(() => true, () => false);
+  if (again) await page.click("#new-terminal");
+  opened = await page.waitForSelector('.term[data-state="open"]', { timeout: 60000 }).then(() => true, () => false);
+  if (opened) await typeIn(0, "echo again-$((2*3))\n");
+  ok(again && opened && await waitText(0, /again-6/), "then 'New terminal' opens a new shell in the seat");
+  // This session's cookie opens no terminal of another seat.
+  const otherWs = await page.evaluate((s) => new Promise((res) => {
+    const ws = new WebSocket(`wss://${location.host}/ws/seat/${s}/terminal`, "seat-terminal");
+    ws.onopen = () => { ws.close(); res("open"); };
+    ws.onclose = () => res("refused");
+    setTimeout(() => res("timeout"), 10000);
+  }), other);
+  ok(otherWs === "refused", "this seat's cookie opens no terminal of another seat", otherWs);
+
+  // A reset ends the session: the page says so; the old cookie opens nothing.
   execFileSync(resetCmd[0], resetCmd.slice(1), { stdio: ["ignore", "ignore", "inherit"] });
   let shown = "";
   try {
@@ -97,6 +159,10 @@ async function main() {
     shown = await page.textContent("#ended");
   } catch (e) { shown = String(e); }
   ok(/reset or released/.test(shown), `after a reset the page says the session ended ('${shown}')`);
+  const termEnd = await page.waitForFunction(() => [...document.querySelectorAll(".term")].every((p) => p.dataset.state === "ended"),
+    null, { timeout: 60000 }).then(() => true, () => false);
+  const termMsg = await page.evaluate(() => document.querySelector(".term .term-state").textContent);
+  ok(termEnd && /reset|released|ended|closed/.test(termMsg), `and its terminals have ended, saying why ('${termMsg}')`);
   await page.screenshot({ path: `${shots}/web-ended.png` });
   console.log(`# screenshot: ${shots}/web-ended.png`);
   const after = await page.evaluate(async (s) => (await fetch(`/api/seat/${s}/status`)).status, seat);

@@ -7,6 +7,10 @@
 #   - the browser logs in with the seat's token and sees the seat's state; a wrong token is
 #     403; the cookie's flags; the cookie on another seat is 403; a reset ends the session
 #     and the page says so;
+#   - the browser's terminal (xterm.js over a WebSocket): typed input runs in the seat, a
+#     wider window resizes it, it outlives the HTTP idle timeout, a second one is its own
+#     shell, another seat's is refused, a reset ends them, and the session's archive holds
+#     their recording; curl's handshakes with another site's Origin or none are refused;
 #   - with curl: another seat's cookie (403, logged), hostile input (sizes, types, methods,
 #     duplicate cookies, an idle connection closed), the rate limits per address and per
 #     seat, plain HTTP refused off loopback, seat-web refusing to run as root.
@@ -92,7 +96,9 @@ if [[ -n $uplink_addr ]]; then
                 { grep -q "needs a loopback" "$t/out" && ok "plain HTTP on this host's address ($uplink_addr): refused" || not_ok "plain HTTP on $uplink_addr"; }
 fi
 webconf "$t/plain-lo.conf" listen_port=$((port + 1)) plain_http=true
-as_web "$WEB" -c "$t/plain-lo.conf" >"$t/plain.log" 2>&1 &
+# setpriv itself in the background, not the function: $! is then seat-web (setpriv execs
+# it), which kill_wait stops; killing a backgrounded function's subshell orphaned it.
+setpriv --reuid=nobody --regid=nogroup --clear-groups -- "$WEB" -c "$t/plain-lo.conf" >"$t/plain.log" 2>&1 &
 plain_pid=$!
 harness_on_exit 'kill_wait $plain_pid'
 for _ in $(seq 1 100); do curl -s -o /dev/null "http://127.0.0.1:$((port + 1))/" && break; sleep 0.1; done
@@ -101,7 +107,7 @@ code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$((port + 1))/")
 kill_wait "$plain_pid"; plain_pid=
 
 # 3. The TLS server.
-as_web "$WEB" -c "$t/web.conf" -l debug >"$t/web.log" 2>&1 &
+setpriv --reuid=nobody --regid=nogroup --clear-groups -- "$WEB" -c "$t/web.conf" -l debug >"$t/web.log" 2>&1 &
 web_pid=$!
 harness_on_exit 'kill_wait $web_pid; [[ -f $t/web.log ]] && cp $t/web.log $build/web-seat-web.log'
 url=https://127.0.0.1:$port
@@ -130,6 +136,16 @@ browser() { # SCENARIO: its TAP lines become ours
 browser main
 browser wrong-pin
 
+# The browser's terminals were recorded like every terminal, and sealed with the session
+# the reset ended.
+for _ in $(seq 1 1800); do [[ -n $(ls "$t/state/evidence/archives/$S1-g1-"*.seatdev 2>/dev/null) ]] && break; sleep 0.1; done
+a1=$(ls "$t/state/evidence/archives/$S1-g1-"*.seatdev 2>/dev/null | head -1)
+: >"$t/out"
+[[ -n $a1 ]] && "$CTL" evidence open "$a1" --key "$t/facilitator.key" --out "$t/open1" --host-key "$t/state/trust/host.pub" >>"$t/out" 2>&1 &&
+        grep -l "web-42" "$t/open1/"*rec-*.cast >>"$t/out" 2>&1 &&
+        ok "the browser terminal's session is in the sealed archive as a recording (rec-*.cast)" ||
+        { ls "$t/open1" >>"$t/out" 2>&1; not_ok "the browser terminal's recording is sealed"; }
+
 # ---------------------------------------------------------------- curl: sessions and input
 C=(curl -s --cacert "$t/web/tls/cert.pem" --interface 127.0.0.2)
 # login SEAT TOKEN [CURL ARGS]: the status code; headers in $t/h.
@@ -142,6 +158,21 @@ setc=$(grep -i '^set-cookie:' "$t/h" | tr -d '\r')
 code=$("${C[@]}" -o "$t/body" -w '%{http_code}' -b "__Host-seatweb=$cookie2" "$url/api/seat/$S2/status")
 python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if d["id"]==sys.argv[2] and d["state"]=="ready" and "token" not in d and "domain" not in d else 1)' "$t/body" "$S2" 2>/dev/null &&
         [[ $code == 200 ]] && ok "its status: the seat's record from seatd, without the token or the domain" || { cat "$t/body" >"$t/out"; not_ok "status of $S2: $code"; }
+# The terminal's WebSocket opens only with seat-web's own Origin (cookies ride on a
+# WebSocket from any site's page: without it another site could open a shell in the
+# participant's seat) and only for the cookie's own seat.
+ws() { # ORIGIN SEAT: the handshake's status code (101: a terminal; curl then stops after 3 s)
+        "${C[@]}" --http1.1 -o /dev/null -w '%{http_code}' -m 3 -b "__Host-seatweb=$cookie2" \
+                -H "Connection: Upgrade" -H "Upgrade: websocket" -H "Sec-WebSocket-Version: 13" \
+                -H "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==" -H "Sec-WebSocket-Protocol: seat-terminal" \
+                ${1:+-H "Origin: $1"} "$url/ws/seat/$2/terminal"
+}
+c_evil=$(ws https://evil.example "$S2") c_none=$(ws "" "$S2") c_other=$(ws "$url" "$S1") c_own=$(ws "$url" "$S2")
+[[ $c_evil != 101 && $c_none != 101 && $c_other != 101 && $c_own == 101 ]] &&
+        ok "terminal WebSocket: another site's Origin ($c_evil), no Origin ($c_none), another seat ($c_other) refused; its own page's opens ($c_own)" ||
+        not_ok "terminal WebSocket handshakes: evil $c_evil, none $c_none, other seat $c_other, own $c_own"
+grep -q "refused: a terminal WebSocket without seat-web's own Origin (seat '$S2'" "$t/web.log" && ok "and the refusal is logged" ||
+        not_ok "the cross-site terminal refusal is logged"
 code=$("${C[@]}" -o /dev/null -w '%{http_code}' -b "__Host-seatweb=$cookie2" "$url/api/seat/$S1/status")
 [[ $code == 403 ]] && ok "a cookie of $S2 on $S1's status: 403" || not_ok "cross-seat cookie: $code"
 grep -q "refused: a session cookie of another seat (seat '$S1'" "$t/web.log" && ok "and logged" || not_ok "the cross-seat refusal is logged"

@@ -19,6 +19,7 @@ function ended(message) {
   $("ended").textContent = message;
   $("again").hidden = false;
   $("logout").hidden = true;
+  $("new-terminal").hidden = true;
   document.body.dataset.state = "ended";
 }
 
@@ -55,6 +56,82 @@ async function poll() {
   document.body.dataset.state = s.state;
 }
 
+// ---- terminals: a login shell in the seat per pane, over a WebSocket to seat-web, which
+// runs it through seatd with this session's token. Keystrokes go up as binary messages,
+// the terminal's size as {"type":"resize"}; output comes back as binary, the end as
+// {"type":"exit"}.
+// One at a time: a seat runs one command at a time today (a second shell would wait for
+// the first to end), so "New terminal" comes back when the shell has ended.
+const MAX_TERMINALS = 1;
+let terminals = 0;
+
+function openTerminal() {
+  if (terminals >= MAX_TERMINALS || typeof Terminal === "undefined") return;
+  terminals++;
+  $("new-terminal").hidden = true;
+  for (const old of document.querySelectorAll('.term[data-state="ended"]')) old.remove();
+  const pane = document.createElement("div");
+  pane.className = "term";
+  pane.dataset.state = "connecting";
+  const box = document.createElement("div");
+  box.className = "term-box";
+  const state = document.createElement("div");
+  state.className = "term-state";
+  state.textContent = "connecting…";
+  pane.append(box, state);
+  $("terminals").append(pane);
+
+  const term = new Terminal({ cursorBlink: true, scrollback: 5000, fontFamily: "ui-monospace, monospace" });
+  const fit = new FitAddon.FitAddon();
+  term.loadAddon(fit);
+  term.open(box);
+  fit.fit();
+  const scheme = location.protocol === "https:" ? "wss" : "ws";
+  const ws = new WebSocket(`${scheme}://${location.host}/ws/seat/${encodeURIComponent(seat)}/terminal`, "seat-terminal");
+  ws.binaryType = "arraybuffer";
+  const enc = new TextEncoder();
+  const sendSize = () => {
+    if (ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify({ type: "resize", rows: term.rows, cols: term.cols }));
+  };
+  ws.onopen = () => {
+    pane.dataset.state = "open";
+    state.textContent = "connected";
+    sendSize();
+    term.focus();
+  };
+  ws.onmessage = (e) => {
+    if (typeof e.data !== "string") {
+      term.write(new Uint8Array(e.data));
+      return;
+    }
+    let m = {};
+    try { m = JSON.parse(e.data); } catch (err) { return; }
+    if (m.type === "exit") {
+      pane.dataset.state = "ended";
+      state.textContent = m.message || "The terminal has ended.";
+    }
+  };
+  ws.onclose = () => {
+    terminals--;
+    if (document.body.dataset.state !== "ended") $("new-terminal").hidden = false;
+    if (pane.dataset.state !== "ended") {
+      pane.dataset.state = "ended";
+      state.textContent = "The terminal was closed (the seat was reset or released, or seat-web went away).";
+    }
+  };
+  term.onData((d) => { if (ws.readyState === WebSocket.OPEN) ws.send(enc.encode(d)); });
+  term.onBinary((d) => {
+    if (ws.readyState !== WebSocket.OPEN) return;
+    const b = new Uint8Array(d.length);
+    for (let i = 0; i < d.length; i++) b[i] = d.charCodeAt(i) & 255;
+    ws.send(b);
+  });
+  term.onResize(sendSize);
+  window.addEventListener("resize", () => fit.fit());
+}
+
 show("seat-id", seat);
 poll();
 timer = setInterval(poll, 2000);
+$("new-terminal").addEventListener("click", openTerminal);
+openTerminal();

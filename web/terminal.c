@@ -1,0 +1,418 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* terminal.c: a browser terminal's seat.exec, run by a thread of its own (see terminal.h). */
+#include <errno.h>
+#include <libwebsockets.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sodium.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "common/base64.h"
+#include "common/control-proto.h"
+#include "common/fileio.h"
+#include "common/jsonframe.h"
+#include "common/log.h"
+#include "http-parse.h"
+#include "terminal.h"
+
+/* An output event is a 64 KiB chunk at most, in base64, in a JSON line. */
+#define TERMINAL_FRAME_MAX (128u * 1024u)
+#define STDIN_CHUNK_MAX (16u * 1024u)
+#define EXEC_ID 2
+
+typedef struct Bytes {
+        unsigned char *data;
+        size_t len, cap;
+} Bytes;
+
+struct Terminal {
+        pthread_t thread;
+        bool thread_started;
+        int wake_fd;      /* eventfd: the loop queued input, a resize, or asks to stop */
+        struct lws_context *ctx;
+        char socket_path[108];
+        char seat[WEB_SEAT_ID_MAX + 1];
+        char token[WEB_TOKEN_HEX + 1];
+
+        pthread_mutex_t lock; /* everything below */
+        Bytes out, in;
+        int rows, cols;       /* the size to send; 0: sent */
+        bool stop, ended;
+        int exit_code;
+        char message[256];
+};
+
+static int bytes_append(Bytes *b, const void *data, size_t len, size_t cap) {
+        if (b->len + len > cap)
+                return -ENOBUFS;
+        if (b->len + len > b->cap) {
+                size_t n = MAX(b->cap * 2, MAX(b->len + len, (size_t) 4096));
+                unsigned char *p = realloc(b->data, MIN(n, cap));
+                if (!p)
+                        return -ENOMEM;
+                b->data = p;
+                b->cap = MIN(n, cap);
+        }
+        memcpy(b->data + b->len, data, len);
+        b->len += len;
+        return 0;
+}
+
+static void bytes_take(Bytes *b, size_t n) {
+        memmove(b->data, b->data + n, b->len - n);
+        b->len -= n;
+}
+
+static void wake_loop(Terminal *t) {
+        if (t->ctx)
+                lws_cancel_service(t->ctx);
+}
+
+static void finish(Terminal *t, int code, const char *fmt, ...) _printf_(3, 4);
+static void finish(Terminal *t, int code, const char *fmt, ...) {
+        va_list ap;
+        pthread_mutex_lock(&t->lock);
+        if (!t->ended) {
+                t->ended = true;
+                t->exit_code = code;
+                va_start(ap, fmt);
+                (void) vsnprintf(t->message, sizeof(t->message), fmt, ap);
+                va_end(ap);
+        }
+        pthread_mutex_unlock(&t->lock);
+        wake_loop(t);
+}
+
+static int send_request(int fd, int64_t id, const char *method, json_object *params) {
+        _cleanup_free_ char *line = NULL;
+        size_t len;
+        int r = control_format_request(id, method, params, &line, &len);
+        return r < 0 ? r : loop_write(fd, line, len);
+}
+
+static int connect_seatd(Terminal *t) {
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", t->socket_path);
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+                return negative_errno();
+        if (connect(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0) {
+                int r = negative_errno();
+                safe_close(fd);
+                return r;
+        }
+        return fd;
+}
+
+/* hello and the shell, in one round trip. */
+static int start_exec(Terminal *t, int fd, int rows, int cols) {
+        _cleanup_json_ json_object *hello = json_object_new_object(), *p = json_object_new_object();
+        json_object *argv = json_object_new_array(), *env = json_object_new_array(), *pty = json_object_new_object();
+        if (!hello || !p || !argv || !env || !pty) {
+                json_object_put(argv);
+                json_object_put(env);
+                json_object_put(pty);
+                return -ENOMEM;
+        }
+        json_object_object_add(hello, "version", json_object_new_int(CONTROL_PROTO_VERSION));
+        json_object_array_add(argv, json_object_new_string("/bin/sh"));
+        json_object_array_add(argv, json_object_new_string("-l"));
+        json_object_array_add(env, json_object_new_string("TERM=xterm-256color"));
+        json_object_object_add(pty, "rows", json_object_new_int(rows));
+        json_object_object_add(pty, "cols", json_object_new_int(cols));
+        json_object_object_add(p, "seat", json_object_new_string(t->seat));
+        json_object_object_add(p, "token", json_object_new_string(t->token));
+        json_object_object_add(p, "argv", argv);
+        json_object_object_add(p, "env", env);
+        json_object_object_add(p, "pty", pty);
+        json_object_object_add(p, "stdin_live", json_object_new_boolean(true));
+        int r = send_request(fd, 1, "hello", hello);
+        if (r >= 0)
+                r = send_request(fd, EXEC_ID, "seat.exec", p);
+        /* (the request's copy of the token goes with p) */
+        return r;
+}
+
+/* A message from seatd: output, the end, or a follow-up's answer. Returns 1 when the
+ * terminal has ended, 0 to go on, -EPROTO for what seatd would not send. */
+static int on_message(Terminal *t, ControlMsg *m, unsigned *inflight) {
+        if (m->id == 1) {
+                if (m->kind == CONTROL_ERROR) {
+                        finish(t, -1, "seatd refused this connection: %s", m->error_message ? m->error_message : "?");
+                        return 1;
+                }
+                return 0;
+        }
+        if (m->id != EXEC_ID) {
+                /* seat.exec.stdin / .resize: an error means the input was not delivered;
+                 * the shell's end (or seatd's) follows and says why. */
+                if (*inflight > 0 && m->kind != CONTROL_EVENT)
+                        (*inflight)--;
+                return 0;
+        }
+        if (m->kind == CONTROL_EVENT) {
+                const char *stream = NULL;
+                _cleanup_free_ void *data = NULL;
+                size_t len = 0;
+                if (!m->type || strcmp(m->type, "output") != 0)
+                        return 0; /* progress and what comes later */
+                if (json_get_string(m->body, "stream", true, 16, &stream) < 0 ||
+                    json_get_base64(m->body, "data", true, TERMINAL_FRAME_MAX, &data, &len) < 0)
+                        return -EPROTO;
+                pthread_mutex_lock(&t->lock);
+                /* The thread reads seatd only while there is room (see the poll), so this
+                 * fits; a chunk larger than the rest of the room still goes in whole. */
+                int r = bytes_append(&t->out, data, len, TERMINAL_OUT_CAP + TERMINAL_FRAME_MAX);
+                pthread_mutex_unlock(&t->lock);
+                wake_loop(t);
+                return r < 0 ? r : 0;
+        }
+        if (m->kind == CONTROL_ERROR) {
+                if (m->error_code && !strcmp(m->error_code, "denied"))
+                        finish(t, -1, "This seat's token no longer opens it (it was reset or released): the terminal has ended.");
+                else
+                        finish(t, -1, "The terminal ended: %s", m->error_message ? m->error_message : "?");
+                return 1;
+        }
+        int64_t code = -1, sig = 0;
+        (void) json_get_int64(m->body, "code", false, INT32_MIN, INT32_MAX, &code);
+        (void) json_get_int64(m->body, "signal", false, 0, 64, &sig);
+        if (sig)
+                finish(t, (int) code, "The shell was killed by signal %d.", (int) sig);
+        else
+                finish(t, (int) code, "The shell exited with status %d.", (int) code);
+        return 1;
+}
+
+/* Queued input and the latest size to seatd, while fewer than TERMINAL_INFLIGHT_MAX are
+ * unanswered. */
+static int send_pending(Terminal *t, int fd, int64_t *next_id, unsigned *inflight) {
+        while (*inflight < TERMINAL_INFLIGHT_MAX) {
+                unsigned char chunk[STDIN_CHUNK_MAX];
+                size_t n = 0;
+                int rows = 0, cols = 0;
+                pthread_mutex_lock(&t->lock);
+                if (t->rows) {
+                        rows = t->rows, cols = t->cols;
+                        t->rows = t->cols = 0;
+                } else if (t->in.len) {
+                        n = MIN(t->in.len, sizeof(chunk));
+                        memcpy(chunk, t->in.data, n);
+                        bytes_take(&t->in, n);
+                }
+                pthread_mutex_unlock(&t->lock);
+                if (!rows && !n)
+                        return 0;
+                _cleanup_json_ json_object *p = json_object_new_object();
+                _cleanup_free_ char *b64 = NULL;
+                if (!p)
+                        return -ENOMEM;
+                json_object_object_add(p, "exec", json_object_new_int64(EXEC_ID));
+                if (rows) {
+                        json_object_object_add(p, "rows", json_object_new_int(rows));
+                        json_object_object_add(p, "cols", json_object_new_int(cols));
+                } else {
+                        if (base64_encode(chunk, n, &b64, NULL) < 0)
+                                return -ENOMEM;
+                        json_object_object_add(p, "data", json_object_new_string(b64));
+                }
+                int r = send_request(fd, (*next_id)++, rows ? "seat.exec.resize" : "seat.exec.stdin", p);
+                sodium_memzero(chunk, n);
+                if (r < 0)
+                        return r;
+                (*inflight)++;
+                if (!rows)
+                        wake_loop(t); /* room for more input */
+        }
+        return 0;
+}
+
+static void *terminal_thread(void *p) {
+        Terminal *t = p;
+        _cleanup_(frame_reader_freep) FrameReader *rd = frame_reader_new(TERMINAL_FRAME_MAX + 4096);
+        _cleanup_close_ int fd = -EBADF;
+        int64_t next_id = EXEC_ID + 1;
+        unsigned inflight = 0;
+        int r;
+
+        pthread_mutex_lock(&t->lock);
+        int rows = t->rows, cols = t->cols;
+        t->rows = t->cols = 0;
+        pthread_mutex_unlock(&t->lock);
+        if (!rd)
+                return finish(t, -1, "out of memory"), NULL;
+        fd = connect_seatd(t);
+        if (fd < 0)
+                return finish(t, -1, "seatd cannot be reached now (%s): try again in a moment.", strerror(-fd)), NULL;
+        r = start_exec(t, fd, rows, cols);
+        sodium_memzero(t->token, sizeof(t->token)); /* seatd has it; nothing here needs it again */
+        if (r < 0)
+                return finish(t, -1, "cannot ask seatd for the shell: %s", strerror(-r)), NULL;
+        for (;;) {
+                pthread_mutex_lock(&t->lock);
+                bool stop = t->stop, room = t->out.len < TERMINAL_OUT_CAP;
+                pthread_mutex_unlock(&t->lock);
+                if (stop)
+                        break;
+                r = send_pending(t, fd, &next_id, &inflight);
+                if (r < 0) {
+                        finish(t, -1, "seatd closed the terminal's connection (%s).", strerror(-r));
+                        break;
+                }
+                /* What is already read first, then the socket when there is room. */
+                const char *frame;
+                size_t len;
+                r = room ? frame_reader_next(rd, &frame, &len) : 0;
+                if (r < 0) {
+                        finish(t, -1, "seatd sent a line too long for a terminal.");
+                        break;
+                }
+                if (r > 0) {
+                        ControlParseError perr;
+                        _cleanup_control_msg_ ControlMsg *m = NULL;
+                        if (control_msg_parse_reply(frame, len, &m, &perr) < 0 || (r = on_message(t, m, &inflight)) < 0) {
+                                finish(t, -1, "seatd sent what a terminal cannot show.");
+                                break;
+                        }
+                        if (r > 0)
+                                break;
+                        continue;
+                }
+                struct pollfd pf[2] = { { .fd = fd, .events = room ? POLLIN : 0 }, { .fd = t->wake_fd, .events = POLLIN } };
+                if (poll(pf, 2, -1) < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        finish(t, -1, "poll: %m");
+                        break;
+                }
+                if (pf[1].revents & POLLIN) {
+                        uint64_t v;
+                        (void) !read(t->wake_fd, &v, sizeof(v));
+                }
+                if (pf[0].revents & (POLLIN | POLLHUP | POLLERR)) {
+                        ssize_t n = frame_reader_fill(rd, fd);
+                        if (n == 0 || (n < 0 && n != -EAGAIN)) {
+                                finish(t, -1, "seatd closed the terminal's connection.");
+                                break;
+                        }
+                }
+        }
+        return NULL;
+}
+
+int terminal_start(const TerminalSpec *spec, Terminal **ret) {
+        if (spec->rows < 1 || spec->rows > TERMINAL_DIM_MAX || spec->cols < 1 || spec->cols > TERMINAL_DIM_MAX ||
+            strlen(spec->socket_path) >= sizeof(((Terminal *) NULL)->socket_path) ||
+            strlen(spec->seat) > WEB_SEAT_ID_MAX || strlen(spec->token) > WEB_TOKEN_HEX)
+                return -EINVAL;
+        Terminal *t = calloc(1, sizeof(*t));
+        if (!t)
+                return -ENOMEM;
+        pthread_mutex_init(&t->lock, NULL);
+        t->ctx = spec->ctx;
+        t->rows = spec->rows;
+        t->cols = spec->cols;
+        snprintf(t->socket_path, sizeof(t->socket_path), "%s", spec->socket_path);
+        snprintf(t->seat, sizeof(t->seat), "%s", spec->seat);
+        snprintf(t->token, sizeof(t->token), "%s", spec->token);
+        t->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        int r = t->wake_fd < 0 ? negative_errno() : -pthread_create(&t->thread, NULL, terminal_thread, t);
+        if (r < 0) {
+                terminal_free(t);
+                return r;
+        }
+        t->thread_started = true;
+        *ret = t;
+        return 0;
+}
+
+static void wake_thread(Terminal *t) {
+        uint64_t one = 1;
+        (void) !write(t->wake_fd, &one, sizeof(one));
+}
+
+Terminal *terminal_free(Terminal *t) {
+        if (!t)
+                return NULL;
+        if (t->thread_started) {
+                pthread_mutex_lock(&t->lock);
+                t->stop = true;
+                pthread_mutex_unlock(&t->lock);
+                wake_thread(t);
+                (void) pthread_join(t->thread, NULL);
+        }
+        safe_close(t->wake_fd);
+        sodium_memzero(t->token, sizeof(t->token));
+        if (t->in.data)
+                sodium_memzero(t->in.data, t->in.cap); /* typed input: passwords too */
+        free(t->in.data);
+        free(t->out.data);
+        pthread_mutex_destroy(&t->lock);
+        free(t);
+        return NULL;
+}
+
+int terminal_input(Terminal *t, const void *data, size_t len) {
+        pthread_mutex_lock(&t->lock);
+        int r = t->ended ? -EPIPE : bytes_append(&t->in, data, len, TERMINAL_IN_CAP);
+        pthread_mutex_unlock(&t->lock);
+        if (r >= 0)
+                wake_thread(t);
+        return r;
+}
+
+bool terminal_input_room(Terminal *t) {
+        pthread_mutex_lock(&t->lock);
+        bool room = t->in.len < TERMINAL_IN_CAP / 2;
+        pthread_mutex_unlock(&t->lock);
+        return room;
+}
+
+int terminal_resize(Terminal *t, int rows, int cols) {
+        if (rows < 1 || rows > TERMINAL_DIM_MAX || cols < 1 || cols > TERMINAL_DIM_MAX)
+                return -EINVAL;
+        pthread_mutex_lock(&t->lock);
+        t->rows = rows;
+        t->cols = cols;
+        pthread_mutex_unlock(&t->lock);
+        wake_thread(t);
+        return 0;
+}
+
+size_t terminal_take_output(Terminal *t, void *buf, size_t max) {
+        pthread_mutex_lock(&t->lock);
+        size_t n = MIN(max, t->out.len);
+        bool was_full = t->out.len >= TERMINAL_OUT_CAP;
+        memcpy(buf, t->out.data, n);
+        bytes_take(&t->out, n);
+        bool room = t->out.len < TERMINAL_OUT_CAP;
+        pthread_mutex_unlock(&t->lock);
+        if (was_full && room)
+                wake_thread(t); /* it may read seatd again */
+        return n;
+}
+
+bool terminal_has_output(Terminal *t) {
+        pthread_mutex_lock(&t->lock);
+        bool has = t->out.len > 0;
+        pthread_mutex_unlock(&t->lock);
+        return has;
+}
+
+bool terminal_ended(Terminal *t, int *ret_code, char *msg, size_t size) {
+        pthread_mutex_lock(&t->lock);
+        bool ended = t->ended && t->out.len == 0;
+        if (ended) {
+                *ret_code = t->exit_code;
+                snprintf(msg, size, "%s", t->message);
+        }
+        pthread_mutex_unlock(&t->lock);
+        return ended;
+}

@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* What server.c shares with mcp-http.c: the server's state, one connection's state, and
+ * the helpers that answer a request. Loop thread only. */
+
+#include <libwebsockets.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "conf.h"
+#include "http-parse.h"
+#include "jobs.h"
+#include "ratelimit.h"
+#include "session.h"
+
+typedef struct McpTable McpTable;
+typedef struct McpSession McpSession;
+typedef struct TermConn TermConn;
+
+typedef struct Asset {
+        const char *name;
+        const char *mime;
+        char *data;
+        size_t len;
+} Asset;
+
+typedef struct Web {
+        const WebConfig *conf;
+        SessionTable *sessions;
+        RateLimit *per_address, *per_seat;
+        Asset assets[7];
+        Jobs *jobs;
+        McpTable *mcp;
+        TermConn *terms;     /* open browser terminals (ws-terminal.c) */
+        size_t n_terms;
+        bool tls;
+} Web;
+
+/* One HTTP connection's state (libwebsockets allocates it zeroed, per connection). */
+typedef struct Conn {
+        WebRoute route;
+        char arg[64];
+        char body[WEB_FORM_MAX + 1];
+        size_t body_len;
+        unsigned char *resp; /* LWS_PRE + resp_len */
+        size_t resp_len;
+        Job *job;            /* a seatd call running for this request */
+
+        /* POST /mcp/SEAT (mcp-http.c) */
+        struct lws *wsi;
+        char *mbody;         /* the JSON-RPC message, up to its Content-Length */
+        size_t mbody_len, mbody_want;
+        char bearer[WEB_TOKEN_HEX + 1];
+        char mcp_id[WEB_SESSION_ID_LEN + 1]; /* the Mcp-Session-Id sent, or "" (initialize) */
+        McpSession *mcp;     /* the session whose response this stream waits for */
+        struct Conn *mcp_next;
+        int mkind;           /* the message's McpKind */
+        char id_key[300];    /* the request's id (mcp_id_key); of a cancellation: the request it cancels */
+        char id_json[400];   /* the request's id as JSON */
+        char progress_key[300]; /* its progress token, or "" */
+        char *out;           /* SSE bytes to write */
+        size_t out_len, out_off;
+        bool out_last;       /* the response is in out: close after it */
+        bool out_closing;    /* all of it written: close when libwebsockets has sent it */
+} Conn;
+
+/* Headers, then the body on the next writable callback. */
+int web_respond(struct lws *wsi, Web *w, Conn *c, unsigned status, const char *ctype, const char *body, size_t len,
+                const char *set_cookie, const char *location);
+int web_respond_text(struct lws *wsi, Web *w, Conn *c, unsigned status, const char *text);
+/* The client's address as the rate limits key it. */
+void web_peer_key(struct lws *wsi, char *out, size_t size);
+void web_log_refusal(struct lws *wsi, const char *what, const char *seat);
+/* Hand a seatd call to the workers; the request is finished when it is answered. */
+int web_submit(struct lws *wsi, Web *w, Conn *c, Job *job);
+/* The live session the request's cookie names, or NULL. */
+WebSession *web_request_session(struct lws *wsi, Web *w);
+/* A request with an Origin header that is not seat-web's own. */
+bool web_cross_origin(struct lws *wsi, Web *w);
+/* The security headers every answer carries (no body yet). */
+int web_add_security_headers(struct lws *wsi, Web *w, unsigned char **p, unsigned char *end);

@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* The browser terminal's WebSocket protocol "seat-terminal" (ws-terminal.c). Loop thread. */
+
+#include <libwebsockets.h>
+#include <stdbool.h>
+
+#include "http-parse.h"
+#include "terminal.h"
+
+#define WS_CONTROL_MAX 256
+
+typedef struct Web Web;
+typedef struct TermConn TermConn;
+
+/* One terminal WebSocket's state (libwebsockets allocates it zeroed). */
+struct TermConn {
+        struct lws *wsi;
+        Web *w;
+        char seat[WEB_SEAT_ID_MAX + 1];
+        char session[WEB_SESSION_ID_LEN + 1];
+        char token[WEB_TOKEN_HEX + 1];
+        Terminal *term;
+        char control[WS_CONTROL_MAX + 1];
+        size_t control_len;
+        bool control_bad; /* this text message is over the cap: dropped whole */
+        bool rx_paused, exit_sent;
+        TermConn *prev, *next;
+};
+
+
+int ws_terminal_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in, size_t len);
+/* A terminal's thread woke the loop: ask for a write where output or the end waits, and read
+ * the browser again where input has room. */
+void ws_terminal_service(Web *w);
+bool ws_terminal_service_one(TermConn *tc);
+/* Shutdown: every shell ends (before the context goes: their threads wake it). */
+void ws_terminal_close_all(Web *w);
