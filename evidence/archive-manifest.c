@@ -41,6 +41,52 @@ static const struct {
         { "max_files", offsetof(ArchiveCollection, max_files) },
 };
 
+static const struct {
+        const char *key;
+        size_t offset;
+} capture_counts[] = {
+        { "snaplen", offsetof(ArchiveCapture, snaplen) },
+        { "max_bytes", offsetof(ArchiveCapture, max_bytes) },
+        { "files", offsetof(ArchiveCapture, files) },
+        { "bytes", offsetof(ArchiveCapture, bytes) },
+        { "packets", offsetof(ArchiveCapture, packets) },
+        { "bytes_on_wire", offsetof(ArchiveCapture, bytes_on_wire) },
+        { "packets_cut", offsetof(ArchiveCapture, packets_cut) },
+        { "bytes_cut", offsetof(ArchiveCapture, bytes_cut) },
+        { "files_rotated", offsetof(ArchiveCapture, files_rotated) },
+        { "packets_rotated", offsetof(ArchiveCapture, packets_rotated) },
+        { "bytes_rotated", offsetof(ArchiveCapture, bytes_rotated) },
+        { "packets_unwritten", offsetof(ArchiveCapture, packets_unwritten) },
+        { "kernel_drops", offsetof(ArchiveCapture, kernel_drops) },
+        { "restarts", offsetof(ArchiveCapture, restarts) },
+};
+
+static uint64_t *capture_count(ArchiveCapture *c, size_t i) {
+        return (uint64_t *) ((char *) c + capture_counts[i].offset);
+}
+
+bool archive_capture_is_complete(const ArchiveCapture *c) {
+        return c->packets_cut == 0 && c->files_rotated == 0 && c->packets_rotated == 0 && c->packets_unwritten == 0 &&
+               c->kernel_drops == 0 && c->restarts == 0 && !c->reason[0];
+}
+
+static int capture_to_json(const ArchiveCapture *c, json_object **ret) {
+        _cleanup_json_ json_object *o = json_object_new_object();
+        ArchiveCapture copy = *c;
+        int r = 0;
+        if (!o)
+                return -ENOMEM;
+        r |= json_add(o, "complete", json_object_new_boolean(c->complete));
+        for (size_t i = 0; i < ELEMENTSOF(capture_counts); i++)
+                r |= json_add(o, capture_counts[i].key, json_object_new_int64((int64_t) *capture_count(&copy, i)));
+        if (c->reason[0])
+                r |= json_add(o, "reason", json_object_new_string(c->reason));
+        if (r != 0)
+                return -ENOMEM;
+        *ret = TAKE_PTR(o);
+        return 0;
+}
+
 static uint64_t *collection_count(ArchiveCollection *c, size_t i) {
         return (uint64_t *) ((char *) c + collection_counts[i].offset);
 }
@@ -89,6 +135,10 @@ int archive_manifest_to_json(const ArchiveManifest *m, json_object **ret) {
                 json_object *c = NULL;
                 r |= collection_to_json(&m->collection, &c) < 0 ? 1 : json_add(o, "guest", c);
         }
+        if (m->has_capture) {
+                json_object *c = NULL;
+                r |= capture_to_json(&m->capture, &c) < 0 ? 1 : json_add(o, "capture", c);
+        }
         if (json_add(o, "members", list) < 0)
                 return -ENOMEM;
         for (size_t i = 0; i < m->n_members; i++) {
@@ -127,6 +177,17 @@ void archive_manifest_describe(const ArchiveManifest *m, FILE *f) {
                         " cut at a cap, %" PRIu64 " skipped (caps: %" PRIu64 " bytes, %" PRIu64 " per file, %" PRIu64
                         " files)\n", c->complete ? "complete" : "INCOMPLETE", c->files, c->symlinks, c->bytes,
                         c->truncated, c->skipped, c->max_bytes, c->max_file_bytes, c->max_files);
+                if (c->reason[0])
+                        fprintf(f, "reason:  %s\n", c->reason);
+        }
+        if (m->has_capture) {
+                const ArchiveCapture *c = &m->capture;
+                fprintf(f, "capture: %s: %" PRIu64 " file(s), %" PRIu64 " bytes of %" PRIu64 " packet(s) seen; %" PRIu64
+                        " packet(s) cut at snaplen %" PRIu64 " (%" PRIu64 " bytes), %" PRIu64 " file(s) rotated away (%" PRIu64
+                        " packets), %" PRIu64 " dropped by the kernel, %" PRIu64 " unwritten, %" PRIu64
+                        " seatd restart(s) (cap: %" PRIu64 " bytes)\n", c->complete ? "complete" : "INCOMPLETE", c->files,
+                        c->bytes, c->packets, c->packets_cut, c->snaplen, c->bytes_cut, c->files_rotated, c->packets_rotated,
+                        c->kernel_drops, c->packets_unwritten, c->restarts, c->max_bytes);
                 if (c->reason[0])
                         fprintf(f, "reason:  %s\n", c->reason);
         }
@@ -227,6 +288,34 @@ static int collection_parse(json_object *o, ArchiveManifest *m, SeatError **ret_
         return 0;
 }
 
+static int capture_parse(json_object *o, ArchiveManifest *m, SeatError **ret_error) {
+        json_object *g = NULL;
+        ArchiveCapture *c = &m->capture;
+        int64_t v;
+        if (!json_object_object_get_ex(o, "capture", &g))
+                return 0;
+        if (!json_object_is_type(g, json_type_object) || json_get_bool(g, "complete", true, &c->complete) < 0)
+                return mf_fail(ret_error, "manifest: bad \"%s\"", "capture");
+        for (size_t i = 0; i < ELEMENTSOF(capture_counts); i++) {
+                if (json_get_int64(g, capture_counts[i].key, true, 0, (int64_t) ARCHIVE_COUNT_MAX, &v) < 0)
+                        return seat_error_set(ret_error, EBADMSG, "manifest: bad \"capture\".\"%s\"", capture_counts[i].key);
+                *capture_count(c, i) = (uint64_t) v;
+        }
+        const char *reason = NULL;
+        if (json_get_string(g, "reason", false, ARCHIVE_REASON_MAX, &reason) < 0)
+                return mf_fail(ret_error, "manifest: bad \"%s\"", "capture.reason");
+        for (const char *p = reason; p && *p; p++)
+                if (*p < 0x20 || *p > 0x7e)
+                        return mf_fail(ret_error, "manifest: bad \"%s\"", "capture.reason");
+        snprintf(c->reason, sizeof(c->reason), "%s", reason ? reason : "");
+        if (c->complete != archive_capture_is_complete(c))
+                return mf_fail(ret_error, "manifest: %s", "\"capture\".\"complete\" contradicts its counts");
+        if (c->packets_cut > c->packets || c->bytes_cut > c->bytes_on_wire)
+                return mf_fail(ret_error, "manifest: %s", "\"capture\" cuts more than it saw");
+        m->has_capture = true;
+        return 0;
+}
+
 static int manifest_check(const ArchiveManifest *m, SeatError **ret_error) {
         uint64_t stream = 2 * TAR_BLOCK;
         size_t audits = 0;
@@ -246,6 +335,17 @@ static int manifest_check(const ArchiveManifest *m, SeatError **ret_error) {
                         links += strcmp(m->members[i].role, "symlink") == 0;
                 if (links != m->collection.symlinks)
                         return mf_fail(ret_error, "manifest: %s", "\"guest\".\"symlinks\" does not count the symlink members");
+        }
+        if (m->has_capture) {
+                uint64_t files = 0, bytes = 0;
+                for (size_t i = 0; i < m->n_members; i++)
+                        if (strcmp(m->members[i].role, "capture") == 0) {
+                                files++;
+                                bytes += m->members[i].size;
+                        }
+                if (files != m->capture.files || bytes != m->capture.bytes)
+                        return mf_fail(ret_error, "manifest: %s",
+                                       "\"capture\".\"files\" and \"bytes\" do not count the capture members");
         }
         if (m->chunk_size != ARCHIVE_CHUNK_SIZE)
                 return mf_fail(ret_error, "manifest: %s is not 65536", "chunk_size");
@@ -313,6 +413,9 @@ int archive_manifest_parse(const char *json, size_t len, ArchiveManifest **ret, 
                 m->has_audit_key = true;
         }
         r = collection_parse(o, m, ret_error);
+        if (r < 0)
+                return r;
+        r = capture_parse(o, m, ret_error);
         if (r < 0)
                 return r;
         if (json_get_array(o, "members", true, ARCHIVE_MEMBERS_MAX, &list) < 0)

@@ -320,6 +320,17 @@ static int seal_to_fd(int fd, const char *path, const ArchiveSealParams *p, Seat
         r = plan_members(p, m, &in, ret_error);
         if (r < 0)
                 return r;
+        if (p->capture) {
+                m->capture = *p->capture;
+                m->capture.files = m->capture.bytes = 0;
+                for (size_t i = 0; i < m->n_members; i++)
+                        if (!strcmp(m->members[i].role, "capture")) {
+                                m->capture.files++;
+                                m->capture.bytes += m->members[i].size;
+                        }
+                m->capture.complete = archive_capture_is_complete(&m->capture);
+                m->has_capture = true;
+        }
 
         /* The head's length does not depend on the digests (fixed-width hex): sign a
          * placeholder to learn it, write the payload after it, then the real head. */

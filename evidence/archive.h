@@ -77,6 +77,22 @@ typedef struct ArchiveCollection {
 } ArchiveCollection;
 #define ARCHIVE_COUNT_MAX (1ULL << 53)
 
+/* The session's packet capture (the egress profile's "capture on"; signed, in the
+ * manifest's "capture" object): what is in its members (role "capture", pcapng), and every
+ * way it is less than all the traffic. */
+typedef struct ArchiveCapture {
+        bool complete;            /* all counts of loss below are 0 and there is no reason */
+        uint64_t snaplen, max_bytes;      /* the profile's caps */
+        uint64_t files, bytes;            /* the capture members (set by archive_seal()) */
+        uint64_t packets, bytes_on_wire;  /* every packet seen, and its length on the wire */
+        uint64_t packets_cut, bytes_cut;  /* cut at snaplen: how many, and what was left out */
+        uint64_t files_rotated, packets_rotated, bytes_rotated; /* removed to stay under max_bytes */
+        uint64_t packets_unwritten;       /* a write failed (disk full) */
+        uint64_t kernel_drops;            /* dropped before the capture read them (pcap_stats) */
+        uint64_t restarts;                /* seatd restarted during the session: a gap */
+        char reason[ARCHIVE_REASON_MAX + 1]; /* printable ASCII, "" when nothing went wrong */
+} ArchiveCapture;
+
 typedef struct ArchiveSealParams {
         const char *seat_id;              /* [A-Za-z0-9._-]{1,64} */
         const char *session;              /* 32-64 hex digits; NULL: 16 random bytes */
@@ -93,6 +109,8 @@ typedef struct ArchiveSealParams {
         uint64_t max_member_size;         /* 0: ARCHIVE_MEMBER_MAX_DEFAULT; larger files are
                                            * cut there and marked "truncated" */
         const ArchiveCollection *collection; /* the guest files' summary, or NULL */
+        const ArchiveCapture *capture;    /* the packet capture's summary, or NULL; its files
+                                           * and bytes are counted from the members */
         int64_t created_ms;               /* 0: now */
 } ArchiveSealParams;
 
@@ -119,6 +137,8 @@ typedef struct ArchiveManifest {
         uint8_t audit_key_sealed[ARCHIVE_SEALED_AUDIT_KEY_BYTES];
         bool has_collection;
         ArchiveCollection collection;
+        bool has_capture;
+        ArchiveCapture capture;
         size_t n_members;
         ArchiveMember *members;
 } ArchiveManifest;
@@ -134,6 +154,9 @@ int archive_manifest_to_json(const ArchiveManifest *m, json_object **ret);
 /* For people: seat, session, times, the guest collection and every member, one per line,
  * written to f (the only function here that writes anywhere but its arguments). */
 void archive_manifest_describe(const ArchiveManifest *m, FILE *f);
+
+/* No packet lost, cut or rotated away, no reason: what "complete" must say. */
+bool archive_capture_is_complete(const ArchiveCapture *c);
 
 /* A name safe to create under a directory: 1..100 of [A-Za-z0-9._-], not starting with '.'. */
 bool archive_name_is_safe(const char *name);

@@ -61,7 +61,7 @@ static bool addr_host_bits_zero(const EgressAddr *a) {
 
 static int parse_uint(const char *s, unsigned max, unsigned *ret) {
         unsigned v = 0;
-        if (!*s || strlen(s) > 5 || (s[0] == '0' && s[1]))
+        if (!*s || strlen(s) > 9 || (s[0] == '0' && s[1])) /* 9 digits: no overflow */
                 return -EINVAL;
         for (const char *c = s; *c; c++) {
                 if (*c < '0' || *c > '9')
@@ -282,6 +282,36 @@ static int parse_on_off(Parser *ps, char **tok, size_t n, const char *on, const 
         return 0;
 }
 
+/* capture on [snaplen N] [max_mib N] | capture off */
+static int parse_capture(Parser *ps, char **tok, size_t n) {
+        bool seen_snaplen = false, seen_max = false;
+        if (n <= 2)
+                return parse_on_off(ps, tok, n, "on", "off", &ps->seen_capture, &ps->p->capture);
+        if (ps->seen_capture)
+                return fail(ps, EINVAL, "directive given twice");
+        if (strcmp(tok[1], "on") != 0)
+                return fail(ps, EINVAL, "expected 'capture on [snaplen N] [max_mib N]' or 'capture off'");
+        ps->seen_capture = ps->p->capture = true;
+        for (size_t i = 2; i < n; i += 2) {
+                unsigned v;
+                if (i + 1 >= n)
+                        return fail(ps, EINVAL, "expected a number after 'snaplen' or 'max_mib'");
+                if (strcmp(tok[i], "snaplen") == 0 && !seen_snaplen) {
+                        if (parse_uint(tok[i + 1], EGRESS_CAPTURE_SNAPLEN_MAX, &v) < 0 || v < EGRESS_CAPTURE_SNAPLEN_MIN)
+                                return fail(ps, EINVAL, "snaplen is 64-262144 bytes");
+                        ps->p->capture_snaplen = v;
+                        seen_snaplen = true;
+                } else if (strcmp(tok[i], "max_mib") == 0 && !seen_max) {
+                        if (parse_uint(tok[i + 1], EGRESS_CAPTURE_MAX_MIB_MAX, &v) < 0 || v < EGRESS_CAPTURE_MAX_MIB_MIN)
+                                return fail(ps, EINVAL, "max_mib is 1-4096");
+                        ps->p->capture_max_mib = v;
+                        seen_max = true;
+                } else
+                        return fail(ps, EINVAL, "expected 'snaplen N' or 'max_mib N', each at most once");
+        }
+        return 0;
+}
+
 static int parse_dns(Parser *ps, char **tok, size_t n) {
         EgressAddr a;
         if (n != 2)
@@ -329,7 +359,7 @@ static int parse_line(Parser *ps, char *line) {
         if (strcmp(tok[0], "dhcp") == 0)
                 return parse_on_off(ps, tok, n, "on", "off", &ps->seen_dhcp, &ps->p->dhcp);
         if (strcmp(tok[0], "capture") == 0)
-                return parse_on_off(ps, tok, n, "on", "off", &ps->seen_capture, &ps->p->capture);
+                return parse_capture(ps, tok, n);
         if (strcmp(tok[0], "ipv6") == 0)
                 return parse_on_off(ps, tok, n, "allow", "deny", &ps->seen_ipv6, &ps->p->ipv6);
         return fail(ps, EINVAL, "unknown directive (allow, dns, dhcp, capture, ipv6)");
@@ -383,6 +413,10 @@ int egress_profile_parse(const char *buf, size_t len, EgressProfile **ret, SeatE
         r = check_ipv6(&ps);
         if (r < 0)
                 return r;
+        if (p->capture && p->capture_snaplen == 0)
+                p->capture_snaplen = EGRESS_CAPTURE_SNAPLEN_DEFAULT;
+        if (p->capture && p->capture_max_mib == 0)
+                p->capture_max_mib = EGRESS_CAPTURE_MAX_MIB_DEFAULT;
         *ret = TAKE_PTR(p);
         return 0;
 }
@@ -447,8 +481,11 @@ int egress_profile_format(const EgressProfile *p, char **ret) {
         FILE *f = open_memstream(&buf, &size);
         if (!f)
                 return -ENOMEM;
-        fprintf(f, "ipv6 %s\ndhcp %s\ncapture %s\n", p->ipv6 ? "allow" : "deny", p->dhcp ? "on" : "off",
-                p->capture ? "on" : "off");
+        fprintf(f, "ipv6 %s\ndhcp %s\n", p->ipv6 ? "allow" : "deny", p->dhcp ? "on" : "off");
+        if (p->capture)
+                fprintf(f, "capture on snaplen %u max_mib %u\n", p->capture_snaplen, p->capture_max_mib);
+        else
+                fputs("capture off\n", f);
         if (p->dns_host)
                 fputs("dns host\n", f);
         for (size_t i = 0; i < p->n_dns && r >= 0; i++) {

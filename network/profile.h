@@ -16,7 +16,7 @@
  *   dns 198.51.100.53                        (udp+tcp 53 to that server)
  *   dns host                                 (the host's resolver on the seat bridge)
  *   dhcp on|off                              (the host's DHCP server on the seat bridge)
- *   capture on|off
+ *   capture on [snaplen N] [max_mib N] | capture off   (network/capture.h)
  *   ipv6 deny|allow
  */
 
@@ -33,6 +33,13 @@
 #define EGRESS_PROFILE_MAX_RULES 1024u
 #define EGRESS_PROFILE_MAX_DNS 4u
 #define EGRESS_NAME_MAX 253u
+/* capture: bytes kept of each packet, and the MiB its files may take in all. */
+#define EGRESS_CAPTURE_SNAPLEN_MIN 64u
+#define EGRESS_CAPTURE_SNAPLEN_MAX 262144u
+#define EGRESS_CAPTURE_SNAPLEN_DEFAULT 65535u
+#define EGRESS_CAPTURE_MAX_MIB_MIN 1u
+#define EGRESS_CAPTURE_MAX_MIB_MAX 4096u
+#define EGRESS_CAPTURE_MAX_MIB_DEFAULT 64u
 
 typedef enum EgressProto {
         EGRESS_PROTO_TCP,
@@ -63,6 +70,8 @@ typedef struct EgressProfile {
         bool dns_host;
         bool dhcp;
         bool capture;
+        unsigned capture_snaplen;  /* set (to the default if not given) when capture is on */
+        unsigned capture_max_mib;
         bool ipv6;
 } EgressProfile;
 

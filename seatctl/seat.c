@@ -126,6 +126,21 @@ static void print_names(json_object *net) {
         }
 }
 
+/* The profile's packet capture (docs/egress.md, "Capture"), when it has one. */
+static void print_capture(json_object *net) {
+        json_object *c = NULL;
+        int64_t v[6] = {};
+        static const char *const keys[] = { "packets", "files", "bytes", "files_rotated", "packets_cut", "drops" };
+        if (!json_object_object_get_ex(net, "capture", &c) || !json_object_is_type(c, json_type_object))
+                return;
+        for (size_t i = 0; i < ELEMENTSOF(keys); i++)
+                (void) json_get_int64(c, keys[i], false, 0, INT64_MAX - 1, &v[i]);
+        printf("capture: %s, %" PRId64 " packets seen, %" PRId64 " file(s) of %" PRId64 " bytes; %" PRId64
+               " file(s) rotated away, %" PRId64 " packets cut at the snaplen, %" PRId64 " packets not in the files\n",
+               json_object_get_boolean(json_object_object_get(c, "on")) ? "on" : "OFF (not running)", v[0], v[1], v[2], v[3],
+               v[4], v[5]);
+}
+
 /* The seat's network and its filter, rule by rule with counters. */
 static void print_network(json_object *seat) {
         json_object *net = NULL, *rules = NULL, *last = NULL;
@@ -147,6 +162,7 @@ static void print_network(json_object *seat) {
         printf("\n");
         if (*str(net, "rules_error"))
                 printf("rules: cannot read them: %s\n", str(net, "rules_error"));
+        print_capture(net);
         print_names(net);
         if (!json_object_object_get_ex(net, "rules", &rules) || !json_object_is_type(rules, json_type_array))
                 return;

@@ -53,6 +53,8 @@ static json_object *archive_record(const char *dir, const char *name, const Seat
         json_object_object_add(o, "members", json_object_new_int64((int64_t) m->n_members));
         if (m->has_collection)
                 json_object_object_add(o, "guest_complete", json_object_new_boolean(m->collection.complete));
+        if (m->has_capture)
+                json_object_object_add(o, "capture_complete", json_object_new_boolean(m->capture.complete));
         return o;
 }
 

@@ -19,6 +19,7 @@
 #include "recording.h"
 #include "seal.h"
 #include "seat-log.h"
+#include "network/capture-ring.h"
 
 #define SESSION_INFO_MAX (256U * 1024U)
 #define PRE_SEGMENTS_MAX 16
@@ -262,6 +263,91 @@ static const char *own(Inputs *in, char *s) {
         return s;
 }
 
+typedef struct CaptureFile {
+        unsigned number;
+        char name[64];
+} CaptureFile;
+
+static int cmp_capture_file(const void *a, const void *b) {
+        unsigned x = ((const CaptureFile *) a)->number, y = ((const CaptureFile *) b)->number;
+        return x < y ? -1 : x > y;
+}
+
+/* capture-NNNN.pcapng */
+static bool is_capture_file(const char *name) {
+        return capture_ring_file_number(SEAL_CAPTURE_PREFIX, name) > 0;
+}
+
+/* The capture's counters (seat-capture.c wrote them; a session without capture has none).
+ * Returns 1 when there are some, 0 when not. Damaged counters seal as an incomplete capture
+ * with the reason, never as a failed seal: the packets are evidence all the same. */
+static int read_capture_stats(const char *qdir, ArchiveCapture *ret) {
+        _cleanup_free_ char *path = NULL, *text = NULL;
+        _cleanup_json_ json_object *o = NULL;
+        size_t len = 0;
+        bool any = false, lost = false;
+        if (asprintf(&path, "%s/" SEAL_CAPTURE_STATS, qdir) < 0)
+                return -ENOMEM;
+        DIR *d = opendir(qdir);
+        struct dirent *de;
+        while (d && !any && (de = readdir(d)))
+                any = is_capture_file(de->d_name);
+        if (d)
+                closedir(d);
+        int r = read_file_capped(path, 4096, &text, &len);
+        if (r == -ENOENT && !any)
+                return 0;
+        *ret = (ArchiveCapture) {};
+        static const struct { const char *key; size_t offset; } keys[] = {
+                { "snaplen", offsetof(ArchiveCapture, snaplen) },
+                { "max_bytes", offsetof(ArchiveCapture, max_bytes) },
+                { "packets", offsetof(ArchiveCapture, packets) },
+                { "bytes_on_wire", offsetof(ArchiveCapture, bytes_on_wire) },
+                { "packets_cut", offsetof(ArchiveCapture, packets_cut) },
+                { "bytes_cut", offsetof(ArchiveCapture, bytes_cut) },
+                { "files_rotated", offsetof(ArchiveCapture, files_rotated) },
+                { "packets_rotated", offsetof(ArchiveCapture, packets_rotated) },
+                { "bytes_rotated", offsetof(ArchiveCapture, bytes_rotated) },
+                { "packets_unwritten", offsetof(ArchiveCapture, packets_unwritten) },
+                { "kernel_drops", offsetof(ArchiveCapture, kernel_drops) },
+                { "restarts", offsetof(ArchiveCapture, restarts) },
+        };
+        bool ok = r >= 0 && json_frame_parse(text, len, 3, &o) >= 0;
+        for (size_t i = 0; ok && i < ELEMENTSOF(keys); i++) {
+                int64_t v;
+                ok = json_get_int64(o, keys[i].key, true, 0, (int64_t) ARCHIVE_COUNT_MAX, &v) >= 0;
+                if (ok)
+                        *(uint64_t *) ((char *) ret + keys[i].offset) = (uint64_t) v;
+        }
+        if (!ok) {
+                *ret = (ArchiveCapture) {};
+                snprintf(ret->reason, sizeof(ret->reason), "the capture's counters are missing or damaged: what it lost is not known");
+                return 1;
+        }
+        const char *werr = NULL;
+        bool read_failed = false;
+        (void) json_get_bool(o, "counts_lost", false, &lost);
+        (void) json_get_bool(o, "read_failed", false, &read_failed);
+        (void) json_get_string(o, "write_error", false, 200, &werr);
+        /* Each cause, "; "-separated. */
+        const char *why[3] = {
+                read_failed ? "the capture stopped reading the seat's bridge before the session ended" : NULL,
+                lost ? "seatd was killed during the session: its capture's counters before then are lost, and packets while it was down were not captured"
+                     : ret->restarts ? "seatd restarted during the session: packets while it was down were not captured" : NULL,
+                werr ? "writing the capture failed: " : NULL,
+        };
+        for (size_t i = 0; i < ELEMENTSOF(why); i++) {
+                size_t used = strlen(ret->reason);
+                if (why[i])
+                        snprintf(ret->reason + used, sizeof(ret->reason) - used, "%s%s%s", used ? "; " : "", why[i],
+                                 i == 2 ? werr : "");
+        }
+        for (char *p = ret->reason; *p; p++)
+                if (*p < 0x20 || *p > 0x7e)
+                        *p = '?';
+        return 1;
+}
+
 static int host_inputs(Inputs *in, const char *qdir) {
         static const struct { const char *file, *role; } fixed[] = {
                 { "audit.log", "audit" },
@@ -277,11 +363,21 @@ static int host_inputs(Inputs *in, const char *qdir) {
                         in->v[in->n++] = (ArchiveInput) { .name = fixed[i].file, .role = fixed[i].role, .path = p };
         }
         /* Segments from before a seatd restart: cut off where the old seatd died, their
-         * first keys sealed beside them. */
+         * first keys sealed beside them. The packet capture's files (seat-capture.c). */
         DIR *d = opendir(qdir);
         struct dirent *de;
-        size_t n = 0;
-        while (d && (de = readdir(d)) && n < 2 * PRE_SEGMENTS_MAX)
+        size_t n = 0, n_pcaps = 0;
+        CaptureFile pcaps[SEAL_CAPTURE_FILES_MAX];
+        while (d && (de = readdir(d))) {
+                if (is_capture_file(de->d_name)) {
+                        if (n_pcaps < SEAL_CAPTURE_FILES_MAX && strlen(de->d_name) < sizeof(pcaps[0].name)) {
+                                pcaps[n_pcaps].number = capture_ring_file_number(SEAL_CAPTURE_PREFIX, de->d_name);
+                                strcpy(pcaps[n_pcaps++].name, de->d_name);
+                        }
+                        continue;
+                }
+                if (n >= 2 * PRE_SEGMENTS_MAX)
+                        continue;
                 if (!strncmp(de->d_name, "audit-pre-", 10) || !strncmp(de->d_name, "console.log.", 12)) {
                         char *p = NULL, *name = strdup(de->d_name);
                         if (!name || asprintf(&p, "%s/%s", qdir, de->d_name) < 0) {
@@ -295,8 +391,21 @@ static int host_inputs(Inputs *in, const char *qdir) {
                                                           .path = own(in, p) };
                         n++;
                 }
+        }
         if (d)
                 closedir(d);
+        /* The capture's files in their order (the ring numbers them as it writes). */
+        qsort(pcaps, n_pcaps, sizeof(CaptureFile), cmp_capture_file);
+        for (size_t i = 0; i < n_pcaps; i++) {
+                char *p = NULL, *name = strdup(pcaps[i].name);
+                if (!name)
+                        return -ENOMEM;
+                if (asprintf(&p, "%s/%s", qdir, name) < 0) {
+                        free(name);
+                        return -ENOMEM;
+                }
+                in->v[in->n++] = (ArchiveInput) { .name = own(in, name), .role = "capture", .path = own(in, p) };
+        }
         return 0;
 }
 
@@ -382,6 +491,7 @@ static uint64_t seal_disk_need(const SealContext *ctx, const char *qdir, bool gu
         struct dirent *de;
         while (d && (de = readdir(d)))
                 if (!strncmp(de->d_name, "audit-pre-", 10) || !strncmp(de->d_name, "console.log.", 12) ||
+                    is_capture_file(de->d_name) ||
                     is_recording(de->d_name)) {
                         _cleanup_free_ char *p = NULL;
                         if (asprintf(&p, "%s/%s", qdir, de->d_name) >= 0)
@@ -434,7 +544,7 @@ static int seal_locked(const SealContext *ctx, const char *qdir, char **ret_arch
                         return r;
         }
 
-        size_t max = 3 + 2 * PRE_SEGMENTS_MAX + RECORDINGS_MAX + (g.files ? g.files->n_entries : 0) + 1;
+        size_t max = 3 + 2 * PRE_SEGMENTS_MAX + SEAL_CAPTURE_FILES_MAX + RECORDINGS_MAX + (g.files ? g.files->n_entries : 0) + 1;
         in.v = calloc(max, sizeof(ArchiveInput));
         in.owned = calloc(2 * max, sizeof(char *));
         if (!in.v || !in.owned)
@@ -452,7 +562,11 @@ static int seal_locked(const SealContext *ctx, const char *qdir, char **ret_arch
         if (asprintf(&archive, "%s/%s-g%" PRId64 "-%lld.seatdev", ctx->archives_dir, info.seat, info.generation,
                      (long long) time(NULL)) < 0)
                 return -ENOMEM;
-        ArchiveSealParams p = { .seat_id = info.seat, .image_digest = info.image_digest, .inputs = in.v,
+        ArchiveCapture capture;
+        r = read_capture_stats(qdir, &capture);
+        if (r < 0)
+                return r;
+        ArchiveSealParams p = { .capture = r > 0 ? &capture : NULL, .seat_id = info.seat, .image_digest = info.image_digest, .inputs = in.v,
                                 .n_inputs = in.n, .host_key = ctx->host_key, .facilitator = ctx->facilitator,
                                 .audit_key_sealed = (const uint8_t *) sealed,
                                 .collection = info.paths[0] ? &g.summary : NULL };

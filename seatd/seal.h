@@ -23,6 +23,10 @@
 
 #define SEAL_SESSION_INFO "session.json"
 #define SEAL_FAILED_NOTE "seal-failed"
+/* The packet capture's counters (seatd/seat-capture.c) beside its capture-NNNN.pcapng. */
+#define SEAL_CAPTURE_STATS "capture.json"
+#define SEAL_CAPTURE_PREFIX "capture-"
+#define SEAL_CAPTURE_FILES_MAX 256
 
 typedef struct SealContext {
         const SeatConfig *config;

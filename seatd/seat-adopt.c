@@ -130,6 +130,12 @@ static int adopt_one(SeatManager *m, virDomainPtr dom) {
                 pthread_mutex_unlock(&m->lock);
         }
         continue_session_after_restart(m, s);
+        if (seat_capture_start(m, s, &err) < 0) {
+                /* Its profile wants evidence this seatd cannot take: no more calls until reset. */
+                pthread_mutex_lock(&s->lock);
+                seat_fault(s, err ? err->message : "its capture could not be started again");
+                pthread_mutex_unlock(&s->lock);
+        }
         set_reset_mode(s, "unknown", "adopted after a seatd restart");
         pthread_mutex_lock(&s->lock);
         seat_view_publish(s); /* its paths and disk, found after its state was set */

@@ -20,6 +20,7 @@
 #include "seat.h"
 #include "seat-log.h"
 #include "seatnet.h"
+#include "network/capture.h"
 #include "images/qcow2.h"
 #include "evidence/archive.h"
 #include "evidence/audit.h"
@@ -86,6 +87,17 @@ typedef struct SeatView {
         char participant[sizeof(((SeatRecord *) NULL)->participant)];
 } SeatView;
 
+/* A seat's packet capture (seat-capture.c); the whole of it under the manager's lock. */
+typedef struct SeatCapture {
+        Capture *c;               /* running, or NULL */
+        int64_t generation;       /* the session whose files it writes */
+        uint32_t snaplen;
+        uint64_t max_bytes;
+        CaptureStats prev;        /* this session's capture before a seatd restart */
+        uint64_t restarts;        /* seatd restarts during this session */
+        bool counts_lost;         /* one of them left files but no counters (killed) */
+} SeatCapture;
+
 static inline void seat_view_done(SeatView *v) {
         free(v->overlay);
         free(v->console_log);
@@ -114,6 +126,7 @@ struct Seat {
         pthread_mutex_t audit_lock; /* appends may come while an operation holds lock */
         char *seal_fault;         /* the last session's evidence could not be sealed */
         SeatNet *net;             /* its network (NULL: none); the pointer under the manager's lock */
+        SeatCapture capture;      /* its profile's "capture on"; under the manager's lock */
         char live_domain[64];     /* the running domain's name; under the manager's lock */
         uint64_t disk_virtual;    /* its disk's virtual size: what its overlay may grow to */
         uint64_t disk_pending;    /* admitted for its boot, settled when the boot is over */
@@ -264,6 +277,13 @@ int handover_network(Seat *s, SeatError **ret_error);
 void on_net_tamper(const char *seat_id, NftSeatState st, void *userdata);
 void seat_net_down(SeatManager *m, Seat *s);
 int seat_net_up(SeatManager *m, Seat *s, const char *egress, SeatError **ret_error);
+
+/* seat-capture.c */
+int seat_capture_start(SeatManager *m, Seat *s, SeatError **ret_error);
+void seat_capture_stop(SeatManager *m, Seat *s);
+int seat_capture_quarantine(Seat *s, const char *q, SeatError **ret_error);
+void seat_capture_remove(SeatManager *m, Seat *s);
+json_object *seat_capture_to_json_locked(Seat *s);
 
 /* seat-pool.c */
 int pool_claim(SeatManager *m, Seat *s, const char *participant, char **ret_token, SeatError **ret_error);

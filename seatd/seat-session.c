@@ -120,7 +120,10 @@ int session_quarantine(SeatManager *m, Seat *s, char **ret_dir, SeatError **ret_
                 return seat_error_set(ret_error, errno, "set aside the audit log of seat '%s': %m", s->rec.id);
         move_session_files(s, q, "audit");
         move_session_files(s, q, "rec");
-        int r = write_session_info(m, s, q, ret_error);
+        int r = seat_capture_quarantine(s, q, ret_error);
+        if (r < 0)
+                return r;
+        r = write_session_info(m, s, q, ret_error);
         if (r < 0)
                 return r;
         if (ret_dir)
@@ -183,6 +186,7 @@ int session_open(SeatManager *m, Seat *s, SeatError **ret_error) {
 
 void session_close(Seat *s) {
         _cleanup_error_ SeatError *err = NULL;
+        seat_capture_stop(s->m, s); /* its machine is off the bridge: nothing of the next one */
         uint64_t denied = s->net ? seatnet_denied_delta(s->m->net, s->net) : 0;
         pthread_mutex_lock(&s->audit_lock);
         if (s->audit && denied > 0) {

@@ -109,6 +109,9 @@ int seat_to_json(Seat *s, json_object **ret) {
                 json_object_object_add(net, "tamper_events", json_object_new_int64(s->tamper_count));
                 if (s->last_tamper)
                         json_object_object_add(net, "last_tamper", json_object_get(s->last_tamper));
+                json_object *cap = seat_capture_to_json_locked(s);
+                if (cap)
+                        json_object_object_add(net, "capture", cap);
         }
         pthread_mutex_unlock(&s->m->lock);
         json_object_object_add(o, "network", net);

@@ -35,6 +35,7 @@ void seat_free(Seat *s) {
         free(s->teardown_fault);
         pthread_mutex_destroy(&s->warm_lock);
         audit_log_free(s->audit);
+        seat_capture_stop(s->m, s); /* seatd stops: its counters saved for the next one */
         /* Only the memory: a seat still running keeps its network for the next seatd. */
         seatnet_forget(s->m->net, s->net);
         json_object_put(s->last_tamper);
@@ -340,6 +341,7 @@ static void seat_teardown(Seat *s) {
         if (s->console_log)
                 (void) unlink(s->console_log);
         s->audit = audit_log_free(s->audit);
+        seat_capture_remove(s->m, s);
         _cleanup_free_ char *al = NULL, *ak = NULL;
         if (s->dir && audit_paths(s, &al, &ak) >= 0) {
                 (void) unlink(al);
@@ -386,6 +388,8 @@ int provision_new(SeatManager *m, const char *image, const char *participant, co
                 r = seat_error_set(ret_error, errno, "create seat directory '%s': %m", s->dir);
         if (r >= 0)
                 r = seat_net_up(m, s, egress, ret_error);
+        if (r >= 0)
+                r = seat_capture_start(m, s, ret_error); /* before the machine is on the bridge */
         if (r >= 0)
                 r = boot_seat(m, s, "a new seat boots cold; its saved state is made beside it", ret_error);
         if (r >= 0) {
@@ -583,6 +587,10 @@ int seat_reset(SeatManager *m, Seat *s, bool cold, char **ret_token, SeatError *
         /* The filter as the profile says, whatever happened to it meanwhile. */
         if (r >= 0 && s->net && (r = seatnet_reinstall(m->net, s->net, ret_error)) >= 0)
                 __atomic_store_n(&s->net_paused, false, __ATOMIC_RELEASE);
+        /* The new session's capture, in files of its own, before its machine is on the
+         * bridge (the old one's stopped in session_close(), after the old machine left). */
+        if (r >= 0)
+                r = seat_capture_start(m, s, ret_error);
         if (r >= 0) {
                 /* The new identity: its saved state finished (or dropped when not begun), its
                  * previous machine gone. */

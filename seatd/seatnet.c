@@ -527,6 +527,18 @@ const char *seatnet_profile_name(const SeatNet *n) {
         return n ? n->profile_name : NULL;
 }
 
+const char *seatnet_bridge(const SeatNet *n) {
+        return n ? n->ns.bridge : NULL;
+}
+
+bool seatnet_capture(const SeatNet *n, unsigned *ret_snaplen, unsigned *ret_max_mib) {
+        if (!n || !n->profile || !n->profile->capture)
+                return false;
+        *ret_snaplen = n->profile->capture_snaplen;
+        *ret_max_mib = n->profile->capture_max_mib;
+        return true;
+}
+
 const char *seatnet_profile_text(const SeatNet *n) {
         return n ? n->profile_text : NULL;
 }

@@ -70,6 +70,10 @@ int seatnet_reinstall(SeatNetManager *nm, SeatNet *n, SeatError **ret_error);
 
 int seatnet_index(const SeatNet *n);
 const char *seatnet_profile_name(const SeatNet *n);
+/* The seat's own bridge ("seatbr3"). */
+const char *seatnet_bridge(const SeatNet *n);
+/* Does its profile say "capture on"? Then its snaplen and max_mib. */
+bool seatnet_capture(const SeatNet *n, unsigned *ret_snaplen, unsigned *ret_max_mib);
 /* The canonical profile text (saved with the seat for adoption). */
 const char *seatnet_profile_text(const SeatNet *n);
 /* <interface> for the domain's <devices>. */

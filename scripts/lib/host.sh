@@ -9,7 +9,7 @@ SEATD_PACKAGES=(
   # build
   meson ninja-build pkg-config gcc clang libclang-rt-14-dev git ca-certificates
   libjson-c-dev libcmocka-dev libvirt-dev libsodium-dev libnftables-dev
-  libcurl4-openssl-dev libguestfs-dev libseccomp-dev scdoc bash-completion
+  libcurl4-openssl-dev libguestfs-dev libseccomp-dev libpcap-dev scdoc bash-completion
   # seat-web: libwebsockets (its OpenSSL backend) and OpenSSL for the self-signed pair
   libwebsockets-dev libssl-dev
   # run: libvirt, QEMU (TCG), the seat network, libguestfs' appliance
@@ -19,6 +19,8 @@ SEATD_PACKAGES=(
   conntrack curl
   # the pty suite: asciinema reads the sealed terminal recordings (a player nobody here wrote)
   asciinema
+  # the capture suite reads the sealed pcapng with a real reader
+  tcpdump
   # the test image recipe and the scripts
   busybox-static e2fsprogs cpio xz-utils zstd kmod file python3 minisign openssl
   # seat-image build (images/seat-image): the Debian root of a systemd image
@@ -37,7 +39,7 @@ SEATD_DEB_PACKAGES=(
   debhelper dpkg-dev fakeroot lintian build-essential minisign
   meson ninja-build pkg-config scdoc bash-completion
   libjson-c-dev libcmocka-dev libvirt-dev libsodium-dev libnftables-dev
-  libcurl4-openssl-dev libguestfs-dev libseccomp-dev libwebsockets-dev libssl-dev
+  libcurl4-openssl-dev libguestfs-dev libseccomp-dev libpcap-dev libwebsockets-dev libssl-dev
 )
 
 say() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }

@@ -5,8 +5,12 @@
 #   1. TCP throughput and connection rate from a guest to an allowed server in the test
 #      world, through the seat's filter (network/nft.c via nftest) and through the very same
 #      bridge, routing and uplink with no filter; medians of 5 runs each, interleaved;
-#   2. seatd provision time (real VMs) with a 500-entry allowlist and with none.
+#   2. the same TCP throughput through the filter with the seat's packet capture on
+#      (network/capture.c via captest, as seatd runs it for "capture on": snaplen 65535,
+#      64 MiB of files, rotated) against the filter alone, interleaved with the above;
+#   3. seatd provision time (real VMs) with a 500-entry allowlist and with none.
 # Summary: egress: filtered_over_unfiltered=R conn_filtered_over_unfiltered=R provision_500_over_0=R
+#          capture_over_filtered=R
 #
 # usage: bench-egress.sh BUILD_DIR
 set -uo pipefail
@@ -16,6 +20,8 @@ set -uo pipefail
 harness_bench
 harness_build "${1:?usage: $0 BUILD_DIR}"
 NFTEST=$build/tests/network/nftest
+CAPTEST=$build/tests/network/captest
+need_built "$NFTEST" "$CAPTEST"
 need_root
 # shellcheck source=../network/world.sh
 . "$HARNESS_SRC/tests/network/world.sh"
@@ -25,7 +31,8 @@ GUEST=10.216.0.2 HOST=10.216.0.1 MAC=52:54:00:d5:01:01
 harness_workdir /var/tmp/seatd-bench-egress 0755
 SEAT=(--seat bench --bridge $BR --uplink $UP --guest $GUEST --mac $MAC --profile "$t/bench.profile")
 # seatd first, then the filter and the test world it was routed through
-harness_on_exit 'seatd_stop; "$NFTEST" remove "${SEAT[@]}" >/dev/null 2>&1; world_unroute $TABLE >/dev/null 2>&1
+capt=
+harness_on_exit 'kill_wait "$capt"; seatd_stop; "$NFTEST" remove "${SEAT[@]}" >/dev/null 2>&1; world_unroute $TABLE >/dev/null 2>&1
   world_guest_down $GNS $BR $VETH >/dev/null 2>&1; world_down >/dev/null 2>&1'
 
 world_up $UP >/dev/null || { echo "bench-egress: the test world did not come up" >&2; exit 1; }
@@ -81,15 +88,29 @@ run() {
   sysctl -qw "net.ipv4.conf.$UP.forwarding=1" "net.ipv4.conf.$BR.forwarding=1"
   ip netns exec $GNS timeout 30 python3 "$t/cli.py" "$WORLD_ALLOWED" "$1" 1.5 || echo 0
 }
-: >"$t/bf" && : >"$t/bu" && : >"$t/cf" && : >"$t/cu"
+: >"$t/bf" && : >"$t/bu" && : >"$t/cf" && : >"$t/cu" && : >"$t/bc"
+# run_captured: bulk through the filter while captest records the bridge (its files in
+# $t/cap, removed after each run); its counters go to $t/capstats.
+run_captured() {
+  rm -rf "$t/cap" && mkdir -p "$t/cap"
+  "$CAPTEST" "$BR" "$t/cap" >"$t/capout" 2>&1 &
+  capt=$!
+  for _ in $(seq 1 50); do grep -q capturing "$t/capout" && break; sleep 0.1; done
+  run bulk
+  kill -TERM "$capt"; wait "$capt"; capt=
+  tail -1 "$t/capout" >>"$t/capstats"
+}
 for i in 1 2 3 4 5; do
   "$NFTEST" install "${SEAT[@]}" >/dev/null || { echo "bench-egress: nftest install failed" >&2; exit 1; }
   run bulk >>"$t/bf"; run conn >>"$t/cf"
+  run_captured >>"$t/bc"
   "$NFTEST" remove "${SEAT[@]}" >/dev/null
   run bulk >>"$t/bu"; run conn >>"$t/cu"
 done
-bf=$(median <"$t/bf") bu=$(median <"$t/bu") cf=$(median <"$t/cf") cu=$(median <"$t/cu")
+bf=$(median <"$t/bf") bu=$(median <"$t/bu") cf=$(median <"$t/cf") cu=$(median <"$t/cu") bc=$(median <"$t/bc")
 echo "throughput MiB/s: filtered $(tr '\n' ' ' <"$t/bf")(median $bf), unfiltered $(tr '\n' ' ' <"$t/bu")(median $bu)"
+echo "throughput MiB/s: filtered and captured $(tr '\n' ' ' <"$t/bc")(median $bc)"
+echo "capture counters of the last run: $(tail -1 "$t/capstats" 2>/dev/null)"
 echo "connections/s:    filtered $(tr '\n' ' ' <"$t/cf")(median $cf), unfiltered $(tr '\n' ' ' <"$t/cu")(median $cu)"
 
 # ---------------------------------------------------------------- provision with 500 rules
@@ -110,4 +131,4 @@ for i in 1 2 3; do prov none >>"$t/p0"; prov big >>"$t/p500"; done
 p0=$(median <"$t/p0") p500=$(median <"$t/p500")
 echo "provision ms:     none $(tr '\n' ' ' <"$t/p0")(median $p0), 500 rules $(tr '\n' ' ' <"$t/p500")(median $p500)"
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", (b > 0) ? a / b : 0}'; }
-echo "egress: filtered_over_unfiltered=$(ratio "$bf" "$bu") conn_filtered_over_unfiltered=$(ratio "$cf" "$cu") provision_500_over_0=$(ratio "$p500" "$p0") throughput_mib_s=$bf conn_per_s=$cf provision_p50_ms=$p0 provision_500_p50_ms=$p500"
+echo "egress: filtered_over_unfiltered=$(ratio "$bf" "$bu") conn_filtered_over_unfiltered=$(ratio "$cf" "$cu") provision_500_over_0=$(ratio "$p500" "$p0") throughput_mib_s=$bf conn_per_s=$cf provision_p50_ms=$p0 provision_500_p50_ms=$p500 capture_over_filtered=$(ratio "$bc" "$bf") captured_throughput_mib_s=$bc"

@@ -57,7 +57,7 @@ static void test_basic(void **state) {
 
         _cleanup_free_ char *text = NULL;
         assert_int_equal(egress_profile_format(p, &text), 0);
-        assert_string_equal(text, "ipv6 deny\ndhcp off\ncapture on\ndns 198.51.100.53\n"
+        assert_string_equal(text, "ipv6 deny\ndhcp off\ncapture on snaplen 65535 max_mib 64\ndns 198.51.100.53\n"
                                   "allow tcp 198.51.100.10 port 8080\nallow udp 198.51.100.0/24 port 53\n"
                                   "allow icmp 203.0.113.0/24\nallow tcp 0.0.0.0/0 port 443\n");
 }
@@ -95,6 +95,35 @@ static void test_wildcard_names(void **state) {
         parse_bad("allow name *a.test tcp port 1\n", EINVAL, "DNS name");
         parse_bad("allow name **.a.test tcp port 1\n", EINVAL, "DNS name");
         parse_bad("allow name *. tcp port 1\n", EINVAL, "DNS name");
+}
+
+/* capture on [snaplen N] [max_mib N]: defaults filled in, canonical text round-trips. */
+static void test_capture(void **state) {
+        _cleanup_egress_profile_ EgressProfile *p = parse_ok("capture on max_mib 3 snaplen 96\n");
+        assert_true(p->capture);
+        assert_int_equal(p->capture_snaplen, 96);
+        assert_int_equal(p->capture_max_mib, 3);
+        _cleanup_free_ char *text = NULL;
+        assert_int_equal(egress_profile_format(p, &text), 0);
+        assert_non_null(strstr(text, "capture on snaplen 96 max_mib 3\n"));
+        _cleanup_egress_profile_ EgressProfile *q = parse_ok(text);
+        assert_int_equal(q->capture_snaplen, 96);
+        assert_int_equal(q->capture_max_mib, 3);
+        _cleanup_egress_profile_ EgressProfile *d = parse_ok("capture on snaplen 262144\n");
+        assert_int_equal(d->capture_snaplen, 262144);
+        assert_int_equal(d->capture_max_mib, EGRESS_CAPTURE_MAX_MIB_DEFAULT);
+        _cleanup_egress_profile_ EgressProfile *off = parse_ok("capture off\n");
+        assert_false(off->capture);
+        assert_int_equal(off->capture_max_mib, 0);
+        parse_bad("capture on snaplen 63\n", EINVAL, "snaplen is");
+        parse_bad("capture on snaplen 262145\n", EINVAL, "snaplen is");
+        parse_bad("capture on max_mib 0\n", EINVAL, "max_mib is");
+        parse_bad("capture on max_mib 4097\n", EINVAL, "max_mib is");
+        parse_bad("capture on max_mib 9999999999\n", EINVAL, "max_mib is");
+        parse_bad("capture on max_mib\n", EINVAL, "a number");
+        parse_bad("capture on max_mib 2 max_mib 3\n", EINVAL, "at most once");
+        parse_bad("capture off snaplen 100\n", EINVAL, "capture off");
+        parse_bad("capture on\ncapture on snaplen 100\n", EINVAL, "twice");
 }
 
 static void test_empty_is_deny_all(void **state) {
@@ -184,6 +213,7 @@ int main(void) {
                 cmocka_unit_test(test_basic),
                 cmocka_unit_test(test_names_ranges_v6),
                 cmocka_unit_test(test_wildcard_names),
+                cmocka_unit_test(test_capture),
                 cmocka_unit_test(test_empty_is_deny_all),
                 cmocka_unit_test(test_refused),
                 cmocka_unit_test(test_nul),

@@ -244,6 +244,68 @@ static void test_guest_collection(void **state) {
         }
 }
 
+/* The capture's summary: its files and bytes counted from the capture members whatever the
+ * caller said, "complete" from its counts, signed; a manifest that disagrees is refused. */
+static void test_capture_summary(void **state) {
+        SeatError *e = NULL;
+        ArchiveManifest *m = NULL;
+        char out[300];
+        ArchiveInput in[] = {
+                { .name = "audit.log", .role = "audit", .path = audit_path },
+                { .name = "capture-0001.pcapng", .role = "capture", .path = data_path },
+                { .name = "capture-0003.pcapng", .role = "capture", .path = data_path },
+        };
+        ArchiveCapture c = { .complete = true, .snaplen = 200, .max_bytes = 1 << 20, .files = 99, .bytes = 1,
+                             .packets = 5000, .bytes_on_wire = 7000000, .packets_cut = 5000, .bytes_cut = 6000000,
+                             .files_rotated = 1, .packets_rotated = 700, .bytes_rotated = 131000 };
+        ArchiveSealParams p = { .seat_id = "seat-1", .session = SESSION, .inputs = in, .n_inputs = 3, .host_key = host,
+                                .facilitator = &fac_pk, .audit_key = akey, .capture = &c };
+        snprintf(out, sizeof(out), "%s/capture.sev", dir);
+        assert_int_equal(archive_seal(out, &p, &e), 0);
+        assert_int_equal(archive_verify(out, &host_pk, NULL, NULL, &m, &e), 0);
+        assert_true(m->has_capture);
+        assert_false(m->capture.complete);
+        assert_int_equal(m->capture.files, 2);
+        assert_int_equal(m->capture.bytes, 400000);
+        assert_int_equal(m->capture.packets_rotated, 700);
+        assert_int_equal(m->capture.snaplen, 200);
+        m = archive_manifest_free(m);
+
+        static const char *bad[] = {
+                /* complete, yet packets were cut */
+                "\"capture\":{\"complete\":true,\"snaplen\":1,\"max_bytes\":1,\"files\":0,\"bytes\":0,\"packets\":1,"
+                "\"bytes_on_wire\":9,\"packets_cut\":1,\"bytes_cut\":1,\"files_rotated\":0,\"packets_rotated\":0,"
+                "\"bytes_rotated\":0,\"packets_unwritten\":0,\"kernel_drops\":0,\"restarts\":0}",
+                /* one capture file claimed, none among the members */
+                "\"capture\":{\"complete\":false,\"snaplen\":1,\"max_bytes\":1,\"files\":1,\"bytes\":1,\"packets\":1,"
+                "\"bytes_on_wire\":9,\"packets_cut\":1,\"bytes_cut\":1,\"files_rotated\":0,\"packets_rotated\":0,"
+                "\"bytes_rotated\":0,\"packets_unwritten\":0,\"kernel_drops\":0,\"restarts\":0}",
+                /* more cut than seen */
+                "\"capture\":{\"complete\":false,\"snaplen\":1,\"max_bytes\":1,\"files\":0,\"bytes\":0,\"packets\":1,"
+                "\"bytes_on_wire\":9,\"packets_cut\":2,\"bytes_cut\":1,\"files_rotated\":0,\"packets_rotated\":0,"
+                "\"bytes_rotated\":0,\"packets_unwritten\":0,\"kernel_drops\":0,\"restarts\":0}",
+                /* a count missing */
+                "\"capture\":{\"complete\":false,\"snaplen\":1}",
+                "\"capture\":{\"complete\":false,\"snaplen\":1,\"max_bytes\":1,\"files\":0,\"bytes\":0,\"packets\":1,"
+                "\"bytes_on_wire\":9,\"packets_cut\":1,\"bytes_cut\":1,\"files_rotated\":0,\"packets_rotated\":0,"
+                "\"bytes_rotated\":0,\"packets_unwritten\":0,\"kernel_drops\":0,\"restarts\":0,\"reason\":\"a\\u001bb\"}",
+        };
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                char json[2048];
+                snprintf(json, sizeof(json),
+                         "{\"format\":\"seatd-evidence\",\"version\":1,\"seat\":\"s1\",\"session\":\"%s\",\"image\":\"\","
+                         "\"created\":1,\"facilitator_key_id\":\"0011223344556677\",\"chunk_size\":65536,"
+                         "\"stream_size\":2048,\"chunks\":1,\"payload_size\":1,\"payload_blake2b\":\"%0128d\",%s,"
+                         "\"members\":[{\"path\":\"members/0001\",\"name\":\"0001-a\",\"origin\":\"a\",\"role\":\"file\","
+                         "\"size\":1,\"truncated\":false,\"original_size\":1,\"blake2b\":\"%0128d\"}]}",
+                         SESSION, 0, bad[i], 0);
+                assert_true(archive_manifest_parse(json, strlen(json), &m, &e) < 0);
+                assert_non_null(e);
+                assert_non_null(strstr(e->message, "capture"));
+                e = seat_error_free(e);
+        }
+}
+
 static void test_manifest_parse(void **state) {
         static const char *bad[] = {
                 "{}",
@@ -273,6 +335,7 @@ int main(void) {
                 cmocka_unit_test(test_wrong_keys),
                 cmocka_unit_test(test_inputs),
                 cmocka_unit_test(test_guest_collection),
+                cmocka_unit_test(test_capture_summary),
                 cmocka_unit_test(test_manifest_parse),
         };
         return cmocka_run_group_tests_name("archive", tests, setup, teardown);

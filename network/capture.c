@@ -1,0 +1,213 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* capture.c: libpcap on a seat's bridge, into a CaptureRing, on a thread of its own. */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "capture.h"
+#include "common/macro.h"
+
+#if HAVE_PCAP
+#include <pcap/pcap.h>
+
+#define CAPTURE_KERNEL_BUFFER (8u * 1024u * 1024u)
+#define CAPTURE_POLL_MS 200
+/* The thread's nice value (the lowest): when the CPUs are busy, the guest's traffic (forwarded in the
+ * sender's context) comes before writing its copy; the capture then falls behind and the
+ * kernel drops from its buffer, counted as kernel_drops. Measured: tests/bench/bench-egress.sh. */
+#define CAPTURE_NICE 19
+
+struct Capture {
+        pcap_t *pcap;
+        bool read_failed;         /* the reading thread's only */
+        CaptureRing *ring;
+        int dir_fd, stop_fd;
+        pthread_t thread;
+        pthread_mutex_t lock;     /* snapshot */
+        CaptureStats snapshot;
+};
+
+bool capture_supported(void) {
+        return true;
+}
+
+static void on_packet(u_char *user, const struct pcap_pkthdr *h, const u_char *data) {
+        Capture *c = (Capture *) user;
+        uint64_t ts = (uint64_t) h->ts.tv_sec * 1000000u + (uint64_t) h->ts.tv_usec;
+        capture_ring_write(c->ring, ts, data, h->caplen, h->len);
+}
+
+static void publish(Capture *c) {
+        struct pcap_stat ps;
+        CaptureStats st;
+        capture_ring_stats(c->ring, &st);
+        st.read_failed = c->read_failed;
+        if (pcap_stats(c->pcap, &ps) == 0)
+                st.kernel_drops = (uint64_t) ps.ps_drop + ps.ps_ifdrop;
+        else {
+                pthread_mutex_lock(&c->lock);
+                st.kernel_drops = c->snapshot.kernel_drops;
+                pthread_mutex_unlock(&c->lock);
+        }
+        pthread_mutex_lock(&c->lock);
+        c->snapshot = st;
+        pthread_mutex_unlock(&c->lock);
+}
+
+static void *capture_thread(void *p) {
+        Capture *c = p;
+        (void) setpriority(PRIO_PROCESS, (id_t) syscall(SYS_gettid), CAPTURE_NICE);
+        struct pollfd fds[2] = { { .fd = pcap_get_selectable_fd(c->pcap), .events = POLLIN },
+                                 { .fd = c->stop_fd, .events = POLLIN } };
+        for (;;) {
+                int n = poll(fds, 2, CAPTURE_POLL_MS);
+                if (n < 0 && errno != EINTR) {
+                        c->read_failed = true;
+                        break;
+                }
+                /* Whatever libpcap holds, poll or not: a block is handed over when full or
+                 * at its timeout. Non-blocking: returns at once when there is nothing. An
+                 * error: the interface went away (its seat's network removed under it). */
+                if (pcap_dispatch(c->pcap, -1, on_packet, (u_char *) c) == PCAP_ERROR) {
+                        c->read_failed = !(fds[1].revents & POLLIN);
+                        break;
+                }
+                publish(c);
+                if (fds[1].revents & POLLIN)
+                        break;
+        }
+        /* The last of it: what arrived before the stop (the machine was taken off the
+         * bridge first, so nothing of the next session). */
+        for (int i = 0; i < 64 && pcap_dispatch(c->pcap, -1, on_packet, (u_char *) c) > 0; i++)
+                ;
+        (void) capture_ring_flush(c->ring);
+        publish(c);
+        return NULL;
+}
+
+static void capture_free(Capture *c) {
+        if (!c)
+                return;
+        if (c->pcap)
+                pcap_close(c->pcap);
+        capture_ring_close(c->ring);
+        if (c->dir_fd >= 0)
+                close(c->dir_fd);
+        if (c->stop_fd >= 0)
+                close(c->stop_fd);
+        pthread_mutex_destroy(&c->lock);
+        free(c);
+}
+
+static int open_pcap(Capture *c, const CaptureParams *p, SeatError **ret_error) {
+        char err[PCAP_ERRBUF_SIZE] = "";
+        c->pcap = pcap_create(p->ifname, err);
+        if (!c->pcap)
+                return seat_error_set(ret_error, ENODEV, "capture on '%s': %s", p->ifname, err);
+        /* Promiscuous: frames the guest sends to any MAC, not only to the bridge's own
+         * (the bridge passes them up only then). Not immediate: libpcap hands over blocks,
+         * which costs the guest's throughput least; the 200 ms timeout bounds the delay. */
+        if (pcap_set_snaplen(c->pcap, (int) p->snaplen) != 0 || pcap_set_promisc(c->pcap, 1) != 0 ||
+            pcap_set_timeout(c->pcap, CAPTURE_POLL_MS) != 0 ||
+            pcap_set_buffer_size(c->pcap, (int) CAPTURE_KERNEL_BUFFER) != 0)
+                return seat_error_set(ret_error, EINVAL, "capture on '%s': cannot set its options", p->ifname);
+        int k = pcap_activate(c->pcap);
+        if (k < 0)
+                return seat_error_set(ret_error, k == PCAP_ERROR_PERM_DENIED ? EPERM : ENODEV,
+                                      "capture on '%s': %s", p->ifname, pcap_geterr(c->pcap));
+        if (pcap_datalink(c->pcap) != DLT_EN10MB)
+                return seat_error_set(ret_error, EPROTONOSUPPORT, "capture on '%s': not an Ethernet interface",
+                                      p->ifname);
+        if (pcap_setnonblock(c->pcap, 1, err) != 0 || pcap_get_selectable_fd(c->pcap) < 0)
+                return seat_error_set(ret_error, EIO, "capture on '%s': cannot poll it: %s", p->ifname, err);
+        return 0;
+}
+
+int capture_start(const CaptureParams *p, Capture **ret, SeatError **ret_error) {
+        Capture *c = calloc(1, sizeof(*c));
+        int k;
+        if (!c)
+                return -ENOMEM;
+        c->dir_fd = c->stop_fd = -1;
+        pthread_mutex_init(&c->lock, NULL);
+        c->dir_fd = open(p->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (c->dir_fd < 0) {
+                k = seat_error_set(ret_error, errno, "capture: cannot open '%s': %m", p->dir);
+                goto fail;
+        }
+        c->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        if (c->stop_fd < 0) {
+                k = -errno;
+                goto fail;
+        }
+        k = open_pcap(c, p, ret_error);
+        if (k < 0)
+                goto fail;
+        k = capture_ring_new(c->dir_fd, p->prefix, p->ifname, 1 /* LINKTYPE_ETHERNET */, p->snaplen, p->max_bytes,
+                             &c->ring);
+        if (k < 0) {
+                k = seat_error_set(ret_error, -k, "capture: cannot start its files in '%s': %s", p->dir, strerror(-k));
+                goto fail;
+        }
+        k = -pthread_create(&c->thread, NULL, capture_thread, c);
+        if (k < 0) {
+                k = seat_error_set(ret_error, -k, "capture on '%s': cannot start its thread", p->ifname);
+                goto fail;
+        }
+        *ret = c;
+        return 0;
+fail:
+        capture_free(c);
+        return k;
+}
+
+void capture_stats(Capture *c, CaptureStats *ret) {
+        pthread_mutex_lock(&c->lock);
+        *ret = c->snapshot;
+        pthread_mutex_unlock(&c->lock);
+}
+
+void capture_stop(Capture *c, CaptureStats *ret) {
+        uint64_t one = 1;
+        if (!c)
+                return;
+        (void) !write(c->stop_fd, &one, sizeof(one));
+        pthread_join(c->thread, NULL);
+        if (ret)
+                capture_stats(c, ret);
+        capture_free(c);
+}
+
+#else /* !HAVE_PCAP */
+
+struct Capture {
+        int unused;
+};
+
+bool capture_supported(void) {
+        return false;
+}
+
+int capture_start(const CaptureParams *p, Capture **ret, SeatError **ret_error) {
+        return seat_error_set(ret_error, EOPNOTSUPP,
+                              "capture on '%s': this seatd was built without libpcap (install libpcap-dev and rebuild)",
+                              p->ifname);
+}
+
+void capture_stats(Capture *c, CaptureStats *ret) {
+        *ret = (CaptureStats) {};
+}
+
+void capture_stop(Capture *c, CaptureStats *ret) {
+        if (ret)
+                *ret = (CaptureStats) {};
+}
+#endif
