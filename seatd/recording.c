@@ -78,6 +78,8 @@ static void put_event(Recording *r, const char *type, const char *text, size_t t
 /* Bytes of one direction as text: what a previous chunk left pending goes first, and an
  * incomplete sequence at the end waits for the next chunk. */
 static void put_bytes(Recording *r, unsigned dir, const char *type, const void *data, size_t len) {
+        if (len == 0)
+                return; /* (stdin's end alone: data may be NULL) */
         if (r->full) {
                 r->dropped += len;
                 return;

@@ -50,6 +50,8 @@ struct Terminal {
 };
 
 static int bytes_append(Bytes *b, const void *data, size_t len, size_t cap) {
+        if (len == 0)
+                return 0; /* (an empty WebSocket message; data may be NULL then) */
         if (b->len + len > cap)
                 return -ENOBUFS;
         if (b->len + len > b->cap) {
@@ -66,6 +68,8 @@ static int bytes_append(Bytes *b, const void *data, size_t len, size_t cap) {
 }
 
 static void bytes_take(Bytes *b, size_t n) {
+        if (n == 0)
+                return; /* (data may still be NULL: memmove must not see it) */
         memmove(b->data, b->data + n, b->len - n);
         b->len -= n;
 }
@@ -390,8 +394,10 @@ size_t terminal_take_output(Terminal *t, void *buf, size_t max) {
         pthread_mutex_lock(&t->lock);
         size_t n = MIN(max, t->out.len);
         bool was_full = t->out.len >= TERMINAL_OUT_CAP;
-        memcpy(buf, t->out.data, n);
-        bytes_take(&t->out, n);
+        if (n > 0) {
+                memcpy(buf, t->out.data, n);
+                bytes_take(&t->out, n);
+        }
         bool room = t->out.len < TERMINAL_OUT_CAP;
         pthread_mutex_unlock(&t->lock);
         if (was_full && room)

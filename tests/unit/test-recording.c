@@ -85,6 +85,7 @@ static void test_input_and_tail(void **state) {
         Recording *r = NULL;
         RecordingSpec spec = { .cols = 1, .rows = 1, .max_bytes = 1 << 20, .record_input = true };
         assert_int_equal(recording_open(p, &spec, &r), 0);
+        recording_input(r, NULL, 0); /* stdin's end alone */
         recording_input(r, "ls\r", 3);
         recording_output(r, "\xE2\x82", 2); /* the start of € and then nothing: U+FFFD at the end */
         assert_int_equal(recording_close(r), 0);

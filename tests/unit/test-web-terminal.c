@@ -191,6 +191,7 @@ static void test_session(void **state) {
         assert_int_equal(terminal_resize(t, 40, 120), 0);
         assert_int_equal(terminal_resize(t, 0, 120), -EINVAL);
         assert_int_equal(terminal_resize(t, 50, 1001), -EINVAL);
+        assert_int_equal(terminal_input(t, NULL, 0), 0); /* an empty WebSocket message */
         assert_int_equal(terminal_input(t, "ls", 2), 0);
         assert_int_equal(terminal_input(t, " -l\r", 4), 0);
         assert_int_equal(terminal_input(t, "exit\r", 5), 0);
