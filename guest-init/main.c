@@ -17,10 +17,12 @@
 #include <unistd.h>
 
 #include <json-c/json.h>
+#include <net/if.h>
 
 #include "agent.h"
 #include "config.h"
 #include "common/log.h"
+#include "common/netlink.h"
 #include "pid1.h"
 #include "transport.h"
 
@@ -210,6 +212,12 @@ static void pid1_setup(void) {
         (void) pid1_load_modules(MODULES_LIST);
         if (pid1_switch_root() > 0)
                 (void) pid1_exec_init(); /* returns only when there is none, or it failed */
+        /* guest-init stays PID 1: the loopback is its to bring up, as systemd does in the
+         * images it boots (a service on 127.0.0.1, a forwarded port to it, need it). */
+        unsigned lo = if_nametoindex("lo");
+        int r = lo > 0 ? netlink_link_up((int) lo) : -ENODEV;
+        if (r < 0)
+                log_warning("cannot bring up the loopback interface: %s", strerror(-r));
 }
 
 static int open_transport(Agent *a, const Args *args) {

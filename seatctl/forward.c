@@ -16,6 +16,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -23,13 +24,14 @@
 #include "common/fileio.h"
 #include "common/jsonframe.h"
 #include "common/log.h"
-#include "forward-spec.h"
+#include "forward.h"
 #include "seatctl.h"
 
 #define SEND_CHUNK (32u * 1024u)       /* one seat.forward.send (seatd takes ≤ 64 KiB) */
 #define INFLIGHT_MAX 14u               /* seatd allows 16 requests in flight: the tunnel and room */
 #define LOCALS_MAX 64u                 /* accepted connections at once (seatd caps its own) */
 #define LOCAL_BUFFER_MAX (16u << 20)   /* bytes for a local client that does not read: then it is cut */
+#define FORWARD_REFUSAL_WAIT_MS 300
 
 typedef struct Local Local;
 struct Local {
@@ -49,15 +51,16 @@ struct Local {
         int pfd;
 };
 
-typedef struct Forwarder {
+struct Forwarder {
         CtlClient *c;
         int64_t tunnel;
         int listen_fd;
+        int stop_fd;         /* eventfd: forwarder_stop() from another thread */
         Local *locals;
         unsigned n_locals, inflight;
-        const char *seat;
+        char *seat;
         ForwardSpec spec;
-} Forwarder;
+};
 
 static void forward_usage(FILE *f) {
         fprintf(f,
@@ -301,7 +304,7 @@ static void reap(Forwarder *f) {
 }
 
 static int forward_loop(Forwarder *f, SeatError **ret_error) {
-        _cleanup_free_ struct pollfd *p = calloc(LOCALS_MAX + 2, sizeof(*p));
+        _cleanup_free_ struct pollfd *p = calloc(LOCALS_MAX + 3, sizeof(*p));
         if (!p)
                 return -ENOMEM;
         for (;;) {
@@ -319,6 +322,7 @@ static int forward_loop(Forwarder *f, SeatError **ret_error) {
                 p[n++] = (struct pollfd) { .fd = ctl_client_fd(f->c), .events = POLLIN };
                 bool room = f->inflight < INFLIGHT_MAX;
                 p[n++] = (struct pollfd) { .fd = room && f->n_locals < LOCALS_MAX ? f->listen_fd : -1, .events = POLLIN };
+                p[n++] = (struct pollfd) { .fd = f->stop_fd, .events = POLLIN };
                 for (Local *l = f->locals; l; l = l->next) {
                         short ev = 0;
                         if (l->open && !l->closed && !l->aborted && !l->rd_eof && !l->send_id && room)
@@ -345,6 +349,8 @@ static int forward_loop(Forwarder *f, SeatError **ret_error) {
                             f->inflight < INFLIGHT_MAX && (r = local_read(f, l, ret_error)) < 0)
                                 return r;
                 }
+                if (p[2].revents)
+                        return 0; /* forwarder_stop() */
                 if (p[1].revents && (r = local_accept(f, ret_error)) < 0)
                         return r;
                 if (p[0].revents) {
@@ -390,51 +396,95 @@ static int listen_on(const ForwardSpec *s, int *ret_fd, unsigned *ret_port, Seat
         return 0;
 }
 
+Forwarder *forwarder_free(Forwarder *f) {
+        if (!f)
+                return NULL;
+        while (f->locals) {
+                Local *l = f->locals;
+                f->locals = l->next;
+                local_free(l);
+        }
+        safe_close(f->listen_fd);
+        safe_close(f->stop_fd);
+        f->c = ctl_client_free(f->c); /* seatd then ends the tunnel's connections */
+        free(f->seat);
+        free(f);
+        return NULL;
+}
+
+int forwarder_open(const char *seat, const ForwardSpec *spec, const char *token, json_object *tool, Forwarder **ret,
+                   unsigned *ret_port, SeatError **ret_error) {
+        _cleanup_(forwarder_freep) Forwarder *f = calloc(1, sizeof(*f));
+        _cleanup_json_ json_object *params = json_object_new_object();
+        if (!f || !params || !(f->seat = strdup(seat)))
+                return -ENOMEM;
+        f->listen_fd = f->stop_fd = -EBADF;
+        f->spec = *spec;
+        f->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        if (f->stop_fd < 0)
+                return seat_error_set(ret_error, errno, "eventfd: %m");
+        json_object_object_add(params, "seat", json_object_new_string(seat));
+        json_object_object_add(params, "host", json_object_new_string(spec->host));
+        json_object_object_add(params, "port", json_object_new_int(spec->gport));
+        if (token)
+                json_object_object_add(params, "token", json_object_new_string(token));
+        if (tool)
+                json_object_object_add(params, "tool", json_object_get(tool));
+        int r = ctl_connect_as(ctl_opts.socket, token != NULL, &f->c, ret_error);
+        if (r < 0)
+                return r;
+        r = listen_on(&f->spec, &f->listen_fd, ret_port, ret_error);
+        if (r < 0)
+                return r;
+        r = ctl_send(f->c, "seat.forward", params, &f->tunnel, ret_error);
+        if (r < 0)
+                return r;
+        f->inflight = 1;
+        /* seatd refuses at once what it refuses before any connection (the token, the
+         * target's form): wait a moment for that, so the caller can say so. */
+        struct pollfd pf = { .fd = ctl_client_fd(f->c), .events = POLLIN };
+        if (poll(&pf, 1, FORWARD_REFUSAL_WAIT_MS) > 0) {
+                _cleanup_control_msg_ ControlMsg *m = NULL;
+                r = ctl_next(f->c, true, &m, ret_error);
+                if (r < 0)
+                        return r;
+                if (r > 0 && (r = handle(f, m, ret_error)) < 0)
+                        return r;
+        }
+        *ret = TAKE_PTR(f);
+        return 0;
+}
+
+int forwarder_run(Forwarder *f, SeatError **ret_error) {
+        return forward_loop(f, ret_error);
+}
+
+void forwarder_stop(Forwarder *f) {
+        uint64_t one = 1;
+        (void) !write(f->stop_fd, &one, sizeof(one));
+}
+
 int verb_forward(int argc, char *argv[], SeatError **ret_error) {
-        Forwarder f = { .listen_fd = -EBADF };
+        ForwardSpec spec;
         const char *why = NULL;
         unsigned port = 0;
-        int r;
 
         if (argc != 3 || argv[1][0] == '-') {
                 forward_usage(argc == 2 && !strcmp(argv[1], "--help") ? stdout : stderr);
                 return argc == 2 && !strcmp(argv[1], "--help") ? 0 : 2;
         }
-        f.seat = argv[1];
-        if (forward_spec_parse(argv[2], &f.spec, &why) < 0) {
+        if (forward_spec_parse(argv[2], &spec, &why) < 0) {
                 seat_error_set(ret_error, EINVAL, "'%s': %s", argv[2], why);
                 return 2;
         }
         signal(SIGPIPE, SIG_IGN);
         _cleanup_free_ char *token = NULL;
-        _cleanup_json_ json_object *params = json_object_new_object();
-        if (!params || ctl_load_token(ctl_opts.token_file, &token, ret_error) < 0)
+        _cleanup_(forwarder_freep) Forwarder *f = NULL;
+        if (ctl_load_token(ctl_opts.token_file, &token, ret_error) < 0 ||
+            forwarder_open(argv[1], &spec, token, NULL, &f, &port, ret_error) < 0)
                 return 1;
-        json_object_object_add(params, "seat", json_object_new_string(f.seat));
-        json_object_object_add(params, "host", json_object_new_string(f.spec.host));
-        json_object_object_add(params, "port", json_object_new_int(f.spec.gport));
-        if (token)
-                json_object_object_add(params, "token", json_object_new_string(token));
-        _cleanup_(ctl_client_freep) CtlClient *c = NULL;
-        if (ctl_connect_as(ctl_opts.socket, token != NULL, &c, ret_error) < 0)
-                return 1;
-        f.c = c;
-        if (listen_on(&f.spec, &f.listen_fd, &port, ret_error) < 0)
-                return 1;
-        if (ctl_send(c, "seat.forward", params, &f.tunnel, ret_error) < 0) {
-                safe_close(f.listen_fd);
-                return 1;
-        }
-        f.inflight = 1;
-        bool v6 = strchr(f.spec.bind, ':'), g6 = strchr(f.spec.host, ':');
+        bool v6 = strchr(spec.bind, ':'), g6 = strchr(spec.host, ':');
         fprintf(stderr, "seatctl: forwarding %s%s%s:%u to %s%s%s:%u in seat '%s' (Ctrl-C stops)\n", v6 ? "[" : "",
-                f.spec.bind, v6 ? "]" : "", port, g6 ? "[" : "", f.spec.host, g6 ? "]" : "", f.spec.gport, f.seat);
-        r = forward_loop(&f, ret_error);
-        while (f.locals) {
-                Local *l = f.locals;
-                f.locals = l->next;
-                local_free(l);
-        }
-        safe_close(f.listen_fd);
-        return r < 0 ? 1 : 0;
+                spec.bind, v6 ? "]" : "", port, g6 ? "[" : "", spec.host, g6 ? "]" : "", spec.gport, argv[1]);
+        return forwarder_run(f, ret_error) < 0 ? 1 : 0;
 }

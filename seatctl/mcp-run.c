@@ -144,7 +144,7 @@ static int exec_event(const char *type, json_object *body, void *userdata) {
 
 /* The MCP call as seatd records it beside its own record ("tool"): the tool, the client
  * from initialize, the request id and the arguments as sent. */
-static json_object *tool_record(const McpCall *call) {
+json_object *mcp_tool_record(const McpCall *call) {
         json_object *tool = json_object_new_object();
         if (!tool)
                 return NULL;
@@ -166,7 +166,7 @@ static int seat_exec(ExecRun *run, json_object *argv, json_object *extra, ExecRe
         _cleanup_(ctl_client_freep) CtlClient *c = NULL;
         _cleanup_free_ char *token = NULL;
         _cleanup_json_ json_object *p = extra ? json_object_get(extra) : json_object_new_object();
-        json_object *tool = tool_record(call);
+        json_object *tool = mcp_tool_record(call);
         if (!p || !tool) {
                 json_object_put(tool);
                 return -ENOMEM;
@@ -593,7 +593,7 @@ json_object *mcp_run_seat_status(McpCall *call) {
                 json_object_object_add(p, "seat", json_object_new_string(srv->seat));
                 if (token)
                         json_object_object_add(p, "token", json_object_new_string(token));
-                json_object_object_add(p, "tool", tool_record(call)); /* seatd records the call */
+                json_object_object_add(p, "tool", mcp_tool_record(call)); /* seatd records the call */
                 r = ctl_connect_as(ctl_opts.socket, token != NULL, &c, &err);
         }
         if (r >= 0 && !mcp_call_attach(call, c))

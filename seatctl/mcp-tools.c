@@ -44,6 +44,12 @@ static const ArgSpec list_args[] = {
         { "path", ARG_PATH, true, 1, 4096, NULL, "the directory's absolute path in the seat" },
 };
 
+static const ArgSpec forward_args[] = {
+        { "host", ARG_STRING, true, 1, 253, NULL, "the service's address as the seat sees it: an IP address (IPv6 without brackets) or localhost" },
+        { "port", ARG_INTEGER, true, 1, 65535, NULL, "its TCP port" },
+        { "local_port", ARG_INTEGER, false, 0, 65535, NULL, "the port on the agent's host (127.0.0.1); default 0: any free one" },
+};
+
 static const ArgSpec upload_args[] = {
         { "host_path", ARG_STRING, true, 1, 4096, NULL, "the file on the agent's host, relative to the transfer directory seatctl mcp was given" },
         { "seat_path", ARG_PATH, true, 1, 4096, NULL, "where it goes in the seat (absolute; created or replaced)" },
@@ -60,23 +66,28 @@ static const McpTool tools[] = {
           "stderr (each kept up to 256 KiB, with a flag when cut) and its duration. Output is streamed as "
           "progress notifications while it runs when the client asks for progress; a cancellation kills the "
           "command's whole process group." SEAT_NOTE,
-          exec_args, ELEMENTSOF(exec_args), MCP_EXEC_OUTPUT_SCHEMA, false, mcp_check_exec, mcp_run_exec, false },
+          exec_args, ELEMENTSOF(exec_args), MCP_EXEC_OUTPUT_SCHEMA, false, mcp_check_exec, mcp_run_exec, false, false },
         { "read_file", "Read a file in the seat",
           "Reads a file of the seat, as text (UTF-8) or base64, up to 1 MiB; says why when it is refused "
           "(missing, a directory, no permission, not UTF-8)." SEAT_NOTE,
-          read_args, ELEMENTSOF(read_args), MCP_READ_OUTPUT_SCHEMA, true, NULL, mcp_run_read_file, false },
+          read_args, ELEMENTSOF(read_args), MCP_READ_OUTPUT_SCHEMA, true, NULL, mcp_run_read_file, false, false },
         { "write_file", "Write a file in the seat",
           "Creates or replaces a file of the seat with the given content (text or base64, at most 512 KiB), "
           "with the permissions of the user the tools run as." SEAT_NOTE,
-          write_args, ELEMENTSOF(write_args), MCP_WRITE_OUTPUT_SCHEMA, false, mcp_check_write_file, mcp_run_write_file, false },
+          write_args, ELEMENTSOF(write_args), MCP_WRITE_OUTPUT_SCHEMA, false, mcp_check_write_file, mcp_run_write_file, false, false },
         { "list_directory", "List a directory in the seat",
           "Lists the entries of a directory of the seat with their types (file, directory, symlink, other), "
           "at most 10000." SEAT_NOTE,
-          list_args, ELEMENTSOF(list_args), MCP_LIST_OUTPUT_SCHEMA, true, NULL, mcp_run_list_directory, false },
+          list_args, ELEMENTSOF(list_args), MCP_LIST_OUTPUT_SCHEMA, true, NULL, mcp_run_list_directory, false, false },
         { "seat_status", "The seat's state",
           "Returns the seat's record from seatd: its state, image, network and egress profile, and how long "
           "it has run." SEAT_NOTE,
-          NULL, 0, MCP_STATUS_OUTPUT_SCHEMA, true, NULL, mcp_run_seat_status, false },
+          NULL, 0, MCP_STATUS_OUTPUT_SCHEMA, true, NULL, mcp_run_seat_status, false, false },
+        { "forward_port", "Reach a service inside the seat",
+          "Opens a TCP port on the agent's host (127.0.0.1) whose connections reach HOST:PORT as the seat sees it "
+          "(a web UI or API of the range), carried over the seat's agent channel, not its network: the seat's egress "
+          "policy is unchanged. It lasts until this MCP session ends; at most 4 at once. Returns the local port." SEAT_NOTE,
+          forward_args, ELEMENTSOF(forward_args), MCP_FORWARD_OUTPUT_SCHEMA, false, NULL, mcp_run_forward_port, .forward = true },
         { "upload", "Copy a file from the agent's host into the seat",
           "Copies a file (at most 64 MiB) from the transfer directory on the agent's host into the seat. Offered only "
           "when the operator started seatctl mcp with --transfer-dir; nothing outside that directory is reachable." SEAT_NOTE,
@@ -89,7 +100,8 @@ static const McpTool tools[] = {
 
 const McpTool *mcp_tool_find(const char *name) {
         for (size_t i = 0; i < ELEMENTSOF(tools); i++)
-                if (!strcmp(tools[i].name, name) && (!tools[i].transfer || mcp_transfer_enabled()))
+                if (!strcmp(tools[i].name, name) && (!tools[i].transfer || mcp_transfer_enabled()) &&
+                    (!tools[i].forward || mcp_forward_enabled()))
                         return &tools[i];
         return NULL;
 }
@@ -176,7 +188,7 @@ json_object *mcp_tools_list(void) {
         json_object_object_add(r, "tools", list);
         for (size_t i = 0; i < ELEMENTSOF(tools); i++) {
                 const McpTool *t = &tools[i];
-                if (t->transfer && !mcp_transfer_enabled())
+                if ((t->transfer && !mcp_transfer_enabled()) || (t->forward && !mcp_forward_enabled()))
                         continue;
                 json_object *o = json_object_new_object(), *ann = json_object_new_object();
                 json_object *out = json_tokener_parse(t->output_schema);

@@ -40,6 +40,7 @@ struct McpTool {
         int (*check)(json_object *arguments, char *msg, size_t size);
         json_object *(*run)(McpCall *call);
         bool transfer; /* offered only with --transfer-dir */
+        bool forward;  /* not offered with --no-forward-port */
 };
 
 int mcp_check_exec(json_object *arguments, char *msg, size_t size);
@@ -51,6 +52,16 @@ json_object *mcp_run_list_directory(McpCall *call);
 json_object *mcp_run_seat_status(McpCall *call);
 json_object *mcp_run_upload(McpCall *call);
 json_object *mcp_run_download(McpCall *call);
+json_object *mcp_run_forward_port(McpCall *call);
+
+/* mcp-forward.c: forward_port, its forwards (at most MCP_FORWARDS_MAX, on threads until
+ * the session ends: mcp_forwards_stop()), and --no-forward-port. */
+#define MCP_FORWARDS_MAX 4
+void mcp_forward_disable(void);
+bool mcp_forward_enabled(void);
+void mcp_forwards_stop(void);
+/* The call as seatd records it ("tool": name, client, request id, arguments). */
+json_object *mcp_tool_record(const McpCall *call);
 
 /* Shared by the tools (mcp-run.c). */
 const char *mcp_arg_str(json_object *args, const char *key);
@@ -66,6 +77,14 @@ int mcp_seat_read_to_fd(McpCall *call, const char *path, int fd, uint64_t max, u
 /* mcp-transfer.c: --transfer-dir. */
 int mcp_transfer_enable(const char *dir);
 bool mcp_transfer_enabled(void);
+
+#define MCP_FORWARD_OUTPUT_SCHEMA                                                                           \
+        "{\"type\":\"object\",\"properties\":{"                                                             \
+        "\"local_address\":{\"type\":\"string\",\"description\":\"where to connect on the agent's host\"}," \
+        "\"local_port\":{\"type\":\"integer\"},"                                                             \
+        "\"host\":{\"type\":\"string\"},\"port\":{\"type\":\"integer\"},"                                \
+        "\"until\":{\"type\":\"string\"}},"                                                                 \
+        "\"required\":[\"local_address\",\"local_port\",\"host\",\"port\"]}"
 
 #define MCP_EXEC_OUTPUT_SCHEMA                                                                              \
         "{\"type\":\"object\",\"properties\":{"                                                             \

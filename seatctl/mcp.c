@@ -336,17 +336,20 @@ static void handle_line(McpServer *srv, const char *line, size_t len) {
 
 static void mcp_usage(FILE *f) {
         fprintf(f,
-                "usage: seatctl [--token-file FILE] mcp [--user UID[:GID]] [--transfer-dir DIR] SEAT\n"
+                "usage: seatctl [--token-file FILE] mcp [--user UID[:GID]] [--transfer-dir DIR] [--no-forward-port] SEAT\n"
                 "\n"
                 "Serves the Model Context Protocol (revision " MCP_PROTOCOL_LATEST ") on stdin/stdout for an\n"
-                "agent harness: its tools (exec, read_file, write_file, list_directory, seat_status)\n"
-                "run in SEAT, each call recorded in the seat's audit log. The token comes from\n"
-                "--token-file or $SEATD_TOKEN, as for every seatctl command. Logs go to stderr.\n"
+                "agent harness: its tools (exec, read_file, write_file, list_directory, seat_status,\n"
+                "forward_port) run in SEAT, each call recorded in the seat's audit log. The token\n"
+                "comes from --token-file or $SEATD_TOKEN, as for every seatctl command. Logs go to\n"
+                "stderr.\n"
                 "\n"
                 "  --user UID[:GID]  the guest user the tools run as (default 0, the guest's root;\n"
                 "                    a UID alone brings the GID of the same number)\n"
                 "  --transfer-dir DIR  offer the tools upload and download, between DIR (and only\n"
                 "                    what lies beneath it) and the seat; off without it\n"
+                "  --no-forward-port  do not offer forward_port (its ports open on this host, which\n"
+                "                    is not the agent's when it is remote: seat-web passes this)\n"
                 "\n"
                 "See docs/mcp.md for the JSON block an MCP client's configuration takes.\n");
 }
@@ -376,6 +379,7 @@ int verb_mcp(int argc, char *argv[], SeatError **ret_error) {
         static const struct option options[] = {
                 { "user", required_argument, NULL, 'u' },
                 { "transfer-dir", required_argument, NULL, 'T' },
+                { "no-forward-port", no_argument, NULL, 'F' },
                 { "help", no_argument, NULL, 'h' },
                 {},
         };
@@ -390,6 +394,9 @@ int verb_mcp(int argc, char *argv[], SeatError **ret_error) {
                 case 'T':
                         if (mcp_transfer_enable(optarg) < 0)
                                 return seat_error_set(ret_error, errno, "mcp: --transfer-dir '%s': %s", optarg, strerror(errno)), 2;
+                        break;
+                case 'F':
+                        mcp_forward_disable();
                         break;
                 case 'h':
                         mcp_usage(stdout);
@@ -445,6 +452,7 @@ int verb_mcp(int argc, char *argv[], SeatError **ret_error) {
         while (srv.n_calls > 0)
                 pthread_cond_wait(&srv.idle, &srv.lock);
         pthread_mutex_unlock(&srv.lock);
+        mcp_forwards_stop(); /* the session's forwards end with it */
         pthread_mutex_destroy(&srv.lock);
         pthread_cond_destroy(&srv.idle);
         return status;

@@ -85,3 +85,16 @@ int exec_guest_user(json_object *params, int64_t *ret_uid, int64_t *ret_gid, Sea
                 *ret_gid = *ret_uid;
         return 0;
 }
+
+json_object *exec_tool_call_record(json_object *tool, int64_t uid, bool operator, int64_t generation, const char *method) {
+        json_object *rec = json_object_new_object();
+        if (!rec)
+                return NULL;
+        json_object_object_add(rec, "uid", json_object_new_int64(uid));
+        json_object_object_add(rec, "operator", json_object_new_boolean(operator));
+        json_object_object_add(rec, "generation", json_object_new_int64(generation));
+        json_object_object_add(rec, "method", json_object_new_string(method));
+        json_object_object_add(rec, "tool", json_object_get(tool));
+        json_object_object_add(rec, "status", json_object_new_string("ok"));
+        return rec;
+}

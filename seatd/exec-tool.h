@@ -2,6 +2,7 @@
 #pragma once
 
 #include <json-c/json.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "common/error.h"
@@ -20,6 +21,11 @@
 
 /* *ret = NULL when params has no "tool"; -EINVAL with a message naming the field. */
 int exec_tool_record(json_object *params, json_object **ret, SeatError **ret_error);
+
+/* The "tool.call" audit record of a front end's call that runs nothing of its own in the
+ * guest (seat.status, seat.forward): who, the session it was authorised for, the method and
+ * the tool record; the caller adds what else the method knows. NULL: out of memory. */
+json_object *exec_tool_call_record(json_object *tool, int64_t uid, bool operator, int64_t generation, const char *method);
 
 /* seat.exec's optional "uid" and "gid" (default 0, the agent's default: the guest is the
  * participant's, root in it included); at most 4294967294 ((uid_t) -1 means "none"). */

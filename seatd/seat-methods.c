@@ -248,15 +248,7 @@ static int seat_status_method(Request *req) {
         if (seat_to_json(s, &o) < 0)
                 return -ENOMEM;
         if (tool) {
-                json_object *rec = json_object_new_object();
-                if (rec) {
-                        json_object_object_add(rec, "uid", json_object_new_int64(req->uid));
-                        json_object_object_add(rec, "operator", json_object_new_boolean(req->operator));
-                        json_object_object_add(rec, "generation", json_object_new_int64(t.generation));
-                        json_object_object_add(rec, "method", json_object_new_string("seat.status"));
-                        json_object_object_add(rec, "tool", json_object_get(tool));
-                        json_object_object_add(rec, "status", json_object_new_string("ok"));
-                }
+                json_object *rec = exec_tool_call_record(tool, req->uid, req->operator, t.generation, "seat.status");
                 if (!rec || seat_audit(s, "tool.call", rec) < 0) {
                         json_object_put(rec);
                         json_object_put(o);

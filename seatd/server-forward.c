@@ -22,6 +22,7 @@
 #include "common/fileio.h"
 #include "common/jsonframe.h"
 #include "common/log.h"
+#include "exec-tool.h"
 #include "methods.h"
 #include "seat.h"
 #include "seat-log.h"
@@ -482,6 +483,23 @@ static int seat_forward_method(Request *req) {
         }
         if (req->operator)
                 (void) seat_authorize(s, NULL, true, &ticket);
+        /* Asked for an agent's tool call (seatctl mcp's forward_port): recorded before the
+         * tunnel exists, like every tool call; its connections get their own records. */
+        _cleanup_json_ json_object *tool = NULL;
+        _cleanup_error_ SeatError *err = NULL;
+        if (exec_tool_record(req->params, &tool, &err) < 0)
+                return request_reply_error(req, CONTROL_ERR_INVALID, "%s", err ? err->message : "bad 'tool'");
+        if (tool) {
+                _cleanup_json_ json_object *rec = exec_tool_call_record(tool, req->uid, req->operator, ticket.generation,
+                                                                        "seat.forward");
+                if (rec) {
+                        json_object_object_add(rec, "host", json_object_new_string(host));
+                        json_object_object_add(rec, "port", json_object_new_int64(port));
+                }
+                if (!rec || seat_audit(s, "tool.call", rec) < 0)
+                        return request_reply_error(req, CONTROL_ERR_IO,
+                                                   "this tool call cannot be recorded in seat '%s''s audit log: it was not run", id);
+        }
         const SeatConfig *c = request_manager(req)->config;
         Tunnel *t = calloc(1, sizeof(*t));
         if (!t || !(t->host = strdup(host))) {

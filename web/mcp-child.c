@@ -23,7 +23,7 @@ int mcp_child_spawn(const char *seatctl, const char *participant_socket, const c
                     const char *token, McpChild *ret) {
         _cleanup_free_ char *env_token = NULL, *env_socket = NULL;
         int in[2] = { -1, -1 }, out[2] = { -1, -1 };
-        const char *argv[8];
+        const char *argv[10];
         size_t n = 0;
 
         /* Everything the child needs is made before fork: after it, only syscalls. */
@@ -33,6 +33,8 @@ int mcp_child_spawn(const char *seatctl, const char *participant_socket, const c
         char *envp[] = { env_token, env_socket, (char *) "PATH=/usr/sbin:/usr/bin:/sbin:/bin", (char *) "LANG=C.UTF-8", NULL };
         argv[n++] = seatctl;
         argv[n++] = "mcp";
+        /* forward_port would open its ports here, on seat-web's host, not the remote agent's. */
+        argv[n++] = "--no-forward-port";
         if (user) {
                 argv[n++] = "--user";
                 argv[n++] = user;

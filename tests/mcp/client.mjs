@@ -17,6 +17,7 @@ import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { StreamableHTTPClientTransport, StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
+import net from "node:net";
 import { McpError, LATEST_PROTOCOL_VERSION } from "@modelcontextprotocol/sdk/types.js";
 
 const [scenario, seatctl, seat, tokenFile, ...rest] = process.argv.slice(2);
@@ -76,8 +77,10 @@ async function main() {
 
   const { tools } = await client.listTools();
   const names = tools.map((t) => t.name).sort();
-  ok(JSON.stringify(names) === JSON.stringify(["exec", "list_directory", "read_file", "seat_status", "write_file"]),
-     "tools/list: exec, list_directory, read_file, seat_status, write_file", names);
+  // forward_port only on stdio: over HTTP its port would open on seat-web's host.
+  const want = httpUrl ? ["exec", "list_directory", "read_file", "seat_status", "write_file"]
+                       : ["exec", "forward_port", "list_directory", "read_file", "seat_status", "write_file"];
+  ok(JSON.stringify(names) === JSON.stringify(want), `tools/list: ${want.join(", ")}`, names);
   ok(tools.every((t) => t.inputSchema?.type === "object" && t.outputSchema?.type === "object" &&
                         t.inputSchema.additionalProperties === false && /isolated/.test(t.description)),
      "every tool has an object input schema (no extra properties), an output schema, and says it runs in an isolated VM");
@@ -151,6 +154,29 @@ async function main() {
   try { await sleeping; } catch { rejected = true; }
   ok(pinged && rejected, "a ping is answered during a long exec; cancelling the exec ends the call", { pinged, rejected });
   ok(!(await running(client, "sleep 3001")), "the cancelled sleep is gone from the guest");
+
+  if (!httpUrl) {
+    // forward_port: a service on the guest's loopback (as the tools' user: no root), reached
+    // from here through the seat's agent channel.
+    await client.callTool({ name: "exec", arguments: { command: "setsid nc -ll -p 7100 -e echo forwarded-$((40+2)) </dev/null >/dev/null 2>&1 & sleep 0.5" } });
+    const fw = await client.callTool({ name: "forward_port", arguments: { host: "127.0.0.1", port: 7100 } });
+    const lp = fw.structuredContent?.local_port;
+    ok(!fw.isError && fw.structuredContent?.local_address === "127.0.0.1" && lp > 0,
+       "forward_port: a local port on 127.0.0.1 for the seat's 127.0.0.1:7100", fw.structuredContent || text(fw));
+    const got = lp ? await new Promise((res) => {
+      let data = "";
+      const sock = net.connect(lp, "127.0.0.1");
+      sock.on("data", (d) => { data += d; });
+      sock.on("end", () => res(data));
+      sock.on("error", (e) => res(String(e)));
+      setTimeout(() => { sock.destroy(); res(data || "timeout"); }, 30000);
+    }) : "";
+    ok(/forwarded-42/.test(got), "a connection to that port reaches the service inside the seat", got);
+    const badHost = await client.callTool({ name: "forward_port", arguments: { host: "not a host!", port: 80 } });
+    ok(badHost.isError && /cannot be forwarded/.test(text(badHost)), "forward_port to a malformed host: a tool error saying why", text(badHost));
+    await expectError(client, { name: "forward_port", arguments: { host: "127.0.0.1", port: 70000 } }, /port/,
+                      "forward_port with port 70000: -32602 naming the argument");
+  }
 
   const st = await client.callTool({ name: "seat_status", arguments: {} });
   ok(st.structuredContent?.id === seat && st.structuredContent.state === "ready", "seat_status: the seat's record, ready", st.structuredContent);

@@ -279,6 +279,11 @@ assert {"exec", "read_file", "write_file", "list_directory"} <= names, names
 calls = [r["data"] for r in recs if r["type"] == "tool.call"]
 assert any(c["tool"]["name"] == "seat_status" and c["method"] == "seat.status" and c["status"] == "ok"
            and c["tool"]["client"] == "seatd-tests/1.0.0" for c in calls), ("seat_status is a tool.call", calls)
+assert any(c["tool"]["name"] == "forward_port" and c["method"] == "seat.forward" and c["port"] == 7100
+           and c["host"] == "127.0.0.1" for c in calls), ("forward_port is a tool.call", calls)
+fstarts = {r["seq"]: r["data"] for r in recs if r["type"] == "forward.start" and r["data"]["port"] == 7100}
+fends = [r["data"] for r in recs if r["type"] == "forward.end" and r["data"]["start"] in fstarts]
+assert fstarts and fends, ("the forwarded connection's forward.start and forward.end", fstarts, fends)
 sdk = [r["data"]["tool"] for r in starts if r["data"]["tool"].get("client") == "seatd-tests/1.0.0"]
 assert sdk, "no call of the SDK's client"
 http = {r["data"]["tool"]["name"] for r in starts if r["data"]["tool"].get("client") == "seatd-tests-http/1.0.0"}
@@ -296,7 +301,7 @@ sleep = [r for r in starts if r["data"]["argv"] == ["sleep", "3001"]]
 assert sleep and ends[sleep[0]["seq"]]["status"] == "cancelled", (sleep, [ends.get(s["seq"]) for s in sleep])
 print(len(starts), "tool calls in the sealed log")
 PY
-        ok "the sealed audit log holds every MCP tool call, over stdio and over HTTP: name, arguments with their BLAKE2b, client, guest user, its end (the cancelled sleep 'cancelled'); seat_status as a tool.call"
+        ok "the sealed audit log holds every MCP tool call, over stdio and over HTTP: name, arguments with their BLAKE2b, client, guest user, its end (the cancelled sleep 'cancelled'); seat_status and forward_port as tool.calls, the forwarded connection's records"
 else
         not_ok "the sealed audit log holds every MCP tool call"
 fi

@@ -14,8 +14,8 @@ unset SEATD_SOCKET SEATD_TOKEN
 
 # session NAME SECONDS: the lines of $t/NAME.in, then stdin held open for SECONDS (the calls
 # answer) before it closes; replies in $t/NAME.out.
-session() {
-        { cat "$t/$1.in"; sleep "$2"; } | "$CTL" --socket "$t/nonexistent.sock" mcp s1 >"$t/$1.out" 2>"$t/$1.err"
+session() { # NAME SECONDS [OPTIONS...]
+        { cat "$t/$1.in"; sleep "$2"; } | "$CTL" --socket "$t/nonexistent.sock" mcp "${@:3}" s1 >"$t/$1.out" 2>"$t/$1.err"
         echo $? >"$t/$1.rc"
 }
 # expect NAME DESCRIPTION PYTHON: r is the list of replies, by maps str(id) to a reply.
@@ -47,12 +47,21 @@ session basic 2
 [[ $(cat "$t/basic.rc") == 0 ]] && ok "seatctl mcp exits 0 when its client closes stdin" || not_ok "seatctl mcp exits 0 at EOF (got $(cat "$t/basic.rc"))"
 expect basic "ping before initialize is answered" 'by["p"]["result"] == {}'
 expect basic "initialize: the client's revision 2024-11-05 is taken (it is supported)" 'by["1"]["result"]["protocolVersion"] == "2024-11-05" and by["1"]["result"]["capabilities"] == {"tools": {"listChanged": False}}'
-expect basic "tools/list: five tools, each with input and output schemas" 'len(by["2"]["result"]["tools"]) == 5 and all("inputSchema" in x and "outputSchema" in x for x in by["2"]["result"]["tools"])'
+expect basic "tools/list: six tools (forward_port among them), each with input and output schemas" 'len(by["2"]["result"]["tools"]) == 6 and any(x["name"] == "forward_port" for x in by["2"]["result"]["tools"]) and all("inputSchema" in x and "outputSchema" in x for x in by["2"]["result"]["tools"])'
 expect basic "a tool call with seatd away: a tool error saying seatd is not running" 'by["3"]["result"]["isError"] and "seatd is not running" in by["3"]["result"]["content"][0]["text"] and by["4"]["result"]["isError"]'
 expect basic "write_file with bad base64: -32602" 'by["5"]["error"]["code"] == -32602 and "base64" in by["5"]["error"]["message"]'
 expect basic "an unknown argument: -32602 naming it" "by['6']['error']['code'] == -32602 and \"'x'\" in by['6']['error']['message']"
 expect basic "a progress token over 256 bytes: -32602 (it would be echoed in every notification)" 'by["8"]["error"]["code"] == -32602 and "progressToken" in by["8"]["error"]["message"]'
 expect basic "an object as id: -32600 (id null); a response from the client: ignored" 'any(m["id"] is None and m["error"]["code"] == -32600 for m in r) and "7" not in by and len(r) == 9'
+
+# --no-forward-port (seat-web's children): forward_port is neither listed nor callable.
+{
+        echo "$init"
+        echo '{"jsonrpc":"2.0","id":2,"method":"tools/list"}'
+        echo '{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"forward_port","arguments":{"host":"127.0.0.1","port":80}}}'
+} >"$t/nofwd.in"
+session nofwd 1 --no-forward-port
+expect nofwd "--no-forward-port: five tools, forward_port not among them, and calling it is an unknown tool" 'len(by["2"]["result"]["tools"]) == 5 and not any(x["name"] == "forward_port" for x in by["2"]["result"]["tools"]) and by["3"]["error"]["code"] == -32602'
 
 # Twenty calls at once: at most eight run, the others are told the server is busy; every
 # request gets exactly one reply.
