@@ -109,6 +109,11 @@ curl -s -o /dev/null --cacert "$t/web/tls/cert.pem" "$url/" && ok "curl verifies
 tls1=$(openssl s_client -connect "127.0.0.1:$port" -tls1_1 </dev/null 2>&1 | grep -c "Cipher is (NONE)\|alert\|no protocols")
 ((tls1 > 0)) && ok "TLS 1.1 refused" || not_ok "TLS 1.1 refused"
 
+# The terminal's xterm.js as shipped (web/assets/vendor/) is what the pinned lock installs.
+"$HARNESS_SRC/scripts/update-web-vendor" --check >"$t/out" 2>&1 &&
+        ok "web/assets/vendor/ is byte for byte what web/xterm/package-lock.json installs" ||
+        not_ok "web/assets/vendor/ matches the pinned xterm.js (scripts/update-web-vendor)"
+
 # ---------------------------------------------------------------- the browser
 browser() { # SCENARIO: its TAP lines become ours
         local line
