@@ -65,6 +65,19 @@ static uint64_t *capture_count(ArchiveCapture *c, size_t i) {
         return (uint64_t *) ((char *) c + capture_counts[i].offset);
 }
 
+const char *archive_capture_counts_parse(json_object *o, bool with_files, ArchiveCapture *c) {
+        for (size_t i = 0; i < ELEMENTSOF(capture_counts); i++) {
+                int64_t v;
+                const char *k = capture_counts[i].key;
+                if (!with_files && (!strcmp(k, "files") || !strcmp(k, "bytes")))
+                        continue;
+                if (json_get_int64(o, k, true, 0, (int64_t) ARCHIVE_COUNT_MAX, &v) < 0)
+                        return k;
+                *capture_count(c, i) = (uint64_t) v;
+        }
+        return NULL;
+}
+
 bool archive_capture_is_complete(const ArchiveCapture *c) {
         return c->packets_cut == 0 && c->files_rotated == 0 && c->packets_rotated == 0 && c->packets_unwritten == 0 &&
                c->kernel_drops == 0 && c->restarts == 0 && !c->reason[0];
@@ -291,16 +304,13 @@ static int collection_parse(json_object *o, ArchiveManifest *m, SeatError **ret_
 static int capture_parse(json_object *o, ArchiveManifest *m, SeatError **ret_error) {
         json_object *g = NULL;
         ArchiveCapture *c = &m->capture;
-        int64_t v;
         if (!json_object_object_get_ex(o, "capture", &g))
                 return 0;
         if (!json_object_is_type(g, json_type_object) || json_get_bool(g, "complete", true, &c->complete) < 0)
                 return mf_fail(ret_error, "manifest: bad \"%s\"", "capture");
-        for (size_t i = 0; i < ELEMENTSOF(capture_counts); i++) {
-                if (json_get_int64(g, capture_counts[i].key, true, 0, (int64_t) ARCHIVE_COUNT_MAX, &v) < 0)
-                        return seat_error_set(ret_error, EBADMSG, "manifest: bad \"capture\".\"%s\"", capture_counts[i].key);
-                *capture_count(c, i) = (uint64_t) v;
-        }
+        const char *bad = archive_capture_counts_parse(g, true, c);
+        if (bad)
+                return seat_error_set(ret_error, EBADMSG, "manifest: bad \"capture\".\"%s\"", bad);
         const char *reason = NULL;
         if (json_get_string(g, "reason", false, ARCHIVE_REASON_MAX, &reason) < 0)
                 return mf_fail(ret_error, "manifest: bad \"%s\"", "capture.reason");

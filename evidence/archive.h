@@ -157,6 +157,10 @@ void archive_manifest_describe(const ArchiveManifest *m, FILE *f);
 
 /* No packet lost, cut or rotated away, no reason: what "complete" must say. */
 bool archive_capture_is_complete(const ArchiveCapture *c);
+/* The capture's counters from o (each 0..ARCHIVE_COUNT_MAX, all required) into c; without
+ * with_files, "files" and "bytes" are left out (the seal counts them from the members).
+ * NULL, or the key that is missing or bad. */
+const char *archive_capture_counts_parse(json_object *o, bool with_files, ArchiveCapture *c);
 
 /* A name safe to create under a directory: 1..100 of [A-Za-z0-9._-], not starting with '.'. */
 bool archive_name_is_safe(const char *name);

@@ -298,27 +298,7 @@ static int read_capture_stats(const char *qdir, ArchiveCapture *ret) {
         if (r == -ENOENT && !any)
                 return 0;
         *ret = (ArchiveCapture) {};
-        static const struct { const char *key; size_t offset; } keys[] = {
-                { "snaplen", offsetof(ArchiveCapture, snaplen) },
-                { "max_bytes", offsetof(ArchiveCapture, max_bytes) },
-                { "packets", offsetof(ArchiveCapture, packets) },
-                { "bytes_on_wire", offsetof(ArchiveCapture, bytes_on_wire) },
-                { "packets_cut", offsetof(ArchiveCapture, packets_cut) },
-                { "bytes_cut", offsetof(ArchiveCapture, bytes_cut) },
-                { "files_rotated", offsetof(ArchiveCapture, files_rotated) },
-                { "packets_rotated", offsetof(ArchiveCapture, packets_rotated) },
-                { "bytes_rotated", offsetof(ArchiveCapture, bytes_rotated) },
-                { "packets_unwritten", offsetof(ArchiveCapture, packets_unwritten) },
-                { "kernel_drops", offsetof(ArchiveCapture, kernel_drops) },
-                { "restarts", offsetof(ArchiveCapture, restarts) },
-        };
-        bool ok = r >= 0 && json_frame_parse(text, len, 3, &o) >= 0;
-        for (size_t i = 0; ok && i < ELEMENTSOF(keys); i++) {
-                int64_t v;
-                ok = json_get_int64(o, keys[i].key, true, 0, (int64_t) ARCHIVE_COUNT_MAX, &v) >= 0;
-                if (ok)
-                        *(uint64_t *) ((char *) ret + keys[i].offset) = (uint64_t) v;
-        }
+        bool ok = r >= 0 && json_frame_parse(text, len, 3, &o) >= 0 && !archive_capture_counts_parse(o, false, ret);
         if (!ok) {
                 *ret = (ArchiveCapture) {};
                 snprintf(ret->reason, sizeof(ret->reason), "the capture's counters are missing or damaged: what it lost is not known");
