@@ -456,7 +456,13 @@ int forwarder_open(const char *seat, const ForwardSpec *spec, const char *token,
 }
 
 int forwarder_run(Forwarder *f, SeatError **ret_error) {
-        return forward_loop(f, ret_error);
+        int r = forward_loop(f, ret_error);
+        /* The tunnel is over (a reset, seatd gone): connections to the port are refused
+         * now, not left waiting in its backlog (seatctl mcp keeps the forward until the
+         * session ends). */
+        if (r < 0)
+                f->listen_fd = safe_close(f->listen_fd);
+        return r;
 }
 
 void forwarder_stop(Forwarder *f) {

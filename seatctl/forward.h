@@ -20,7 +20,8 @@ typedef struct Forwarder Forwarder;
  * What seatd refuses at once (the token, the target's form) is an error here. */
 int forwarder_open(const char *seat, const ForwardSpec *spec, const char *token, json_object *tool, Forwarder **ret,
                    unsigned *ret_port, SeatError **ret_error);
-/* Carries connections until seatd ends the tunnel (< 0) or forwarder_stop() (0). */
+/* Carries connections until seatd ends the tunnel (< 0: the port is closed then) or
+ * forwarder_stop() (0). */
 int forwarder_run(Forwarder *f, SeatError **ret_error);
 /* From another thread: forwarder_run() returns soon. */
 void forwarder_stop(Forwarder *f);
