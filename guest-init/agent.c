@@ -27,7 +27,46 @@ struct OutFrame {
         OutFrame *next;
         char *data;
         size_t len, off;
+        int64_t stream; /* the exec or connection whose output it is; 0 for other replies */
 };
+
+/* Output bytes queued per stream (see agent_stream_backpressured()). Entries go when
+ * their count is back to 0, so the table holds at most one per running exec and
+ * connection. */
+static size_t *stream_queued_slot(Agent *a, int64_t id, bool create) {
+        for (size_t i = 0; i < a->n_stream_queued; i++)
+                if (a->stream_queued[i].id == id)
+                        return &a->stream_queued[i].bytes;
+        if (!create)
+                return NULL;
+        if (a->n_stream_queued == a->allocated_stream_queued) {
+                size_t n = MAX(a->allocated_stream_queued * 2, (size_t) 16);
+                void *p = realloc(a->stream_queued, n * sizeof(*a->stream_queued));
+                if (!p)
+                        return NULL;
+                a->stream_queued = p;
+                a->allocated_stream_queued = n;
+        }
+        a->stream_queued[a->n_stream_queued] = (typeof(*a->stream_queued)) { .id = id };
+        return &a->stream_queued[a->n_stream_queued++].bytes;
+}
+
+static void stream_queued_sub(Agent *a, int64_t id, size_t n) {
+        for (size_t i = 0; i < a->n_stream_queued; i++)
+                if (a->stream_queued[i].id == id) {
+                        a->stream_queued[i].bytes -= MIN(n, a->stream_queued[i].bytes);
+                        if (a->stream_queued[i].bytes == 0)
+                                a->stream_queued[i] = a->stream_queued[--a->n_stream_queued];
+                        return;
+                }
+}
+
+bool agent_stream_backpressured(Agent *a, int64_t id) {
+        if (agent_backpressured(a))
+                return true;
+        size_t *q = stream_queued_slot(a, id, false);
+        return q && *q >= AGENT_STREAM_QUEUED_MAX;
+}
 
 static char *agent_capabilities[] = {
         "exec", "stream", "stdin", "kill", "file_put", "file_get", "configure", "shutdown", "ping",
@@ -64,14 +103,15 @@ static void out_queue_clear(Agent *a) {
         }
         a->out_tail = NULL;
         a->out_bytes = 0;
+        a->n_stream_queued = 0;
 }
 
 static bool agent_can_send(const Agent *a) {
         return a->transport.connected && a->transport.out_fd >= 0;
 }
 
-/* Takes ownership of line. */
-static int out_queue_push(Agent *a, char *line, size_t len) {
+/* Takes ownership of line; stream: the exec or connection whose output it is, or 0. */
+static int out_queue_push_stream(Agent *a, char *line, size_t len, int64_t stream) {
         _cleanup_free_ char *l = line;
         OutFrame *f;
 
@@ -81,8 +121,17 @@ static int out_queue_push(Agent *a, char *line, size_t len) {
         f = calloc(1, sizeof(*f));
         if (!f)
                 return log_error_errno(ENOMEM, "Cannot queue a reply: %m");
+        if (stream != 0) {
+                size_t *q = stream_queued_slot(a, stream, true);
+                if (!q) {
+                        free(f);
+                        return log_error_errno(ENOMEM, "Cannot queue output: %m");
+                }
+                *q += len;
+        }
         f->data = TAKE_PTR(l);
         f->len = len;
+        f->stream = stream;
         if (a->out_tail)
                 a->out_tail->next = f;
         else
@@ -90,6 +139,10 @@ static int out_queue_push(Agent *a, char *line, size_t len) {
         a->out_tail = f;
         a->out_bytes += len;
         return 0;
+}
+
+static int out_queue_push(Agent *a, char *line, size_t len) {
+        return out_queue_push_stream(a, line, len, 0);
 }
 
 bool agent_backpressured(const Agent *a) {
@@ -169,7 +222,7 @@ int agent_send_output(Agent *a, int64_t id, AgentStream stream, const uint8_t *d
                                                                  a->limits.max_frame, &line, &n);
         if (r < 0)
                 return log_error_errno(r, "Cannot format output of request %" PRId64 ": %m", id);
-        return out_queue_push(a, TAKE_PTR(line), n);
+        return out_queue_push_stream(a, TAKE_PTR(line), n, id);
 }
 
 /* A new host (or none): forget everything about the previous connection. */
@@ -260,6 +313,7 @@ Agent *agent_free(Agent *a) {
         exec_free_all(a);
         forward_free_all(a);
         out_queue_clear(a);
+        free(a->stream_queued);
         frame_reader_free(a->reader);
         transport_close(&a->transport);
         safe_close(a->signal_fd);
@@ -459,6 +513,8 @@ static void agent_write_transport(Agent *a) {
                 a->out_bytes -= (size_t) n;
                 budget -= (size_t) n;
                 if (f->off == f->len) {
+                        if (f->stream != 0)
+                                stream_queued_sub(a, f->stream, f->len);
                         a->out_head = f->next;
                         if (!a->out_head)
                                 a->out_tail = NULL;

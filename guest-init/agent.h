@@ -24,6 +24,10 @@
 #define AGENT_STDIN_ACK_WATER (64u * 1024u)
 #define AGENT_STDIN_ACKS_MAX 64u                  /* deferred acks per exec; more: `limit` */
 #define AGENT_PIPE_READ_MAX (64u * 1024u)         /* one read() from a tool's pipe */
+/* Output of one exec or connection waiting in the queue: beyond it that stream's pipe or
+ * socket is not read until the host took some, so one flood never holds more than this
+ * (plus one read) ahead of another stream's keystroke echo. */
+#define AGENT_STREAM_QUEUED_MAX (192u * 1024u)
 #define AGENT_EXEC_GRACE_MS 1000                  /* drain pipes after the main process exits */
 #define AGENT_BACKSTOP_MS 1000                    /* re-probe a disconnected virtio port */
 #define AGENT_SHUTDOWN_FLUSH_MS 1000              /* flush the queue before poweroff */
@@ -80,6 +84,11 @@ typedef struct Agent {
         /* Outgoing lines, oldest first; dropped while no host is connected. */
         OutFrame *out_head, *out_tail;
         size_t out_bytes;
+        struct {
+                int64_t id;
+                size_t bytes;
+        } *stream_queued; /* output bytes queued per exec or connection */
+        size_t n_stream_queued, allocated_stream_queued;
 
         bool hello_done; /* per connection */
         int64_t ready_boottime_ms;
@@ -109,6 +118,9 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(Agent *, agent_free)
 /* Runs until quit (stdio EOF, shutdown outside PID 1, SIGTERM). Returns the exit status. */
 int agent_run(Agent *a);
 bool agent_backpressured(const Agent *a);
+/* Is the queue too full for more output of this exec or connection (its own share, or
+ * the whole queue)? Streams are read in turn while each is under its share: fair. */
+bool agent_stream_backpressured(Agent *a, int64_t id);
 /* Raw bytes that fit in one output/data chunk given max_frame (≤ AGENT_CHUNK_MAX). */
 size_t agent_chunk_max(const Agent *a);
 typedef enum AgentStream { AGENT_STREAM_STDOUT, AGENT_STREAM_STDERR, AGENT_STREAM_PTY } AgentStream;

@@ -636,9 +636,8 @@ void exec_reap_children(Agent *a) {
 }
 
 int exec_add_pollfds(Agent *a, PollSet *s) {
-        bool read_output = !agent_backpressured(a);
-
         for (Exec *e = a->execs; e; e = e->next) {
+                bool read_output = !agent_stream_backpressured(a, e->id);
                 e->pfd_in = e->pfd_out = e->pfd_err = -1;
 
                 if (read_output && e->stdout_fd >= 0 && (e->pfd_out = poll_set_add(s, e->stdout_fd, POLLIN)) < 0)

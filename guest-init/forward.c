@@ -249,9 +249,8 @@ int forward_handle_kill(Agent *a, const AgentMsg *m) {
 }
 
 int forward_add_pollfds(Agent *a, PollSet *s) {
-        bool read_peer = !agent_backpressured(a);
-
         for (Forward *f = a->forwards; f; f = f->next) {
+                bool read_peer = !agent_stream_backpressured(a, f->id);
                 short events = 0;
 
                 f->pfd = -1;

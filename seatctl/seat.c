@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* seatctl provision, list, status, exec, cp, console, reset, release. */
 #include <fcntl.h>
+#include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -342,6 +344,8 @@ static void exec_usage(FILE *f) {
                 "\n"
                 "  --timeout SECONDS   kill the command's process group then (default: seatd's, 600;\n"
                 "                      at most seatd's exec_max_timeout, 3600 unless configured)\n"
+                "  --max-output BYTES  output to send back at most (K, M, G suffixes; default: the\n"
+                "                      agent's, 16 MiB; beyond it output is dropped, 'truncated')\n"
                 "  --cwd DIR           its working directory in the guest (default /)\n"
                 "  --env NAME=VALUE    set a variable for it (repeatable)\n"
                 "  -i, --interactive   stream stdin to the command as it comes (no size cap)\n"
@@ -370,6 +374,31 @@ static int read_stdin(char **ret, size_t *ret_len, SeatError **ret_error) {
         return 0;
 }
 
+/* "123", "64K", "2M", "1G", "1T" (powers of 1024; an "iB" or "B" after the unit is fine). */
+static int parse_size(const char *s, uint64_t *ret) {
+        char *end = NULL;
+        if (!s || *s < '0' || *s > '9')
+                return -EINVAL;
+        errno = 0;
+        unsigned long long v = strtoull(s, &end, 10);
+        if (errno != 0)
+                return -EINVAL;
+        unsigned shift = 0;
+        switch (*end) {
+        case 'k': case 'K': shift = 10; end++; break;
+        case 'm': case 'M': shift = 20; end++; break;
+        case 'g': case 'G': shift = 30; end++; break;
+        case 't': case 'T': shift = 40; end++; break;
+        default: break;
+        }
+        if (shift && (!strcmp(end, "iB") || !strcmp(end, "B")))
+                end += strlen(end);
+        if (*end || (shift && v > (UINT64_MAX >> shift)))
+                return -EINVAL;
+        *ret = (uint64_t) v << shift;
+        return 0;
+}
+
 /*
  * exec's options in argv[1..], up to "--" or the first word that is not one (getopt's
  * '+'); *ret_next is where that stopped. Returns -1 to carry on, or the exit status (help,
@@ -387,8 +416,10 @@ static int exec_options(int argc, char *argv[], json_object *p, json_object *env
                 { "env", required_argument, NULL, 'e' },     { "json", no_argument, NULL, 'j' },
                 { "quiet", no_argument, NULL, 'q' },         { "help", no_argument, NULL, 'h' },
                 { "interactive", no_argument, NULL, 'i' },   { "tty", no_argument, NULL, 't' },
+                { "max-output", required_argument, NULL, 'M' },
                 {},
         };
+        uint64_t max_output;
         int c;
         optind = 0;
         /* ':' and opterr = 0: our own messages; getopt's would name SEAT as the program
@@ -401,6 +432,15 @@ static int exec_options(int argc, char *argv[], json_object *p, json_object *env
                 case 't': f->tty = true; break;
                 case 'c': json_object_object_add(p, "cwd", json_object_new_string(optarg)); break;
                 case 'e': json_object_array_add(env, json_object_new_string(optarg)); break;
+                case 'M':
+                        /* seatd's own bound is 1 GiB: said here before anything is sent. */
+                        if (parse_size(optarg, &max_output) < 0 || max_output == 0 || max_output > (UINT64_C(1) << 30)) {
+                                fprintf(stderr, "seatctl: exec: --max-output '%s' is not a size from 1 byte to 1G (e.g. 64K, 200M)\n",
+                                        optarg);
+                                return CTL_EXEC_FAILED;
+                        }
+                        json_object_object_add(p, "max_output", json_object_new_int64((int64_t) max_output));
+                        break;
                 case 'j': ctl_opts.json = true; break;
                 case 'q': ctl_opts.quiet = true; break;
                 case 'h': usage(stdout); return 0;
@@ -586,31 +626,6 @@ static void cp_usage(FILE *f) {
                 "                   copy that goes past it is stopped and removed. The guest decides\n"
                 "                   what it sends. SIZE is bytes, or a number with K, M, G or T\n"
                 "                   (powers of 1024).\n");
-}
-
-/* "123", "64K", "2M", "1G", "1T" (powers of 1024; an "iB" or "B" after the unit is fine). */
-static int parse_size(const char *s, uint64_t *ret) {
-        char *end = NULL;
-        if (!s || *s < '0' || *s > '9')
-                return -EINVAL;
-        errno = 0;
-        unsigned long long v = strtoull(s, &end, 10);
-        if (errno != 0)
-                return -EINVAL;
-        unsigned shift = 0;
-        switch (*end) {
-        case 'k': case 'K': shift = 10; end++; break;
-        case 'm': case 'M': shift = 20; end++; break;
-        case 'g': case 'G': shift = 30; end++; break;
-        case 't': case 'T': shift = 40; end++; break;
-        default: break;
-        }
-        if (shift && (!strcmp(end, "iB") || !strcmp(end, "B")))
-                end += strlen(end);
-        if (*end || (shift && v > (UINT64_MAX >> shift)))
-                return -EINVAL;
-        *ret = (uint64_t) v << shift;
-        return 0;
 }
 
 static int cp_in(const char *local, const char *seat, const char *path, SeatError **ret_error) {

@@ -7,63 +7,122 @@
 #include <sys/un.h>
 #include <time.h>
 
-#include "agent-client.h"
+#include <pthread.h>
+#include <sys/eventfd.h>
+
+#include "agent-client-internal.h"
 #include "common/fileio.h"
 #include "common/jsonframe.h"
 #include "common/log.h"
 
-struct AgentClient {
-        int fd;
-        FrameReader *reader;
-        size_t max_frame;
-        int64_t next_id;
-        bool eof;
-        char **capabilities; /* from the last hello */
-        char *agent_name;    /* escaped */
-        /* What the last -EPROTO of agent_client_recv() was about. */
-        enum { VIOLATION_NONE, VIOLATION_OVERSIZE, VIOLATION_BAD_FRAME, VIOLATION_REQUEST } violation_kind;
-        char violation[224];
-};
+static AgentConn *conn_unref(AgentConn *k) {
+        if (!k)
+                return NULL;
+        pthread_mutex_lock(&k->lock);
+        bool last = --k->refs == 0;
+        pthread_mutex_unlock(&k->lock);
+        if (!last)
+                return NULL;
+        safe_close(k->fd);
+        frame_reader_free(k->reader);
+        strv_free(k->capabilities);
+        free(k->agent_name);
+        free(k->routes);
+        pthread_cond_destroy(&k->space);
+        pthread_mutex_destroy(&k->send_lock);
+        pthread_mutex_destroy(&k->lock);
+        free(k);
+        return NULL;
+}
+
+/* A handle on k (which it references). */
+static int handle_new(AgentConn *k, bool first, AgentClient **ret) {
+        AgentClient *c = calloc(1, sizeof(*c));
+        if (!c)
+                return -ENOMEM;
+        c->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        if (c->efd < 0) {
+                free(c);
+                return negative_errno();
+        }
+        c->conn = k;
+        c->first = first;
+        c->tail = &c->head;
+        pthread_mutex_lock(&k->lock);
+        k->refs++;
+        pthread_mutex_unlock(&k->lock);
+        *ret = c;
+        return 0;
+}
 
 int agent_client_new_fd(int fd, size_t max_frame, AgentClient **ret) {
         if (fd < 0 || max_frame < AGENT_MAX_FRAME_MIN)
                 return -EINVAL;
-        AgentClient *c = calloc(1, sizeof(*c));
-        if (!c)
-                return -ENOMEM;
-        c->reader = frame_reader_new(max_frame);
-        if (!c->reader) {
-                free(c);
-                return -ENOMEM;
-        }
         int r = fd_set_nonblock(fd, 1);
         if (r >= 0)
                 r = fd_set_cloexec(fd, 1);
+        if (r < 0)
+                return r;
+        AgentConn *k = calloc(1, sizeof(*k));
+        if (!k)
+                return -ENOMEM;
+        k->reader = frame_reader_new(max_frame);
+        if (!k->reader) {
+                free(k);
+                return -ENOMEM;
+        }
+        pthread_mutex_init(&k->lock, NULL);
+        pthread_mutex_init(&k->send_lock, NULL);
+        pthread_cond_init(&k->space, NULL);
+        k->fd = -EBADF;
+        k->stop_fd = -EBADF;
+        k->max_frame = max_frame;
+        k->next_id = 1;
+        r = handle_new(k, true, ret);
         if (r < 0) {
-                frame_reader_free(c->reader);
-                free(c);
+                k->refs = 1;
+                conn_unref(k);
                 return r;
         }
-        c->fd = fd;
-        c->max_frame = max_frame;
-        c->next_id = 1;
-        *ret = c;
+        k->fd = fd; /* the caller's until here */
         return 0;
+}
+
+void agent_client_set_single(AgentClient *c) {
+        c->conn->single = true;
+}
+
+int agent_client_open(AgentClient *c, AgentClient **ret) {
+        return handle_new(c->conn, false, ret);
 }
 
 AgentClient *agent_client_free(AgentClient *c) {
         if (!c)
                 return NULL;
-        safe_close(c->fd);
-        frame_reader_free(c->reader);
-        strv_free(c->capabilities);
-        free(c->agent_name);
+        AgentConn *k = c->conn;
+        if (c->first) {
+                /* The channel ends with the handle it was made with. Shut, not closed: other
+                 * handles may still be sending on the fd, which must not become another file. */
+                (void) shutdown(k->fd, SHUT_RDWR);
+                agent_mux_stop(k);
+        }
+        agent_mux_forget(c);
+        safe_close(c->efd);
         free(c);
+        conn_unref(k);
         return NULL;
 }
 
 int64_t agent_client_next_id(AgentClient *c) {
-        return c->next_id++;
+        AgentConn *k = c->conn;
+        pthread_mutex_lock(&k->lock);
+        int64_t id = k->next_id++;
+        /* Under the mux its replies come to this handle. Without memory for the route they
+         * would be for nobody, which ends the connection: a request then fails, not hangs. */
+        if (k->mux)
+                (void) agent_mux_route_add(k, id, c);
+        pthread_mutex_unlock(&k->lock);
+        return id;
 }
 
 static int remaining_ms(int64_t deadline) {
@@ -124,129 +183,88 @@ static int wait_fd(int fd, short events, int64_t deadline) {
         return wait_fd_or(fd, events, -EBADF, deadline);
 }
 
-int agent_client_send_raw(AgentClient *c, const void *buf, size_t len, int timeout_ms) {
-        int64_t deadline = deadline_in(timeout_ms);
-        const char *p = buf;
-
+/* Every byte of buf, or an error; *sent says how far it got. */
+static int send_all(int fd, const char *p, size_t len, int64_t deadline, size_t *sent) {
         while (len > 0) {
-                ssize_t n = send(c->fd, p, len, MSG_NOSIGNAL);
+                ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
                 if (n < 0) {
                         if (errno == EINTR)
                                 continue;
                         if (errno != EAGAIN)
                                 return negative_errno();
-                        int r = wait_fd(c->fd, POLLOUT, deadline);
+                        int r = wait_fd(fd, POLLOUT, deadline);
                         if (r < 0)
                                 return r;
                         continue;
                 }
                 p += n;
                 len -= (size_t) n;
+                *sent += (size_t) n;
         }
         return 0;
+}
+
+int agent_client_send_raw(AgentClient *c, const void *buf, size_t len, int timeout_ms) {
+        AgentConn *k = c->conn;
+        int64_t deadline = deadline_in(timeout_ms);
+        size_t sent = 0;
+
+        /* Frames of concurrent handles go whole, one after the other; the wait for the
+         * channel counts against this send's own timeout. (pthread_mutex_timedlock()
+         * takes the realtime clock; ThreadSanitizer does not know the monotonic
+         * pthread_mutex_clocklock().) */
+        struct timespec until;
+        (void) clock_gettime(CLOCK_REALTIME, &until);
+        int64_t ns = until.tv_nsec + (int64_t) remaining_ms(deadline) * 1000000;
+        until.tv_sec += ns / 1000000000;
+        until.tv_nsec = ns % 1000000000;
+        int r = -pthread_mutex_timedlock(&k->send_lock, &until);
+        if (r < 0)
+                return r;
+        if (k->wire_cut)
+                r = -EPIPE;
+        else
+                r = send_all(k->fd, buf, len, deadline, &sent);
+        /* Half a frame on the channel: whatever follows would be read as its rest. */
+        if (r < 0 && sent > 0)
+                k->wire_cut = true;
+        pthread_mutex_unlock(&k->send_lock);
+        return r;
 }
 
 int agent_client_send(AgentClient *c, const AgentMsg *m, int timeout_ms) {
         _cleanup_free_ char *line = NULL;
         size_t len;
-        int r = agent_msg_format(m, c->max_frame, &line, &len);
+        int r = agent_msg_format(m, c->conn->max_frame, &line, &len);
         if (r < 0)
                 return r;
         return agent_client_send_raw(c, line, len, timeout_ms);
 }
 
-/* Strict UTF-8 (no overlong forms, no surrogates, nothing above U+10FFFF): json-c's check
- * answers only yes or no, and an operator should read which rule a guest broke. */
-static bool utf8_valid(const char *s, size_t len) {
-        const unsigned char *p = (const unsigned char *) s, *end = p + len;
-        while (p < end) {
-                unsigned char b = *p;
-                size_t n;
-                uint32_t cp;
-                if (b < 0x80) {
-                        p++;
-                        continue;
-                }
-                if (b >= 0xc2 && b <= 0xdf)
-                        n = 1, cp = b & 0x1f;
-                else if (b >= 0xe0 && b <= 0xef)
-                        n = 2, cp = b & 0x0f;
-                else if (b >= 0xf0 && b <= 0xf4)
-                        n = 3, cp = b & 0x07;
-                else
-                        return false;
-                if ((size_t) (end - p) <= n)
-                        return false;
-                for (size_t i = 1; i <= n; i++) {
-                        if ((p[i] & 0xc0) != 0x80)
-                                return false;
-                        cp = (cp << 6) | (p[i] & 0x3f);
-                }
-                if ((n == 2 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) || (n == 3 && (cp < 0x10000 || cp > 0x10ffff)))
-                        return false;
-                p += n + 1;
-        }
-        return true;
-}
-
-/* -EPROTO with why, for agent_client_violation(). */
-static int violation(AgentClient *c, int kind, const char *fmt, ...) _printf_(3, 4);
-static int violation(AgentClient *c, int kind, const char *fmt, ...) {
-        va_list ap;
-        c->violation_kind = kind;
-        va_start(ap, fmt);
-        (void) vsnprintf(c->violation, sizeof(c->violation), fmt, ap);
-        va_end(ap);
-        log_debug("agent broke the protocol: %s", c->violation);
-        return -EPROTO;
-}
-
 const char *agent_client_violation(const AgentClient *c) {
-        return c->violation[0] ? c->violation : "a bad frame";
+        return c->conn->violation[0] ? c->conn->violation : "a bad frame";
 }
 
 static int recv_or(AgentClient *c, int timeout_ms, int wake_fd, AgentMsg **ret) {
+        AgentConn *k = c->conn;
         int64_t deadline = deadline_in(timeout_ms);
 
+        if (k->mux)
+                return agent_mux_recv(c, timeout_ms, wake_fd, ret);
         for (;;) {
-                const char *frame;
-                size_t len;
-                int r = frame_reader_next(c->reader, &frame, &len);
-                if (r == -E2BIG)
-                        return violation(c, VIOLATION_OVERSIZE, "a frame over the %zu-byte cap", c->max_frame);
-                if (r > 0) {
-                        AgentParseError err;
-                        r = agent_msg_parse(frame, len, ret, &err);
-                        if (r < 0) {
-                                /* Its start, escaped: the operator sees what the guest sent. */
-                                _cleanup_free_ char *head = log_escape(frame, MIN(len, (size_t) 48), 64);
-                                /* err.message is the codec's own text, never the guest's. */
-                                const char *what = !utf8_valid(frame, len) ? "is not valid UTF-8"
-                                                   : strstr(err.message, "not one JSON object") ? "is malformed JSON (not one JSON object)"
-                                                   : NULL;
-                                return violation(c, VIOLATION_BAD_FRAME, "a frame that %s%s ('%s')",
-                                                 what ? what : "breaks the codec's rules: ", what ? "" : err.message,
-                                                 head ? head : "?");
-                        }
-                        if (agent_msg_type_is_request((*ret)->type) && (*ret)->type != AGENT_MSG_HELLO) {
-                                AgentMsgType t = (*ret)->type;
-                                *ret = agent_msg_free(*ret);
-                                /* an agent sends replies only */
-                                return violation(c, VIOLATION_REQUEST, "a '%s' request, which an agent never sends",
-                                                 agent_msg_type_to_string(t));
-                        }
-                        return 0;
-                }
-                if (c->eof)
+                int r = agent_conn_parse_next(k, ret);
+                if (r != 0)
+                        return r < 0 ? r : 0;
+                if (k->eof)
                         return -ECONNRESET;
 
-                ssize_t n = frame_reader_fill(c->reader, c->fd);
+                ssize_t n = frame_reader_fill(k->reader, k->fd);
                 if (n == 0) {
-                        c->eof = true;
+                        k->eof = true;
                         continue;
                 }
                 if (n == -EAGAIN) {
-                        r = wait_fd_or(c->fd, POLLIN, wake_fd, deadline);
+                        r = wait_fd_or(k->fd, POLLIN, wake_fd, deadline);
                         if (r < 0)
                                 return r;
                         continue;
@@ -324,7 +342,7 @@ static int recv_hello_reply(AgentClient *c, int64_t id, bool fresh, int64_t dead
                 int r = agent_client_recv(c, remaining_ms(deadline), &m);
                 if (r == -ETIMEDOUT)
                         return seat_error_set(ret_error, ETIMEDOUT, "agent did not answer hello in time");
-                if (r == -EPROTO && !fresh && frames == 0 && c->violation_kind == VIOLATION_BAD_FRAME)
+                if (r == -EPROTO && !fresh && frames == 0 && c->conn->violation_kind == VIOLATION_BAD_FRAME)
                         continue; /* the tail of a frame cut by the reconnect */
                 if (r == -EPROTO)
                         return seat_error_set(ret_error, EPROTO, "agent broke the protocol before answering hello: it sent %s",
@@ -361,6 +379,8 @@ static int strv_copy(char **l, char ***ret) {
 static int hello(AgentClient *c, bool fresh, int timeout_ms, AgentMsg **ret_hello, SeatError **ret_error) {
         int64_t deadline = deadline_in(timeout_ms);
         _cleanup_agent_msg_ AgentMsg *reply = NULL;
+        if (c->conn->mux)
+                return seat_error_set(ret_error, EBUSY, "hello again on an agent connection in use");
         AgentMsg req = { .type = AGENT_MSG_HELLO, .id = agent_client_next_id(c),
                          .hello = { .version = AGENT_PROTO_VERSION } };
 
@@ -377,26 +397,31 @@ static int hello(AgentClient *c, bool fresh, int timeout_ms, AgentMsg **ret_hell
         if (reply->hello.version != AGENT_PROTO_VERSION)
                 return seat_error_set(ret_error, EPROTONOSUPPORT, "agent speaks protocol version %lld, seatd speaks %d",
                                       (long long) reply->hello.version, AGENT_PROTO_VERSION);
-        strv_free(c->capabilities);
-        c->capabilities = NULL;
-        if (reply->hello.capabilities && strv_copy(reply->hello.capabilities, &c->capabilities) < 0)
+        AgentConn *k = c->conn;
+        strv_free(k->capabilities);
+        k->capabilities = NULL;
+        if (reply->hello.capabilities && strv_copy(reply->hello.capabilities, &k->capabilities) < 0)
                 return seat_error_set(ret_error, ENOMEM, "out of memory");
-        free(c->agent_name);
-        c->agent_name = log_escape(reply->hello.agent, strlen(reply->hello.agent), 128);
+        free(k->agent_name);
+        k->agent_name = log_escape(reply->hello.agent, strlen(reply->hello.agent), 128);
+        /* From here on requests may run side by side: a reader thread sorts the replies. */
+        r = k->single ? 0 : agent_mux_start(c);
+        if (r < 0)
+                return seat_error_set(ret_error, -r, "start reading the agent channel: %s", strerror(-r));
         if (ret_hello)
                 *ret_hello = TAKE_PTR(reply);
         return 0;
 }
 
 bool agent_client_has_capability(const AgentClient *c, const char *cap) {
-        for (char **i = c->capabilities; i && *i; i++)
+        for (char **i = c->conn->capabilities; i && *i; i++)
                 if (!strcmp(*i, cap))
                         return true;
         return false;
 }
 
 const char *agent_client_agent_name(const AgentClient *c) {
-        return c->agent_name ? c->agent_name : "an agent";
+        return c->conn->agent_name ? c->conn->agent_name : "an agent";
 }
 
 int agent_client_hello(AgentClient *c, int timeout_ms, AgentMsg **ret_hello, SeatError **ret_error) {

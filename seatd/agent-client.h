@@ -21,8 +21,20 @@ typedef struct AgentClient AgentClient;
 /* Connect to a unix socket (libvirt's end of the virtio channel, or guest-init --unix),
  * retrying until timeout_ms passes (the socket appears when QEMU starts). */
 int agent_client_connect_unix(const char *path, int timeout_ms, AgentClient **ret, SeatError **ret_error);
-/* Take over an connected fd (non-blocking is set). */
+/* Take over a connected fd (non-blocking is set). */
 int agent_client_new_fd(int fd, size_t max_frame, AgentClient **ret);
+/* Another handle on c's connection, for one thread. After the first successful hello,
+ * requests made through different handles run at the same time: a reader thread gives
+ * each handle the frames for the ids it allocated (agent_client_next_id()), and frames
+ * go onto the channel whole, one at a time. A frame for an id that no handle waits for
+ * breaks the protocol and ends the connection for every handle (-EPROTO). The
+ * connection closes when the handle it was made with is freed; other handles then get
+ * -ECONNRESET, and may still be freed. */
+int agent_client_open(AgentClient *c, AgentClient **ret);
+/* Before hello: never start the reader thread. The one handle then reads every frame
+ * itself, whatever its id (agent_client_recv()): for tests of the protocol that send
+ * their own ids and malformed frames. */
+void agent_client_set_single(AgentClient *c);
 AgentClient *agent_client_free(AgentClient *c);
 DEFINE_TRIVIAL_CLEANUP_FUNC(AgentClient *, agent_client_free)
 #define _cleanup_agent_client_ _cleanup_(agent_client_freep)

@@ -30,6 +30,8 @@ typedef struct SeatConfig {
         long participant_idle_timeout;    /* seconds a participant connection may sit idle (default 600) */
         long exec_max_timeout;            /* seconds: the longest timeout an exec may ask for (default 3600) */
         long ready_timeout;               /* seconds an image's readiness check may take to pass (default 300) */
+        long seat_max_calls;              /* agent calls at once on one seat (default 16) */
+        long participant_max_calls;       /* ... on all of one participant's seats (default 32) */
         long forward_max_connections;     /* TCP connections forwarded into one seat at once (default 16) */
         long forward_idle_timeout;        /* seconds a forwarded connection may carry nothing (default 600) */
         char *trusted_keys_dir; /* default: <state_dir>/trust/keys */

@@ -99,6 +99,7 @@ static int adopt_one(SeatManager *m, virDomainPtr dom) {
                 return -ENOMEM;
         }
         pthread_mutex_init(&s->lock, NULL);
+        pthread_cond_init(&s->calls_done, NULL);
         pthread_mutex_init(&s->ticket_lock, NULL);
         pthread_mutex_init(&s->audit_lock, NULL);
         pthread_mutex_init(&s->warm_lock, NULL);

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* seat-exec.c: tool calls into a seat's guest: who may call, the audit records around a
  * call, and faulting a seat whose agent channel broke. */
+#include <string.h>
+
 #include "seat-internal.h"
 
 
@@ -36,6 +38,51 @@ static int call_allowed(Seat *s, const SeatTicket *ticket, SeatError **ret_error
         if (preempted(s))
                 return seat_error_set(ret_error, EBUSY, "seat '%s' is being reset or released: not run", s->rec.id);
         return 0;
+}
+
+/* Under s->lock: how many calls the participant of s runs on all its seats. */
+static unsigned participant_calls_locked(SeatManager *m, const Seat *s) {
+        unsigned n = 0;
+        for (size_t i = 0; i < m->n_seats; i++)
+                if (!strcmp(m->seats[i]->rec.participant, s->rec.participant))
+                        n += __atomic_load_n(&m->seats[i]->calls, __ATOMIC_ACQUIRE);
+        return n;
+}
+
+/* Under s->lock: one more call into the guest, within the seat's and its participant's
+ * limits; then a handle of its own on the agent channel, so that it runs beside the
+ * others (agent_client_open()). Reset and release wait for every call to leave. */
+static int call_enter(Seat *s, AgentClient **ret_handle, SeatError **ret_error) {
+        SeatManager *m = s->m;
+        const SeatConfig *conf = m->config;
+        unsigned here = __atomic_load_n(&s->calls, __ATOMIC_ACQUIRE);
+        if (here >= (unsigned) conf->seat_max_calls)
+                return seat_error_set(ret_error, EBUSY,
+                                      "seat '%s' runs %u calls already (seat_max_calls in seatd.conf): wait for one to end",
+                                      s->rec.id, here);
+        int r = agent_client_open(s->agent, ret_handle);
+        if (r < 0)
+                return seat_error_set(ret_error, -r, "seat '%s': cannot open an agent stream: %s", s->rec.id, strerror(-r));
+        /* Counted under the manager's lock: two seats of one participant admit in turn. */
+        pthread_mutex_lock(&m->lock);
+        unsigned theirs = participant_calls_locked(m, s);
+        if (theirs < (unsigned) conf->participant_max_calls)
+                __atomic_add_fetch(&s->calls, 1, __ATOMIC_ACQ_REL);
+        pthread_mutex_unlock(&m->lock);
+        if (theirs >= (unsigned) conf->participant_max_calls) {
+                *ret_handle = agent_client_free(*ret_handle);
+                return seat_error_set(ret_error, EBUSY,
+                                      "participant '%s' runs %u calls already on their seats (participant_max_calls in seatd.conf): wait for one to end",
+                                      s->rec.participant, theirs);
+        }
+        return 0;
+}
+
+/* Under s->lock. */
+static void call_leave(Seat *s, AgentClient **handle) {
+        *handle = agent_client_free(*handle);
+        __atomic_sub_fetch(&s->calls, 1, __ATOMIC_ACQ_REL);
+        pthread_cond_broadcast(&s->calls_done);
 }
 
 /* Under s->lock: record type in this session's audit log, or say why not. ret_seq: the
@@ -108,6 +155,7 @@ int seat_exec(Seat *s, const SeatTicket *ticket, AgentMsg *req, json_object *aud
         ExecRelay relay = { .s = s, .on_output = on_output, .cancelled = cancelled, .input = input, .userdata = userdata };
         AgentExecInput relay_input = { .fd = input ? input->fd : -EBADF, .next = exec_relay_next, .done = exec_relay_done };
         AgentExecResult res = {};
+        AgentClient *h = NULL;
         uint64_t start_seq = 0;
         pthread_mutex_lock(&s->lock);
         int r = call_allowed(s, ticket, ret_error);
@@ -119,12 +167,18 @@ int seat_exec(Seat *s, const SeatTicket *ticket, AgentMsg *req, json_object *aud
                                    "(capability '" AGENT_CAP_PTY "'): rebuild the image with a newer guest-init",
                                    s->rec.id, s->rec.image, s->rec.image_version, agent_client_agent_name(s->agent));
         if (r >= 0)
+                r = call_enter(s, &h, ret_error);
+        if (r >= 0) {
                 r = audit_locked(s, "exec.start", audit_start, &start_seq, ret_error);
-        if (r < 0) {
-                pthread_mutex_unlock(&s->lock);
-                return r;
+                if (r < 0)
+                        call_leave(s, &h);
         }
-        r = agent_client_exec_live(s->agent, req, exec_relay_output, exec_relay_cancelled, input ? &relay_input : NULL,
+        pthread_mutex_unlock(&s->lock);
+        if (r < 0)
+                return r;
+        /* The seat's lock is not held while the command runs: other calls, status, a
+         * capture switched on, all go on meanwhile; a reset or release preempts it. */
+        r = agent_client_exec_live(h, req, exec_relay_output, exec_relay_cancelled, input ? &relay_input : NULL,
                                    &relay, timeout_ms, &res, ret_error);
         if (r == -ECANCELED && relay.preempted) {
                 *ret_error = seat_error_free(*ret_error);
@@ -132,7 +186,9 @@ int seat_exec(Seat *s, const SeatTicket *ticket, AgentMsg *req, json_object *aud
                                    "cancelled: an operator resets or releases seat '%s'; the command's process group was killed in the guest",
                                    s->rec.id);
         }
-        /* The end goes to the same session's log as the start, before anyone else gets the seat. */
+        pthread_mutex_lock(&s->lock);
+        /* The end goes to the same session's log as the start, before anyone else gets the
+         * seat: a reset waits for this call to leave. */
         _cleanup_json_ json_object *end = end_record ? end_record(r, r >= 0 ? &res : NULL, r < 0 ? *ret_error : NULL, userdata)
                                                      : json_object_new_object();
         if (end) {
@@ -147,6 +203,7 @@ int seat_exec(Seat *s, const SeatTicket *ticket, AgentMsg *req, json_object *aud
                                s->rec.id, start_seq);
         if (r < 0 && r != -ECANCELED)
                 r = agent_failed(s, r, ret_error);
+        call_leave(s, &h);
         pthread_mutex_unlock(&s->lock);
         if (r < 0) {
                 agent_exec_result_done(&res);
@@ -158,15 +215,21 @@ int seat_exec(Seat *s, const SeatTicket *ticket, AgentMsg *req, json_object *aud
 
 int seat_agent_call(Seat *s, const SeatTicket *ticket, AgentMsg *req, int timeout_ms, const char *audit_type,
                     json_object *audit_data, AgentMsg **ret_reply, SeatError **ret_error) {
+        AgentClient *h = NULL;
         pthread_mutex_lock(&s->lock);
         int r = call_allowed(s, ticket, ret_error);
-        if (r >= 0 && audit_type)
-                r = audit_locked(s, audit_type, audit_data, NULL, ret_error);
-        if (r >= 0) {
-                r = agent_client_call(s->agent, req, timeout_ms, ret_reply, ret_error);
-                if (r < 0 && r != -EREMOTEIO)
-                        r = agent_failed(s, r, ret_error);
-        }
+        if (r >= 0)
+                r = call_enter(s, &h, ret_error);
+        if (r >= 0 && audit_type && (r = audit_locked(s, audit_type, audit_data, NULL, ret_error)) < 0)
+                call_leave(s, &h);
+        pthread_mutex_unlock(&s->lock);
+        if (r < 0)
+                return r;
+        r = agent_client_call(h, req, timeout_ms, ret_reply, ret_error);
+        pthread_mutex_lock(&s->lock);
+        if (r < 0 && r != -EREMOTEIO)
+                r = agent_failed(s, r, ret_error);
+        call_leave(s, &h);
         pthread_mutex_unlock(&s->lock);
         return r;
 }
@@ -181,6 +244,7 @@ int seat_audit_required(Seat *s, const char *type, json_object *data, uint64_t *
 
 int seat_agent_session(Seat *s, const SeatTicket *ticket, const char *cap, SeatAgentFn fn, void *userdata,
                        SeatError **ret_error) {
+        AgentClient *h = NULL;
         pthread_mutex_lock(&s->lock);
         int r = call_allowed(s, ticket, ret_error);
         if (r >= 0 && cap && !agent_client_has_capability(s->agent, cap))
@@ -188,11 +252,16 @@ int seat_agent_session(Seat *s, const SeatTicket *ticket, const char *cap, SeatA
                                    "seat '%s': the guest agent of image '%s' version %" PRId64 " (%s) lacks capability '%s': "
                                    "rebuild the image with a newer guest-init",
                                    s->rec.id, s->rec.image, s->rec.image_version, agent_client_agent_name(s->agent), cap);
-        if (r >= 0) {
-                r = fn(s, s->agent, userdata, ret_error);
-                if (r < 0)
-                        r = agent_failed(s, r, ret_error);
-        }
+        if (r >= 0)
+                r = call_enter(s, &h, ret_error);
+        pthread_mutex_unlock(&s->lock);
+        if (r < 0)
+                return r;
+        r = fn(s, h, userdata, ret_error);
+        pthread_mutex_lock(&s->lock);
+        if (r < 0)
+                r = agent_failed(s, r, ret_error);
+        call_leave(s, &h);
         pthread_mutex_unlock(&s->lock);
         return r;
 }

@@ -113,6 +113,11 @@ struct Seat {
          * event loop authorises requests under ticket_lock alone (never waits for lock). */
         pthread_mutex_t ticket_lock;
         unsigned preempting;      /* atomic: resets and releases waiting for lock */
+        /* Calls into the guest running now (seat-exec.c), each on its own agent handle:
+         * changed under lock, read atomically; a reset or release waits on calls_done
+         * (with lock) until there are none before it touches the agent or the machine. */
+        unsigned calls;
+        pthread_cond_t calls_done;
         SeatManager *m;
         SeatRecord rec;
         SeatState state;

@@ -54,6 +54,7 @@ void seat_free(Seat *s) {
         pthread_mutex_destroy(&s->view_lock);
         pthread_mutex_destroy(&s->ticket_lock);
         pthread_mutex_destroy(&s->lock);
+        pthread_cond_destroy(&s->calls_done);
         free(s);
 }
 
@@ -364,6 +365,7 @@ int provision_new(SeatManager *m, const char *image, const char *participant, co
         if (!s)
                 return -ENOMEM;
         pthread_mutex_init(&s->lock, NULL);
+        pthread_cond_init(&s->calls_done, NULL);
         pthread_mutex_init(&s->ticket_lock, NULL);
         pthread_mutex_init(&s->audit_lock, NULL);
         pthread_mutex_init(&s->warm_lock, NULL);
@@ -469,10 +471,13 @@ int seat_provision(SeatManager *m, const char *image, const char *participant, c
 
 /* Reset and release take the seat from whatever runs in it: a running exec sees this
  * within 250 ms (agent_client_exec_cancellable() asks that often), has its process group
- * killed in the guest and gives up the lock; calls arriving meanwhile are refused. */
+ * killed in the guest and leaves; calls arriving meanwhile are refused. Returns with the
+ * lock held and no call running: the agent and the machine are the caller's now. */
 static void lock_preempting(Seat *s) {
         __atomic_add_fetch(&s->preempting, 1, __ATOMIC_ACQ_REL);
         pthread_mutex_lock(&s->lock);
+        while (__atomic_load_n(&s->calls, __ATOMIC_ACQUIRE) > 0)
+                pthread_cond_wait(&s->calls_done, &s->lock);
         __atomic_sub_fetch(&s->preempting, 1, __ATOMIC_ACQ_REL);
 }
 

@@ -123,9 +123,11 @@ int seat_to_json(Seat *s, json_object **ret);
 int seat_console_path(Seat *s, char **ret);
 
 /*
- * Agent calls on a READY seat, one at a time per seat, each for the session its ticket was
- * authorised for (-EPERM for a participant's, -EBUSY for an operator's ticket of an earlier
- * session; -EBUSY too while a reset or release waits for the seat).
+ * Agent calls on a READY seat, side by side (each on its own handle on the agent channel,
+ * at most seat_max_calls per seat and participant_max_calls per participant at once:
+ * -EBUSY beyond), each for the session its ticket was authorised for (-EPERM for a
+ * participant's, -EBUSY for an operator's ticket of an earlier session; -EBUSY too while a
+ * reset or release waits for the seat). The seat's lock is not held while a call runs.
  *
  * An exec is recorded in the session's audit log before it reaches the guest ("exec.start",
  * data audit_start, not consumed) and after it ("exec.end": end_record(r, result or NULL,
@@ -151,9 +153,9 @@ int seat_recording_open(Seat *s, const RecordingSpec *spec, Recording **ret, cha
 int seat_agent_call(Seat *s, const SeatTicket *ticket, AgentMsg *req, int timeout_ms, const char *audit_type,
                     json_object *audit_data, AgentMsg **ret_reply, SeatError **ret_error);
 /* The agent channel itself, for a caller that drives several requests at once (port
- * forwarding, server-forward.c): under the seat's lock, for ticket's session, on an agent
+ * forwarding, server-forward.c): a call like the others, for ticket's session, on an agent
  * that lists capability cap (else -EOPNOTSUPP naming the image and the agent), fn runs
- * with the seat's agent client. fn must return soon once seat_preempted() (a reset or
+ * with a handle of its own on the seat's agent channel. fn must return soon once seat_preempted() (a reset or
  * release waits) and must keep the channel in step; a -EPROTO, -ECONNRESET, -EPIPE or
  * -ETIMEDOUT from it faults the seat. */
 typedef int (*SeatAgentFn)(Seat *s, AgentClient *agent, void *userdata, SeatError **ret_error);

@@ -17,8 +17,9 @@ SEATD_PACKAGES=(
   libguestfs-tools supermin linux-image-amd64 nftables iproute2 libseccomp2
   # the tests: conntrack only observes (seatd speaks ctnetlink itself); curl (web)
   conntrack curl
-  # the pty suite: asciinema reads the sealed terminal recordings (a player nobody here wrote)
-  asciinema
+  # the pty suite: asciinema reads the sealed terminal recordings (a player nobody here wrote);
+  # the concurrent suite drives seatctl shell in tmux windows
+  asciinema tmux
   # the capture suite reads the sealed pcapng with a real reader
   tcpdump
   # the test image recipe and the scripts

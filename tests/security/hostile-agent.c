@@ -10,6 +10,7 @@
  *   wrongid  an exit for an id the host never sent
  *   stall    half a frame, then nothing
  *   newer    a hello reply claiming protocol version 2, unasked
+ *   hold     started, then nothing: the exec stays open (beside another request)
  * With seatd.hostile_hello=MODE on the kernel command line it never greets: it answers
  * every hello with MODE's violation instead, then says nothing more:
  *   giant    one 8 MiB frame
@@ -139,6 +140,8 @@ static void misbehave(const AgentMsg *req) {
                 (void) write_all("{\"type\":\"started\",\"id\":", 23);
         else if (!strcmp(mode, "newer"))
                 hello_reply(id, 2);
+        else if (!strcmp(mode, "hold"))
+                send_msg(&started);
 }
 
 static void serve(int fd) {

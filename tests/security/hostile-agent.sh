@@ -64,6 +64,23 @@ for mode in flood giant badjson wrongid stall newer; do
   [[ $("$CTL" exec "$good" -- /bin/echo still 2>/dev/null) == still ]] && ok "$mode: the normal seat still answers" \
     || not_ok "$mode: the normal seat still answers"
 done
+# Side by side: an exec holds the hostile seat's channel open while a second one gets an
+# exit for an id nobody asked for. Both calls end with the violation, the seat faults, and
+# the normal seat is untouched.
+[[ $(state_of "$h") == ready ]] || h=$(seat hostile-image)
+"$CTL" exec --timeout 60 "$h" -- hold >"$t/hold" 2>&1 &
+holder=$!
+sleep 2
+"$CTL" exec --timeout 2 "$h" -- wrongid >"$t/out" 2>&1; rc=$?
+wait "$holder"; hrc=$?
+st=$(state_of "$h")
+if [[ $rc != 0 && $hrc != 0 && $st == faulted ]] && grep -q "which no request is waiting for" "$t/out" && grep -qE "protocol|faulted" "$t/hold"; then
+  ok "concurrent: a frame for an unknown id ends both calls on that seat, which faults ($(head -c 160 "$t/out" | tr '\n' ' '))"
+else
+  { echo "rc=$rc holder=$hrc state=$st"; cat "$t/hold"; } >>"$t/out"; not_ok "concurrent: a frame for an unknown id faults only that seat, ending both its calls"
+fi
+[[ $("$CTL" exec "$good" -- /bin/echo still 2>/dev/null) == still ]] && ok "concurrent: the normal seat still answers" \
+  || not_ok "concurrent: the normal seat still answers"
 rss1=$(rss_kb)
 (( rss1 - rss0 < 65536 )) && ok "seatd's memory stayed bounded through the flood and the giant frame (${rss0} kB -> ${rss1} kB)" \
   || not_ok "seatd's memory stayed bounded (${rss0} kB -> ${rss1} kB)"
