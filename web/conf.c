@@ -55,7 +55,7 @@ static const Item items[] = {
         { "mcp_idle_timeout", K_LONG, F(mcp_idle_timeout), "600", 10, 86400 },
         { "mcp_max_body", K_LONG, F(mcp_max_body), "1048576", 1024, 4194304 },
         { "max_terminals", K_LONG, F(max_terminals), "12", 0, 1024 },
-        { "terminals_per_session", K_LONG, F(terminals_per_session), "1", 1, 16 },
+        { "terminals_per_session", K_LONG, F(terminals_per_session), "4", 1, 16 },
 };
 #undef F
 

@@ -289,6 +289,9 @@ static int finish_status(struct lws *wsi, Web *w, Conn *c, Job *job) {
                 return respond_json(wsi, w, c, 503, out, NULL);
         }
         out = public_record(job->rec);
+        /* The page offers as many terminals as this session may open. */
+        if (out)
+                json_object_object_add(out, "terminals_per_session", json_object_new_int64(w->conf->terminals_per_session));
         return out ? respond_json(wsi, w, c, 200, out, NULL) : -1;
 }
 

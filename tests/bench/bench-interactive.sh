@@ -95,8 +95,10 @@ echo "keystroke echo during a 100 MiB flood ($(cat "$t/flood.bytes") bytes arriv
 
 # Forwarding against the exec output stream: the same 32 MiB both ways.
 size=$((32 * 1024 * 1024))
-"$CTL" exec "$seat" -- sh -c "ip link set lo up; head -c $size /dev/urandom >/tmp/big &&
-        setsid nc -ll -p 7001 -e cat /tmp/big </dev/null >/dev/null 2>&1 & sleep 1" >"$t/out" 2>&1 ||
+# (the file first: the exec's process group, and anything of it still running, ends with it)
+"$CTL" exec "$seat" -- sh -c "ip link set lo up && head -c $size /dev/urandom >/tmp/big" >"$t/out" 2>&1 ||
+        bail "cannot write the guest's file: $(cat "$t/out")"
+"$CTL" exec "$seat" -- sh -c "setsid nc -ll -p 7001 -e cat /tmp/big </dev/null >/dev/null 2>&1 & sleep 1" >"$t/out" 2>&1 ||
         bail "cannot start the guest's server: $(cat "$t/out")"
 "$CTL" forward "$seat" 0:127.0.0.1:7001 2>"$t/fwd.err" &
 fwd_pids+=($!)

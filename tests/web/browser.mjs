@@ -154,6 +154,18 @@ async function main() {
   opened = await page.waitForSelector('.term[data-state="open"]', { timeout: 60000 }).then(() => true, () => false);
   if (opened) await typeIn(0, "echo again-$((2*3))\n");
   ok(again && opened && await waitText(0, /again-6/), "then 'New terminal' opens a new shell in the seat");
+  // Terminals side by side: a second one while the first stays open; both answer.
+  const more = await page.waitForSelector("#new-terminal:not([hidden])", { timeout: 10000 }).then(() => true, () => false);
+  if (more) await page.click("#new-terminal");
+  const two = await until(page, () => document.querySelectorAll('.term[data-state="open"]').length === 2, 60000);
+  if (two) {
+    await typeIn(1, "sleep 2; echo second-$((3*3))\n");
+    await typeIn(0, "echo first-$((4*4))\n");
+  }
+  const firstM = two && await waitText(0, /first-16/);
+  const secondM = two && await waitText(1, /second-9/);
+  ok(more && two && firstM && secondM, "a second terminal opens beside the first, and both shells answer",
+     `more=${more} two=${two} first=${!!firstM} second=${!!secondM}`);
   // This session's cookie opens no terminal of another seat.
   const otherWs = await page.evaluate((s) => new Promise((res) => {
     const ws = new WebSocket(`wss://${location.host}/ws/seat/${s}/terminal`, "seat-terminal");

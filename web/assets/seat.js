@@ -54,21 +54,29 @@ async function poll() {
   show("generation", s.generation);
   show("updated", new Date().toLocaleTimeString());
   document.body.dataset.state = s.state;
+  if (Number.isInteger(s.terminals_per_session) && s.terminals_per_session !== maxTerminals) {
+    maxTerminals = s.terminals_per_session;
+    offerNew();
+  }
 }
 
 // ---- terminals: a login shell in the seat per pane, over a WebSocket to seat-web, which
 // runs it through seatd with this session's token. Keystrokes go up as binary messages,
 // the terminal's size as {"type":"resize"}; output comes back as binary, the end as
 // {"type":"exit"}.
-// One at a time: a seat runs one command at a time today (a second shell would wait for
-// the first to end), so "New terminal" comes back when the shell has ended.
-const MAX_TERMINALS = 1;
+// Several side by side, as many as seat-web's terminals_per_session (the status says how
+// many); "New terminal" is offered while there is room.
+let maxTerminals = 1;
 let terminals = 0;
 
+function offerNew() {
+  $("new-terminal").hidden = document.body.dataset.state === "ended" || terminals >= maxTerminals;
+}
+
 function openTerminal() {
-  if (terminals >= MAX_TERMINALS || typeof Terminal === "undefined") return;
+  if (terminals >= maxTerminals || typeof Terminal === "undefined") return;
   terminals++;
-  $("new-terminal").hidden = true;
+  offerNew();
   for (const old of document.querySelectorAll('.term[data-state="ended"]')) old.remove();
   const pane = document.createElement("div");
   pane.className = "term";
@@ -113,7 +121,7 @@ function openTerminal() {
   };
   ws.onclose = () => {
     terminals--;
-    if (document.body.dataset.state !== "ended") $("new-terminal").hidden = false;
+    offerNew();
     if (pane.dataset.state !== "ended") {
       pane.dataset.state = "ended";
       state.textContent = "The terminal was closed (the seat was reset or released, or seat-web went away).";
