@@ -211,6 +211,14 @@ static void *ping_thread(void *p) {
         return NULL;
 }
 
+/* A scripted agent and one ping on a handle of its own, sent: its id in *ret_id. */
+static void ping_sent(Scripted *p, Ping *a, pthread_t *t, long long *ret_id) {
+        scripted_open(p);
+        assert_int_equal(agent_client_open(p->client, &a->h), 0);
+        assert_int_equal(pthread_create(t, NULL, ping_thread, a), 0);
+        read_ids(p, 1, ret_id);
+}
+
 static void test_replies_out_of_order(void **state) {
         Scripted p;
         Ping a = {}, b = {};
@@ -262,11 +270,8 @@ static void test_second_reply_ends_the_connection(void **state) {
         Scripted p;
         Ping a = {};
         pthread_t ta;
-        scripted_open(&p);
-        assert_int_equal(agent_client_open(p.client, &a.h), 0);
-        assert_int_equal(pthread_create(&ta, NULL, ping_thread, &a), 0);
         long long ids[1];
-        read_ids(&p, 1, ids);
+        ping_sent(&p, &a, &ta, ids);
         char reply[256];
         snprintf(reply, sizeof(reply), "{\"type\":\"pong\",\"id\":%lld,\"uptime_ms\":1}\n", ids[0]);
         says(&p, reply);
@@ -284,11 +289,8 @@ static void test_closing_ends_other_waits(void **state) {
         Scripted p;
         Ping a = {};
         pthread_t ta;
-        scripted_open(&p);
-        assert_int_equal(agent_client_open(p.client, &a.h), 0);
-        assert_int_equal(pthread_create(&ta, NULL, ping_thread, &a), 0);
         long long ids[1];
-        read_ids(&p, 1, ids);
+        ping_sent(&p, &a, &ta, ids);
         int64_t t0 = now_monotonic_ms();
         p.client = agent_client_free(p.client);
         assert_int_equal(pthread_join(ta, NULL), 0);
