@@ -56,6 +56,7 @@ static const Item items[] = {
         { "mcp_max_body", K_LONG, F(mcp_max_body), "1048576", 1024, 4194304 },
         { "max_terminals", K_LONG, F(max_terminals), "12", 0, 1024 },
         { "terminals_per_session", K_LONG, F(terminals_per_session), "4", 1, 16 },
+        { "max_file_bytes", K_LONG, F(max_file_bytes), "67108864", 0, 1073741824 },
 };
 #undef F
 
@@ -64,7 +65,7 @@ const char *const web_config_keys[] = {
         "participant_socket", "seatd_timeout_ms", "session_idle_timeout", "session_max_age", "max_sessions",
         "login_rate_per_address", "login_rate_per_seat", "rate_table_size", "max_connections", "idle_timeout", "mcp",
         "seatctl", "mcp_user", "mcp_max_sessions", "mcp_sessions_per_seat", "mcp_idle_timeout", "mcp_max_body",
-        "max_terminals", "terminals_per_session", NULL,
+        "max_terminals", "terminals_per_session", "max_file_bytes", NULL,
 };
 
 bool web_address_is_loopback(const char *address) {

@@ -41,6 +41,7 @@ typedef struct WebConfig {
         long mcp_max_body;         /* bytes of one POST */
         long max_terminals;        /* browser terminals at once, in all (0: none) */
         long terminals_per_session;
+        long max_file_bytes;       /* a file uploaded or downloaded through the page (0: none) */
 } WebConfig;
 
 WebConfig *web_config_free(WebConfig *c);

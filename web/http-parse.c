@@ -233,9 +233,12 @@ WebRoute web_route(const char *path, char *ret_arg, size_t arg_size, const char 
         } else if (!strncmp(path, "/api/seat/", 10)) {
                 id = path + 10;
                 rest = strchr(id, '/');
-                if (!rest || strcmp(rest, "/status") != 0)
+                if (rest && !strcmp(rest, "/status"))
+                        route = WEB_ROUTE_SEAT_STATUS;
+                else if (rest && !strcmp(rest, "/file"))
+                        route = WEB_ROUTE_SEAT_FILE;
+                else
                         return WEB_ROUTE_NONE;
-                route = WEB_ROUTE_SEAT_STATUS;
         } else if (!strncmp(path, "/ws/seat/", 9)) {
                 id = path + 9;
                 rest = strchr(id, '/');
@@ -254,4 +257,39 @@ WebRoute web_route(const char *path, char *ret_arg, size_t arg_size, const char 
                 return WEB_ROUTE_NONE;
         }
         return route;
+}
+
+bool web_guest_path_valid(const char *s) {
+        size_t n = strnlen(s, WEB_FILE_PATH_MAX + 1);
+        if (n < 2 || n > WEB_FILE_PATH_MAX || s[0] != '/' || s[n - 1] == '/')
+                return false;
+        for (size_t i = 0; i < n; i++) {
+                unsigned char ch = (unsigned char) s[i];
+                if (ch < 0x20 || ch == 0x7f)
+                        return false;
+                if (ch == '/') {
+                        /* the component that follows: not empty, not "." or ".." */
+                        const char *c = s + i + 1;
+                        size_t k = strcspn(c, "/");
+                        if (k == 0 || (k == 1 && c[0] == '.') || (k == 2 && c[0] == '.' && c[1] == '.'))
+                                return false;
+                }
+        }
+        return true;
+}
+
+int web_parse_u64(const char *s, uint64_t max, uint64_t *ret) {
+        size_t n = strnlen(s, 21);
+        if (n == 0 || n > 19)
+                return n > 19 ? -ERANGE : -EINVAL;
+        uint64_t v = 0;
+        for (size_t i = 0; i < n; i++) {
+                if (s[i] < '0' || s[i] > '9')
+                        return -EINVAL;
+                v = v * 10 + (uint64_t) (s[i] - '0');
+        }
+        if (v > max)
+                return -ERANGE;
+        *ret = v;
+        return 0;
 }

@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #define WEB_FORM_MAX 4096        /* a login form's body */
 #define WEB_COOKIE_HEADER_MAX 4096
@@ -53,7 +54,19 @@ typedef enum WebRoute {
         WEB_ROUTE_STATIC,      /* GET /static/NAME: one of the shipped assets */
         WEB_ROUTE_MCP,         /* POST, DELETE /mcp/ID: MCP over Streamable HTTP (mcp-http.c) */
         WEB_ROUTE_SEAT_TERMINAL, /* GET /ws/seat/ID/terminal: a WebSocket (terminal.c) */
+        WEB_ROUTE_SEAT_FILE,   /* GET, POST /api/seat/ID/file: a chunk of a download or upload (files.c) */
 } WebRoute;
+
+#define WEB_FILE_PATH_MAX 1024           /* a guest path a participant names */
+#define WEB_FILE_CHUNK_MAX (512u * 1024u) /* one upload or download chunk: seatd's own cap */
+
+/* A path in the guest as a participant may name it: absolute, 2..WEB_FILE_PATH_MAX bytes,
+ * not ending in '/', printable ASCII or UTF-8 bytes (no control byte, no NUL), no "//"
+ * and no "." or ".." component. The guest is the participant's own: this keeps the
+ * request well-formed, seatd and the agent decide the rest. */
+bool web_guest_path_valid(const char *s);
+/* A decimal number 0..max with no sign, no spaces and at most 19 digits. -EINVAL, -ERANGE. */
+int web_parse_u64(const char *s, uint64_t max, uint64_t *ret);
 
 /* Maps a request path to a route; ret_arg gets the seat id or the asset's name (a static
  * string from the asset table, never the request's bytes). Query strings are not part of

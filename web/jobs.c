@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/base64.h"
 #include "common/jsonframe.h"
 #include "common/log.h"
 #include "jobs.h"
@@ -43,27 +44,50 @@ void job_free(Job *job) {
                 return;
         if (job->rec)
                 json_object_put(job->rec);
+        free(job->data);
         sodium_memzero(job, sizeof(*job));
         free(job);
 }
 
-/* seat.status with the job's token: -EACCES for seatd's denied (a wrong token, a reset
- * or released seat, one that does not exist: seatd answers them alike). */
+/* A file chunk's call: seat.file_put of the job's bytes, or seat.file_get of one chunk. */
+static int file_params(Job *job, json_object *params) {
+        json_object_object_add(params, "path", json_object_new_string(job->path));
+        json_object_object_add(params, "offset", json_object_new_int64((int64_t) job->offset));
+        if (job->kind == JOB_FILE_GET) {
+                json_object_object_add(params, "length", json_object_new_int64(WEB_FILE_CHUNK_MAX));
+                return 0;
+        }
+        _cleanup_free_ char *b64 = NULL;
+        size_t n;
+        int r = base64_encode(job->data, job->len, &b64, &n);
+        if (r < 0)
+                return r;
+        json_object_object_add(params, "data", json_object_new_string(b64));
+        json_object_object_add(params, "mode", json_object_new_int(0644));
+        json_object_object_add(params, "final", json_object_new_boolean(job->final));
+        return 0;
+}
+
+/* The job's call with its token: -EACCES for seatd's denied (a wrong token, a reset or
+ * released seat, one that does not exist: seatd answers them alike). */
 static void run(Jobs *j, Job *job) {
         _cleanup_json_ json_object *params = json_object_new_object();
-        char code[32] = "";
+        const char *method = job->kind == JOB_FILE_PUT ? "seat.file_put" : job->kind == JOB_FILE_GET ? "seat.file_get" : "seat.status";
         if (!params) {
                 job->r = -ENOMEM;
                 return;
         }
         json_object_object_add(params, "seat", json_object_new_string(job->seat));
         json_object_object_add(params, "token", json_object_new_string(job->token));
-        job->r = seatd_call(j->socket_path, j->timeout_ms, "seat.status", params, &job->rec, code);
-        if (job->r == -EREMOTEIO && (!strcmp(code, "denied") || !strcmp(code, "not_found")))
+        if ((job->kind == JOB_FILE_PUT || job->kind == JOB_FILE_GET) && (job->r = file_params(job, params)) < 0)
+                return;
+        job->r = seatd_call_message(j->socket_path, j->timeout_ms, method, params, &job->rec, job->code, job->message,
+                                    sizeof(job->message));
+        if (job->r == -EREMOTEIO && (!strcmp(job->code, "denied") || (!strcmp(job->code, "not_found") && job->kind == JOB_STATUS)))
                 job->r = -EACCES;
-        else if (job->r < 0)
-                log_warning("seatd at '%s' did not answer seat.status (%s): %s", j->socket_path,
-                            code[0] ? code : "no reply", strerror(-job->r));
+        else if (job->r < 0 && job->r != -EREMOTEIO)
+                log_warning("seatd at '%s' did not answer %s (%s): %s", j->socket_path, method,
+                            job->code[0] ? job->code : "no reply", strerror(-job->r));
 }
 
 static void *worker(void *arg) {

@@ -10,15 +10,17 @@
 #include <json-c/json.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "http-parse.h"
 
 struct lws;
 struct lws_context;
 
-/* All: seat.status. JOB_MCP_CHECK is seat-web's own check of an idle MCP session (no
- * connection waits for it). */
-typedef enum JobKind { JOB_LOGIN, JOB_STATUS, JOB_MCP, JOB_MCP_CHECK } JobKind;
+/* seat.status, but JOB_FILE_PUT (seat.file_put) and JOB_FILE_GET (seat.file_get): a
+ * chunk of an upload or a download (files.c). JOB_MCP_CHECK is seat-web's own check of an
+ * idle MCP session (no connection waits for it). */
+typedef enum JobKind { JOB_LOGIN, JOB_STATUS, JOB_MCP, JOB_MCP_CHECK, JOB_FILE_PUT, JOB_FILE_GET } JobKind;
 
 typedef struct Job {
         struct Job *next;
@@ -29,9 +31,19 @@ typedef struct Job {
         char token[WEB_TOKEN_HEX + 1];
         char session[WEB_SESSION_ID_LEN + 1]; /* JOB_STATUS, JOB_MCP*: whose session */
         char peer[64];
+        /* JOB_FILE_*: the guest path, the chunk's offset; a put's bytes and whether it is
+         * the last (data is the job's, freed with it) */
+        char path[WEB_FILE_PATH_MAX + 1];
+        uint64_t offset;
+        bool final;
+        unsigned char *data;
+        size_t len;
         /* the answer */
-        int r;            /* 0, -EACCES (seatd refused the token), or why seatd could not be asked */
-        json_object *rec; /* the seat record when r == 0 */
+        int r;            /* 0, -EACCES (seatd refused the token), -EREMOTEIO (seatd refused the
+                           * request: code, message), or why seatd could not be asked */
+        json_object *rec; /* the seat record (the call's result) when r == 0 */
+        char code[32];
+        char message[256];
 } Job;
 
 typedef struct Jobs Jobs;

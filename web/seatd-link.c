@@ -12,8 +12,8 @@
 #include "common/jsonframe.h"
 #include "seatd-link.h"
 
-/* A seat record is a few hundred bytes; far more is not seatd talking. */
-#define LINK_MAX_FRAME (64u * 1024u)
+/* seatd's replies: a status record, or a file chunk of 512 KiB in base64 (under seatd's 1 MiB line cap). */
+#define LINK_MAX_FRAME (1024u * 1024u)
 
 /* Wait for the next message of request id, until deadline_ms (monotonic). */
 static int read_reply(int fd, FrameReader *rd, int64_t id, int64_t deadline_ms, ControlMsg **ret) {
@@ -63,6 +63,11 @@ static int send_request(int fd, int64_t id, const char *method, json_object *par
 
 int seatd_call(const char *socket_path, int timeout_ms, const char *method, json_object *params,
                json_object **ret_result, char ret_code[32]) {
+        return seatd_call_message(socket_path, timeout_ms, method, params, ret_result, ret_code, NULL, 0);
+}
+
+int seatd_call_message(const char *socket_path, int timeout_ms, const char *method, json_object *params,
+                       json_object **ret_result, char ret_code[32], char *ret_message, size_t message_size) {
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
         int64_t deadline = now_monotonic_ms() + timeout_ms;
         _cleanup_(frame_reader_freep) FrameReader *rd = frame_reader_new(LINK_MAX_FRAME);
@@ -98,6 +103,8 @@ int seatd_call(const char *socket_path, int timeout_ms, const char *method, json
                         return r;
                 if (m->kind == CONTROL_ERROR) {
                         snprintf(ret_code, 32, "%s", m->error_code);
+                        if (ret_message && message_size > 0)
+                                snprintf(ret_message, message_size, "%s", m->error_message ? m->error_message : "");
                         return -EREMOTEIO;
                 }
                 if (id == 2 && ret_result)

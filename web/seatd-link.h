@@ -6,9 +6,13 @@
  * the token and the seat on every call; seat-web only relays what it answers. */
 
 #include <json-c/json.h>
+#include <stddef.h>
 
 /* Returns 0 with the result; -EREMOTEIO when seatd answered with an error (its code, e.g.
  * "denied", in ret_code, a static string of at most 31 bytes); -ETIMEDOUT, -ECONNREFUSED,
  * -ENOENT, -EPROTO, … when seatd could not be asked. */
 int seatd_call(const char *socket_path, int timeout_ms, const char *method, json_object *params,
                json_object **ret_result, char ret_code[32]);
+/* The same, with seatd's error message (cut to message_size) beside its code. */
+int seatd_call_message(const char *socket_path, int timeout_ms, const char *method, json_object *params,
+                       json_object **ret_result, char ret_code[32], char *ret_message, size_t message_size);

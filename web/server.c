@@ -18,6 +18,7 @@
 #include "common/fileio.h"
 #include "common/jsonframe.h"
 #include "common/log.h"
+#include "files.h"
 #include "http-parse.h"
 #include "jobs.h"
 #include "mcp-http.h"
@@ -124,7 +125,7 @@ int web_respond_text(struct lws *wsi, Web *w, Conn *c, unsigned status, const ch
         return web_respond(wsi, w, c, status, "text/plain; charset=utf-8", text, strlen(text), NULL, NULL);
 }
 
-static int respond_json(struct lws *wsi, Web *w, Conn *c, unsigned status, json_object *o, const char *set_cookie) {
+int web_respond_json(struct lws *wsi, Web *w, Conn *c, unsigned status, json_object *o, const char *set_cookie) {
         const char *s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
         return web_respond(wsi, w, c, status, "application/json", s, strlen(s), set_cookie, NULL);
 }
@@ -279,20 +280,20 @@ static int finish_status(struct lws *wsi, Web *w, Conn *c, Job *job) {
                 json_object_object_add(out, "message",
                                        json_object_new_string("This seat was reset or released: your session has "
                                                               "ended. Ask the facilitator for a new token."));
-                return respond_json(wsi, w, c, 401, out, clear_cookie());
+                return web_respond_json(wsi, w, c, 401, out, clear_cookie());
         }
         if (job->r < 0) {
                 out = json_object_new_object();
                 if (!out)
                         return -1;
                 json_object_object_add(out, "error", json_object_new_string("seatd cannot be reached now"));
-                return respond_json(wsi, w, c, 503, out, NULL);
+                return web_respond_json(wsi, w, c, 503, out, NULL);
         }
         out = public_record(job->rec);
         /* The page offers as many terminals as this session may open. */
         if (out)
                 json_object_object_add(out, "terminals_per_session", json_object_new_int64(w->conf->terminals_per_session));
-        return out ? respond_json(wsi, w, c, 200, out, NULL) : -1;
+        return out ? web_respond_json(wsi, w, c, 200, out, NULL) : -1;
 }
 
 /* The workers woke the loop: finish the requests whose seatd calls are done. */
@@ -309,6 +310,7 @@ static void finish_jobs(Web *w) {
                         c->job = NULL;
                         int r = job->kind == JOB_LOGIN    ? finish_login(job->wsi, w, c, job)
                                 : job->kind == JOB_MCP ? mcp_http_finish(job->wsi, w, c, job)
+                                : job->kind == JOB_FILE_PUT || job->kind == JOB_FILE_GET ? files_finish(job->wsi, w, c, job)
                                                        : finish_status(job->wsi, w, c, job);
                         if (r < 0)
                                 lws_set_timeout(job->wsi, PENDING_TIMEOUT_KILLED_BY_PARENT, LWS_TO_KILL_ASYNC);
@@ -353,6 +355,8 @@ static int on_request(struct lws *wsi, Web *w, Conn *c, const char *path) {
                 return web_respond_text(wsi, w, c, 404, "Not found.\n");
         case WEB_ROUTE_MCP:
                 return mcp_http_request(wsi, w, c);
+        case WEB_ROUTE_SEAT_FILE:
+                return files_request(wsi, w, c, post, get);
         case WEB_ROUTE_LOGIN:
         case WEB_ROUTE_LOGOUT: {
                 char ctype[128] = "", clen[32] = "";
@@ -426,6 +430,8 @@ static int callback_http(struct lws *wsi, enum lws_callback_reasons reason, void
                         return 0;
                 if (c->route == WEB_ROUTE_MCP)
                         return mcp_http_body(c, in, len);
+                if (c->route == WEB_ROUTE_SEAT_FILE)
+                        return files_body(c, in, len);
                 if (len > WEB_FORM_MAX - c->body_len)
                         return -1; /* more than its Content-Length said: close */
                 memcpy(c->body + c->body_len, in, len);
@@ -436,6 +442,8 @@ static int callback_http(struct lws *wsi, enum lws_callback_reasons reason, void
                         return 0;
                 if (c->route == WEB_ROUTE_MCP)
                         return mcp_http_body_done(wsi, w, c) < 0 ? -1 : 0;
+                if (c->route == WEB_ROUTE_SEAT_FILE)
+                        return files_body_done(wsi, w, c) < 0 ? -1 : 0;
                 return on_body_done(wsi, w, c) < 0 ? -1 : 0;
         case LWS_CALLBACK_HTTP_WRITEABLE: {
                 if (!c->resp)
@@ -465,6 +473,7 @@ static int callback_http(struct lws *wsi, enum lws_callback_reasons reason, void
                         free(c->resp);
                         c->resp = NULL;
                         sodium_memzero(c->body, sizeof(c->body));
+                        files_closed(c);
                         mcp_http_closed(w, c); /* also after the MCP table is gone (shutdown) */
                 }
                 return 0;

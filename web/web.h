@@ -7,6 +7,7 @@
 #include <libwebsockets.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "conf.h"
 #include "http-parse.h"
@@ -63,12 +64,20 @@ typedef struct Conn {
         size_t out_len, out_off;
         bool out_last;       /* the response is in out: close after it */
         bool out_closing;    /* all of it written: close when libwebsockets has sent it */
+
+        /* /api/seat/ID/file (files.c): the chunk asked for, an upload's body */
+        char fpath[WEB_FILE_PATH_MAX + 1];
+        uint64_t foffset;
+        bool ffinal;
+        unsigned char *fbody;
+        size_t fbody_len, fbody_want;
 } Conn;
 
 /* Headers, then the body on the next writable callback. */
 int web_respond(struct lws *wsi, Web *w, Conn *c, unsigned status, const char *ctype, const char *body, size_t len,
                 const char *set_cookie, const char *location);
 int web_respond_text(struct lws *wsi, Web *w, Conn *c, unsigned status, const char *text);
+int web_respond_json(struct lws *wsi, Web *w, Conn *c, unsigned status, json_object *o, const char *set_cookie);
 /* The client's address as the rate limits key it. */
 void web_peer_key(struct lws *wsi, char *out, size_t size);
 void web_log_refusal(struct lws *wsi, const char *what, const char *seat);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* seat-web's login form: any body is decoded within its caps or refused, never overrun;
- * a decoded value holds no control byte. */
+ * a decoded value holds no control byte. The same bytes as a route, as a file chunk's
+ * guest path and offset. */
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -32,7 +33,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         path[n] = '\0';
         const char *mime = NULL;
         WebRoute route = web_route(path, arg, sizeof(arg), &mime);
-        if ((route == WEB_ROUTE_SEAT_PAGE || route == WEB_ROUTE_SEAT_STATUS) && !web_seat_id_valid(arg))
+        if ((route == WEB_ROUTE_SEAT_PAGE || route == WEB_ROUTE_SEAT_STATUS || route == WEB_ROUTE_SEAT_FILE) &&
+            !web_seat_id_valid(arg))
+                abort();
+        /* A path it accepts is absolute, bounded, and has no '..' component or control byte. */
+        if (web_guest_path_valid(path)) {
+                size_t len = strlen(path);
+                if (path[0] != '/' || len > WEB_FILE_PATH_MAX || strstr(path, "/../") || strstr(path, "//") ||
+                    (len >= 3 && !strcmp(path + len - 3, "/..")))
+                        abort();
+                for (size_t i = 0; i < len; i++)
+                        if ((unsigned char) path[i] < 0x20 || path[i] == 0x7f)
+                                abort();
+        }
+        uint64_t v;
+        int k = web_parse_u64(path, 524288, &v);
+        if ((k == 0 && v > 524288) || (k < 0 && k != -EINVAL && k != -ERANGE))
                 abort();
         if (route == WEB_ROUTE_STATIC && (!mime || strchr(arg, '/')))
                 abort();

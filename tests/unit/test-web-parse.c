@@ -119,6 +119,43 @@ static void test_ids(void **state) {
         assert_false(web_session_id_valid("short"));
 }
 
+/* The guest paths a participant may name, and the numbers of a file chunk's query. */
+static void test_file_query(void **state) {
+        assert_true(web_guest_path_valid("/tmp/x"));
+        assert_true(web_guest_path_valid("/root/a b/ü.txt"));
+        assert_true(web_guest_path_valid("/.hidden/..name"));
+        assert_false(web_guest_path_valid(""));
+        assert_false(web_guest_path_valid("/"));
+        assert_false(web_guest_path_valid("tmp/x"));
+        assert_false(web_guest_path_valid("/tmp/"));
+        assert_false(web_guest_path_valid("/tmp//x"));
+        assert_false(web_guest_path_valid("/tmp/../etc/shadow"));
+        assert_false(web_guest_path_valid("/tmp/./x"));
+        assert_false(web_guest_path_valid("/.."));
+        assert_false(web_guest_path_valid("/tmp/a\nb"));
+        assert_false(web_guest_path_valid("/tmp/a\x7f"));
+        char long_path[WEB_FILE_PATH_MAX + 2];
+        memset(long_path, 'a', sizeof(long_path) - 1);
+        long_path[0] = '/';
+        long_path[sizeof(long_path) - 1] = '\0';
+        assert_false(web_guest_path_valid(long_path));
+        long_path[WEB_FILE_PATH_MAX] = '\0';
+        assert_true(web_guest_path_valid(long_path));
+
+        uint64_t v;
+        assert_int_equal(web_parse_u64("0", 10, &v), 0);
+        assert_int_equal(v, 0);
+        assert_int_equal(web_parse_u64("524288", 524288, &v), 0);
+        assert_int_equal(v, 524288);
+        assert_int_equal(web_parse_u64("524289", 524288, &v), -ERANGE);
+        assert_int_equal(web_parse_u64("", 10, &v), -EINVAL);
+        assert_int_equal(web_parse_u64("-1", 10, &v), -EINVAL);
+        assert_int_equal(web_parse_u64("+1", 10, &v), -EINVAL);
+        assert_int_equal(web_parse_u64(" 1", 10, &v), -EINVAL);
+        assert_int_equal(web_parse_u64("1x", 10, &v), -EINVAL);
+        assert_int_equal(web_parse_u64("99999999999999999999", UINT64_MAX, &v), -ERANGE);
+}
+
 static void test_routes(void **state) {
         char a[64];
         const char *mime = NULL;
@@ -129,6 +166,10 @@ static void test_routes(void **state) {
         assert_string_equal(a, "s1");
         assert_int_equal(web_route("/api/seat/sab/status", a, sizeof(a), NULL), WEB_ROUTE_SEAT_STATUS);
         assert_string_equal(a, "sab");
+        assert_int_equal(web_route("/api/seat/sfi/file", a, sizeof(a), NULL), WEB_ROUTE_SEAT_FILE);
+        assert_string_equal(a, "sfi");
+        assert_int_equal(web_route("/api/seat/sab/files", a, sizeof(a), NULL), WEB_ROUTE_NONE);
+        assert_int_equal(web_route("/api/seat/sab/file/x", a, sizeof(a), NULL), WEB_ROUTE_NONE);
         assert_int_equal(web_route("/static/seat.js", a, sizeof(a), &mime), WEB_ROUTE_STATIC);
         assert_string_equal(a, "seat.js");
         assert_string_equal(mime, "text/javascript; charset=utf-8");
@@ -159,6 +200,7 @@ int main(void) {
                 cmocka_unit_test(test_bearer),
                 cmocka_unit_test(test_ids),
                 cmocka_unit_test(test_routes),
+                cmocka_unit_test(test_file_query),
         };
         return cmocka_run_group_tests_name("web-parse", tests, NULL, NULL);
 }

@@ -7,6 +7,8 @@
 // (--ignore-certificate-errors-spki-list): the key seat-web --self-signed printed.
 import { chromium } from "playwright-core";
 import { execFileSync } from "node:child_process";
+import crypto from "node:crypto";
+import fs from "node:fs";
 
 const [scenario, url, pin, seat, token, other, shots, ...resetCmd] = process.argv.slice(2);
 const results = [];
@@ -166,6 +168,37 @@ async function main() {
   const secondM = two && await waitText(1, /second-9/);
   ok(more && two && firstM && secondM, "a second terminal opens beside the first, and both shells answer",
      `more=${more} two=${two} first=${!!firstM} second=${!!secondM}`);
+  // ---- files: an upload lands in the guest intact; a download comes back intact.
+  const ctl = resetCmd.slice(0, 3); // env SEATD_SOCKET=… seatctl
+  const inGuest = (...args) => execFileSync(ctl[0], [...ctl.slice(1), "exec", seat, "--", ...args], { encoding: "utf8" });
+  const upBytes = crypto.randomBytes(1300 * 1024); // three chunks
+  const upSum = crypto.createHash("sha256").update(upBytes).digest("hex");
+  await page.setInputFiles("#upload-file", { name: "upload.bin", mimeType: "application/octet-stream", buffer: upBytes });
+  await page.fill("#upload-path", "/tmp/");
+  await page.click("#upload");
+  const upDone = await until(page, () => /^Uploaded/.test(document.getElementById("upload-state").textContent), 120000);
+  const guestSum = upDone ? inGuest("sha256sum", "/tmp/upload.bin").split(" ")[0] : "";
+  ok(upDone && guestSum === upSum, "a 1.3 MB file uploaded through the page is in the guest, intact (sha256 there)",
+     `${await page.textContent("#upload-state")}: ${guestSum} vs ${upSum}`);
+  const dlSum = inGuest("sh", "-c", "head -c 900000 /dev/urandom >/tmp/dl.bin && sha256sum /tmp/dl.bin").split(" ")[0];
+  await page.fill("#download-path", "/tmp/dl.bin");
+  const [dl] = await Promise.all([page.waitForEvent("download", { timeout: 120000 }).catch(() => null), page.click("#download")]);
+  let dlSumGot = "";
+  if (dl) dlSumGot = crypto.createHash("sha256").update(fs.readFileSync(await dl.path())).digest("hex");
+  ok(dl && dl.suggestedFilename() === "dl.bin" && dlSumGot === dlSum, "a file downloaded through the page is the guest's, intact (sha256)",
+     `${dl && dl.suggestedFilename()} ${dlSumGot} vs ${dlSum}: ${await page.textContent("#download-state")}`);
+  await page.fill("#download-path", "/tmp/no-such-file");
+  await page.click("#download");
+  const missing = await until(page, () => /^Download failed: .+/.test(document.getElementById("download-state").textContent), 60000);
+  ok(missing, `a file that is not there: the page says the download failed and why ('${await page.textContent("#download-state")}')`);
+  const wrongType = await page.evaluate(async (s) => (await fetch(`/api/seat/${s}/file?path=/tmp/x&offset=0`,
+    { method: "POST", body: "x", headers: { "Content-Type": "text/plain" } })).status, seat);
+  ok(wrongType === 415, "an upload that is not application/octet-stream: 415", wrongType);
+  const badPath = await page.evaluate(async (s) => (await fetch(`/api/seat/${s}/file?path=/tmp/../etc/shadow&offset=0`)).status, seat);
+  ok(badPath === 400, "a path with '..': 400", badPath);
+  const otherFile = await page.evaluate(async (s) => (await fetch(`/api/seat/${s}/file?path=/etc/hostname&offset=0`)).status, other);
+  ok(otherFile === 403, "this seat's cookie reads no file of another seat: 403", otherFile);
+
   // This session's cookie opens no terminal of another seat.
   const otherWs = await page.evaluate((s) => new Promise((res) => {
     const ws = new WebSocket(`wss://${location.host}/ws/seat/${s}/terminal`, "seat-terminal");

@@ -168,6 +168,21 @@ c_evil=$(ws https://evil.example "$S2") c_none=$(ws "" "$S2") c_other=$(ws "$url
         not_ok "terminal WebSocket handshakes: evil $c_evil, none $c_none, other seat $c_other, own $c_own"
 grep -q "refused: a terminal WebSocket without seat-web's own Origin (seat '$S2'" "$t/web.log" && ok "and the refusal is logged" ||
         not_ok "the cross-site terminal refusal is logged"
+# Uploads: only from seat-web's own page (a forged cross-site POST with the cookie is
+# refused), of their own type and size.
+up() { # ORIGIN CONTENT-TYPE BODY-FILE: the status code of one upload chunk into $S2
+        "${C[@]}" -o /dev/null -w '%{http_code}' -b "__Host-seatweb=$cookie2" ${1:+-H "Origin: $1"} -H "Content-Type: $2" \
+                --data-binary "@$3" "$url/api/seat/$S2/file?path=/tmp/curl-up&offset=0&final=1"
+}
+printf 'hello\n' >"$t/small"
+head -c $((600 * 1024)) /dev/zero >"$t/large"
+u_evil=$(up https://evil.example application/octet-stream "$t/small") u_type=$(up "$url" text/plain "$t/small")
+u_big=$(up "$url" application/octet-stream "$t/large") u_own=$(up "$url" application/octet-stream "$t/small")
+[[ $u_evil == 403 && $u_type == 415 && $u_big == 413 && $u_own == 200 ]] &&
+        ok "uploads: another site's Origin 403, another type 415, a chunk over 512 KiB 413; its own 200" ||
+        not_ok "uploads: evil $u_evil, type $u_type, big $u_big, own $u_own"
+[[ $("$CTL" exec "$S2" -- cat /tmp/curl-up 2>/dev/null) == hello ]] && ok "and only its own reached the guest" ||
+        not_ok "the upload reached the guest"
 code=$("${C[@]}" -o /dev/null -w '%{http_code}' -b "__Host-seatweb=$cookie2" "$url/api/seat/$S1/status")
 [[ $code == 403 ]] && ok "a cookie of $S2 on $S1's status: 403" || not_ok "cross-seat cookie: $code"
 grep -q "refused: a session cookie of another seat (seat '$S1'" "$t/web.log" && ok "and logged" || not_ok "the cross-seat refusal is logged"

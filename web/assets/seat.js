@@ -138,6 +138,88 @@ function openTerminal() {
   window.addEventListener("resize", () => fit.fit());
 }
 
+// ---- files: uploads and downloads in chunks of 512 KiB, one request each (seat-web asks
+// seatd for each, with this session's token); the page shows how far it got.
+const CHUNK = 512 * 1024;
+const fileUrl = (path, offset, final) =>
+  `/api/seat/${encodeURIComponent(seat)}/file?path=${encodeURIComponent(path)}&offset=${offset}` + (final ? "&final=1" : "");
+
+async function fileError(r) {
+  const body = await r.json().catch(() => ({}));
+  if (r.status === 401) ended(body.error || "Your session has ended: log in again with your token.");
+  return body.error || `seat-web answered ${r.status}`;
+}
+
+async function upload() {
+  const file = $("upload-file").files[0];
+  let path = $("upload-path").value.trim();
+  if (!file) { show("upload-state", "Choose a file first."); return; }
+  if (path.endsWith("/")) path += file.name;
+  const bar = $("upload-progress");
+  bar.hidden = false; bar.max = Math.max(file.size, 1); bar.value = 0;
+  $("upload").disabled = true;
+  try {
+    let offset = 0;
+    do {
+      const end = Math.min(offset + CHUNK, file.size);
+      const r = await fetch(fileUrl(path, offset, end === file.size), {
+        method: "POST", credentials: "same-origin",
+        headers: { "Content-Type": "application/octet-stream" }, body: file.slice(offset, end),
+      });
+      if (!r.ok) { show("upload-state", `Upload failed: ${await fileError(r)}`); return; }
+      offset = end;
+      bar.value = offset;
+      show("upload-state", `${offset} of ${file.size} bytes`);
+    } while (offset < file.size);
+    show("upload-state", `Uploaded ${path} (${file.size} bytes).`);
+  } catch (e) {
+    show("upload-state", "Upload failed: seat-web cannot be reached.");
+  } finally {
+    $("upload").disabled = false;
+  }
+}
+
+async function download() {
+  const path = $("download-path").value.trim();
+  if (!path) { show("download-state", "Name the file in the seat first."); return; }
+  const bar = $("download-progress");
+  bar.hidden = false; bar.value = 0;
+  $("download").disabled = true;
+  try {
+    const parts = [];
+    let offset = 0;
+    for (;;) {
+      const r = await fetch(fileUrl(path, offset, false), { credentials: "same-origin", cache: "no-store" });
+      if (!r.ok) { show("download-state", `Download failed: ${await fileError(r)}`); return; }
+      const c = await r.json();
+      const bin = atob(c.data || "");
+      const bytes = new Uint8Array(bin.length);
+      for (let i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
+      parts.push(bytes);
+      offset += bytes.length;
+      bar.max = Math.max(c.size, offset, 1); bar.value = offset;
+      show("download-state", `${offset} of ${c.size} bytes`);
+      if (c.eof) break;
+      if (bytes.length === 0) { show("download-state", "Download failed: the seat sent an empty chunk."); return; }
+    }
+    const a = document.createElement("a");
+    a.href = URL.createObjectURL(new Blob(parts, { type: "application/octet-stream" }));
+    a.download = path.split("/").pop();
+    document.body.append(a);
+    a.click();
+    a.remove();
+    setTimeout(() => URL.revokeObjectURL(a.href), 60000);
+    show("download-state", `Downloaded ${path} (${offset} bytes).`);
+  } catch (e) {
+    show("download-state", "Download failed: seat-web cannot be reached.");
+  } finally {
+    $("download").disabled = false;
+  }
+}
+
+$("upload").addEventListener("click", upload);
+$("download").addEventListener("click", download);
+
 show("seat-id", seat);
 poll();
 timer = setInterval(poll, 2000);
