@@ -206,6 +206,13 @@ WebRoute web_route(const char *path, char *ret_arg, size_t arg_size, const char 
                 return WEB_ROUTE_LOGIN;
         if (!strcmp(path, "/logout"))
                 return WEB_ROUTE_LOGOUT;
+        if (!strncmp(path, "/l/", 3)) {
+                /* A link's id: exactly a session id's shape (32 random bytes, base64url). */
+                if (!web_session_id_valid(path + 3) || strlen(path + 3) + 1 > arg_size)
+                        return WEB_ROUTE_NONE;
+                strcpy(ret_arg, path + 3);
+                return WEB_ROUTE_LINK;
+        }
         if (!strncmp(path, "/static/", 8)) {
                 /* Only the assets a page links to; the HTML pages are served by their
                  * routes. */

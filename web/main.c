@@ -6,17 +6,25 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <json-c/json.h>
+#include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/fileio.h"
+#include "common/jsonframe.h"
 #include "common/log.h"
 #include "conf.h"
 #include "config.h"
+#include "links.h"
+#include "seatd-link.h"
 #include "server.h"
 #include "tls-self.h"
+
+#define LINK_EXPIRES_DEFAULT_S (12 * 3600) /* a workshop day */
 
 static void usage(FILE *f) {
         fputs("usage: seat-web [--config FILE] [--log-level LEVEL]   serve (as the seat-web user)\n"
@@ -24,6 +32,9 @@ static void usage(FILE *f) {
               "                 make a self-signed certificate in state_dir/tls (if none) and print\n"
               "                 its SHA-256 fingerprint and public key pin\n"
               "       seat-web --check-config [--config FILE]   print the settings in effect\n"
+              "       seat-web --link SEAT --token-file FILE [--expires SECONDS] [--url BASE] [--json]\n"
+              "                 a one-time login link for the seat (as root; the token is checked\n"
+              "                 with seatd first); it expires on first use or after SECONDS (12 h)\n"
               "See seat-web(8).\n",
               f);
 }
@@ -76,6 +87,73 @@ static int self_signed(const WebConfig *c, bool renew, SeatError **ret_error) {
         return 0;
 }
 
+/* BASE/l/ID: BASE from --url, else this seat-web's own address and port. */
+static void link_url(const WebConfig *c, const char *base, const char *id, char *out, size_t size) {
+        char host[256] = "localhost";
+        if (base) {
+                size_t n = strlen(base);
+                snprintf(out, size, "%.*s/l/%s", (int) (n > 0 && base[n - 1] == '/' ? n - 1 : n), base, id);
+                return;
+        }
+        /* A wildcard address names no host a browser can reach: the machine's name then. */
+        if (strcmp(c->listen_address, "0.0.0.0") != 0 && strcmp(c->listen_address, "::") != 0)
+                snprintf(host, sizeof(host), strchr(c->listen_address, ':') ? "[%s]" : "%s", c->listen_address);
+        else
+                (void) gethostname(host, sizeof(host) - 1);
+        snprintf(out, size, "%s://%s:%d/l/%s", c->plain_http ? "http" : "https", host, c->listen_port, id);
+}
+
+static int make_link(const WebConfig *c, const char *seat, const char *token_file, long expires_s, const char *base,
+                     bool json, SeatError **ret_error) {
+        _cleanup_free_ char *text = NULL;
+        size_t len;
+        WebLink l = {};
+        char id[WEB_SESSION_ID_LEN + 1], url[600], code[32] = "";
+
+        if (!web_seat_id_valid(seat))
+                return seat_error_set(ret_error, EINVAL, "'%s' is not a seat id", seat);
+        int r = read_file_capped(token_file, 256, &text, &len);
+        if (r < 0)
+                return seat_error_set(ret_error, -r, "cannot read the token file '%s': %s", token_file, strerror(-r));
+        while (len > 0 && (text[len - 1] == '\n' || text[len - 1] == '\r' || text[len - 1] == ' '))
+                text[--len] = '\0';
+        if (!web_token_valid(text))
+                return seat_error_set(ret_error, EINVAL, "'%s' does not hold a seat token (64 hex digits)", token_file);
+        snprintf(l.seat, sizeof(l.seat), "%s", seat);
+        snprintf(l.token, sizeof(l.token), "%s", text);
+        sodium_memzero(text, len);
+        l.expires = now_realtime_ms() / 1000 + expires_s;
+
+        /* A link to a token seatd refuses would only disappoint a participant at 8 am. */
+        _cleanup_json_ json_object *params = json_object_new_object();
+        if (!params)
+                return seat_error_set(ret_error, ENOMEM, "out of memory");
+        json_object_object_add(params, "seat", json_object_new_string(l.seat));
+        json_object_object_add(params, "token", json_object_new_string(l.token));
+        r = seatd_call(c->participant_socket, c->seatd_timeout_ms, "seat.status", params, NULL, code);
+        if (r == -EREMOTEIO)
+                r = seat_error_set(ret_error, EACCES, "seatd does not accept this token for seat '%s' (%s): no link made", seat, code);
+        else if (r < 0)
+                r = seat_error_set(ret_error, -r, "cannot ask seatd at '%s' about the token: %s", c->participant_socket, strerror(-r));
+        if (r >= 0)
+                r = web_link_issue(c, &l, id, ret_error);
+        sodium_memzero(&l, sizeof(l));
+        if (r < 0)
+                return r;
+        link_url(c, base, id, url, sizeof(url));
+        if (json) {
+                _cleanup_json_ json_object *o = json_object_new_object();
+                if (!o)
+                        return seat_error_set(ret_error, ENOMEM, "out of memory");
+                json_object_object_add(o, "seat", json_object_new_string(seat));
+                json_object_object_add(o, "url", json_object_new_string(url));
+                json_object_object_add(o, "expires_s", json_object_new_int64(expires_s));
+                puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+        } else
+                printf("%s\n", url);
+        return 0;
+}
+
 int main(int argc, char **argv) {
         static const struct option options[] = {
                 { "config", required_argument, NULL, 'c' },
@@ -85,10 +163,16 @@ int main(int argc, char **argv) {
                 { "check-config", no_argument, NULL, 'C' },
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, 'V' },
+                { "link", required_argument, NULL, 'L' },
+                { "token-file", required_argument, NULL, 'T' },
+                { "expires", required_argument, NULL, 'E' },
+                { "url", required_argument, NULL, 'U' },
+                { "json", no_argument, NULL, 'J' },
                 {},
         };
-        const char *config = WEB_CONFIG_PATH;
-        bool want_self = false, renew = false, check = false;
+        const char *config = WEB_CONFIG_PATH, *link_seat = NULL, *token_file = NULL, *base_url = NULL;
+        long expires_s = LINK_EXPIRES_DEFAULT_S;
+        bool want_self = false, renew = false, check = false, json = false;
         LogLevel level = LOG_LEVEL_INFO;
         int o;
 
@@ -113,6 +197,27 @@ int main(int argc, char **argv) {
                 case 'C':
                         check = true;
                         break;
+                case 'L':
+                        link_seat = optarg;
+                        break;
+                case 'T':
+                        token_file = optarg;
+                        break;
+                case 'U':
+                        base_url = optarg;
+                        break;
+                case 'J':
+                        json = true;
+                        break;
+                case 'E': {
+                        uint64_t v;
+                        if (web_parse_u64(optarg, 30 * 24 * 3600, &v) < 0 || v == 0) {
+                                fprintf(stderr, "seat-web: --expires takes seconds, 1 to 2592000 (30 days)\n");
+                                return 2;
+                        }
+                        expires_s = (long) v;
+                        break;
+                }
                 case 'h':
                         usage(stdout);
                         return 0;
@@ -124,7 +229,7 @@ int main(int argc, char **argv) {
                         return 2;
                 }
         }
-        if (optind < argc || (renew && !want_self)) {
+        if (optind < argc || (renew && !want_self) || (link_seat && !token_file) || (token_file && !link_seat)) {
                 usage(stderr);
                 return 2;
         }
@@ -138,6 +243,13 @@ int main(int argc, char **argv) {
         }
         if (check)
                 return web_config_print(c, stdout) < 0 ? 1 : 0;
+        if (link_seat) {
+                if (make_link(c, link_seat, token_file, expires_s, base_url, json, &err) < 0) {
+                        log_error("%s", err->message);
+                        return 1;
+                }
+                return 0;
+        }
         if (want_self) {
                 if (self_signed(c, renew, &err) < 0) {
                         log_error("%s", err->message);

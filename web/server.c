@@ -21,6 +21,7 @@
 #include "files.h"
 #include "http-parse.h"
 #include "jobs.h"
+#include "links.h"
 #include "mcp-http.h"
 #include "ratelimit.h"
 #include "server.h"
@@ -231,6 +232,34 @@ static int do_login(struct lws *wsi, Web *w, Conn *c) {
         return web_submit(wsi, w, c, job);
 }
 
+/* GET /l/ID: a one-time link logs in as its token would (finish_login()), once. */
+static int do_link(struct lws *wsi, Web *w, Conn *c) {
+        char peer[64];
+        WebLink l;
+        web_peer_key(wsi, peer, sizeof(peer));
+        /* Ids are 256 random bits: the limit only keeps a prober off the disk. */
+        if (!rate_limit_take(w->per_address, peer, now_monotonic_ms())) {
+                web_log_refusal(wsi, "a link over the rate limit for this address", NULL);
+                return web_respond_text(wsi, w, c, 429, "Too many login attempts from this address: wait a minute.\n");
+        }
+        int r = web_link_take(w->conf, c->arg, now_realtime_ms() / 1000, &l);
+        if (r == -ETIME) {
+                web_log_refusal(wsi, "an expired one-time link", NULL);
+                return web_respond_text(wsi, w, c, 410, "This link has expired: ask the facilitator for a new one.\n");
+        }
+        if (r < 0) {
+                web_log_refusal(wsi, "a one-time link that was used already or never made", NULL);
+                return web_respond_text(wsi, w, c, 410,
+                                        "This link has been used already (each works once), or it never existed: ask the facilitator for a new one.\n");
+        }
+        log_info("one-time link of seat '%s' used from %s", l.seat, peer);
+        Job *job = job_new(JOB_LOGIN, wsi, l.seat, l.token);
+        sodium_memzero(&l, sizeof(l));
+        if (job)
+                snprintf(job->peer, sizeof(job->peer), "%s", peer);
+        return web_submit(wsi, w, c, job);
+}
+
 /* seatd answered the login's seat.status. */
 static int finish_login(struct lws *wsi, Web *w, Conn *c, Job *job) {
         if (job->r == -EACCES) {
@@ -393,6 +422,8 @@ static int on_request(struct lws *wsi, Web *w, Conn *c, const char *path) {
         switch (c->route) {
         case WEB_ROUTE_LOGIN_PAGE:
                 return serve_asset(wsi, w, c, "login.html");
+        case WEB_ROUTE_LINK:
+                return do_link(wsi, w, c);
         case WEB_ROUTE_STATIC:
                 return serve_asset(wsi, w, c, c->arg);
         case WEB_ROUTE_SEAT_PAGE:

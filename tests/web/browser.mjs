@@ -51,6 +51,26 @@ async function login(page, s, tok) {
 }
 
 async function main() {
+  if (scenario === "link") {
+    // A one-time link (passed as TOKEN): it opens the seat's page; the second time 410.
+    const link = token;
+    const b = await launch(pin);
+    const p1 = await (await b.newContext()).newPage();
+    const r1 = await p1.goto(link);
+    ok(r1 && r1.status() === 200 && p1.url() === `${url}/seat/${seat}`, "a one-time link opens the seat's page", `${r1 && r1.status()} ${p1.url()}`);
+    const ready = await until(p1, () => document.body.dataset.state === "ready", 60000);
+    ok(ready, "the seat's state shows, from seatd, with the link's session");
+    const term = await p1.waitForSelector('.term[data-state="open"]', { timeout: 60000 }).then(() => true, () => false);
+    ok(term, "and its terminal opens");
+    const p2 = await (await b.newContext()).newPage();
+    const r2 = await p2.goto(link);
+    const body = r2 ? await r2.text() : "";
+    ok(r2 && r2.status() === 410 && /used already/.test(body), "the same link again, in another browser: 410, used already", `${r2 && r2.status()} ${body}`);
+    const o = await p2.goto(`${url}/seat/${seat}`);
+    ok(p2.url() === `${url}/`, "and that browser has no session: the seat's page sends it to the login", p2.url());
+    await b.close();
+    return;
+  }
   if (scenario === "wrong-pin") {
     // A pin of another key: the browser must refuse the certificate.
     const b = await launch("AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=");

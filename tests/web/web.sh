@@ -128,6 +128,35 @@ browser() { # SCENARIO: its TAP lines become ours
         done <"$t/browser-$1"
         grep -q "^ok - \|^not ok - " "$t/browser-$1" || { cp "$t/browser-$1.err" "$t/out"; not_ok "browser.mjs $1 ran"; }
 }
+# One-time links: root makes one for S2 with its token (checked with seatd first); the
+# browser opens it into the seat's page; it works once.
+token_file "$t/tok2" "$tok2" "" 0600
+token_file "$t/tok1" "$tok1" "" 0600
+link=$("$WEB" -c "$t/web.conf" --link "$S2" --token-file "$t/tok2" --url "$url" 2>"$t/out")
+[[ $link == "$url/l/"* && $(stat -c '%U %a' "$t/web/links/${link##*/}") == "nobody 600" ]] &&
+        ok "seat-web --link prints a one-time URL; its record is seat-web's user's, 0600" || not_ok "seat-web --link: '$link'"
+"$WEB" -c "$t/web.conf" --link "$S2" --token-file "$t/tok1" >"$t/out" 2>&1 && not_ok "a link for another seat's token was made" ||
+        { grep -q "seatd does not accept this token for seat '$S2'" "$t/out" && ok "no link for a token seatd refuses, and it says so" ||
+                not_ok "a link for a wrong token: $(cat "$t/out")"; }
+browser_link() { # the link scenario: its TAP lines become ours
+        local line
+        node "$here/browser.mjs" link "$url" "$pin" "$S2" "$link" "$S1" "$build" >"$t/browser-link" 2>"$t/browser-link.err" </dev/null
+        while IFS= read -r line; do
+                case $line in
+                "ok - "*) ok "browser: ${line#ok - }" ;;
+                "not ok - "*) : >"$t/out"; not_ok "browser: ${line#not ok - }" ;;
+                "#"*) echo "$line" ;;
+                esac
+        done <"$t/browser-link"
+        grep -q "^ok - \|^not ok - " "$t/browser-link" || { cp "$t/browser-link.err" "$t/out"; not_ok "browser.mjs link ran"; }
+}
+browser_link
+short=$("$WEB" -c "$t/web.conf" --link "$S2" --token-file "$t/tok2" --expires 1 --url "$url" 2>"$t/out")
+sleep 2
+code=$(curl -s --cacert "$t/web/tls/cert.pem" -o "$t/body" -w '%{http_code}' "$short")
+[[ $code == 410 ]] && grep -q "expired" "$t/body" && ok "an expired link: 410, it says so" || not_ok "an expired link: $code $(cat "$t/body")"
+[[ ! -e $t/web/links/${short##*/} ]] && ok "and its record is gone" || not_ok "the expired link's record is gone"
+
 browser main
 browser wrong-pin
 
