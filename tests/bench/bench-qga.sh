@@ -5,12 +5,12 @@
 # recipe image) with both channels: org.qemu.guest_agent.0 (libvirt's agent) and
 # org.seatd.agent.0. Then:
 #   qga    bench-qga: libvirt's agent API on one connection, guest-exec + guest-exec-status
-#          polled until exited, back to back and every 10 ms (on one TCG vCPU back-to-back
-#          polls slow the command down): /bin/true p50 (30 runs), 1 MiB of output
-#          (head -c 1048576 /dev/zero, capture-output) median of 5; the ratios take the
-#          better of the two polling intervals for each figure
+#          polled until exited, back to back and every 2, 5, 10, 20 ms (on one TCG vCPU
+#          back-to-back polls slow the command down): /bin/true p50 (30 runs), 1 MiB of
+#          output (head -c 1048576 /dev/zero, capture-output) median of 5, guest-ping p50;
+#          the ratios take the peer's best polling interval for each figure
 #   agent  bench-agent over the same guest's seatd channel (SEATD_BENCH_AGENT_SOCKET): exec
-#          true p50 (60 runs), 1 MiB of output median of 5
+#          true p50 (60 runs), 1 MiB of output median of 5, ping p50
 # and the ratios (agent / qga: below 1, seatd's agent is faster). Medians; asserts nothing
 # about time.
 #   usage: bench-qga.sh BUILD_DIR
@@ -66,7 +66,7 @@ done
 echo "boot: settled $(($(ms) - a)) ms after virsh create (system state: $(json_field 'd["return"].get("out-data", "")' <<<"$st" | base64 -d 2>/dev/null | tr -d '\n'))"
 
 sock=$("${V[@]}" dumpxml "$dom" | python3 -c 'import re,sys; print(re.search(r"<source mode=.bind. path=.([^\x27]+org\.seatd\.agent\.0)", sys.stdin.read()).group(1))')
-for p in 0 10; do
+for p in 0 2 5 10 20; do
 	"$build/tests/bench/bench-qga" "$dom" "$p" | tee "$t/qga-$p.out" || bail "bench-qga failed"
 done
 SEATD_BENCH_AGENT_SOCKET=$sock SEATD_GUEST_INIT_HOST=$build/guest-init/guest-init-host \
@@ -75,8 +75,11 @@ SEATD_BENCH_AGENT_SOCKET=$sock SEATD_GUEST_INIT_HOST=$build/guest-init/guest-ini
 # key=value of the summary lines: field PREFIX KEY FILE... (the smallest, over the files)
 field() { local pre=$1 key=$2; shift 2; sed -n "s/^$pre: .*\<$key=\([0-9.]*\).*/\1/p" "$@" | sort -g | head -n1; }
 q_true=$(field qga-run exec_true_p50_us "$t"/qga-*.out) q_mib=$(field qga-run one_mib_ms "$t"/qga-*.out)
+q_ping=$(field qga-run ping_p50_us "$t"/qga-*.out)
 s_true=$(field agent rtt_p50_us "$t/agent.out") s_mib=$(field agent one_mib_ms "$t/agent.out")
-[[ -n $q_true && -n $q_mib && -n $s_true && -n $s_mib ]] || bail "a summary line is missing (qga '$q_true' '$q_mib', agent '$s_true' '$s_mib')"
-awk -v qt="$q_true" -v qm="$q_mib" -v st="$s_true" -v sm="$s_mib" 'BEGIN {
-	printf "qga: exec_true_p50_us=%d one_mib_ms=%d agent_rtt_p50_us=%d agent_one_mib_ms=%d agent_rtt_over_qga=%.3f agent_1mib_over_qga=%.3f\n",
-		qt, qm, st, sm, st / qt, (qm > 0 ? sm / qm : 0) }'
+s_ping=$(field agent ping_p50_us "$t/agent.out")
+[[ -n $q_true && -n $q_mib && -n $q_ping && -n $s_true && -n $s_mib && -n $s_ping ]] ||
+	bail "a summary line is missing (qga '$q_true' '$q_mib' '$q_ping', agent '$s_true' '$s_mib' '$s_ping')"
+awk -v qt="$q_true" -v qm="$q_mib" -v qp="$q_ping" -v st="$s_true" -v sm="$s_mib" -v sp="$s_ping" 'BEGIN {
+	printf "qga: exec_true_p50_us=%d one_mib_ms=%d ping_p50_us=%d agent_rtt_p50_us=%d agent_one_mib_ms=%d agent_ping_p50_us=%d", qt, qm, qp, st, sm, sp
+	printf " agent_rtt_over_qga=%.3f agent_1mib_over_qga=%.3f agent_ping_over_qga=%.3f\n", st / qt, (qm > 0 ? sm / qm : 0), sp / qp }'
