@@ -140,7 +140,8 @@ int main(int argc, char *argv[]) {
         const char *guest_socket = getenv("SEATD_BENCH_AGENT_SOCKET");
 
         if ((!image && !guest_socket) || !host_agent) {
-                fprintf(stderr, "bench-agent: set SEATD_TEST_IMAGE_DIR and SEATD_GUEST_INIT_HOST (scripts/bench does)\n");
+                fprintf(stderr, "bench-agent: set SEATD_TEST_IMAGE_DIR (or SEATD_BENCH_AGENT_SOCKET) and SEATD_GUEST_INIT_HOST "
+                                "(scripts/bench does)\n");
                 return 2;
         }
 
