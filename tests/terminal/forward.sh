@@ -23,7 +23,8 @@ harness_vm_suite forward
 harness_seatd_must_live=1 harness_not_ok_log=30
 unset SEATD_TOKEN
 
-seatd_conf accel=tcg allow_tcg=true inspect_images=false network=false warm_reset=false forward_idle_timeout=20
+seatd_conf accel=tcg allow_tcg=true inspect_images=false network=false warm_reset=false forward_idle_timeout=20 \
+        forward_max_connections=24
 seatd_start
 image_import
 
@@ -94,7 +95,7 @@ check "1 MiB from the guest arrives intact (sha256)" '[[ $got == "$want" ]]'
 forward echo --token-file "$t/token" forward "$seat" 0:127.0.0.1:7002 || bail "seatctl forward did not listen"
 echo_port=$fport echo_pid=$fpid
 scenario echo "$echo_port" "$t/blob"
-scenario parallel "$echo_port" 8 262144
+scenario parallel "$echo_port" 20 262144
 # Well past every buffer on the way (the agent's 4 MiB queue, its 1 MiB of pending input,
 # the channel): both directions at once only get through by flow control.
 head -c $((16 * 1024 * 1024)) /dev/urandom >"$t/big"
