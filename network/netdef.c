@@ -142,11 +142,16 @@ static int push_name(char ***l, size_t *n, const NetSeat *s, size_t i) {
         }
         nft_name_set_name(AF_INET, (int) i, s->bridge, set4);
         nft_name_set_name(AF_INET6, (int) i, s->bridge, set6);
+        /* server= takes "*.x" (every name below x), but nftset= matches its domain as a
+         * plain suffix and never matches "*.x": a wildcard's set would stay empty and its
+         * names resolve yet never connect. Its set is keyed on x itself then, which also
+         * covers x (never answered: server= for "*.x" leaves x to address=/#/). */
+        const char *set_domain = name[0] == '*' && name[1] == '.' ? name + 2 : name;
         if (r >= 0 && p->ipv6)
                 r = asprintf(&o, "nftset=/%s/4#" NFT_TABLE_FAMILY "#" NFT_TABLE_NAME "#%s,6#" NFT_TABLE_FAMILY
-                                 "#" NFT_TABLE_NAME "#%s", name, set4, set6) < 0 ? -ENOMEM : push(l, n, o);
+                                 "#" NFT_TABLE_NAME "#%s", set_domain, set4, set6) < 0 ? -ENOMEM : push(l, n, o);
         else if (r >= 0)
-                r = asprintf(&o, "nftset=/%s/4#" NFT_TABLE_FAMILY "#" NFT_TABLE_NAME "#%s", name, set4) < 0
+                r = asprintf(&o, "nftset=/%s/4#" NFT_TABLE_FAMILY "#" NFT_TABLE_NAME "#%s", set_domain, set4) < 0
                             ? -ENOMEM
                             : push(l, n, o);
         return r;

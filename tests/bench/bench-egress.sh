@@ -8,9 +8,13 @@
 #   2. the same TCP throughput through the filter with the seat's packet capture on
 #      (network/capture.c via captest, as seatd runs it for "capture on": snaplen 65535,
 #      64 MiB of files, rotated) against the filter alone, interleaved with the above;
-#   3. seatd provision time (real VMs) with a 500-entry allowlist and with none.
+#   3. seatd provision time (real VMs) with a 500-entry allowlist and with none;
+#   4. from inside a real seat (guest-probe's own clock): the first connection to a name
+#      that was never looked up (the seat's resolver asks the world's DNS server and adds
+#      the answer to the seat's set) against the same connection to an allowed address;
+#      a new name each run (*.bench.test), medians of 7, interleaved.
 # Summary: egress: filtered_over_unfiltered=R conn_filtered_over_unfiltered=R provision_500_over_0=R
-#          capture_over_filtered=R
+#          capture_over_filtered=R name_first_connect_ms=N name_over_ip=R
 #
 # usage: bench-egress.sh BUILD_DIR
 set -uo pipefail
@@ -21,7 +25,8 @@ harness_bench
 harness_build "${1:?usage: $0 BUILD_DIR}"
 NFTEST=$build/tests/network/nftest
 CAPTEST=$build/tests/network/captest
-need_built "$NFTEST" "$CAPTEST"
+PROBE=$build/tests/network/guest-probe
+need_built "$NFTEST" "$CAPTEST" "$PROBE"
 need_root
 # shellcheck source=../network/world.sh
 . "$HARNESS_SRC/tests/network/world.sh"
@@ -33,8 +38,10 @@ SEAT=(--seat bench --bridge $BR --uplink $UP --guest $GUEST --mac $MAC --profile
 # seatd first, then the filter and the test world it was routed through
 capt=
 harness_on_exit 'kill_wait "$capt"; seatd_stop; "$NFTEST" remove "${SEAT[@]}" >/dev/null 2>&1; world_unroute $TABLE >/dev/null 2>&1
-  world_guest_down $GNS $BR $VETH >/dev/null 2>&1; world_down >/dev/null 2>&1'
+  world_guest_down $GNS $BR $VETH >/dev/null 2>&1; ip route del $WORLD_DNS/32 2>/dev/null; world_down >/dev/null 2>&1'
 
+# Names for the first-connection runs: each is looked up once.
+for i in 1 2 3 4 5 6 7; do WORLD_ZONE+=("n$i.bench.test=$WORLD_ALLOWED"); done
 world_up $UP >/dev/null || { echo "bench-egress: the test world did not come up" >&2; exit 1; }
 world_guest_up $GNS $BR $VETH $HOST $GUEST/30 $MAC || exit 1
 world_route $TABLE $BR || exit 1
@@ -116,8 +123,13 @@ echo "connections/s:    filtered $(tr '\n' ' ' <"$t/cf")(median $cf), unfiltered
 # ---------------------------------------------------------------- provision with 500 rules
 mkdir -p "$t/egress"
 for i in $(seq 0 499); do echo "allow tcp 198.51.100.$((i % 250 + 1)) port $((10000 + i))"; done >"$t/egress/big.profile"
+cat >"$t/egress/names.profile" <<EOF
+dns $WORLD_DNS
+allow name *.bench.test tcp port 8080
+allow tcp $WORLD_ALLOWED port 8081
+EOF
 bench_seatd warm_reset=false net_pool=10.217.0.0/24 "uplink=$UP" "uplink_gateway=$WORLD_NET.2" \
-  route_table=5217 route_priority=5217 "egress_dir=$t/egress"
+  route_table=5217 route_priority=5217 "egress_dir=$t/egress" -- --guest-tool "$PROBE"
 prov() { # PROFILE -> ms
   local s0 ms id
   s0=$EPOCHREALTIME
@@ -130,5 +142,26 @@ prov() { # PROFILE -> ms
 for i in 1 2 3; do prov none >>"$t/p0"; prov big >>"$t/p500"; done
 p0=$(median <"$t/p0") p500=$(median <"$t/p500")
 echo "provision ms:     none $(tr '\n' ' ' <"$t/p0")(median $p0), 500 rules $(tr '\n' ' ' <"$t/p500")(median $p500)"
+# ---------------------------------------------------------------- a name's first connection
+# The seat's resolver (on the host) asks the world's DNS server through the uplink.
+ip route replace $WORLD_DNS/32 via $WORLD_NET.2 dev $UP
+sid=$("$CTL" -q provision --image test-image --egress names | awk 'NR==2 {print $1}')
+resolver=$("$CTL" --json status "$sid" | python3 -c 'import json,sys; print(json.load(sys.stdin)["network"]["host"])')
+probe_ms() { # guest-probe ARGS... -> its ms= (the whole probe: resolve, connect, one echo)
+  "$CTL" exec --timeout 60 "$sid" -- /bin/guest-probe --timeout-ms 5000 "$@" >"$t/probe.out" 2>&1
+  sed -n 's/.*result=ok.* ms=\([0-9]*\)$/\1/p' "$t/probe.out"
+  grep -q "result=ok" "$t/probe.out" || echo "bench-egress: guest-probe $*: $(head -c 300 "$t/probe.out")" >&2
+}
+probe_ms tcp "$WORLD_ALLOWED" 8081 --send hi --expect hi >/dev/null # the guest's first run of it
+: >"$t/nm" && : >"$t/ip"
+for i in 1 2 3 4 5 6 7; do
+  probe_ms --resolver "$resolver" tcp "n$i.bench.test" 8080 --send hi --expect hi >>"$t/nm"
+  probe_ms tcp "$WORLD_ALLOWED" 8081 --send hi --expect hi >>"$t/ip"
+done
+"$CTL" -q release "$sid" >/dev/null 2>&1
+nm=$(median <"$t/nm") ip=$(median <"$t/ip")
+echo "first connection ms (inside the seat): new name $(tr '\n' ' ' <"$t/nm")(median $nm), allowed address $(tr '\n' ' ' <"$t/ip")(median $ip)"
+[[ $(wc -l <"$t/nm") == 7 && $(wc -l <"$t/ip") == 7 ]] || echo "bench-egress: some name or address probes failed" >&2
+
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", (b > 0) ? a / b : 0}'; }
-echo "egress: filtered_over_unfiltered=$(ratio "$bf" "$bu") conn_filtered_over_unfiltered=$(ratio "$cf" "$cu") provision_500_over_0=$(ratio "$p500" "$p0") throughput_mib_s=$bf conn_per_s=$cf provision_p50_ms=$p0 provision_500_p50_ms=$p500 capture_over_filtered=$(ratio "$bc" "$bf") captured_throughput_mib_s=$bc"
+echo "egress: filtered_over_unfiltered=$(ratio "$bf" "$bu") conn_filtered_over_unfiltered=$(ratio "$cf" "$cu") provision_500_over_0=$(ratio "$p500" "$p0") throughput_mib_s=$bf conn_per_s=$cf provision_p50_ms=$p0 provision_500_p50_ms=$p500 capture_over_filtered=$(ratio "$bc" "$bf") captured_throughput_mib_s=$bc name_first_connect_ms=$nm name_over_ip=$(ratio "$nm" "$ip")"

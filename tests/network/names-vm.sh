@@ -151,6 +151,11 @@ for name in a.wild.test b.c.wild.test; do
   probe "$A" "${T[@]}" --resolver "$HA" tcp $name 8080 --send hi --expect hi \
     && ok "wildcard *.wild.test: $name connects" || not_ok "wildcard *.wild.test: $name connects"
 done
+# Through the wildcard's own set: the same server is in allowed.test's set already, which
+# alone would let those connections through (and once hid a wildcard set that stayed empty).
+in_wild=$("$CTL" --json status "$A" | json_field "[x['address'] for m in d['network']['names'] if m['name'] == '*.wild.test' for x in m['addresses']]")
+[[ $in_wild == *"'$WORLD_ALLOWED'"* ]] && ok "the wildcard's own set holds what its names answered ($in_wild)" \
+  || { "$CTL" status "$A" >"$t/out" 2>&1; not_ok "the wildcard's own set holds what its names answered ($in_wild)"; }
 
 # Rebinding to the metadata service and to an address of the host.
 for c in metadata.test=$WORLD_METADATA hostaddr.test=$HOSTUP; do
