@@ -46,9 +46,9 @@ void nflog_payload_parse(const uint8_t *p, size_t len, NflogPacket *ret);
 
 /*
  * A socket bound to nfnetlink_log group `group` (1..65535), copying the first
- * NFLOG_COPY_RANGE bytes of each packet, with a receive timeout of timeout_ms. -EBUSY: the
- * group is another socket's; other -errno: no nfnetlink_log (the kernel lacks it), no
- * CAP_NET_ADMIN. Closing the fd unbinds.
+ * NFLOG_COPY_RANGE bytes of each packet, with a receive timeout of timeout_ms. -EPERM: the
+ * group is another socket's (or no CAP_NET_ADMIN); other -errno: no nfnetlink_log in the
+ * kernel. Closing the fd unbinds.
  */
 int nflog_open(uint16_t group, int timeout_ms, int *ret_fd);
 

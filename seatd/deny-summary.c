@@ -325,7 +325,7 @@ int deny_summary_new(uint16_t group, unsigned interval_s, DenySummaryEmitFn emit
         int r = (d->table = deny_table_new()) ? 0 : -ENOMEM;
         if (r >= 0 && (r = nflog_open(group, RECEIVE_TIMEOUT_MS, &d->fd)) < 0)
                 r = seat_error_set(ret_error, -r, "cannot bind nfnetlink_log group %u: %s%s", group, strerror(-r),
-                                   r == -EBUSY ? " (another program reads it: set deny_log_group in seatd.conf)" : "");
+                                   r == -EPERM || r == -EBUSY ? " (another program, e.g. another seatd, may hold it: set deny_log_group in seatd.conf)" : "");
         if (r >= 0) {
                 r = -pthread_create(&d->thread, NULL, deny_thread, d);
                 d->started = r >= 0;

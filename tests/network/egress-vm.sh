@@ -7,7 +7,8 @@
 # recorder), two seats booted from a test image that carries guest-probe, and every case
 # tried from the guest through `seatctl exec`. Each denied case has a positive control
 # from the same seat that succeeds, and each denial must show in the seat's denied
-# counters. Then tampering (flush, one rule changed) behind seatd's back, a seat that must
+# counters, and what the guest tried to reach must be summarised into its session's audit
+# log (egress.denied: destination, port, count; issue 18, item 6). Then tampering (flush, one rule changed) behind seatd's back, a seat that must
 # stay paused, rules that cannot be installed, and release leaving nothing behind.
 #
 # usage: egress-vm.sh BUILD_DIR
@@ -27,6 +28,9 @@ need_libvirt --start
 UPLINK=sdw-up0
 POOL=10.214.0.0/24
 TABLE=5214
+# The deny log's nfnetlink_log group: one of this run's own (another seatd on the host may
+# hold the default), and a summary every 2 s.
+DENY_GROUP=$((20000 + RANDOM % 10000))
 holder_pid=
 harness_on_exit 'kill_wait "$holder_pid"'
 unset SEATD_TOKEN
@@ -69,7 +73,7 @@ dns $WORLD_DNS
 EOF
 write_conf() {
   seatd_conf accel=tcg allow_tcg=true inspect_images=false "${world_seatd_keys[@]}" \
-    egress_check_interval=2 "tamper_resume=$1"
+    egress_check_interval=2 "tamper_resume=$1" deny_log_group=$DENY_GROUP deny_summary_interval=2
 }
 write_conf true
 seatd_start
@@ -191,6 +195,55 @@ else seat_diag "$A"; not_ok "IPv6 is dropped (first probe rc $rc, denied $before
 
 # The other seat is its own: its counters did not move for A's attempts, its own works.
 allowed "$B" "the other seat reaches the allowed server by itself" "${T[@]}" tcp "$WORLD_ALLOWED" 8080
+
+# ---------------------------------------------------------------- denied flows in the audit log
+# The guest tries a blocked server's port nobody else tries here, three times; the session's
+# audit log must name that destination and port with a count (issue 18, item 6).
+# denied_flows SEAT DEST PROTO PORT: the packets counted for that flow over every
+# egress.denied summary in the seat's current audit log, "count first_ms last_ms records"
+denied_flows() {
+  local audit
+  audit=$(ls -t "$t/state/seats/$1"/audit-g*.log 2>/dev/null | head -1)
+  [[ -n $audit ]] || { echo "0 0 0 0"; return; }
+  python3 - "$audit" "$2" "$3" "$4" <<'PY'
+import json, sys
+count, first, last, n = 0, 0, 0, 0
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    d = r.get("data", {})
+    if r.get("type") != "egress.denied" or "destination" not in d:
+        continue
+    if d["destination"] == sys.argv[2] and d.get("protocol") == sys.argv[3] and d.get("port") == int(sys.argv[4]):
+        count += d["count"]; n += 1
+        first = d["first_ms"] if not first else min(first, d["first_ms"])
+        last = max(last, d["last_ms"])
+print(count, first, last, n)
+PY
+}
+grep -q "denied flows: nfnetlink_log group $DENY_GROUP" "$t/seatd.log" \
+  && ok "seatd reads the deny log from nfnetlink_log group $DENY_GROUP" \
+  || not_ok "seatd reads the deny log from nfnetlink_log group $DENY_GROUP: $(grep -m1 'denied-flow' "$t/seatd.log")"
+nft list chain inet seatd "out-$BRA" | grep -q "log prefix \"seatd-deny $A \" group $DENY_GROUP snaplen 64" \
+  && ok "the seat's deny rule logs to that group (read back from nftables)" \
+  || not_ok "the seat's deny rule logs to that group: $(nft list chain inet seatd "out-$BRA" | grep -m1 'log prefix')"
+t0=$(($(date +%s%N) / 1000000))
+for i in 1 2 3; do probe "$A" --timeout-ms 500 tcp "$WORLD_BLOCKED" 9443; done
+for i in 1 2 3; do probe "$A" --timeout-ms 500 udp "$WORLD_BLOCKED" 9444; done
+flows=(0 0 0 0)
+for _ in $(seq 1 100); do
+  read -r -a flows < <(denied_flows "$A" "$WORLD_BLOCKED" tcp 9443)
+  read -r -a uflows < <(denied_flows "$A" "$WORLD_BLOCKED" udp 9444)
+  ((flows[0] >= 3 && uflows[0] >= 3)) && break
+  sleep 0.1
+done
+diag "egress.denied for $WORLD_BLOCKED tcp 9443: count ${flows[0]} in ${flows[3]} records; udp 9444: count ${uflows[0]}"
+((flows[0] >= 3 && flows[1] >= t0 && flows[2] >= flows[1])) \
+  && ok "the audit log names what the guest tried: $WORLD_BLOCKED tcp 9443, ${flows[0]} packets, first and last time" \
+  || not_ok "the audit log names what the guest tried: $WORLD_BLOCKED tcp 9443 (count ${flows[0]}, first ${flows[1]}, last ${flows[2]}, since $t0)"
+((uflows[0] >= 3)) && ok "and the UDP attempts: $WORLD_BLOCKED udp 9444, ${uflows[0]} packets" \
+  || not_ok "and the UDP attempts: $WORLD_BLOCKED udp 9444 (count ${uflows[0]})"
+read -r -a bflows < <(denied_flows "$B" "$WORLD_BLOCKED" tcp 9443)
+((bflows[0] == 0)) && ok "the other seat's audit log has none of them" || not_ok "the other seat's audit log has none of A's attempts (${bflows[0]})"
 
 # ---------------------------------------------------------------- tampering
 tamper_events() { "$CTL" --json status "$1" | json_field 'd["network"]["tamper_events"]'; }
