@@ -18,6 +18,8 @@
 
 /* Room for bursts between two reads; beyond it the kernel drops and says ENOBUFS. */
 #define NFLOG_SOCKET_RCVBUF (1024 * 1024)
+/* The kernel batches logged packets: hand them over after at most this long (1/100 s). */
+#define NFLOG_FLUSH_TIMEOUT_CS 10
 /* IPv6 extension headers walked to find the transport header. */
 #define IPV6_EXT_MAX 4
 
@@ -179,6 +181,8 @@ typedef struct ConfigRequest {
         struct nlattr mode_a;
         struct nfulnl_msg_config_mode mode;
         uint8_t pad2[2];
+        struct nlattr timeout_a;
+        uint32_t timeout; /* big-endian */
 } ConfigRequest;
 
 static int wait_ack(int fd, uint32_t seq) {
@@ -223,11 +227,14 @@ int nflog_open(uint16_t group, int timeout_ms, int *ret_fd) {
                 .cmd = { .command = NFULNL_CFG_CMD_BIND },
                 .mode_a = { .nla_len = NLA_HDRLEN + sizeof(struct nfulnl_msg_config_mode), .nla_type = NFULA_CFG_MODE },
                 .mode = { .copy_range = htonl(NFLOG_COPY_RANGE), .copy_mode = NFULNL_COPY_PACKET },
+                .timeout_a = { .nla_len = NLA_HDRLEN + sizeof(uint32_t), .nla_type = NFULA_CFG_TIMEOUT },
+                .timeout = htonl(NFLOG_FLUSH_TIMEOUT_CS),
         };
         _Static_assert(offsetof(ConfigRequest, mode_a) == NLMSG_HDRLEN + sizeof(struct nfgenmsg) + NLA_ALIGN(NLA_HDRLEN + 1),
                        "config attributes aligned");
-        _Static_assert(sizeof(ConfigRequest) == offsetof(ConfigRequest, mode_a) + NLA_ALIGN(NLA_HDRLEN + 6),
-                       "config request size");
+        _Static_assert(offsetof(ConfigRequest, timeout_a) == offsetof(ConfigRequest, mode_a) + NLA_ALIGN(NLA_HDRLEN + 6),
+                       "config attributes aligned");
+        _Static_assert(sizeof(ConfigRequest) == offsetof(ConfigRequest, timeout_a) + NLA_HDRLEN + 4, "config request size");
         struct sockaddr_nl kernel = { .nl_family = AF_NETLINK };
         if (sendto(fd, &req, sizeof(req), 0, (const struct sockaddr *) &kernel, sizeof(kernel)) < 0)
                 return -errno;
