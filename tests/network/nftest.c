@@ -269,7 +269,9 @@ int main(int argc, char *argv[]) {
                                 "[--interval-ms N] [--log-group N] [--count N]\n");
                 return 2;
         }
-        int r = egress_profile_load(o.profile_path ? o.profile_path : "/dev/null", &profile, &err);
+        /* nflog reads every seat's log: no seat, no profile */
+        int r = strcmp(o.verb, "nflog") == 0 ? 0
+                                               : egress_profile_load(o.profile_path ? o.profile_path : "/dev/null", &profile, &err);
         if (r >= 0) {
                 o.spec.profile = profile;
                 r = run(&o, &err);
