@@ -351,7 +351,7 @@ diag "nflog: $(tr '\n' ' ' <"$TMP/nflog.out") $(cat "$TMP/nflog.err")"
         && ok "the listener reads three denied SYNs: seat nt1, $WORLD_BLOCKED, tcp, port 9443" \
         || not_ok "the listener reads three denied SYNs (rc $rc)"
 check "a second listener on the same group is refused" \
-        bash -c "'$NFTEST' nflog --log-group $G --timeout-ms 2000 & p=\$!; sleep 0.3; ! '$NFTEST' nflog --log-group $G --timeout-ms 100 2>&1 | grep -q ready; r=\$?; kill \$p; wait \$p; exit \$r"
+        bash -c "'$NFTEST' nflog --log-group $G --timeout-ms 2000 >/dev/null & p=\$!; sleep 0.3; ! '$NFTEST' nflog --log-group $G --timeout-ms 100 2>&1 | grep -q ready; r=\$?; kill \$p; wait \$p; exit \$r"
 check "back to the kernel log: install again" "$NFTEST" install "${SEAT1[@]}"
 
 # --- tamper detection ------------------------------------------------------------------
