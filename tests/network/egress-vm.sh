@@ -316,6 +316,19 @@ left_rules=$(ip rule | grep -c "lookup $TABLE" || true)
 [[ $left_nets == 0 && $left_chains == 0 && $left_rules == 0 ]] \
   && ok "release removes the networks, the chains and the routing rules" \
   || not_ok "release removes everything (networks $left_nets, chains $left_chains, rules $left_rules)"
+# ---------------------------------------------------------------- no nfnetlink_log group
+# The deny log's group held by another program when seatd starts: seatd warns, and seats
+# start and are filtered as before, their deny rules logging to the kernel log (the seat
+# below runs every case of its section so).
+seatd_stop
+"$build/tests/network/nftest" nflog --log-group "$DENY_GROUP" --timeout-ms 600000 >"$t/holder.out" 2>&1 &
+holder_pid=$!
+for _ in $(seq 1 100); do grep -q ready "$t/holder.out" && break; sleep 0.05; done
+seatd_start
+grep -q "denied-flow summaries are off, denied packets go to the kernel log: cannot bind nfnetlink_log group $DENY_GROUP" "$t/seatd.log" \
+  && ok "the deny log's group held by another program: seatd starts and says summaries are off" \
+  || not_ok "the deny log's group held by another program: seatd starts and says summaries are off"
+
 # ---------------------------------------------------------------- the host's own services
 # Issue #13, finding 11. A seat whose profile has the host serve DHCP and DNS: DNS only to
 # the host's address on the seat's own bridge (not to a resolver on another address of the
@@ -329,6 +342,9 @@ C=$(awk 'NR==2 {print $1}' "$t/prov")
 GC=$(guest_ip "$C") HC=$(host_ip "$C") BRC=$(bridge_of "$C")
 UPH=${WORLD_NET:-10.255.0}.1 # the host's end of the test world's uplink: another address of the host
 diag "seat $C: guest $GC host $HC bridge $BRC; another host address: $UPH"
+nft list chain inet seatd "out-$BRC" | grep 'log prefix' | grep -q "seatd-deny $C \"\$" \
+  && ok "without the group the seat's deny rules log to the kernel log (no group)" \
+  || not_ok "without the group the seat's deny rules log to the kernel log: $(nft list chain inet seatd "out-$BRC" | grep 'log prefix')"
 dhcp_accepted() { # packets counted by the DHCP accept rule of the seat's host chain
   nft list chain inet seatd "host-$BRC" | awk '/udp sport 68 udp dport 67/ { for (i = 1; i < NF; i++) if ($i == "packets") print $(i + 1) }'
 }
