@@ -266,21 +266,30 @@ static int add_rule(json_object *rules, json_object *const *stmts, size_t n, jso
         })
 #define RULE0(rules, verdict) add_rule((rules), NULL, 0, (verdict))
 
-static json_object *j_log(const char *seat) {
+/* As nft lists it back: {"log": {"prefix": P, "group": G, "snaplen": S}}. */
+static json_object *j_log(const NftSeatSpec *spec) {
         char prefix[sizeof(NFT_LOG_PREFIX) + NFT_SEAT_NAME_MAX + 2];
-        (void) snprintf(prefix, sizeof(prefix), NFT_LOG_PREFIX "%s ", seat);
-        return nft_j_obj1("log", nft_j_obj1("prefix", nft_j_str(prefix)));
+        json_object *o = json_object_new_object();
+        if (!o)
+                return NULL;
+        (void) snprintf(prefix, sizeof(prefix), NFT_LOG_PREFIX "%s ", spec->seat);
+        json_object_object_add(o, "prefix", nft_j_str(prefix));
+        if (spec->log_group > 0) {
+                json_object_object_add(o, "group", json_object_new_int(spec->log_group));
+                json_object_object_add(o, "snaplen", json_object_new_int(NFT_LOG_SNAPLEN));
+        }
+        return nft_j_obj1("log", o);
 }
 
 /* limit; counter; log — then a counted drop: the tail of every deny path. */
-static int add_deny_tail(json_object *rules, const char *seat) {
+static int add_deny_tail(json_object *rules, const NftSeatSpec *spec) {
         json_object *lim = json_object_new_object();
         if (!lim)
                 return -ENOMEM;
-        json_object_object_add(lim, "rate", json_object_new_int(5));
-        json_object_object_add(lim, "burst", json_object_new_int(10));
+        json_object_object_add(lim, "rate", json_object_new_int(NFT_LOG_RATE));
+        json_object_object_add(lim, "burst", json_object_new_int(NFT_LOG_BURST));
         json_object_object_add(lim, "per", nft_j_str("second"));
-        int r = RULE(rules, j_log(seat), nft_j_obj1("limit", lim));
+        int r = RULE(rules, j_log(spec), nft_j_obj1("limit", lim));
         if (r < 0)
                 return r;
         return RULE0(rules, j_verdict("drop"));
@@ -395,13 +404,13 @@ static int build_out(json_object *rules, const NftSeatSpec *spec) {
                 r = add_dns_rules(rules, &p->dns[i]);
         for (size_t i = 0; i < p->n_rules && r >= 0; i++)
                 r = p->rules[i].name ? add_name_rules(rules, spec, i) : add_allow_rule(rules, &p->rules[i]);
-        return r < 0 ? r : add_deny_tail(rules, spec->seat);
+        return r < 0 ? r : add_deny_tail(rules, spec);
 }
 
 /* to-B: forwarded towards the guest: replies only. */
 static int build_to(json_object *rules, const NftSeatSpec *spec) {
         int r = RULE(rules, j_verdict("accept"), j_ct_state("established", "related"));
-        return r < 0 ? r : add_deny_tail(rules, spec->seat);
+        return r < 0 ? r : add_deny_tail(rules, spec);
 }
 
 /* host-B: the guest talking to the host itself. */
@@ -430,7 +439,7 @@ static int build_host(json_object *rules, const NftSeatSpec *spec) {
         if (r >= 0 && profile_serves_dns(p))
                 r = RULE(rules, j_verdict("accept"), j_match("==", j_payload("ip", "daddr"), j_host_ip(spec)),
                          j_match("==", j_payload("tcp", "dport"), json_object_new_int(53)));
-        return r < 0 ? r : add_deny_tail(rules, spec->seat);
+        return r < 0 ? r : add_deny_tail(rules, spec);
 }
 
 /* ing-B: every frame that reaches the bridge device, before any IP processing: only IPv4
@@ -451,7 +460,7 @@ static int build_ingress(json_object *rules, const NftSeatSpec *spec) {
                 r = RULE(rules, j_verdict("drop"), j_match("==", j_payload("ether", "type"), nft_j_str("8021ad")));
         if (r >= 0)
                 r = RULE(rules, j_verdict("accept"), j_match("==", j_keyed("meta", "protocol"), nft_j_obj1("set", protos)));
-        return r < 0 ? r : add_deny_tail(rules, spec->seat);
+        return r < 0 ? r : add_deny_tail(rules, spec);
 }
 
 static int build_jumps(json_object *rules, ChainKind k, const NftSeatSpec *spec) {

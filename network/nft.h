@@ -23,7 +23,9 @@
  *           when allowed) go on; VLAN-tagged and anything else is counted and dropped
  *
  * Every rule has a counter; every deny path ends in a rate-limited log rule with the
- * prefix "seatd-deny <seat> " and a counted drop. Installing reads the table back and
+ * prefix "seatd-deny <seat> " and a counted drop. The log goes to nfnetlink_log group
+ * spec->log_group (seatd's denied-flow summaries, network/nflog.h), or to the kernel log
+ * when that is 0. Installing reads the table back and
  * compares it with what was meant: a difference is an error and the seat's chains are
  * removed again.
  */
@@ -42,6 +44,13 @@
 #define NFT_IFNAME_MAX 15
 #define NFT_SEAT_NAME_MAX 32
 #define NFT_LOG_PREFIX "seatd-deny "
+/* The log rule of every deny path: at most NFT_LOG_RATE packets a second (burst
+ * NFT_LOG_BURST) per rule are logged; the drop after it counts them all. With a log group,
+ * the first NFT_LOG_SNAPLEN bytes of each (from the network header) go to nfnetlink_log. */
+#define NFT_LOG_RATE 50
+#define NFT_LOG_BURST 100
+#define NFT_LOG_SNAPLEN 64
+#define NFT_LOG_GROUP_DEFAULT 5213
 
 /* "allow name" (docs/egress.md "Names"): the seat's resolver (libvirt's dnsmasq on the
  * bridge) puts every address it answers for an allowed name into that name's sets,
@@ -75,6 +84,7 @@ typedef struct NftSeatSpec {
         bool has_mac;
         uint8_t guest_mac[6];   /* the guest's MAC (anti-spoofing) when has_mac */
         bool masquerade;        /* source NAT to the uplink's address */
+        uint16_t log_group;     /* nfnetlink_log group of the deny log; 0: kernel log */
         unsigned name_timeout_s; /* how long a name's address stays in its set; 0:
                                  * NFT_NAME_SET_TIMEOUT_S (tests use a short one) */
         const EgressProfile *profile;

@@ -249,6 +249,9 @@ static const ConfItem items[] = {
         PATH(egress_dir, "/etc/seatd/egress", .doc = "egress profiles, <name>.profile"),
         STRING(default_egress, conf_parse_profile, "none", .doc = "the profile of a seat provisioned without --egress"),
         LONG(egress_check_interval, 1, 3600, "10", .doc = "seconds between full read-backs of every seat's rules"),
+        LONG(deny_log_group, 0, 65535, "5213",
+             .doc = "nfnetlink_log group of the deny log, read for the egress.denied summaries; 0: kernel log, no summaries"),
+        LONG(deny_summary_interval, 1, 3600, "10", .doc = "seconds between egress.denied summaries of denied flows"),
         BOOL(tamper_resume, "true", .doc = "after tampering: restore the rules and resume; false: stay paused"),
         BOOL(forwarding_lockdown, "true", .doc = "IPv4 forwarding only on seat bridges and the uplink"),
 

@@ -63,6 +63,8 @@ typedef struct SeatConfig {
         char *egress_dir;       /* <name>.profile files, default /etc/seatd/egress */
         char *default_egress;   /* profile when provision names none: default "none" */
         long egress_check_interval; /* seconds between full read-backs (default 10) */
+        long deny_log_group;    /* nfnetlink_log group of the deny log (default 5213; 0: kernel log) */
+        long deny_summary_interval; /* seconds between denied-flow summaries (default 10) */
         bool forwarding_lockdown; /* IPv4 forwarding only on seat bridges + uplink (default true) */
         bool tamper_resume;     /* after tampering: restore rules and resume (default), or stay paused */
         /* Disk: free space seatd never promises to seats (default 1 GiB). */

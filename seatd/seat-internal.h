@@ -20,6 +20,7 @@
 #include "seat.h"
 #include "seat-log.h"
 #include "seatnet.h"
+#include "deny-summary.h"
 #include "network/capture.h"
 #include "images/qcow2.h"
 #include "evidence/archive.h"
@@ -182,6 +183,7 @@ struct SeatManager {
         SeatBoxPublicKey facilitator;     /* archives are sealed to it */
         bool have_facilitator;
         SeatNetManager *net;              /* seat networks and their egress filter */
+        DenySummary *deny;                /* denied-flow summaries; NULL: off */
         uint64_t disk_pending;            /* admitted, not yet in the table; under lock */
         char *warm_dir;                   /* <state_dir>/warm: saved states, 0711; files 0600 */
         uint8_t warm_key[WARM_KEY_BYTES]; /* MACs their sidecars */
@@ -277,6 +279,8 @@ int warm_restore(SeatManager *m, Seat *s, const ImageManifest *man, bool kvm, ch
 void warm_set_standby(Seat *s, const char *fmt, ...) _printf_(2, 3);
 
 /* seat-net.c */
+void deny_summary_start(SeatManager *m);
+void deny_summary_flush_seat(Seat *s);
 char *egress_saved_path(const Seat *s);
 int handover_network(Seat *s, SeatError **ret_error);
 void on_net_tamper(const char *seat_id, NftSeatState st, void *userdata);

@@ -123,6 +123,44 @@ void on_net_tamper(const char *seat_id, NftSeatState st, void *userdata) {
                 virConnectClose(c);
 }
 
+/* ---- denied flows (seatd/deny-summary.h) ---- */
+
+static void deny_emit(const char *seat, json_object *data, void *userdata) {
+        SeatManager *m = userdata;
+        _cleanup_(seat_unrefp) Seat *s = seat_manager_get(m, seat);
+        if (s) /* a seat of another seatd logging to the same group, or one released: not ours */
+                (void) seat_audit(s, "egress.denied", data);
+}
+
+/* Summaries need the group bound before any seat's rules name it; without it the rules log
+ * to the kernel log, as before, and seats run all the same. */
+void deny_summary_start(SeatManager *m) {
+        _cleanup_error_ SeatError *err = NULL;
+        const SeatConfig *c = m->config;
+        if (!c->network || c->deny_log_group <= 0)
+                return;
+        int r = deny_summary_new((uint16_t) c->deny_log_group, (unsigned) c->deny_summary_interval, deny_emit, m, &m->deny,
+                                 &err);
+        if (r < 0) {
+                log_warning("denied-flow summaries are off, denied packets go to the kernel log: %s",
+                            err ? err->message : strerror(-r));
+                return;
+        }
+        seatnet_set_log_group(m->net, (uint16_t) c->deny_log_group);
+        log_info("denied flows: nfnetlink_log group %ld, summarised into the audit logs every %ld s", c->deny_log_group,
+                 c->deny_summary_interval);
+}
+
+static void deny_emit_seat(const char *seat, json_object *data, void *userdata) {
+        (void) seat;
+        (void) seat_audit(userdata, "egress.denied", data);
+}
+
+/* Before the seat's session log closes: what its guest tried to reach up to now. */
+void deny_summary_flush_seat(Seat *s) {
+        deny_summary_flush(s->m->deny, s->rec.id, deny_emit_seat, s);
+}
+
 int seat_manager_net_fd(SeatManager *m) {
         return seatnet_fd(m->net);
 }

@@ -187,6 +187,7 @@ int session_open(SeatManager *m, Seat *s, SeatError **ret_error) {
 void session_close(Seat *s) {
         _cleanup_error_ SeatError *err = NULL;
         seat_capture_stop(s->m, s); /* its machine is off the bridge: nothing of the next one */
+        deny_summary_flush_seat(s);
         uint64_t denied = s->net ? seatnet_denied_delta(s->m->net, s->net) : 0;
         pthread_mutex_lock(&s->audit_lock);
         if (s->audit && denied > 0) {

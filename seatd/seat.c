@@ -718,6 +718,8 @@ int seat_manager_new(const SeatConfig *config, ImageStore *store, SeatManager **
         if (r >= 0)
                 r = seatnet_manager_new(config, on_net_tamper, m, &m->net, ret_error);
         if (r >= 0)
+                deny_summary_start(m);
+        if (r >= 0)
                 r = seatnet_ensure_standby(m->net, m->conn, ret_error);
         if (r < 0) {
                 seat_manager_free(m);
@@ -730,6 +732,8 @@ int seat_manager_new(const SeatConfig *config, ImageStore *store, SeatManager **
 SeatManager *seat_manager_free(SeatManager *m) {
         if (!m)
                 return NULL;
+        /* What the seats tried to reach, into their logs while they are open. */
+        m->deny = deny_summary_free(m->deny);
         /* Seats keep running: a restarted seatd adopts them. Their states being made are
          * finished (or dropped when not begun); old machines' destroys are waited for. */
         for (size_t i = 0; i < m->n_seats; i++) {

@@ -47,6 +47,7 @@ struct SeatNetManager {
         Pending pending[NFT_MONITOR_MAX_SEATS];
         size_t n_pending;
         bool lockdown;            /* forwarding only on seat bridges and the uplink */
+        uint16_t log_group;       /* the deny log's nfnetlink_log group; 0: the kernel log */
 };
 
 struct SeatNet {
@@ -222,6 +223,10 @@ int seatnet_manager_new(const SeatConfig *config, SeatNetTamperFn fn, void *user
         return 0;
 }
 
+void seatnet_set_log_group(SeatNetManager *nm, uint16_t group) {
+        nm->log_group = group;
+}
+
 SeatNetManager *seatnet_manager_free(SeatNetManager *nm) {
         if (!nm)
                 return NULL;
@@ -384,7 +389,7 @@ static void fill_spec(SeatNetManager *nm, SeatNet *n) {
         char a[INET_ADDRSTRLEN];
         n->spec = (NftSeatSpec) { .seat = n->seat_id, .bridge = n->ns.bridge, .uplink = nm->config->uplink,
                                   .guest = n->ns.guest, .host = n->ns.host, .has_mac = true, .masquerade = nm->config->uplink && nm->config->masquerade,
-                                  .profile = n->profile };
+                                  .log_group = nm->log_group, .profile = n->profile };
         memcpy(n->spec.guest_mac, n->ns.guest_mac, 6);
         (void) inet_ntop(AF_INET, &n->ns.guest, a, sizeof(a));
         (void) snprintf(n->guest_cidr, sizeof(n->guest_cidr), "%s/%u", a, n->ns.prefixlen);

@@ -37,6 +37,9 @@ int seatnet_manager_new(const SeatConfig *config, SeatNetTamperFn fn, void *user
 SeatNetManager *seatnet_manager_free(SeatNetManager *nm);
 DEFINE_TRIVIAL_CLEANUP_FUNC(SeatNetManager *, seatnet_manager_free)
 
+/* Where the deny rules of seats set up from now on log: nfnetlink_log group `group` (someone
+ * reads it: seatd/deny-summary.h), or 0, the kernel log. Before any seat is set up. */
+void seatnet_set_log_group(SeatNetManager *nm, uint16_t group);
 /* Make the standby network when it is missing (see seatnet_standby_interface_xml()). */
 int seatnet_ensure_standby(SeatNetManager *nm, virConnectPtr conn, SeatError **ret_error);
 

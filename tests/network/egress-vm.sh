@@ -7,7 +7,8 @@
 # recorder), two seats booted from a test image that carries guest-probe, and every case
 # tried from the guest through `seatctl exec`. Each denied case has a positive control
 # from the same seat that succeeds, and each denial must show in the seat's denied
-# counters. Then tampering (flush, one rule changed) behind seatd's back, a seat that must
+# counters, and what the guest tried to reach must be summarised into its session's audit
+# log (egress.denied: destination, port, count; issue 18, item 6). Then tampering (flush, one rule changed) behind seatd's back, a seat that must
 # stay paused, rules that cannot be installed, and release leaving nothing behind.
 #
 # usage: egress-vm.sh BUILD_DIR
@@ -27,6 +28,9 @@ need_libvirt --start
 UPLINK=sdw-up0
 POOL=10.214.0.0/24
 TABLE=5214
+# The deny log's nfnetlink_log group: one of this run's own (another seatd on the host may
+# hold the default), and a summary every 2 s.
+DENY_GROUP=$((20000 + RANDOM % 10000))
 holder_pid=
 harness_on_exit 'kill_wait "$holder_pid"'
 unset SEATD_TOKEN
@@ -69,7 +73,7 @@ dns $WORLD_DNS
 EOF
 write_conf() {
   seatd_conf accel=tcg allow_tcg=true inspect_images=false "${world_seatd_keys[@]}" \
-    egress_check_interval=2 "tamper_resume=$1"
+    egress_check_interval=2 "tamper_resume=$1" deny_log_group=$DENY_GROUP "deny_summary_interval=${2:-2}"
 }
 write_conf true
 seatd_start
@@ -192,6 +196,59 @@ else seat_diag "$A"; not_ok "IPv6 is dropped (first probe rc $rc, denied $before
 # The other seat is its own: its counters did not move for A's attempts, its own works.
 allowed "$B" "the other seat reaches the allowed server by itself" "${T[@]}" tcp "$WORLD_ALLOWED" 8080
 
+# ---------------------------------------------------------------- denied flows in the audit log
+# The guest tries a blocked server's port nobody else tries here, three times; the session's
+# audit log must name that destination and port with a count (issue 18, item 6).
+# denied_flows SEAT DEST PROTO PORT: the packets counted for that flow over every
+# egress.denied summary in the seat's current audit log, "count first_ms last_ms records"
+denied_flows() {
+  local audit
+  audit=$(ls -t "$t/state/seats/$1"/audit-g*.log 2>/dev/null | head -1)
+  denied_flows_in "$audit" "$2" "$3" "$4"
+}
+# denied_flows_in AUDIT_LOG DEST PROTO PORT: the same for one log file
+denied_flows_in() {
+  [[ -f $1 ]] || { echo "0 0 0 0"; return; }
+  python3 - "$1" "$2" "$3" "$4" <<'PY'
+import json, sys
+count, first, last, n = 0, 0, 0, 0
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    d = r.get("data", {})
+    if r.get("type") != "egress.denied" or "destination" not in d:
+        continue
+    if d["destination"] == sys.argv[2] and d.get("protocol") == sys.argv[3] and d.get("port") == int(sys.argv[4]):
+        count += d["count"]; n += 1
+        first = d["first_ms"] if not first else min(first, d["first_ms"])
+        last = max(last, d["last_ms"])
+print(count, first, last, n)
+PY
+}
+grep -q "denied flows: nfnetlink_log group $DENY_GROUP" "$t/seatd.log" \
+  && ok "seatd reads the deny log from nfnetlink_log group $DENY_GROUP" \
+  || not_ok "seatd reads the deny log from nfnetlink_log group $DENY_GROUP: $(grep -m1 'denied-flow' "$t/seatd.log")"
+nft list chain inet seatd "out-$BRA" | grep -q "log prefix \"seatd-deny $A \" group $DENY_GROUP snaplen 64" \
+  && ok "the seat's deny rule logs to that group (read back from nftables)" \
+  || not_ok "the seat's deny rule logs to that group: $(nft list chain inet seatd "out-$BRA" | grep -m1 'log prefix')"
+t0=$(($(date +%s%N) / 1000000))
+for i in 1 2 3; do probe "$A" --timeout-ms 500 tcp "$WORLD_BLOCKED" 9443; done
+for i in 1 2 3; do probe "$A" --timeout-ms 500 udp "$WORLD_BLOCKED" 9444; done
+flows=(0 0 0 0)
+for _ in $(seq 1 100); do
+  read -r -a flows < <(denied_flows "$A" "$WORLD_BLOCKED" tcp 9443)
+  read -r -a uflows < <(denied_flows "$A" "$WORLD_BLOCKED" udp 9444)
+  ((flows[0] >= 3 && uflows[0] >= 3)) && break
+  sleep 0.1
+done
+diag "egress.denied for $WORLD_BLOCKED tcp 9443: count ${flows[0]} in ${flows[3]} records; udp 9444: count ${uflows[0]}"
+((flows[0] >= 3 && flows[1] >= t0 && flows[2] >= flows[1])) \
+  && ok "the audit log names what the guest tried: $WORLD_BLOCKED tcp 9443, ${flows[0]} packets, first and last time" \
+  || not_ok "the audit log names what the guest tried: $WORLD_BLOCKED tcp 9443 (count ${flows[0]}, first ${flows[1]}, last ${flows[2]}, since $t0)"
+((uflows[0] >= 3)) && ok "and the UDP attempts: $WORLD_BLOCKED udp 9444, ${uflows[0]} packets" \
+  || not_ok "and the UDP attempts: $WORLD_BLOCKED udp 9444 (count ${uflows[0]})"
+read -r -a bflows < <(denied_flows "$B" "$WORLD_BLOCKED" tcp 9443)
+((bflows[0] == 0)) && ok "the other seat's audit log has none of them" || not_ok "the other seat's audit log has none of A's attempts (${bflows[0]})"
+
 # ---------------------------------------------------------------- tampering
 tamper_events() { "$CTL" --json status "$1" | json_field 'd["network"]["tamper_events"]'; }
 last_tamper() { "$CTL" --json status "$1" | json_field "d['network']['last_tamper'].get('$2', 0)"; }
@@ -222,9 +279,10 @@ else not_ok "one rule changed with nft: the seat is paused"; fi
 grep -q '"egress.tampered"\|egress.tampered' "$t/seatd.log" 2>/dev/null || true
 denied_case "$A" "after that restore the blocked server is dropped again" "${T[@]}" tcp "$WORLD_BLOCKED" 8080
 
-# tamper_resume = false: the seat stays paused, exec says why, a reset restores it.
+# tamper_resume = false: the seat stays paused, exec says why, a reset restores it. (And
+# summaries only every 10 minutes from now on: what is written at release is the flush.)
 seatd_stop
-write_conf false
+write_conf false 600
 seatd_start
 "$CTL" list | grep -q "^$A " && ok "a restarted seatd adopts the seats with their networks" || not_ok "a restarted seatd adopts the seats"
 allowed "$A" "after adoption the allowed server works" "${T[@]}" tcp "$WORLD_ALLOWED" 8080
@@ -243,13 +301,34 @@ state=$("${VIRSH[@]}" domstate "$dom" 2>&1)
 denied_case "$A" "after the reset the blocked server is dropped" "${T[@]}" tcp "$WORLD_BLOCKED" 8080
 
 # ---------------------------------------------------------------- release
+# What B tries just before its release is in its session's log all the same: written when
+# the log closes, not at the next interval (600 s now).
+for i in 1 2 3; do probe "$B" --timeout-ms 500 tcp "$WORLD_BLOCKED" 9445; done
+sleep 0.5 # the kernel hands logged packets over within 0.1 s
 "$CTL" -q release "$A" >"$t/out" 2>&1 && "$CTL" -q release "$B" >>"$t/out" 2>&1
+qlog=$(ls -d "$t/state/evidence/quarantine/$B-g"*/ 2>/dev/null | head -1)audit.log
+read -r -a rflows < <(denied_flows_in "$qlog" "$WORLD_BLOCKED" tcp 9445)
+((rflows[0] >= 3)) && ok "attempts just before release are in the released session's log (count ${rflows[0]}: flushed as the log closed)" \
+  || not_ok "attempts just before release are in the released session's log ($qlog: count ${rflows[0]})"
 left_nets=$("${VIRSH[@]}" net-list --name | grep -cE "^seatd-($A|$B)$" || true)
 left_chains=$(nft list table inet seatd 2>/dev/null | grep -cE "seat-($A|$B)" || true)
 left_rules=$(ip rule | grep -c "lookup $TABLE" || true)
 [[ $left_nets == 0 && $left_chains == 0 && $left_rules == 0 ]] \
   && ok "release removes the networks, the chains and the routing rules" \
   || not_ok "release removes everything (networks $left_nets, chains $left_chains, rules $left_rules)"
+# ---------------------------------------------------------------- no nfnetlink_log group
+# The deny log's group held by another program when seatd starts: seatd warns, and seats
+# start and are filtered as before, their deny rules logging to the kernel log (the seat
+# below runs every case of its section so).
+seatd_stop
+"$build/tests/network/nftest" nflog --log-group "$DENY_GROUP" --timeout-ms 600000 >"$t/holder.out" 2>&1 &
+holder_pid=$!
+for _ in $(seq 1 100); do grep -q ready "$t/holder.out" && break; sleep 0.05; done
+seatd_start
+grep -q "denied-flow summaries are off, denied packets go to the kernel log: cannot bind nfnetlink_log group $DENY_GROUP" "$t/seatd.log" \
+  && ok "the deny log's group held by another program: seatd starts and says summaries are off" \
+  || not_ok "the deny log's group held by another program: seatd starts and says summaries are off"
+
 # ---------------------------------------------------------------- the host's own services
 # Issue #13, finding 11. A seat whose profile has the host serve DHCP and DNS: DNS only to
 # the host's address on the seat's own bridge (not to a resolver on another address of the
@@ -263,6 +342,9 @@ C=$(awk 'NR==2 {print $1}' "$t/prov")
 GC=$(guest_ip "$C") HC=$(host_ip "$C") BRC=$(bridge_of "$C")
 UPH=${WORLD_NET:-10.255.0}.1 # the host's end of the test world's uplink: another address of the host
 diag "seat $C: guest $GC host $HC bridge $BRC; another host address: $UPH"
+nft list chain inet seatd "out-$BRC" | grep 'log prefix' | grep -q "seatd-deny $C \"\$" \
+  && ok "without the group the seat's deny rules log to the kernel log (no group)" \
+  || not_ok "without the group the seat's deny rules log to the kernel log: $(nft list chain inet seatd "out-$BRC" | grep 'log prefix')"
 dhcp_accepted() { # packets counted by the DHCP accept rule of the seat's host chain
   nft list chain inet seatd "host-$BRC" | awk '/udp sport 68 udp dport 67/ { for (i = 1; i < NF; i++) if ($i == "packets") print $(i + 1) }'
 }

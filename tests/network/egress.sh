@@ -328,6 +328,32 @@ if dmesg >/dev/null 2>&1; then
         check "denied packets logged with prefix 'seatd-deny nt1' (rate-limited: $logged lines)" test "$logged" -gt 0
 fi
 
+# The deny log into an nfnetlink_log group instead (issue 18, item 6: what seatd summarises
+# into the audit log): the rules name the group and are read back as meant; a listener on
+# the group (network/nflog.c) reads each denied packet's seat, destination and port.
+forwarding
+G=$((20000 + RANDOM % 10000))
+if "$NFTEST" install "${SEAT1[@]}" --log-group $G 2>"$TMP/install.err"; then
+        ok "install with the deny log to nfnetlink_log group $G (installed, read back, compared)"
+else not_ok "install with the deny log to group $G: $(cat "$TMP/install.err")"; fi
+check "the out chain logs to group $G with snaplen 64" \
+        bash -c "nft list chain inet seatd out-$BR1 | grep -q 'log prefix \"seatd-deny nt1 \" group $G snaplen 64'"
+check "verify with the group: ok" bash -c "[[ \$('$NFTEST' verify ${SEAT1[*]} --log-group $G) == ok ]]"
+check "verify without it sees the difference: changed" bash -c "[[ \$('$NFTEST' verify ${SEAT1[*]}) == changed ]]"
+"$NFTEST" nflog --log-group $G --count 3 --timeout-ms 15000 >"$TMP/nflog.out" 2>"$TMP/nflog.err" &
+npid=$!
+PIDS+=($npid)
+for i in $(seq 1 100); do grep -q ready "$TMP/nflog.out" 2>/dev/null && break; sleep 0.05; done
+for i in 1 2 3; do probe --timeout-ms 300 tcp "$WORLD_BLOCKED" 9443; done
+wait $npid; rc=$?
+diag "nflog: $(tr '\n' ' ' <"$TMP/nflog.out") $(cat "$TMP/nflog.err")"
+[[ $rc == 0 && $(grep -c "^seat=nt1 family=ipv4 dst=$WORLD_BLOCKED proto=6 dport=9443$" "$TMP/nflog.out") -ge 3 ]] \
+        && ok "the listener reads three denied SYNs: seat nt1, $WORLD_BLOCKED, tcp, port 9443" \
+        || not_ok "the listener reads three denied SYNs (rc $rc)"
+check "a second listener on the same group is refused" \
+        bash -c "'$NFTEST' nflog --log-group $G --timeout-ms 2000 >/dev/null & p=\$!; sleep 0.3; ! '$NFTEST' nflog --log-group $G --timeout-ms 100 2>&1 | grep -q ready; r=\$?; kill \$p; wait \$p; exit \$r"
+check "back to the kernel log: install again" "$NFTEST" install "${SEAT1[@]}"
+
 # --- tamper detection ------------------------------------------------------------------
 forwarding
 # watch_for DESCRIPTION COMMAND...: start the watcher, run the command, report the window.

@@ -5,10 +5,11 @@
  *
  *   nftest install|verify|remove|denied|counters|watch --seat S --bridge B --uplink U --guest IP
  *          [--host IP] [--mac MAC] [--masquerade] [--profile FILE] [--timeout-ms N]
- *          [--interval-ms N]
+ *          [--interval-ms N] [--log-group N] [--count N]
  *
  * --host is the host's address on the bridge (needed by "dhcp on", "dns host" and "allow
- * name"); --name-timeout S sets the names' set timeout (default NFT_NAME_SET_TIMEOUT_S).
+ * name"); --name-timeout S sets the names' set timeout (default NFT_NAME_SET_TIMEOUT_S);
+ * --log-group N: the deny rules log to nfnetlink_log group N (0, default: the kernel log).
  *
  * install  installs, reads back, compares; exit 0 or 1 with the reason on stderr
  * verify   prints ok|changed|missing; exit 0 only for ok
@@ -23,16 +24,22 @@
  *          the seat's rules to change and prints
  *          "detected seat=S state=changed|missing via=netlink|periodic at_ms=<CLOCK_REALTIME ms>";
  *          exit 0, or 1 after --timeout-ms without a detection
+ * nflog    binds nfnetlink_log group --log-group (network/nflog.c), prints "ready", then
+ *          one line per denied packet of any seat it reads ("seat=S family=ipv4|ipv6|other
+ *          dst=ADDR proto=N dport=N") until --count of them came (exit 0) or --timeout-ms
+ *          passed (exit 1)
  */
 #include <arpa/inet.h>
 #include <getopt.h>
 #include <poll.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "common/fileio.h"
 #include "common/jsonframe.h"
 #include "network/netdef.h"
+#include "network/nflog.h"
 #include "network/nft.h"
 #include "network/nftwatch.h"
 
@@ -40,6 +47,7 @@ typedef struct Options {
         const char *verb, *profile_path;
         NftSeatSpec spec;
         int64_t timeout_ms, interval_ms;
+        long count;
 } Options;
 
 typedef struct WatchState {
@@ -64,11 +72,12 @@ static int parse_args(int argc, char *argv[], Options *o) {
                 { "mac", required_argument, NULL, 'm' },      { "masquerade", no_argument, NULL, 'M' },
                 { "profile", required_argument, NULL, 'p' },  { "timeout-ms", required_argument, NULL, 't' },
                 { "interval-ms", required_argument, NULL, 'i' }, { "host", required_argument, NULL, 'H' },
-                { "name-timeout", required_argument, NULL, 'N' }, {},
+                { "name-timeout", required_argument, NULL, 'N' }, { "log-group", required_argument, NULL, 'G' },
+                { "count", required_argument, NULL, 'C' }, {},
         };
         int c;
 
-        *o = (Options) { .timeout_ms = 10000, .interval_ms = 1000 };
+        *o = (Options) { .timeout_ms = 10000, .interval_ms = 1000, .count = 1 };
         while ((c = getopt_long(argc, argv, "", opts, NULL)) >= 0)
                 switch (c) {
                 case 's': o->spec.seat = optarg; break;
@@ -91,6 +100,8 @@ static int parse_args(int argc, char *argv[], Options *o) {
                 case 'p': o->profile_path = optarg; break;
                 case 't': o->timeout_ms = strtoll(optarg, NULL, 10); break;
                 case 'i': o->interval_ms = strtoll(optarg, NULL, 10); break;
+                case 'G': o->spec.log_group = (uint16_t) strtoul(optarg, NULL, 10); break;
+                case 'C': o->count = strtol(optarg, NULL, 10); break;
                 case 'N': o->spec.name_timeout_s = (unsigned) strtoul(optarg, NULL, 10); break;
                 default: return -EINVAL;
                 }
@@ -162,10 +173,50 @@ static int print_dnsmasq(const Options *o, SeatError **err) {
         return 0;
 }
 
+typedef struct NflogState {
+        long seen;
+} NflogState;
+
+static void on_nflog(const NflogPacket *p, void *userdata) {
+        NflogState *st = userdata;
+        char dst[INET6_ADDRSTRLEN] = "-";
+        if (p->family != AF_UNSPEC)
+                (void) inet_ntop(p->family, p->daddr, dst, sizeof(dst));
+        printf("seat=%s family=%s dst=%s proto=%u dport=%u\n", p->seat,
+               p->family == AF_INET ? "ipv4" : p->family == AF_INET6 ? "ipv6" : "other", dst, p->proto, p->dport);
+        fflush(stdout);
+        st->seen++;
+}
+
+static int do_nflog(const Options *o, SeatError **err) {
+        _cleanup_close_ int fd = -EBADF;
+        NflogState st = {};
+        int r = nflog_open(o->spec.log_group, 200, &fd);
+        if (r < 0)
+                return seat_error_set(err, -r, "cannot bind nfnetlink_log group %u: %s", o->spec.log_group, strerror(-r));
+        printf("ready\n");
+        fflush(stdout);
+        _cleanup_free_ uint8_t *buf = malloc(NFLOG_RECV_BUF_SIZE);
+        if (!buf)
+                return -ENOMEM;
+        int64_t deadline = now_monotonic_ms() + o->timeout_ms;
+        while (st.seen < o->count) {
+                if (now_monotonic_ms() >= deadline)
+                        return seat_error_set(err, ETIMEDOUT, "%ld of %ld denied packets within %lld ms", st.seen, o->count,
+                                              (long long) o->timeout_ms);
+                r = nflog_receive(fd, buf, NFLOG_RECV_BUF_SIZE, on_nflog, &st);
+                if (r < 0 && r != -ETIMEDOUT && r != -ENOBUFS)
+                        return seat_error_set(err, -r, "reading group %u: %s", o->spec.log_group, strerror(-r));
+        }
+        return 0;
+}
+
 static int run(const Options *o, SeatError **err) {
         _cleanup_nft_context_ NftContext *c = NULL;
         if (strcmp(o->verb, "dnsmasq") == 0)
                 return print_dnsmasq(o, err);
+        if (strcmp(o->verb, "nflog") == 0)
+                return do_nflog(o, err);
         int r = nft_context_new(&c, err);
         if (r < 0)
                 return r;
@@ -215,10 +266,12 @@ int main(int argc, char *argv[]) {
         if (parse_args(argc, argv, &o) < 0) {
                 fprintf(stderr, "usage: nftest install|verify|remove|denied|watch --seat S --bridge B --uplink U "
                                 "--guest IP [--host IP] [--mac MAC] [--masquerade] [--profile FILE] [--timeout-ms N] "
-                                "[--interval-ms N]\n");
+                                "[--interval-ms N] [--log-group N] [--count N]\n");
                 return 2;
         }
-        int r = egress_profile_load(o.profile_path ? o.profile_path : "/dev/null", &profile, &err);
+        /* nflog reads every seat's log: no seat, no profile */
+        int r = strcmp(o.verb, "nflog") == 0 ? 0
+                                               : egress_profile_load(o.profile_path ? o.profile_path : "/dev/null", &profile, &err);
         if (r >= 0) {
                 o.spec.profile = profile;
                 r = run(&o, &err);

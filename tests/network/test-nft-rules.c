@@ -85,7 +85,7 @@ static void test_chains(void **state) {
         assert_non_null(strstr(rule_text(out, 6), "\"right\":8080"));
         assert_non_null(strstr(rule_text(out, 6), "{\"accept\":null}"));
         assert_non_null(strstr(rule_text(out, 7), "\"log\":{\"prefix\":\"seatd-deny s1 \"}"));
-        assert_non_null(strstr(rule_text(out, 7), "\"limit\""));
+        assert_non_null(strstr(rule_text(out, 7), "{\"limit\":{\"rate\":50,\"burst\":100,\"per\":\"second\"}}"));
         assert_string_equal(rule_text(out, 8), "[{\"counter\":null},{\"drop\":null}]");
 
         /* counters on every rule of every chain */
@@ -99,6 +99,29 @@ static void test_chains(void **state) {
         json_object *host = chain(chains, "host-seat-s1");
         assert_int_equal(json_object_array_length(json_object_object_get(host, "rules")), 5);
         assert_null(strstr(json_object_to_json_string(host), "\"dport\""));
+}
+
+/* With a log group, every deny tail's log names it and the snaplen, in the form nft lists
+ * back ({"prefix", "group", "snaplen"}); without one, only the prefix (the kernel log). */
+static void test_log_group(void **state) {
+        (void) state;
+        EgressProfile *p = profile("allow tcp 198.51.100.10 port 8080\n");
+        NftSeatSpec s = spec_for(p);
+        s.log_group = 5213;
+        json_object *chains = NULL;
+        assert_int_equal(nft_seat_expected(&s, &chains, NULL), 0);
+        const char *names[] = { "out-seat-s1", "to-seat-s1", "host-seat-s1", "ing-seat-s1" };
+        for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+                json_object *e = chain(chains, names[i]);
+                assert_non_null(e);
+                size_t n = json_object_array_length(json_object_object_get(e, "rules"));
+                assert_true(n >= 2);
+                assert_non_null(strstr(rule_text(e, n - 2),
+                                       "{\"log\":{\"prefix\":\"seatd-deny s1 \",\"group\":5213,\"snaplen\":64}}"));
+                assert_string_equal(rule_text(e, n - 1), "[{\"counter\":null},{\"drop\":null}]");
+        }
+        json_object_put(chains);
+        egress_profile_free(p);
 }
 
 static void test_profile_options(void **state) {
@@ -306,6 +329,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_no_uplink),
                 cmocka_unit_test(test_chains),
+                cmocka_unit_test(test_log_group),
                 cmocka_unit_test(test_profile_options),
                 cmocka_unit_test(test_host_chain),
                 cmocka_unit_test(test_refused),

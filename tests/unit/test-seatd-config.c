@@ -123,6 +123,8 @@ static void test_network(void **state) {
         assert_string_equal(d->egress_dir, "/etc/seatd/egress");
         assert_string_equal(d->default_egress, "none");
         assert_int_equal(d->egress_check_interval, 10);
+        assert_int_equal(d->deny_log_group, 5213);
+        assert_int_equal(d->deny_summary_interval, 10);
         assert_true(d->tamper_resume);
         assert_true(d->forwarding_lockdown);
         _cleanup_(seat_config_freep) SeatConfig *c = parse(

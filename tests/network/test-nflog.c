@@ -1,0 +1,238 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* nflog_packet_parse() on hand-built nfnetlink_log messages (issue 18, item 6). */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <arpa/inet.h>
+#include <sys/socket.h>
+
+#include <cmocka.h>
+
+#include <linux/netfilter/nfnetlink.h>
+#include <linux/netfilter/nfnetlink_log.h>
+#include <linux/netlink.h>
+
+#include "network/nflog.h"
+
+typedef struct Msg {
+        uint32_t words[256];
+        size_t len;
+} Msg;
+
+static uint8_t *bytes(Msg *m) {
+        return (uint8_t *) m->words;
+}
+
+static void msg_start(Msg *m, uint16_t type, uint8_t family) {
+        memset(m, 0, sizeof(*m));
+        struct nlmsghdr *h = (struct nlmsghdr *) bytes(m);
+        h->nlmsg_type = type;
+        struct nfgenmsg *g = NLMSG_DATA(h);
+        g->nfgen_family = family;
+        m->len = NLMSG_LENGTH(sizeof(*g));
+}
+
+static void put(Msg *m, uint16_t type, const void *data, size_t len) {
+        struct nlattr *a = (struct nlattr *) (bytes(m) + m->len);
+        a->nla_type = type;
+        a->nla_len = (uint16_t) (NLA_HDRLEN + len);
+        memcpy(bytes(m) + m->len + NLA_HDRLEN, data, len);
+        m->len += NLA_ALIGN(NLA_HDRLEN + len);
+}
+
+static void put_hdr(Msg *m, uint16_t proto) {
+        struct nfulnl_msg_packet_hdr h = { .hw_protocol = htons(proto), .hook = 1 };
+        put(m, NFULA_PACKET_HDR, &h, sizeof(h));
+}
+
+static void put_prefix(Msg *m, const char *s) {
+        put(m, NFULA_PREFIX, s, strlen(s) + 1);
+}
+
+static size_t msg_done(Msg *m) {
+        ((struct nlmsghdr *) bytes(m))->nlmsg_len = (uint32_t) m->len;
+        return m->len;
+}
+
+#define PKT_TYPE ((NFNL_SUBSYS_ULOG << 8) | NFULNL_MSG_PACKET)
+
+/* An IPv4 TCP SYN from 10.213.0.6:40000 to 198.51.100.20:8080 (what the log copies: 64
+ * bytes at most, here the headers). */
+static const uint8_t ip4_tcp[] = {
+        0x45, 0, 0, 60, 0, 0, 0x40, 0, 64, IPPROTO_TCP, 0, 0, 10, 213, 0, 6, 198, 51, 100, 20,
+        0x9c, 0x40, 0x1f, 0x90, 0, 0, 0, 0, 0, 0, 0, 0, 0xa0, 0x02, 0, 0, 0, 0, 0, 0,
+};
+
+static void test_ipv4_tcp(void **state) {
+        (void) state;
+        Msg m;
+        NflogPacket p;
+        msg_start(&m, PKT_TYPE, AF_INET);
+        put_hdr(&m, 0x0800);
+        put(&m, NFULA_PAYLOAD, ip4_tcp, sizeof(ip4_tcp));
+        put_prefix(&m, "seatd-deny s1 ");
+        assert_int_equal(nflog_packet_parse(bytes(&m), msg_done(&m), &p), 1);
+        assert_string_equal(p.seat, "s1");
+        assert_int_equal(p.family, AF_INET);
+        assert_memory_equal(p.daddr, ((uint8_t[]) { 198, 51, 100, 20 }), 4);
+        assert_int_equal(p.proto, IPPROTO_TCP);
+        assert_int_equal(p.dport, 8080);
+}
+
+static void test_ipv4_udp_options_and_fragment(void **state) {
+        (void) state;
+        Msg m;
+        NflogPacket p;
+        /* IHL 6 (one option word), UDP to 203.0.113.7:53 */
+        uint8_t pkt[] = { 0x46, 0, 0, 40, 0, 0, 0, 0, 64, IPPROTO_UDP, 0, 0, 10, 213, 0, 6, 203, 0, 113, 7,
+                          1, 1, 1, 0, 0x9c, 0x40, 0, 53, 0, 8, 0, 0 };
+        msg_start(&m, PKT_TYPE, AF_INET);
+        put(&m, NFULA_PAYLOAD, pkt, sizeof(pkt)); /* no packet header: the payload decides */
+        put_prefix(&m, "seatd-deny seat_2-x ");
+        assert_int_equal(nflog_packet_parse(bytes(&m), msg_done(&m), &p), 1);
+        assert_string_equal(p.seat, "seat_2-x");
+        assert_int_equal(p.proto, IPPROTO_UDP);
+        assert_int_equal(p.dport, 53);
+
+        /* a later fragment: no ports */
+        pkt[6] = 0x00;
+        pkt[7] = 0x10;
+        msg_start(&m, PKT_TYPE, AF_INET);
+        put(&m, NFULA_PAYLOAD, pkt, sizeof(pkt));
+        put_prefix(&m, "seatd-deny s1 ");
+        assert_int_equal(nflog_packet_parse(bytes(&m), msg_done(&m), &p), 1);
+        assert_int_equal(p.family, AF_INET);
+        assert_int_equal(p.proto, IPPROTO_UDP);
+        assert_int_equal(p.dport, 0);
+
+        /* the header cut before the ports: the address, no port */
+        msg_start(&m, PKT_TYPE, AF_INET);
+        put(&m, NFULA_PAYLOAD, pkt, 24);
+        put_prefix(&m, "seatd-deny s1 ");
+        assert_int_equal(nflog_packet_parse(bytes(&m), msg_done(&m), &p), 1);
+        assert_int_equal(p.family, AF_INET);
+        assert_int_equal(p.dport, 0);
+}
+
+static void test_ipv6(void **state) {
+        (void) state;
+        Msg m;
+        NflogPacket p;
+        uint8_t pkt[40 + 8 + 4] = { 0x60, 0, 0, 0, 0, 12, IPPROTO_DSTOPTS, 64 };
+        struct in6_addr dst;
+        assert_int_equal(inet_pton(AF_INET6, "2001:db8::1", &dst), 1);
+        memcpy(pkt + 24, &dst, 16);
+        pkt[40] = IPPROTO_TCP; /* destination options, 8 bytes, then TCP */
+        pkt[41] = 0;
+        pkt[48 + 2] = 0x01;
+        pkt[48 + 3] = 0xbb;
+        msg_start(&m, PKT_TYPE, AF_INET6);
+        put_hdr(&m, 0x86dd);
+        put(&m, NFULA_PAYLOAD, pkt, sizeof(pkt));
+        put_prefix(&m, "seatd-deny s1 ");
+        assert_int_equal(nflog_packet_parse(bytes(&m), msg_done(&m), &p), 1);
+        assert_int_equal(p.family, AF_INET6);
+        assert_memory_equal(p.daddr, &dst, 16);
+        assert_int_equal(p.proto, IPPROTO_TCP);
+        assert_int_equal(p.dport, 443);
+}
+
+/* ARP or a tagged frame at the ingress hook: the seat, no address. */
+static void test_not_ip(void **state) {
+        (void) state;
+        Msg m;
+        NflogPacket p;
+        msg_start(&m, PKT_TYPE, AF_UNSPEC);
+        put_hdr(&m, 0x0806);
+        put(&m, NFULA_PAYLOAD, ip4_tcp, sizeof(ip4_tcp)); /* looks like IPv4, is not */
+        put_prefix(&m, "seatd-deny s1 ");
+        assert_int_equal(nflog_packet_parse(bytes(&m), msg_done(&m), &p), 1);
+        assert_int_equal(p.family, AF_UNSPEC);
+        assert_int_equal(p.proto, 0);
+        assert_int_equal(p.dport, 0);
+
+        /* says IPv6, carries IPv4: unknown rather than wrong */
+        msg_start(&m, PKT_TYPE, AF_INET6);
+        put_hdr(&m, 0x86dd);
+        put(&m, NFULA_PAYLOAD, ip4_tcp, sizeof(ip4_tcp));
+        put_prefix(&m, "seatd-deny s1 ");
+        assert_int_equal(nflog_packet_parse(bytes(&m), msg_done(&m), &p), 1);
+        assert_int_equal(p.family, AF_UNSPEC);
+}
+
+static void test_not_ours(void **state) {
+        (void) state;
+        Msg m;
+        NflogPacket p;
+        const char *prefixes[] = { "other ", "seatd-deny ", "seatd-deny s1", "seatd-deny a/b ", "seatd-deny s 1 ",
+                                   "seatd-deny 012345678901234567890123456789012 " };
+        for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++) {
+                msg_start(&m, PKT_TYPE, AF_INET);
+                put(&m, NFULA_PAYLOAD, ip4_tcp, sizeof(ip4_tcp));
+                put_prefix(&m, prefixes[i]);
+                assert_int_equal(nflog_packet_parse(bytes(&m), msg_done(&m), &p), 0);
+        }
+        /* no prefix at all */
+        msg_start(&m, PKT_TYPE, AF_INET);
+        put(&m, NFULA_PAYLOAD, ip4_tcp, sizeof(ip4_tcp));
+        assert_int_equal(nflog_packet_parse(bytes(&m), msg_done(&m), &p), 0);
+        /* a prefix without its NUL, exactly the longest seat id */
+        msg_start(&m, PKT_TYPE, AF_INET);
+        put(&m, NFULA_PREFIX, "seatd-deny 01234567890123456789012345678901 ", 44);
+        assert_int_equal(nflog_packet_parse(bytes(&m), msg_done(&m), &p), 1);
+        assert_string_equal(p.seat, "01234567890123456789012345678901");
+        /* another message type */
+        msg_start(&m, (NFNL_SUBSYS_ULOG << 8) | NFULNL_MSG_CONFIG, AF_INET);
+        put_prefix(&m, "seatd-deny s1 ");
+        assert_int_equal(nflog_packet_parse(bytes(&m), msg_done(&m), &p), 0);
+        msg_start(&m, (NFNL_SUBSYS_CTNETLINK << 8) | 0, AF_INET);
+        assert_int_equal(nflog_packet_parse(bytes(&m), msg_done(&m), &p), 0);
+}
+
+static void test_malformed(void **state) {
+        (void) state;
+        Msg m;
+        NflogPacket p;
+        msg_start(&m, PKT_TYPE, AF_INET);
+        put(&m, NFULA_PAYLOAD, ip4_tcp, sizeof(ip4_tcp));
+        put_prefix(&m, "seatd-deny s1 ");
+        size_t len = msg_done(&m);
+        /* cut anywhere: never read past the end, never a wrong answer */
+        for (size_t cut = 0; cut < len; cut++) {
+                ((struct nlmsghdr *) bytes(&m))->nlmsg_len = (uint32_t) len;
+                int r = nflog_packet_parse(bytes(&m), cut, &p);
+                assert_true(r == -EBADMSG || r == 0);
+        }
+        /* nlmsg_len says less than the attributes need */
+        ((struct nlmsghdr *) bytes(&m))->nlmsg_len = (uint32_t) (len - 8);
+        assert_int_equal(nflog_packet_parse(bytes(&m), len, &p), -EBADMSG);
+        /* an attribute longer than the message */
+        msg_start(&m, PKT_TYPE, AF_INET);
+        put_prefix(&m, "seatd-deny s1 ");
+        ((struct nlattr *) (bytes(&m) + NLMSG_LENGTH(sizeof(struct nfgenmsg))))->nla_len = 200;
+        assert_int_equal(nflog_packet_parse(bytes(&m), msg_done(&m), &p), -EBADMSG);
+        /* a packet header too short */
+        msg_start(&m, PKT_TYPE, AF_INET);
+        put(&m, NFULA_PACKET_HDR, "\x08", 1);
+        put_prefix(&m, "seatd-deny s1 ");
+        assert_int_equal(nflog_packet_parse(bytes(&m), msg_done(&m), &p), -EBADMSG);
+        /* no nfgenmsg */
+        msg_start(&m, PKT_TYPE, AF_INET);
+        m.len = NLMSG_HDRLEN;
+        assert_int_equal(nflog_packet_parse(bytes(&m), msg_done(&m), &p), -EBADMSG);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_ipv4_tcp),
+                cmocka_unit_test(test_ipv4_udp_options_and_fragment),
+                cmocka_unit_test(test_ipv6),
+                cmocka_unit_test(test_not_ip),
+                cmocka_unit_test(test_not_ours),
+                cmocka_unit_test(test_malformed),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
