@@ -143,7 +143,10 @@ for i in $(seq 1 8); do
         "$CTL" exec "$seat" -- sleep 600 >"$t/held-$i" 2>&1 &
         pids+=($!)
 done
-# Until the eight hold the seat: the ninth is refused then.
+# Until the eight hold the seat: the ninth is refused then. The probe is a call too: it
+# starts only once the eight were given time to be admitted (each is admitted as soon as
+# seatd reads it), or it could take a slot one of them needs.
+sleep 5
 refused=no
 for _ in $(seq 1 600); do
         "$CTL" exec "$seat" -- true >"$t/ninth" 2>&1
