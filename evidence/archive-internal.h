@@ -144,6 +144,8 @@ int writer_stop(Writer *w);
 
 /* archive-open.c */
 int archive_check_expected(const ArchiveManifest *m, const char *seat, const char *session, SeatError **ret_error);
+/* libsodium first (whoever opens an archive goes on to verify it), then the file:
+ * read-only, not through a link, and a regular file. */
 int open_archive_fd(const char *path, SeatError **ret_error);
 int open_out_dir(const char *out_dir, SeatError **ret_error);
 int partials_commit(Partials *p, const ArchiveManifest *m, SeatError **ret_error);

@@ -167,6 +167,8 @@ int walk_payload(Source *s, const ArchiveManifest *m, Opener *op, SeatError **re
 }
 
 int open_archive_fd(const char *path, SeatError **ret_error) {
+        if (signing_init() < 0)
+                return seat_error_set(ret_error, EIO, "cannot initialise libsodium");
         int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW);
         struct stat st;
         if (fd < 0) {

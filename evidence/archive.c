@@ -211,8 +211,6 @@ int archive_verify(const char *path, const SeatPublicKey *host, const char *expe
                    const char *expected_session, ArchiveManifest **ret_manifest, SeatError **ret_error) {
         if (!path || !host)
                 return seat_error_set(ret_error, EINVAL, "verifying an archive needs its path and the host key");
-        if (signing_init() < 0)
-                return seat_error_set(ret_error, EIO, "cannot initialise libsodium");
         _cleanup_close_ int fd = open_archive_fd(path, ret_error);
         if (fd < 0)
                 return fd;
@@ -231,8 +229,6 @@ int archive_verify_buffer(const void *buf, size_t len, const SeatPublicKey *host
 
 int archive_inspect(const char *path, const SeatPublicKey *host, ArchiveManifest **ret_manifest,
                     SeatError **ret_error) {
-        if (signing_init() < 0)
-                return seat_error_set(ret_error, EIO, "cannot initialise libsodium");
         _cleanup_close_ int fd = open_archive_fd(path, ret_error);
         if (fd < 0)
                 return fd;
@@ -310,8 +306,6 @@ int archive_open(const char *path, const SeatPublicKey *host, const SeatBoxSecre
                  const char *out_dir, ArchiveManifest **ret_manifest, SeatError **ret_error) {
         if (!path || !host || !facilitator || !out_dir)
                 return seat_error_set(ret_error, EINVAL, "opening an archive needs its path, both keys and a directory");
-        if (signing_init() < 0)
-                return seat_error_set(ret_error, EIO, "cannot initialise libsodium");
         _cleanup_close_ int fd = open_archive_fd(path, ret_error);
         if (fd < 0)
                 return fd;

@@ -22,35 +22,55 @@ int blake2b_buffer(const void *data, size_t len, uint8_t out[SEAT_HASH_BYTES]) {
         return 0;
 }
 
-int blake2b_fd(int fd, uint64_t max_bytes, uint8_t out[SEAT_HASH_BYTES], uint64_t *ret_size) {
-        crypto_generichash_state st;
-        uint64_t total = 0;
-
-        if (fd < 0)
-                return -EBADF;
-        if (signing_init() < 0)
-                return -EIO;
+/* Hands fd's bytes to fn, a block at a time, until EOF; an error from fn stops the read
+ * and is returned. Both hashers of a file read it this way. 0 or -errno. */
+static int read_blocks(int fd, int (*fn)(const uint8_t *buf, size_t n, void *userdata), void *userdata) {
         _cleanup_free_ uint8_t *buf = malloc(READ_BUFFER_SIZE);
         if (!buf)
                 return -ENOMEM;
-
-        crypto_generichash_init(&st, NULL, 0, SEAT_HASH_BYTES);
         for (;;) {
                 ssize_t n = loop_read(fd, buf, READ_BUFFER_SIZE);
                 if (n < 0)
                         return (int) n;
                 if (n == 0)
-                        break;
-                if ((uint64_t) n > max_bytes - total)
-                        return -EFBIG;
-                total += (uint64_t) n;
-                crypto_generichash_update(&st, buf, (size_t) n);
+                        return 0;
+                int r = fn(buf, (size_t) n, userdata);
+                if (r < 0)
+                        return r;
                 if ((size_t) n < READ_BUFFER_SIZE)
-                        break; /* loop_read() only stops short at EOF */
+                        return 0; /* loop_read() only stops short at EOF */
         }
-        crypto_generichash_final(&st, out, SEAT_HASH_BYTES);
+}
+
+typedef struct Blake2bRead {
+        crypto_generichash_state st;
+        uint64_t total, max_bytes;
+} Blake2bRead;
+
+static int blake2b_block(const uint8_t *buf, size_t n, void *userdata) {
+        Blake2bRead *b = userdata;
+        if ((uint64_t) n > b->max_bytes - b->total)
+                return -EFBIG;
+        b->total += (uint64_t) n;
+        crypto_generichash_update(&b->st, buf, n);
+        return 0;
+}
+
+int blake2b_fd(int fd, uint64_t max_bytes, uint8_t out[SEAT_HASH_BYTES], uint64_t *ret_size) {
+        Blake2bRead b = { .max_bytes = max_bytes };
+        int r;
+
+        if (fd < 0)
+                return -EBADF;
+        if (signing_init() < 0)
+                return -EIO;
+        crypto_generichash_init(&b.st, NULL, 0, SEAT_HASH_BYTES);
+        r = read_blocks(fd, blake2b_block, &b);
+        if (r < 0)
+                return r;
+        crypto_generichash_final(&b.st, out, SEAT_HASH_BYTES);
         if (ret_size)
-                *ret_size = total;
+                *ret_size = b.total;
         return 0;
 }
 
@@ -170,6 +190,10 @@ void chunk_digests_done(ChunkDigests *d) {
         *d = (ChunkDigests) {};
 }
 
+static int chunk_hasher_block(const uint8_t *buf, size_t n, void *userdata) {
+        return chunk_hasher_update(userdata, buf, n);
+}
+
 int chunk_hash_fd(int fd, size_t chunk_size, uint64_t max_bytes, ChunkDigests *ret) {
         _cleanup_(chunk_hasher_freep) ChunkHasher *h = NULL;
         int r;
@@ -179,21 +203,9 @@ int chunk_hash_fd(int fd, size_t chunk_size, uint64_t max_bytes, ChunkDigests *r
         r = chunk_hasher_new(chunk_size, max_bytes, &h);
         if (r < 0)
                 return r;
-        _cleanup_free_ uint8_t *buf = malloc(READ_BUFFER_SIZE);
-        if (!buf)
-                return -ENOMEM;
-        for (;;) {
-                ssize_t n = loop_read(fd, buf, READ_BUFFER_SIZE);
-                if (n < 0)
-                        return (int) n;
-                if (n == 0)
-                        break;
-                r = chunk_hasher_update(h, buf, (size_t) n);
-                if (r < 0)
-                        return r;
-                if ((size_t) n < READ_BUFFER_SIZE)
-                        break;
-        }
+        r = read_blocks(fd, chunk_hasher_block, h);
+        if (r < 0)
+                return r;
         return chunk_hasher_finish(h, ret);
 }
 

@@ -4,7 +4,6 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "boxkey.h"
 #include "common/log.h"
@@ -29,13 +28,6 @@ static void keygen_box_help(void) {
                "    -s, --secret-key=SECFILE   where to write the secret key (required)\n"
                "    -f, --force                overwrite existing key files\n"
                "    -h, --help                 show this help\n");
-}
-
-static int refuse_existing_box(const char *path, bool force, SeatError **ret_error) {
-        struct stat st;
-        if (force || lstat(path, &st) < 0)
-                return 0;
-        return seat_error_set(ret_error, EEXIST, "'%s' already exists: add -f to overwrite it", path);
 }
 
 static int verb_keygen_box(int argc, char *argv[], SeatError **ret_error) {
@@ -74,15 +66,12 @@ static int verb_keygen_box(int argc, char *argv[], SeatError **ret_error) {
                         return usage_error(ret_error, "keygen", "unknown option or missing argument '%s' (with --box)",
                                            argv[optind - 1]);
                 }
-        if (optind < argc)
-                return usage_error(ret_error, "keygen", "unexpected argument '%s'", argv[optind]);
+        r = usage_no_operands(ret_error, "keygen", argc, argv);
+        if (r < 0)
+                return r;
         if (!pub_path || !sec_path)
                 return usage_error(ret_error, "keygen", "both -p PUBFILE and -s SECFILE are required");
-        if (strcmp(pub_path, sec_path) == 0)
-                return usage_error(ret_error, "keygen", "the public and the secret key need two different files");
-        r = refuse_existing_box(pub_path, force, ret_error);
-        if (r >= 0)
-                r = refuse_existing_box(sec_path, force, ret_error);
+        r = keygen_check_paths(pub_path, sec_path, force, ret_error);
         if (r < 0)
                 return r;
 

@@ -4,7 +4,6 @@
 #include <sodium.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "common/log.h"
 #include "minisign.h"
@@ -45,13 +44,6 @@ static void keygen_help(void) {
                "    seat-sign keygen -p images.pub -s ~/.seatd/images.key\n");
 }
 
-static int refuse_existing(const char *path, bool force, SeatError **ret_error) {
-        struct stat st;
-        if (force || lstat(path, &st) < 0)
-                return 0;
-        return seat_error_set(ret_error, EEXIST, "'%s' already exists: add -f to overwrite it", path);
-}
-
 int verb_keygen(int argc, char *argv[], SeatError **ret_error) {
         enum { ARG_PASSWORD_FILE = 0x100 };
         static const struct option options[] = {
@@ -90,21 +82,16 @@ int verb_keygen(int argc, char *argv[], SeatError **ret_error) {
                         keygen_help();
                         return 0;
                 default:
-                        return usage_error(ret_error, "keygen", "unknown option or missing argument '%s'",
-                                           argv[optind - 1]);
+                        return usage_bad_option(ret_error, "keygen", argv);
                 }
-        if (optind < argc)
-                return usage_error(ret_error, "keygen", "unexpected argument '%s'", argv[optind]);
+        r = usage_no_operands(ret_error, "keygen", argc, argv);
+        if (r < 0)
+                return r;
         if (!pub_path || !sec_path)
                 return usage_error(ret_error, "keygen", "both -p PUBFILE and -s SECFILE are required");
         if (no_password && password_file)
                 return usage_error(ret_error, "keygen", "-W and --password-file exclude each other");
-        if (strcmp(pub_path, sec_path) == 0)
-                return usage_error(ret_error, "keygen", "the public and the secret key need two different files");
-
-        r = refuse_existing(pub_path, force, ret_error);
-        if (r >= 0)
-                r = refuse_existing(sec_path, force, ret_error);
+        r = keygen_check_paths(pub_path, sec_path, force, ret_error);
         if (r < 0)
                 return r;
 

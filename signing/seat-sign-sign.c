@@ -97,19 +97,15 @@ int verb_sign(int argc, char *argv[], SeatError **ret_error) {
                         sign_help();
                         return 0;
                 default:
-                        return usage_error(ret_error, "sign", "unknown option or missing argument '%s'",
-                                           argv[optind - 1]);
+                        return usage_bad_option(ret_error, "sign", argv);
                 }
-        if (optind < argc)
-                return usage_error(ret_error, "sign", "unexpected argument '%s'", argv[optind]);
+        r = usage_no_operands(ret_error, "sign", argc, argv);
+        if (r < 0)
+                return r;
         if (!sec_path || !file)
                 return usage_error(ret_error, "sign", "both -s SECFILE and -m FILE are required");
 
-        if (sig_arg)
-                sig_path = strdup(sig_arg);
-        else if (asprintf(&sig_path, "%s.minisig", file) < 0)
-                sig_path = NULL;
-        if (!sig_path)
+        if (signature_path(file, sig_arg, &sig_path) < 0)
                 return seat_error_set(ret_error, ENOMEM, "out of memory");
         if (tc_arg)
                 tc = strdup(tc_arg);

@@ -91,11 +91,11 @@ int verb_verify(int argc, char *argv[], SeatError **ret_error) {
                         verify_help();
                         return 0;
                 default:
-                        return usage_error(ret_error, "verify", "unknown option or missing argument '%s'",
-                                           argv[optind - 1]);
+                        return usage_bad_option(ret_error, "verify", argv);
                 }
-        if (optind < argc)
-                return usage_error(ret_error, "verify", "unexpected argument '%s'", argv[optind]);
+        r = usage_no_operands(ret_error, "verify", argc, argv);
+        if (r < 0)
+                return r;
         if (!file)
                 return usage_error(ret_error, "verify", "-m FILE is required");
         if (!!pub_path == !!pub_b64)
@@ -112,11 +112,7 @@ int verb_verify(int argc, char *argv[], SeatError **ret_error) {
         if (r < 0)
                 return r;
 
-        if (sig_arg)
-                sig_path = strdup(sig_arg);
-        else if (asprintf(&sig_path, "%s.minisig", file) < 0)
-                sig_path = NULL;
-        if (!sig_path)
+        if (signature_path(file, sig_arg, &sig_path) < 0)
                 return seat_error_set(ret_error, ENOMEM, "out of memory");
         r = read_file_capped(sig_path, SEAT_SIG_FILE_MAX, &sig_text, &sig_len);
         if (r == -EFBIG)

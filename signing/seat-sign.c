@@ -4,8 +4,12 @@
  * A table of verbs, one file each; only verbs_main() prints errors and picks the exit
  * code (0 ok, 1 verification or operation failure, 2 usage).
  */
+#include <errno.h>
+#include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
 
 #include "hash.h"
 #include "common/log.h"
@@ -66,6 +70,47 @@ int usage_error(SeatError **ret_error, const char *verb, const char *fmt, ...) {
         int r = verb_usage_errorv(ret_error, see ? see : "seat-sign --help", fmt, ap);
         va_end(ap);
         return r;
+}
+
+int usage_bad_option(SeatError **ret_error, const char *verb, char *argv[]) {
+        return usage_error(ret_error, verb, "unknown option or missing argument '%s'", argv[optind - 1]);
+}
+
+int usage_no_operands(SeatError **ret_error, const char *verb, int argc, char *argv[]) {
+        if (optind < argc)
+                return usage_error(ret_error, verb, "unexpected argument '%s'", argv[optind]);
+        return 0;
+}
+
+int signature_path(const char *file, const char *sig_arg, char **ret) {
+        char *p;
+
+        if (sig_arg)
+                p = strdup(sig_arg);
+        else if (asprintf(&p, "%s.minisig", file) < 0)
+                p = NULL;
+        if (!p)
+                return -ENOMEM;
+        *ret = p;
+        return 0;
+}
+
+static int refuse_existing(const char *path, bool force, SeatError **ret_error) {
+        struct stat st;
+        if (force || lstat(path, &st) < 0)
+                return 0;
+        return seat_error_set(ret_error, EEXIST, "'%s' already exists: add -f to overwrite it", path);
+}
+
+int keygen_check_paths(const char *pub_path, const char *sec_path, bool force, SeatError **ret_error) {
+        int r;
+
+        if (strcmp(pub_path, sec_path) == 0)
+                return usage_error(ret_error, "keygen", "the public and the secret key need two different files");
+        r = refuse_existing(pub_path, force, ret_error);
+        if (r < 0)
+                return r;
+        return refuse_existing(sec_path, force, ret_error);
 }
 
 int main(int argc, char *argv[]) {

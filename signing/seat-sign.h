@@ -18,6 +18,19 @@ int verb_verify(int argc, char *argv[], SeatError **ret_error);
 
 /* Sets a usage error that points at the verb's --help; returns -EINVAL. */
 int usage_error(SeatError **ret_error, const char *verb, const char *fmt, ...) _printf_(3, 4);
+/* For getopt's '?' (opterr is 0, so getopt itself said nothing): names the word it
+ * stopped at. Returns -EINVAL. */
+int usage_bad_option(SeatError **ret_error, const char *verb, char *argv[]);
+/* After the getopt loop: no verb takes operands. 0, or -EINVAL naming the first. */
+int usage_no_operands(SeatError **ret_error, const char *verb, int argc, char *argv[]);
+
+/* Where a signature of file goes: sig_arg (-x) if given, else "<file>.minisig", as
+ * minisign does. 0 or -ENOMEM. */
+int signature_path(const char *file, const char *sig_arg, char **ret);
+
+/* keygen's checks on the two key files, shared by the signing and the box key pair: two
+ * different paths, and neither may exist unless force (-f). 0 or -errno. */
+int keygen_check_paths(const char *pub_path, const char *sec_path, bool force, SeatError **ret_error);
 
 /* Where a password comes from: --password-file, else $SEAT_SIGN_PASSWORD, else the
  * terminal (/dev/tty, echo off; asked twice when confirm). */

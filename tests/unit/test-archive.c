@@ -172,6 +172,26 @@ static void test_inputs(void **state) {
         archive_manifest_free(m);
 }
 
+/* A manifest, valid but for one summary field (summary: '"guest":{...}'), is refused with
+ * a message that names the summary. */
+static void assert_summary_refused(const char *summary, const char *what) {
+        ArchiveManifest *m = NULL;
+        SeatError *e = NULL;
+        char json[2048];
+
+        snprintf(json, sizeof(json),
+                 "{\"format\":\"seatd-evidence\",\"version\":1,\"seat\":\"s1\",\"session\":\"%s\",\"image\":\"\","
+                 "\"created\":1,\"facilitator_key_id\":\"0011223344556677\",\"chunk_size\":65536,"
+                 "\"stream_size\":2048,\"chunks\":1,\"payload_size\":1,\"payload_blake2b\":\"%0128d\",%s,"
+                 "\"members\":[{\"path\":\"members/0001\",\"name\":\"0001-a\",\"origin\":\"a\",\"role\":\"file\","
+                 "\"size\":1,\"truncated\":false,\"original_size\":1,\"blake2b\":\"%0128d\"}]}",
+                 SESSION, 0, summary, 0);
+        assert_true(archive_manifest_parse(json, strlen(json), &m, &e) < 0);
+        assert_non_null(e);
+        assert_non_null(strstr(e->message, what));
+        e = seat_error_free(e);
+}
+
 /* Guest files: a summary of what was taken (signed, in the manifest), symlinks as records
  * of their target, files already cut before sealing. */
 static void test_guest_collection(void **state) {
@@ -228,20 +248,8 @@ static void test_guest_collection(void **state) {
                 "\"max_bytes\":1,\"max_file_bytes\":1,\"max_files\":1}",
                 "\"guest\":[]",
         };
-        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-                char json[2048];
-                snprintf(json, sizeof(json),
-                         "{\"format\":\"seatd-evidence\",\"version\":1,\"seat\":\"s1\",\"session\":\"%s\",\"image\":\"\","
-                         "\"created\":1,\"facilitator_key_id\":\"0011223344556677\",\"chunk_size\":65536,"
-                         "\"stream_size\":2048,\"chunks\":1,\"payload_size\":1,\"payload_blake2b\":\"%0128d\",%s,"
-                         "\"members\":[{\"path\":\"members/0001\",\"name\":\"0001-a\",\"origin\":\"a\",\"role\":\"file\","
-                         "\"size\":1,\"truncated\":false,\"original_size\":1,\"blake2b\":\"%0128d\"}]}",
-                         SESSION, 0, bad[i], 0);
-                assert_true(archive_manifest_parse(json, strlen(json), &m, &e) < 0);
-                assert_non_null(e);
-                assert_non_null(strstr(e->message, "guest"));
-                e = seat_error_free(e);
-        }
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+                assert_summary_refused(bad[i], "guest");
 }
 
 /* The capture's summary: its files and bytes counted from the capture members whatever the
@@ -290,20 +298,8 @@ static void test_capture_summary(void **state) {
                 "\"bytes_on_wire\":9,\"packets_cut\":1,\"bytes_cut\":1,\"files_rotated\":0,\"packets_rotated\":0,"
                 "\"bytes_rotated\":0,\"packets_unwritten\":0,\"kernel_drops\":0,\"restarts\":0,\"reason\":\"a\\u001bb\"}",
         };
-        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-                char json[2048];
-                snprintf(json, sizeof(json),
-                         "{\"format\":\"seatd-evidence\",\"version\":1,\"seat\":\"s1\",\"session\":\"%s\",\"image\":\"\","
-                         "\"created\":1,\"facilitator_key_id\":\"0011223344556677\",\"chunk_size\":65536,"
-                         "\"stream_size\":2048,\"chunks\":1,\"payload_size\":1,\"payload_blake2b\":\"%0128d\",%s,"
-                         "\"members\":[{\"path\":\"members/0001\",\"name\":\"0001-a\",\"origin\":\"a\",\"role\":\"file\","
-                         "\"size\":1,\"truncated\":false,\"original_size\":1,\"blake2b\":\"%0128d\"}]}",
-                         SESSION, 0, bad[i], 0);
-                assert_true(archive_manifest_parse(json, strlen(json), &m, &e) < 0);
-                assert_non_null(e);
-                assert_non_null(strstr(e->message, "capture"));
-                e = seat_error_free(e);
-        }
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+                assert_summary_refused(bad[i], "capture");
 }
 
 static void test_manifest_parse(void **state) {

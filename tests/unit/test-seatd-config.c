@@ -7,7 +7,7 @@
 #include <cmocka.h>
 
 #include "seatd/conf.h"
-#include "common/fileio.h"
+#include "unit-source.h"
 
 static SeatConfig *parse(const char *s) {
         SeatConfig *c = NULL;
@@ -249,22 +249,8 @@ static void test_derived_defaults(void **state) {
         refused("participant_idle_timeout = 86401\n", "participant_idle_timeout");
 }
 
-/* The file at <source>/path, or skip when the source tree is not known. */
-static char *read_source(const char *path) {
-        const char *src = getenv("SEATD_SOURCE_DIR");
-        _cleanup_free_ char *p = NULL;
-        char *text = NULL;
-        size_t len = 0;
-        if (!src)
-                return NULL;
-        assert_true(asprintf(&p, "%s/%s", src, path) > 0);
-        if (read_file_capped(p, 1 << 20, &text, &len) < 0)
-                fail_msg("cannot read '%s'", p);
-        return text;
-}
-
 static void test_docs_list_every_key(void **state) {
-        _cleanup_free_ char *md = read_source("docs/seatd.conf.md"), *man = read_source("docs/man/seatd.conf.5.scd");
+        _cleanup_free_ char *md = unit_read_source("docs/seatd.conf.md"), *man = unit_read_source("docs/man/seatd.conf.5.scd");
         if (!md || !man)
                 skip(); /* SEATD_SOURCE_DIR unset: run by meson test */
         for (size_t i = 0; seat_config_key(i); i++) {
@@ -281,7 +267,7 @@ static void test_docs_list_every_key(void **state) {
 /* debian/conf/seatd.conf lists every key commented out with its default, and an
  * example for those unset by default: uncommented, the whole file is a valid config. */
 static void test_debian_conf_lists_every_key(void **state) {
-        _cleanup_free_ char *deb = read_source("debian/conf/seatd.conf");
+        _cleanup_free_ char *deb = unit_read_source("debian/conf/seatd.conf");
         if (!deb)
                 skip();
         _cleanup_(seat_config_freep) SeatConfig *d = parse("");

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "common/fileio.h"
+#include "unit-source.h"
 #include "conf.h"
 
 static WebConfig *parse(const char *text) {
@@ -95,24 +95,11 @@ static void test_refusals(void **state) {
         assert_false(web_address_is_loopback("::"));
 }
 
-static char *read_source(const char *path) {
-        const char *src = getenv("SEATD_SOURCE_DIR");
-        _cleanup_free_ char *p = NULL;
-        char *text = NULL;
-        size_t len = 0;
-        if (!src)
-                return NULL;
-        assert_true(asprintf(&p, "%s/%s", src, path) > 0);
-        if (read_file_capped(p, 1 << 20, &text, &len) < 0)
-                fail_msg("cannot read '%s'", p);
-        return text;
-}
-
 /* Every key has its row in docs/seat-web.md, its entry in seat-web.8, and its line in
  * the shipped debian/conf/seat-web.conf, which parses. */
 static void test_docs_list_every_key(void **state) {
-        _cleanup_free_ char *md = read_source("docs/seat-web.md"), *man = read_source("docs/man/seat-web.8.scd"),
-                            *deb = read_source("debian/conf/seat-web.conf");
+        _cleanup_free_ char *md = unit_read_source("docs/seat-web.md"), *man = unit_read_source("docs/man/seat-web.8.scd"),
+                            *deb = unit_read_source("debian/conf/seat-web.conf");
         if (!md || !man || !deb)
                 skip();
         for (size_t i = 0; web_config_keys[i]; i++) {
