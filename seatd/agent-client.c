@@ -119,7 +119,7 @@ int64_t agent_client_next_id(AgentClient *c) {
         int64_t id = k->next_id++;
         /* Under the mux its replies come to this handle. Without memory for the route they
          * would be for nobody, which ends the connection: a request then fails, not hangs. */
-        if (k->mux)
+        if (__atomic_load_n(&k->mux, __ATOMIC_ACQUIRE))
                 (void) agent_mux_route_add(k, id, c);
         pthread_mutex_unlock(&k->lock);
         return id;
@@ -249,7 +249,8 @@ static int recv_or(AgentClient *c, int timeout_ms, int wake_fd, AgentMsg **ret) 
         AgentConn *k = c->conn;
         int64_t deadline = deadline_in(timeout_ms);
 
-        if (k->mux)
+        /* Set once by the first hello, never cleared: read from any handle's thread. */
+        if (__atomic_load_n(&k->mux, __ATOMIC_ACQUIRE))
                 return agent_mux_recv(c, timeout_ms, wake_fd, ret);
         for (;;) {
                 int r = agent_conn_parse_next(k, ret);
@@ -379,7 +380,7 @@ static int strv_copy(char **l, char ***ret) {
 static int hello(AgentClient *c, bool fresh, int timeout_ms, AgentMsg **ret_hello, SeatError **ret_error) {
         int64_t deadline = deadline_in(timeout_ms);
         _cleanup_agent_msg_ AgentMsg *reply = NULL;
-        if (c->conn->mux)
+        if (__atomic_load_n(&c->conn->mux, __ATOMIC_ACQUIRE))
                 return seat_error_set(ret_error, EBUSY, "hello again on an agent connection in use");
         AgentMsg req = { .type = AGENT_MSG_HELLO, .id = agent_client_next_id(c),
                          .hello = { .version = AGENT_PROTO_VERSION } };

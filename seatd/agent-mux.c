@@ -214,7 +214,7 @@ static void *reader_thread(void *p) {
 
 int agent_mux_start(AgentClient *c) {
         AgentConn *k = c->conn;
-        if (k->mux)
+        if (__atomic_load_n(&k->mux, __ATOMIC_ACQUIRE))
                 return 0;
         k->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
         if (k->stop_fd < 0)
@@ -224,12 +224,12 @@ int agent_mux_start(AgentClient *c) {
                 k->stop_fd = safe_close(k->stop_fd);
                 return r;
         }
-        k->mux = true;
+        __atomic_store_n(&k->mux, true, __ATOMIC_RELEASE);
         return 0;
 }
 
 void agent_mux_stop(AgentConn *k) {
-        if (!k->mux)
+        if (!__atomic_load_n(&k->mux, __ATOMIC_ACQUIRE) || k->stop_fd < 0)
                 return;
         pthread_mutex_lock(&k->lock);
         k->stopping = true;
@@ -239,7 +239,8 @@ void agent_mux_stop(AgentConn *k) {
         (void) !write(k->stop_fd, &one, sizeof(one));
         (void) pthread_join(k->reader_thread, NULL);
         k->stop_fd = safe_close(k->stop_fd);
-        k->mux = false;
+        /* mux stays set: other handles may be reading it in recv, and go on getting the
+         * reader's end (dead) from their queues. */
 }
 
 static void queue_pop(AgentClient *c, AgentMsg **ret) {
