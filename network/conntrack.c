@@ -15,6 +15,7 @@
 #include <linux/netlink.h>
 
 #include "common/macro.h"
+#include "nlattr.h"
 
 #define RECV_TIMEOUT_S 2
 #define RECV_BUF_SIZE (64 * 1024)
@@ -28,46 +29,36 @@
 /* The first attribute of type `type` in [buf, buf+len), or NULL; -EBADMSG through *bad
  * when an attribute's length does not fit. */
 static const struct nlattr *attr_find(const uint8_t *buf, size_t len, uint16_t type, bool *bad) {
+        const struct nlattr *a;
         size_t off = 0;
-        while (off + NLA_HDRLEN <= len) {
-                const struct nlattr *a = (const struct nlattr *) (buf + off);
-                if (a->nla_len < NLA_HDRLEN || a->nla_len > len - off) {
-                        *bad = true;
-                        return NULL;
-                }
-                if ((a->nla_type & NLA_TYPE_MASK) == type)
+        int r;
+        while ((r = nlattr_next(buf, len, &off, &a)) > 0)
+                if (nlattr_type(a) == type)
                         return a;
-                off += NLA_ALIGN(a->nla_len);
-        }
+        if (r < 0)
+                *bad = true;
         return NULL;
 }
 
-static const uint8_t *attr_data(const struct nlattr *a) {
-        return (const uint8_t *) a + NLA_HDRLEN;
-}
-
-static size_t attr_len(const struct nlattr *a) {
-        return a->nla_len - NLA_HDRLEN;
-}
 
 /* A tuple's IPv4 source and destination: 1 when either is addr, 0 when neither (or the
  * tuple is not IPv4), -EBADMSG. */
 static int tuple_names(const struct nlattr *tuple, struct in_addr addr) {
         bool bad = false;
-        const struct nlattr *ip = attr_find(attr_data(tuple), attr_len(tuple), CTA_TUPLE_IP, &bad);
+        const struct nlattr *ip = attr_find(nlattr_data(tuple), nlattr_len(tuple), CTA_TUPLE_IP, &bad);
         if (bad)
                 return -EBADMSG;
         if (!ip)
                 return 0;
         for (uint16_t t = CTA_IP_V4_SRC; t <= CTA_IP_V4_DST; t++) {
-                const struct nlattr *a = attr_find(attr_data(ip), attr_len(ip), t, &bad);
+                const struct nlattr *a = attr_find(nlattr_data(ip), nlattr_len(ip), t, &bad);
                 if (bad)
                         return -EBADMSG;
                 if (!a)
                         continue;
-                if (attr_len(a) != sizeof(struct in_addr))
+                if (nlattr_len(a) != sizeof(struct in_addr))
                         return -EBADMSG;
-                if (memcmp(attr_data(a), &addr, sizeof(addr)) == 0)
+                if (memcmp(nlattr_data(a), &addr, sizeof(addr)) == 0)
                         return 1;
         }
         return 0;
@@ -97,12 +88,12 @@ int conntrack_entry_match(const void *msg, size_t len, struct in_addr addr, Conn
         if (r <= 0)
                 return r;
         /* The delete names the entry by this attribute, sent back as it came. */
-        if (orig->nla_len > sizeof(ret->tuple) || (zone && attr_len(zone) != sizeof(uint16_t)))
+        if (orig->nla_len > sizeof(ret->tuple) || (zone && nlattr_len(zone) != sizeof(uint16_t)))
                 return -EBADMSG;
         *ret = (ConntrackEntry) { .tuple_len = orig->nla_len, .has_zone = zone != NULL };
         memcpy(ret->tuple, orig, orig->nla_len);
         if (zone)
-                memcpy(&ret->zone, attr_data(zone), sizeof(ret->zone));
+                memcpy(&ret->zone, nlattr_data(zone), sizeof(ret->zone));
         return 1;
 }
 

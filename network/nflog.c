@@ -14,6 +14,8 @@
 #include <linux/netfilter/nfnetlink_log.h>
 #include <linux/netlink.h>
 
+#include "nlattr.h"
+
 #include "common/macro.h"
 
 /* Room for bursts between two reads; beyond it the kernel drops and says ENOBUFS. */
@@ -28,28 +30,17 @@
 /* Collects the attributes of one message by type (the first of each); false when one's
  * length does not fit. */
 static bool attrs_collect(const uint8_t *buf, size_t len, const struct nlattr *tb[static NFULA_MAX + 1]) {
+        const struct nlattr *a;
         size_t off = 0;
+        int r;
         for (int i = 0; i <= NFULA_MAX; i++)
                 tb[i] = NULL;
-        while (off + NLA_HDRLEN <= len) {
-                const struct nlattr *a = (const struct nlattr *) (buf + off);
-                if (a->nla_len < NLA_HDRLEN || a->nla_len > len - off)
-                        return false;
-                uint16_t type = a->nla_type & NLA_TYPE_MASK;
-                if (type <= NFULA_MAX && !tb[type])
-                        tb[type] = a;
-                off += NLA_ALIGN(a->nla_len);
-        }
-        return true;
+        while ((r = nlattr_next(buf, len, &off, &a)) > 0)
+                if (nlattr_type(a) <= NFULA_MAX && !tb[nlattr_type(a)])
+                        tb[nlattr_type(a)] = a;
+        return r == 0;
 }
 
-static const uint8_t *attr_data(const struct nlattr *a) {
-        return (const uint8_t *) a + NLA_HDRLEN;
-}
-
-static size_t attr_len(const struct nlattr *a) {
-        return a->nla_len - NLA_HDRLEN;
-}
 
 static bool has_ports(uint8_t proto) {
         return proto == IPPROTO_TCP || proto == IPPROTO_UDP || proto == IPPROTO_SCTP || proto == IPPROTO_UDPLITE;
@@ -116,8 +107,8 @@ void nflog_payload_parse(const uint8_t *p, size_t len, NflogPacket *ret) {
 
 /* "seatd-deny <seat> " with a valid seat id: copies it. */
 static bool prefix_seat(const struct nlattr *a, char seat[static NFT_SEAT_NAME_MAX + 1]) {
-        const char *s = (const char *) attr_data(a);
-        size_t n = strnlen(s, attr_len(a)), plen = strlen(NFT_LOG_PREFIX);
+        const char *s = (const char *) nlattr_data(a);
+        size_t n = strnlen(s, nlattr_len(a)), plen = strlen(NFT_LOG_PREFIX);
         if (n <= plen + 1 || strncmp(s, NFT_LOG_PREFIX, plen) != 0 || s[n - 1] != ' ')
                 return false;
         size_t id = n - plen - 1;
@@ -152,14 +143,14 @@ int nflog_packet_parse(const void *msg, size_t len, NflogPacket *ret) {
                 return 0;
         uint16_t hw_protocol = 0;
         if (tb[NFULA_PACKET_HDR]) {
-                if (attr_len(tb[NFULA_PACKET_HDR]) < sizeof(struct nfulnl_msg_packet_hdr))
+                if (nlattr_len(tb[NFULA_PACKET_HDR]) < sizeof(struct nfulnl_msg_packet_hdr))
                         return -EBADMSG;
-                hw_protocol = get_be16(attr_data(tb[NFULA_PACKET_HDR]));
+                hw_protocol = get_be16(nlattr_data(tb[NFULA_PACKET_HDR]));
         }
         /* The link layer says what the payload is when it knows (at the ingress hook an
          * ARP or a VLAN-tagged frame is no IP packet, whatever its first nibble). */
         if (tb[NFULA_PAYLOAD] && (hw_protocol == 0 || hw_protocol == 0x0800 || hw_protocol == 0x86dd))
-                nflog_payload_parse(attr_data(tb[NFULA_PAYLOAD]), attr_len(tb[NFULA_PAYLOAD]), &p);
+                nflog_payload_parse(nlattr_data(tb[NFULA_PAYLOAD]), nlattr_len(tb[NFULA_PAYLOAD]), &p);
         if ((hw_protocol == 0x0800 && p.family != AF_INET) || (hw_protocol == 0x86dd && p.family != AF_INET6)) {
                 p.family = AF_UNSPEC;
                 p.proto = 0;

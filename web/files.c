@@ -133,14 +133,12 @@ static int respond_error(struct lws *wsi, Web *w, Conn *c, unsigned status, cons
 }
 
 int files_finish(struct lws *wsi, Web *w, Conn *c, Job *job) {
-        WebSession *s = session_find(w->sessions, job->session, now_monotonic_ms());
-        if (!s || strcmp(s->seat, job->seat) != 0)
+        WebSession *s;
+        int r = web_job_session(w, job, &s);
+        if (r == -ENOENT)
                 return web_respond(wsi, w, c, 401, "application/json", "{\"login\":true}", 14, NULL, NULL);
-        if (job->r == -EACCES) {
-                log_info("session of seat '%s' ended: seatd no longer accepts its token (reset or released)", s->seat);
-                session_close(w->sessions, s);
+        if (r == -EACCES)
                 return respond_error(wsi, w, c, 401, "This seat was reset or released: your session has ended.");
-        }
         if (job->r == -EREMOTEIO)
                 /* The guest's or seatd's reason (no such file, a limit, a busy seat). */
                 return respond_error(wsi, w, c, !strcmp(job->code, "invalid") ? 400 : 422,

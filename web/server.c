@@ -289,19 +289,31 @@ static int do_status(struct lws *wsi, Web *w, Conn *c, WebSession *s) {
         return web_submit(wsi, w, c, job);
 }
 
-/* seatd answered a status page's seat.status. */
-static int finish_status(struct lws *wsi, Web *w, Conn *c, Job *job) {
-        _cleanup_json_ json_object *out = NULL;
+int web_job_session(Web *w, const Job *job, WebSession **ret) {
         /* The session may have ended while seatd was asked (a logout, another request
          * that saw the reset). */
         WebSession *s = session_find(w->sessions, job->session, now_monotonic_ms());
         if (!s || strcmp(s->seat, job->seat) != 0)
-                return web_respond(wsi, w, c, 401, "application/json", "{\"login\":true}", 14, NULL, NULL);
+                return -ENOENT;
         if (job->r == -EACCES) {
                 /* The token no longer opens the seat: it was reset (a new token) or
                  * released. The session ends here. */
                 log_info("session of seat '%s' ended: seatd no longer accepts its token (reset or released)", s->seat);
                 session_close(w->sessions, s);
+                return -EACCES;
+        }
+        *ret = s;
+        return 0;
+}
+
+/* seatd answered a status page's seat.status. */
+static int finish_status(struct lws *wsi, Web *w, Conn *c, Job *job) {
+        _cleanup_json_ json_object *out = NULL;
+        WebSession *s;
+        int r = web_job_session(w, job, &s);
+        if (r == -ENOENT)
+                return web_respond(wsi, w, c, 401, "application/json", "{\"login\":true}", 14, NULL, NULL);
+        if (r == -EACCES) {
                 out = json_object_new_object();
                 if (!out)
                         return -1;

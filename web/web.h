@@ -83,6 +83,10 @@ void web_peer_key(struct lws *wsi, char *out, size_t size);
 void web_log_refusal(struct lws *wsi, const char *what, const char *seat);
 /* Hand a seatd call to the workers; the request is finished when it is answered. */
 int web_submit(struct lws *wsi, Web *w, Conn *c, Job *job);
+/* The session a finished seatd call was for: 0 with *ret; -ENOENT when it ended meanwhile;
+ * -EACCES when seatd refused its token (the seat was reset or released): the session is
+ * closed here. */
+int web_job_session(Web *w, const Job *job, WebSession **ret);
 /* The live session the request's cookie names, or NULL. */
 WebSession *web_request_session(struct lws *wsi, Web *w);
 /* A request with an Origin header that is not seat-web's own. */

@@ -20,24 +20,9 @@
 #include "seatd/agent-client.h"
 #include "common/fileio.h"
 #include "testvm.h"
+#include "bench-stats.h"
 
 #define WAIT_MS 120000
-
-static int64_t now_us(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (int64_t) ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
-static int cmp_i64(const void *a, const void *b) {
-        int64_t x = *(const int64_t *) a, y = *(const int64_t *) b;
-        return x < y ? -1 : x > y;
-}
-
-static int64_t percentile(int64_t *v, size_t n, int pct) {
-        qsort(v, n, sizeof(*v), cmp_i64);
-        return v[(n - 1) * (size_t) pct / 100];
-}
 
 static int count_bytes(bool is_stderr, const uint8_t *data, size_t len, void *userdata) {
         *(size_t *) userdata += len;

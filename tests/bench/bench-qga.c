@@ -20,6 +20,7 @@
 #include "common/base64.h"
 #include "common/jsonframe.h"
 #include "common/macro.h"
+#include "bench-stats.h"
 
 #define CMD_TIMEOUT_S 60
 #define PING_WAIT_S 300
@@ -29,22 +30,6 @@
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(virDomainPtr, virDomainFree)
 DEFINE_TRIVIAL_CLEANUP_FUNC(virConnectPtr, virConnectClose)
-
-static int64_t now_us(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (int64_t) ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
-static int cmp_i64(const void *a, const void *b) {
-        int64_t x = *(const int64_t *) a, y = *(const int64_t *) b;
-        return x < y ? -1 : x > y;
-}
-
-static int64_t percentile(int64_t *v, size_t n, int pct) {
-        qsort(v, n, sizeof(*v), cmp_i64);
-        return v[(n - 1) * (size_t) pct / 100];
-}
 
 static _Noreturn void die(const char *what) {
         const char *e = virGetLastErrorMessage();

@@ -115,10 +115,10 @@ tls1=$(openssl s_client -connect "127.0.0.1:$port" -tls1_1 </dev/null 2>&1 | gre
         not_ok "web/assets/vendor/ matches the pinned xterm.js (scripts/update-web-vendor)"
 
 # ---------------------------------------------------------------- the browser
-browser() { # SCENARIO: its TAP lines become ours
+browser() { # SCENARIO SEAT TOKEN OTHER_SEAT: its TAP lines become ours (RESET_CMD resets SEAT)
         local line
-        node "$here/browser.mjs" "$1" "$url" "$pin" "$S1" "$tok1" "$S2" "$build" \
-                env "SEATD_SOCKET=$SEATD_SOCKET" "$CTL" -q reset "$S1" >"$t/browser-$1" 2>"$t/browser-$1.err" </dev/null
+        node "$here/browser.mjs" "$1" "$url" "$pin" "$2" "$3" "$4" "$build" \
+                env "SEATD_SOCKET=$SEATD_SOCKET" "$CTL" -q reset "$2" >"$t/browser-$1" 2>"$t/browser-$1.err" </dev/null
         while IFS= read -r line; do
                 case $line in
                 "ok - "*) ok "browser: ${line#ok - }" ;;
@@ -138,27 +138,15 @@ link=$("$WEB" -c "$t/web.conf" --link "$S2" --token-file "$t/tok2" --url "$url" 
 "$WEB" -c "$t/web.conf" --link "$S2" --token-file "$t/tok1" >"$t/out" 2>&1 && not_ok "a link for another seat's token was made" ||
         { grep -q "seatd does not accept this token for seat '$S2'" "$t/out" && ok "no link for a token seatd refuses, and it says so" ||
                 not_ok "a link for a wrong token: $(cat "$t/out")"; }
-browser_link() { # the link scenario: its TAP lines become ours
-        local line
-        node "$here/browser.mjs" link "$url" "$pin" "$S2" "$link" "$S1" "$build" >"$t/browser-link" 2>"$t/browser-link.err" </dev/null
-        while IFS= read -r line; do
-                case $line in
-                "ok - "*) ok "browser: ${line#ok - }" ;;
-                "not ok - "*) : >"$t/out"; not_ok "browser: ${line#not ok - }" ;;
-                "#"*) echo "$line" ;;
-                esac
-        done <"$t/browser-link"
-        grep -q "^ok - \|^not ok - " "$t/browser-link" || { cp "$t/browser-link.err" "$t/out"; not_ok "browser.mjs link ran"; }
-}
-browser_link
+browser link "$S2" "$link" "$S1" # (the link stands where a token goes)
 short=$("$WEB" -c "$t/web.conf" --link "$S2" --token-file "$t/tok2" --expires 1 --url "$url" 2>"$t/out")
 sleep 2
 code=$(curl -s --cacert "$t/web/tls/cert.pem" -o "$t/body" -w '%{http_code}' "$short")
 [[ $code == 410 ]] && grep -q "expired" "$t/body" && ok "an expired link: 410, it says so" || not_ok "an expired link: $code $(cat "$t/body")"
 [[ ! -e $t/web/links/${short##*/} ]] && ok "and its record is gone" || not_ok "the expired link's record is gone"
 
-browser main
-browser wrong-pin
+browser main "$S1" "$tok1" "$S2"
+browser wrong-pin "$S1" "$tok1" "$S2"
 
 # The browser's terminals were recorded like every terminal, and sealed with the session
 # the reset ended.
