@@ -66,7 +66,7 @@ typedef struct AgentConn {
         char *agent_name; /* escaped */
 
         bool single; /* agent_client_set_single(): no mux, ever */
-        bool mux; /* atomic: set by the first hello, never cleared */
+        int mux; /* atomic (an int: GCC warns wrongly on 1-byte atomics under ASan): set by the first hello, never cleared */
         pthread_t reader_thread;
         int stop_fd; /* eventfd: the connection's first handle is going */
         bool stopping;

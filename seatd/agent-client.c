@@ -119,7 +119,7 @@ int64_t agent_client_next_id(AgentClient *c) {
         int64_t id = k->next_id++;
         /* Under the mux its replies come to this handle. Without memory for the route they
          * would be for nobody, which ends the connection: a request then fails, not hangs. */
-        if (__atomic_load_n(&k->mux, __ATOMIC_ACQUIRE))
+        if (k->mux) /* (set under this lock too) */
                 (void) agent_mux_route_add(k, id, c);
         pthread_mutex_unlock(&k->lock);
         return id;

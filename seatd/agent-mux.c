@@ -224,7 +224,10 @@ int agent_mux_start(AgentClient *c) {
                 k->stop_fd = safe_close(k->stop_fd);
                 return r;
         }
-        __atomic_store_n(&k->mux, true, __ATOMIC_RELEASE);
+        /* Under the lock for agent_client_next_id(), atomic for recv on other threads. */
+        pthread_mutex_lock(&k->lock);
+        __atomic_store_n(&k->mux, 1, __ATOMIC_RELEASE);
+        pthread_mutex_unlock(&k->lock);
         return 0;
 }
 
