@@ -184,13 +184,9 @@ static int wait_ack(int fd, uint32_t seq) {
                         continue;
                 if (n < 0)
                         return errno == EAGAIN || errno == EWOULDBLOCK ? -ETIMEDOUT : -errno;
-                for (struct nlmsghdr *h = (struct nlmsghdr *) buf; NLMSG_OK(h, (size_t) n); h = NLMSG_NEXT(h, n)) {
-                        if (h->nlmsg_seq != seq || h->nlmsg_type != NLMSG_ERROR)
-                                continue;
-                        if (h->nlmsg_len < NLMSG_LENGTH(sizeof(struct nlmsgerr)))
-                                return -EBADMSG;
-                        return ((const struct nlmsgerr *) NLMSG_DATA(h))->error;
-                }
+                int err, k = nlmsg_find_ack(buf, (size_t) n, seq, &err);
+                if (k != 0)
+                        return k < 0 ? k : err;
         }
 }
 

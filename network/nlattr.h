@@ -34,3 +34,17 @@ static inline const uint8_t *nlattr_data(const struct nlattr *a) {
 static inline size_t nlattr_len(const struct nlattr *a) {
         return a->nla_len - NLA_HDRLEN;
 }
+
+/* The kernel's answer to request seq among the n bytes of messages in buf: 1 with its
+ * error (0 for an ACK) in *ret, 0 when none of them is it, -EBADMSG for a truncated one. */
+static inline int nlmsg_find_ack(const void *buf, size_t n, uint32_t seq, int *ret) {
+        for (const struct nlmsghdr *h = buf; NLMSG_OK(h, n); h = NLMSG_NEXT(h, n)) {
+                if (h->nlmsg_seq != seq || h->nlmsg_type != NLMSG_ERROR)
+                        continue;
+                if (h->nlmsg_len < NLMSG_LENGTH(sizeof(struct nlmsgerr)))
+                        return -EBADMSG;
+                *ret = ((const struct nlmsgerr *) NLMSG_DATA(h))->error;
+                return 1;
+        }
+        return 0;
+}
