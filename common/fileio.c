@@ -3,6 +3,7 @@
 #include <libgen.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -14,6 +15,26 @@ int loop_write(int fd, const void *buf, size_t len) {
 
         while (len > 0) {
                 ssize_t n = write(fd, p, len);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return negative_errno();
+                }
+                if (n == 0)
+                        return -EIO;
+                p += n;
+                len -= (size_t) n;
+        }
+        return 0;
+}
+
+/* loop_write for a socket whose peer may go at any time: a gone peer is -EPIPE, never the
+ * SIGPIPE that would kill a library caller that did not think to ignore it. */
+int loop_send(int fd, const void *buf, size_t len) {
+        const char *p = buf;
+
+        while (len > 0) {
+                ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
                 if (n < 0) {
                         if (errno == EINTR)
                                 continue;

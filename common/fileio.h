@@ -7,6 +7,7 @@
 
 /* write() all of it, retrying on EINTR and short writes (blocking fds). */
 int loop_write(int fd, const void *buf, size_t len);
+int loop_send(int fd, const void *buf, size_t len); /* a socket: -EPIPE, no SIGPIPE */
 /* read() until len bytes or EOF; returns bytes read or -errno. */
 ssize_t loop_read(int fd, void *buf, size_t len);
 

@@ -121,7 +121,7 @@ int ctl_send(CtlClient *c, const char *method, json_object *params, int64_t *ret
         int r = control_format_request(id, method, params, &line, &len);
         if (r < 0)
                 return seat_error_set(ret_error, -r, "cannot send '%s': %s", method, strerror(-r));
-        r = loop_write(c->fd, line, len);
+        r = loop_send(c->fd, line, len);
         if (r < 0)
                 return seat_error_set(ret_error, -r, "write to seatd: %s", strerror(-r));
         if (ret_id)

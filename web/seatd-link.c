@@ -58,7 +58,7 @@ static int send_request(int fd, int64_t id, const char *method, json_object *par
         int r = control_format_request(id, method, params, &line, &len);
         if (r < 0)
                 return r;
-        return loop_write(fd, line, len);
+        return loop_send(fd, line, len);
 }
 
 int seatd_call(const char *socket_path, int timeout_ms, const char *method, json_object *params,

@@ -98,7 +98,7 @@ static int send_request(int fd, int64_t id, const char *method, json_object *par
         _cleanup_free_ char *line = NULL;
         size_t len;
         int r = control_format_request(id, method, params, &line, &len);
-        return r < 0 ? r : loop_write(fd, line, len);
+        return r < 0 ? r : loop_send(fd, line, len);
 }
 
 static int connect_seatd(Terminal *t) {

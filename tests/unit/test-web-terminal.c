@@ -66,7 +66,7 @@ static void say(int fd, const char *fmt, ...) {
         va_start(ap, fmt);
         int n = vsnprintf(line, sizeof(line), fmt, ap);
         va_end(ap);
-        (void) loop_write(fd, line, (size_t) n);
+        (void) loop_send(fd, line, (size_t) n); /* the terminal may have gone: no SIGPIPE */
 }
 
 static void output(int fd, const char *text) {
