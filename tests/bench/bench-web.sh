@@ -39,87 +39,14 @@ harness_on_exit 'kill_wait $web_pid'
 for _ in $(seq 1 100); do curl -s -o /dev/null --cacert "$t/web/tls/cert.pem" "https://127.0.0.1:$port/" && break; sleep 0.1; done
 
 cat >"$t/ws.py" <<'PY'
-import base64, json, os, socket, ssl, statistics, sys, threading, time
+import json, os, statistics, sys, threading, time
+sys.path.insert(0, os.environ["SEATWEB_CLIENT_DIR"])
+from seatweb_client import Client
 
 port, cafile, prov, n_terms, n_keys, out_dir = int(sys.argv[1]), sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]), sys.argv[6]
 seats = json.load(open(prov))["seats"]
-ctx = ssl.create_default_context(cafile=cafile)
-origin = "https://127.0.0.1:%d" % port
-
-def connect():
-    s = socket.create_connection(("127.0.0.1", port), timeout=60)
-    return ctx.wrap_socket(s, server_hostname="127.0.0.1")
-
-def read_head(s):
-    buf = b""
-    while b"\r\n\r\n" not in buf:
-        b = s.recv(4096)
-        if not b:
-            raise RuntimeError("closed during the headers")
-        buf += b
-    head, rest = buf.split(b"\r\n\r\n", 1)
-    return head.decode("latin-1"), rest
-
-def login(seat, token):
-    s = connect()
-    body = "seat=%s&token=%s" % (seat, token)
-    s.sendall(("POST /login HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Type: application/x-www-form-urlencoded\r\n"
-               "Content-Length: %d\r\nConnection: close\r\n\r\n%s" % (port, len(body), body)).encode())
-    head, _ = read_head(s)
-    s.close()
-    for line in head.split("\r\n"):
-        if line.lower().startswith("set-cookie:") and "__Host-seatweb=" in line:
-            return line.split(":", 1)[1].strip().split(";")[0]
-    raise RuntimeError("login refused: " + head.split("\r\n")[0])
-
-class Term:
-    def __init__(self, seat, cookie):
-        self.s = connect()
-        key = base64.b64encode(os.urandom(16)).decode()
-        self.s.sendall(("GET /ws/seat/%s/terminal HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nUpgrade: websocket\r\n"
-                        "Connection: Upgrade\r\nSec-WebSocket-Key: %s\r\nSec-WebSocket-Version: 13\r\n"
-                        "Sec-WebSocket-Protocol: seat-terminal\r\nOrigin: %s\r\nCookie: %s\r\n\r\n"
-                        % (seat, port, key, origin, cookie)).encode())
-        head, self.buf = read_head(self.s)
-        if " 101 " not in head.split("\r\n")[0]:
-            raise RuntimeError("handshake refused: " + head.split("\r\n")[0])
-
-    def send(self, data, opcode=2):
-        mask = os.urandom(4)
-        n = len(data)
-        hdr = bytes([0x80 | opcode]) + (bytes([0x80 | n]) if n < 126 else bytes([0x80 | 126]) + n.to_bytes(2, "big"))
-        self.s.sendall(hdr + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(data)))
-
-    def _need(self, k):
-        while len(self.buf) < k:
-            b = self.s.recv(65536)
-            if not b:
-                raise RuntimeError("closed")
-            self.buf += b
-
-    def recv(self):
-        """The next data frame's payload (binary: output; text: a message)."""
-        while True:
-            self._need(2)
-            op, n = self.buf[0] & 0x0f, self.buf[1] & 0x7f
-            off = 2
-            if n == 126:
-                self._need(4); n = int.from_bytes(self.buf[2:4], "big"); off = 4
-            elif n == 127:
-                self._need(10); n = int.from_bytes(self.buf[2:10], "big"); off = 10
-            self._need(off + n)
-            payload, self.buf = self.buf[off:off + n], self.buf[off + n:]
-            if op == 8:
-                raise RuntimeError("closed by seat-web")
-            if op in (1, 2, 0):
-                return op, payload
-
-    def wait_for(self, needle):
-        seen = b""
-        while needle not in seen:
-            op, p = self.recv()
-            if op in (0, 2):
-                seen = (seen + p)[-4096:]
+client = Client(port, cafile)
+login, Term = client.login, client.terminal
 
 results, ready, errors = [], [], []
 lock = threading.Lock()
@@ -179,7 +106,7 @@ PY
 ( for _ in $(seq 1 6000); do [[ -f $t/all-open ]] && break; sleep 0.1; done
   awk '/^VmRSS/ {print int($2 / 1024)}' "/proc/$web_pid/status" >"$t/rss" ) &
 rss_watch=$!
-read -r opened p50 p99 ready_ms < <(python3 "$t/ws.py" "$port" "$t/web/tls/cert.pem" "$t/prov" "$terminals" "$keys" "$t") ||
+read -r opened p50 p99 ready_ms < <(PYTHONDONTWRITEBYTECODE=1 SEATWEB_CLIENT_DIR="$HARNESS_SRC/tests/lib" python3 "$t/ws.py" "$port" "$t/web/tls/cert.pem" "$t/prov" "$terminals" "$keys" "$t") ||
         bail "the WebSocket client failed (see above)"
 wait "$rss_watch" || true
 rss=$(cat "$t/rss" 2>/dev/null || echo 0)

@@ -8,7 +8,11 @@
 #     guest: they fail, saying the seat was reset, and B's session log starts with B's own;
 #   - reset and release cancel a running exec (its process group killed in the guest, the
 #     exec told "cancelled") instead of waiting for it; the timeout an exec may ask for is
-#     capped by exec_max_timeout.
+#     capped by exec_max_timeout;
+#   - a facilitator on the facilitator socket (as seatd ships it; facilitator_group is
+#     nogroup here) resets the seat with no token, a subscriber to events.subscribe sees
+#     it go resetting and ready again, the ended session's log records who asked, and
+#     metrics count the reset (issue 16).
 #   usage: sessions.sh BUILD_DIR
 # Builds and signs its own test image; every domain and process it makes is removed on exit.
 # Needs root, a running libvirtd (never restarted here), setpriv, python3 and b2sum.
@@ -33,7 +37,7 @@ unset SEATD_TOKEN
 # is one more boot on a 2-core machine.
 MAXT=3600
 seatd_conf accel=tcg allow_tcg=true inspect_images=false network=false warm_reset=false \
-  "facilitator_key=$t/facilitator.pub" "exec_max_timeout=$MAXT"
+  "facilitator_key=$t/facilitator.pub" "exec_max_timeout=$MAXT" facilitator_group=nogroup
 
 # Participants are nobody, on the participant socket seatd made (its modes as shipped).
 nobody() { setpriv --reuid=nobody --regid=nogroup --clear-groups -- "$CTL" "$@"; }
@@ -48,6 +52,50 @@ wait_for() {
   for _ in $(seq 1 $((10 * $2))); do kill -0 "$p" 2>/dev/null || { wait "$p"; return; }; sleep 0.1; done
   kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; return 255
 }
+
+# A facilitator's client of the facilitator socket (what seat-web does), run as nobody.
+cat >"$t/fac.py" <<'PY'
+import json, socket, sys, time
+def conn(path):
+    s = socket.socket(socket.AF_UNIX); s.settimeout(900); s.connect(path); f = s.makefile("rwb")
+    call(f, 1, "hello", {"version": 1})
+    return f
+def send(f, i, method, params):
+    f.write((json.dumps({"id": i, "method": method, "params": params}) + "\n").encode()); f.flush()
+def call(f, i, method, params):
+    send(f, i, method, params)
+    while True:
+        m = json.loads(f.readline())
+        if m.get("id") == i and m["type"] in ("result", "error"):
+            return m
+mode, path = sys.argv[1], sys.argv[2]
+f = conn(path)
+if mode == "reset":
+    m = call(f, 2, "seat.reset", {"seat": sys.argv[3], "facilitator": sys.argv[4]})
+    print("new participant token: " + m["result"]["token"] if m["type"] == "result" else "error " + json.dumps(m["error"]))
+elif mode == "watch":  # one line per snapshot on stdout: the seat's state and generation
+    send(f, 2, "events.subscribe", {})
+    out = sys.stdout
+    while True:
+        m = json.loads(f.readline())
+        if m["type"] != "snapshot": print("ended", m, file=out, flush=True); break
+        seat = [x for x in m["snapshot"]["seats"] if x["id"] == sys.argv[3]]
+        print(*((seat[0]["state"], seat[0]["generation"]) if seat else ("gone", "-")), m["snapshot"]["time"], file=out, flush=True)
+elif mode == "audit":  # the record types of the running session's log, read in small pieces
+    data, off = b"", 0
+    while True:
+        import base64
+        r = call(f, 3, "seat.audit", {"seat": sys.argv[3], "offset": off, "max_bytes": 4096})["result"]
+        data += base64.b64decode(r["data"]); off = r["offset"]
+        if r["eof"]: break
+    print(" ".join(json.loads(l)["type"] for l in data.decode().splitlines()))
+elif mode == "metrics":
+    r = call(f, 2, "metrics", {})["result"]
+    print("resets", r["latency"]["reset"]["count"], "provisions", r["latency"]["provision"]["count"],
+          "ready", r["seats_by_state"]["ready"], "calls", r["calls_total"])
+PY
+chmod 0644 "$t/fac.py"
+fac() { setpriv --reuid=nobody --regid=nogroup --clear-groups -- /usr/bin/python3 "$t/fac.py" "$@"; }
 
 seatd_start
 image_import
@@ -178,27 +226,43 @@ denied_msg=$(nobody --token-file "$t/tokA" exec "$S" -- true 2>&1)
 out=$(nobody --token-file "$t/tokB" exec --timeout $((MAXT + 1)) "$S" -- true 2>&1); rc=$?
 [[ $rc == 125 && $out == *"exec_max_timeout = $MAXT"* ]] && ok "an exec asking for more than exec_max_timeout is refused ($out)" \
   || not_ok "an exec asking for more than exec_max_timeout is refused (rc $rc: $out)"
-# B's sleep with the longest timeout allowed; the operator resets the seat under it. The
+# B's sleep with the longest timeout allowed; a facilitator resets the seat under it,
+# through the facilitator socket, while a dashboard's subscription watches. The
 # reset boots a new machine (seconds, or minutes on a busy TCG host): what is timed is how
 # soon the sleep gives the seat up.
+# setpriv execs python: $! is the watcher itself
+setpriv --reuid=nobody --regid=nogroup --clear-groups -- /usr/bin/python3 "$t/fac.py" watch "$t/facilitator.sock" "$S" >"$t/events" & watch_pid=$!
 nobody --token-file "$t/tokB" exec --timeout "$MAXT" "$S" -- sh -c 'sleep 3600 & sleep 3601' >"$t/sleep1" 2>&1 &
-sleep_pid=$! bg_pids+=("$sleep_pid")
+sleep_pid=$! bg_pids+=("$sleep_pid" "$watch_pid")
 sleep 3
 t0=$(ms)
-timeout 900 "$CTL" reset "$S" >"$t/reset2" 2>"$t/out" &
+timeout 900 setpriv --reuid=nobody --regid=nogroup --clear-groups -- /usr/bin/python3 "$t/fac.py" reset "$t/facilitator.sock" "$S" carol >"$t/reset2" 2>"$t/out" &
 reset_pid=$! bg_pids+=("$reset_pid")
 wait_for "$sleep_pid" 60; src=$?
 cancel_ms=$(($(ms) - t0))
 wait "$reset_pid"; rc=$?
-bg_pids=()
+bg_pids=("$watch_pid")
 tokC=$(new_token_of "$t/reset2")
+cat "$t/reset2" >>"$t/out"
 cat "$t/sleep1" >>"$t/out"
 [[ $src == 125 && $cancel_ms -lt 10000 ]] && grep -q "cancelled: an operator resets or releases seat '$S'" "$t/sleep1"   && ok "reset under a running 'sleep 3600' (timeout ${MAXT} s): the exec is cancelled $cancel_ms ms after the reset began, and says so"   || not_ok "reset under a running 'sleep 3600': the exec is cancelled within 10 s, and says so (rc $src after $cancel_ms ms)"
-[[ $rc == 0 && $tokC =~ ^[0-9a-f]{64}$ ]] && ok "the reset completes (in $(($(ms) - t0)) ms, a cold boot included)" || not_ok "the reset completes (rc $rc)"
+[[ $rc == 0 && $tokC =~ ^[0-9a-f]{64}$ ]] && ok "the facilitator's reset completes (in $(($(ms) - t0)) ms, a cold boot included) and hands back the new token" || not_ok "the facilitator's reset completes (rc $rc)"
+for _ in $(seq 1 50); do grep -q "^ready 3 " "$t/events" && break; sleep 0.1; done
+cp "$t/events" "$t/out"
+seq_seen=$(awk '{print $1 $2}' "$t/events" | uniq | tr '\n' ' ')
+[[ $seq_seen == "ready2 "*"resetting2 "*"ready3 "* ]] \
+  && ok "the dashboard's subscription saw it live: $seq_seen($(wc -l <"$t/events") snapshots)" \
+  || not_ok "the subscription sees ready, resetting, ready again ($seq_seen)"
+out=$(fac metrics "$t/facilitator.sock" 2>&1)
+[[ $out == "resets 2 provisions 1 ready 1 calls "* ]] && ok "metrics count both resets and the provision ($out)" || { echo "$out" >"$t/out"; not_ok "metrics count the reset ($out)"; }
+kill "$watch_pid" 2>/dev/null; wait "$watch_pid" 2>/dev/null; bg_pids=()
 token_file "$t/tokC" "$tokC" nobody:nogroup 0600
 nobody --token-file "$t/tokC" exec --timeout "$MAXT" "$S" -- sh -c 'echo c-first; sleep 3600' >"$t/sleep2" 2>&1 &
 sleep_pid=$! bg_pids+=("$sleep_pid")
 for _ in $(seq 1 100); do grep -q c-first "$t/sleep2" && break; sleep 0.1; done
+out=$(fac audit "$t/facilitator.sock" "$S" 2>&1)
+[[ $out == "start session "*"exec.start"* ]] && ok "the facilitator reads the running session's audit log in 4 KiB pieces, no token ($out)" \
+  || { echo "$out" >"$t/out"; not_ok "the facilitator reads the running session's audit log"; }
 sleep 1
 t0=$(ms)
 timeout 120 "$CTL" release "$S" >"$t/out" 2>&1; rc=$?
@@ -215,10 +279,11 @@ cat "$t/sleep2" >"$t/out"
 # ---------------------------------------------------------------- 4. the sealed sessions
 # Each session was sealed in the background (libguestfs reads the old disk: 10-20 s per
 # session under TCG). The archives verify; opened, their audit logs hold the records above.
-for g in 1 3; do
+for g in 1 2 3; do
   for _ in $(seq 1 1800); do [[ -n $(ls "$t/state/evidence/archives/$S-g$g-"*.seatdev 2>/dev/null) ]] && break; sleep 0.1; done
 done
 a1=$(ls "$t/state/evidence/archives/$S-g1-"*.seatdev 2>/dev/null | head -1)
+a2=$(ls "$t/state/evidence/archives/$S-g2-"*.seatdev 2>/dev/null | head -1)
 a3=$(ls "$t/state/evidence/archives/$S-g3-"*.seatdev 2>/dev/null | head -1)
 : >"$t/out"; good=1
 for a in "$a1" "$a3"; do
@@ -244,6 +309,19 @@ assert len(cancelled) == 1 and cancelled[0]["cancelled_by"] == "reset or release
 PY
 [[ $? == 0 ]] && ok "opened: every exec.start has its exec.end, the near-1 MiB ones are there, the released session's sleep ended 'cancelled'" \
   || not_ok "opened archives: exec.start/exec.end pairs, the cut argv records, the cancelled sleep"
+
+"$CTL" evidence open "$a2" --key "$t/facilitator.key" --out "$t/open2" --host-key "$t/state/trust/host.pub" >"$t/out" 2>&1 &&
+  python3 - "$(ls "$t/open2/"*audit* | head -1)" "$(ls "$t/open1/"*audit* | head -1)" >>"$t/out" 2>&1 <<'PY'
+import json, sys
+two = [json.loads(l) for l in open(sys.argv[1])]
+one = [json.loads(l) for l in open(sys.argv[2])]
+c2 = [r["data"] for r in two if r["type"] == "control"]
+assert c2 == [{"method": "seat.reset", "uid": 65534, "via": "facilitator socket", "facilitator": "carol"}], c2
+c1 = [r["data"] for r in one if r["type"] == "control"]
+assert c1 == [{"method": "seat.reset", "uid": 0, "via": "operator socket"}], c1
+PY
+[[ $? == 0 ]] && ok "the sealed logs say who ended each session: the operator (uid 0), then facilitator 'carol' through the facilitator socket" \
+  || not_ok "the sealed logs record who reset the seat"
 
 kill -0 "$seatd_pid" 2>/dev/null && ok "seatd is still serving" || not_ok "seatd is still serving"
 echo "# took $(($(date +%s) - t_start)) s"
