@@ -32,6 +32,7 @@ typedef struct Web {
         RateLimit *per_address, *per_seat;
         Asset assets[7];
         Jobs *jobs;
+        Jobs *fwd_jobs;      /* proxied exchanges with the seats' servers (forward.c) */
         McpTable *mcp;
         TermConn *terms;     /* open browser terminals (ws-terminal.c) */
         size_t n_terms;
@@ -71,6 +72,9 @@ typedef struct Conn {
         bool ffinal;
         unsigned char *fbody;
         size_t fbody_len, fbody_want;
+
+        /* /seat/ID/port/N/... (forward.c): the request to the guest, head then body */
+        struct ForwardReq *fwd;
 } Conn;
 
 /* Headers, then the body on the next writable callback. */
