@@ -154,6 +154,7 @@ int forward_request(struct lws *wsi, Web *w, Conn *c, const char *path) {
         unsigned port = 0;
         uint64_t body_len = 0;
 
+        forward_closed(c); /* (what an earlier request on this kept-alive connection left) */
         c->route = WEB_ROUTE_SEAT_FORWARD;
         if (web_forward_path(path, seat, sizeof(seat), &port, &rest) < 0)
                 return web_respond_text(wsi, w, c, 400, "A seat's page is /seat/ID/port/N/PATH.\n");
