@@ -2,6 +2,7 @@
 /* forward-parse.c: the reverse proxy's pure parsers (forward-parse.h). */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -323,4 +324,110 @@ int web_forward_location(const char *value, size_t len, const char *prefix, cons
         if (n < 0 || (size_t) n >= out_size)
                 return -E2BIG;
         return 0;
+}
+
+int web_ws_frame_parse(const uint8_t *buf, size_t len, size_t max_payload, WebWsFrame *f) {
+        if (len < 2)
+                return -EAGAIN;
+        unsigned op = buf[0] & 0x0f;
+        bool fin = buf[0] & 0x80;
+        if ((buf[0] & 0x70) || (buf[1] & 0x80))
+                return -EBADMSG; /* no extension was agreed; a server does not mask */
+        if (op != WEB_WS_OP_CONT && op != WEB_WS_OP_TEXT && op != WEB_WS_OP_BINARY && op != WEB_WS_OP_CLOSE &&
+            op != WEB_WS_OP_PING && op != WEB_WS_OP_PONG)
+                return -EBADMSG;
+        uint64_t n = buf[1] & 0x7f;
+        size_t h = 2;
+        if (n == 126) {
+                if (len < 4)
+                        return -EAGAIN;
+                n = ((uint64_t) buf[2] << 8) | buf[3];
+                h = 4;
+                if (n < 126)
+                        return -EBADMSG;
+        } else if (n == 127) {
+                if (len < 10)
+                        return -EAGAIN;
+                if (buf[2] & 0x80)
+                        return -EBADMSG;
+                n = 0;
+                for (int i = 2; i < 10; i++)
+                        n = (n << 8) | buf[i];
+                h = 10;
+                if (n <= 0xffff)
+                        return -EBADMSG;
+        }
+        if ((op & 0x8) && (n > 125 || !fin))
+                return -EBADMSG;
+        if (n > max_payload)
+                return -E2BIG;
+        if (len - h < n)
+                return -EAGAIN;
+        *f = (WebWsFrame) { .fin = fin, .opcode = op, .payload = buf + h, .payload_len = (size_t) n,
+                            .frame_len = h + (size_t) n };
+        return 0;
+}
+
+size_t web_ws_frame_header(uint8_t out[14], unsigned opcode, bool fin, uint64_t payload_len, const uint8_t mask[4]) {
+        size_t h = 2;
+        out[0] = (uint8_t) ((fin ? 0x80 : 0) | (opcode & 0x0f));
+        if (payload_len < 126)
+                out[1] = (uint8_t) (0x80 | payload_len);
+        else if (payload_len <= 0xffff) {
+                out[1] = 0x80 | 126;
+                out[2] = (uint8_t) (payload_len >> 8);
+                out[3] = (uint8_t) payload_len;
+                h = 4;
+        } else {
+                out[1] = 0x80 | 127;
+                for (int i = 0; i < 8; i++)
+                        out[2 + i] = (uint8_t) (payload_len >> (56 - 8 * i));
+                h = 10;
+        }
+        memcpy(out + h, mask, 4);
+        return h + 4;
+}
+
+void web_ws_mask(uint8_t *data, size_t len, const uint8_t mask[4], size_t offset) {
+        for (size_t i = 0; i < len; i++)
+                data[i] ^= mask[(offset + i) & 3];
+}
+
+static const WebForwardHeader *find_header(const WebForwardResponse *r, const char *name) {
+        for (size_t i = 0; i < r->n_headers; i++)
+                if (name_is(&r->headers[i], name))
+                        return &r->headers[i];
+        return NULL;
+}
+
+int web_ws_upgrade_parse(const char *buf, size_t len, const char *accept, size_t *ret_head_len) {
+        /* The response parser takes 200..599 only: read a 101's head as a 200's. */
+        char line[16];
+        if (len < 13)
+                return memcmp(buf, "HTTP/1.1 101 ", len < 13 ? len : 13) == 0 ? -EAGAIN : -EPROTO;
+        if (memcmp(buf, "HTTP/1.1 101", 12) != 0 || (buf[12] != ' ' && buf[12] != '\r'))
+                return -EPROTO;
+        WebForwardResponse *r = malloc(sizeof(*r));
+        char *copy = malloc(len);
+        if (!r || !copy) {
+                free(r);
+                free(copy);
+                return -ENOMEM;
+        }
+        memcpy(copy, buf, len);
+        memcpy(line, "HTTP/1.1 200", 12);
+        memcpy(copy, line, 12);
+        int k = web_forward_response_parse(copy, len, r);
+        if (k == 0) {
+                const WebForwardHeader *up = find_header(r, "upgrade"), *acc = find_header(r, "sec-websocket-accept");
+                if (!up || up->value_len != 9 || strncasecmp(up->value, "websocket", 9) != 0 || !acc ||
+                    acc->value_len != strlen(accept) || memcmp(acc->value, accept, acc->value_len) != 0 ||
+                    find_header(r, "sec-websocket-extensions"))
+                        k = -EPROTO;
+                else
+                        *ret_head_len = r->head_len;
+        }
+        free(r);
+        free(copy);
+        return k;
 }

@@ -85,3 +85,39 @@ int web_forward_set_cookie(const char *value, size_t len, const char *prefix, ch
  */
 int web_forward_location(const char *value, size_t len, const char *prefix, const char *host, unsigned port,
                          char *out, size_t out_size);
+
+/* ---- WebSockets through the proxy (ws-forward.c): seat-web is the guest's WebSocket
+ * client, so frames from the guest come unmasked and ours go masked (RFC 6455). */
+#define WEB_WS_OP_CONT 0x0
+#define WEB_WS_OP_TEXT 0x1
+#define WEB_WS_OP_BINARY 0x2
+#define WEB_WS_OP_CLOSE 0x8
+#define WEB_WS_OP_PING 0x9
+#define WEB_WS_OP_PONG 0xa
+
+typedef struct WebWsFrame {
+        bool fin;
+        unsigned opcode;
+        const uint8_t *payload; /* into the parsed buffer */
+        size_t payload_len;
+        size_t frame_len;       /* header and payload: where the next frame starts */
+} WebWsFrame;
+
+/*
+ * One frame from the guest at the start of buf. 0: complete; -EAGAIN: more bytes needed;
+ * -E2BIG: a payload over max_payload; -EBADMSG: reserved bits, an unknown opcode, a masked
+ * frame (a server must not mask), a control frame over 125 bytes or fragmented, or a length
+ * not in its shortest form's range.
+ */
+int web_ws_frame_parse(const uint8_t *buf, size_t len, size_t max_payload, WebWsFrame *f);
+/* A frame's header, masked with mask, into out (2..14 bytes, its length returned); the
+ * caller masks the payload with web_ws_mask. */
+size_t web_ws_frame_header(uint8_t out[14], unsigned opcode, bool fin, uint64_t payload_len, const uint8_t mask[4]);
+void web_ws_mask(uint8_t *data, size_t len, const uint8_t mask[4], size_t offset);
+/*
+ * The guest's answer to our upgrade at the start of buf: "HTTP/1.1 101" with Upgrade:
+ * websocket and Sec-WebSocket-Accept equal to accept (what our key gives). 0 with
+ * *ret_head_len; -EAGAIN incomplete; -E2BIG; -EBADMSG malformed; -EPROTO a well-formed
+ * answer that is not this upgrade (another status, a wrong accept).
+ */
+int web_ws_upgrade_parse(const char *buf, size_t len, const char *accept, size_t *ret_head_len);

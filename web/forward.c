@@ -33,7 +33,7 @@ typedef struct ForwardReq {
         size_t len, want;    /* want: head + Content-Length */
 } ForwardReq;
 
-static bool port_allowed(const WebConfig *conf, unsigned port) {
+bool forward_port_allowed(const WebConfig *conf, unsigned port) {
         for (size_t i = 0; i < conf->n_forward_ports; i++)
                 if (conf->forward_port_list[i] == port)
                         return true;
@@ -57,7 +57,7 @@ static int copy_header(struct lws *wsi, enum lws_token_indexes tok, const char *
 
 /* The request target: the path under the prefix and the query, both encoded again
  * (libwebsockets hands them decoded). */
-static int request_target(struct lws *wsi, const char *rest, char *out, size_t size) {
+int forward_request_target(struct lws *wsi, const char *rest, char *out, size_t size) {
         int r = web_forward_url_encode(rest, false, out, size);
         if (r < 0)
                 return r;
@@ -82,7 +82,7 @@ static int build_head(struct lws *wsi, Web *w, ForwardReq *f, const char *method
         char target[WEB_FORWARD_PATH_MAX * 3 + 1], cookies[WEB_COOKIE_HEADER_MAX + 1];
         const char *host = w->conf->forward_host;
         bool v6 = strchr(host, ':');
-        int r = request_target(wsi, rest, target, sizeof(target));
+        int r = forward_request_target(wsi, rest, target, sizeof(target));
         if (r < 0)
                 return r;
         int k = snprintf(head, size,
@@ -174,7 +174,7 @@ int forward_request(struct lws *wsi, Web *w, Conn *c, const char *path) {
                 web_log_refusal(wsi, "a session cookie of another seat on its forwarded pages", seat);
                 return web_respond_text(wsi, w, c, 403, "This session is not for this seat.\n");
         }
-        if (!port_allowed(w->conf, port)) {
+        if (!forward_port_allowed(w->conf, port)) {
                 char what[96];
                 snprintf(what, sizeof(what), "forwarding to port %u, which is not in forward_ports", port);
                 web_log_refusal(wsi, what, seat);

@@ -16,3 +16,7 @@ int forward_body_done(struct lws *wsi, Web *w, Conn *c);
 /* The exchange with the guest is over: its response, checked and filtered, or an error. */
 int forward_finish(struct lws *wsi, Web *w, Conn *c, Job *job);
 void forward_closed(Conn *c);
+/* The request target for the guest: rest (the path under the prefix) and the query,
+ * encoded again (libwebsockets hands them decoded). */
+int forward_request_target(struct lws *wsi, const char *rest, char *out, size_t size);
+bool forward_port_allowed(const WebConfig *conf, unsigned port);

@@ -28,6 +28,7 @@
 #include "ratelimit.h"
 #include "server.h"
 #include "session.h"
+#include "ws-proxy.h"
 #include "ws-terminal.h"
 #include "web.h"
 
@@ -488,6 +489,14 @@ static int callback_http(struct lws *wsi, enum lws_callback_reasons reason, void
         Web *w = lws_context_user(lws_get_context(wsi));
 
         switch (reason) {
+        case LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION:
+        case LWS_CALLBACK_ESTABLISHED:
+        case LWS_CALLBACK_RECEIVE:
+        case LWS_CALLBACK_SERVER_WRITEABLE:
+        case LWS_CALLBACK_CLOSED:
+                /* A WebSocket without a subprotocol lands on this first protocol: only a
+                 * seat's forwarded page may have one (ws-proxy.c). */
+                return c ? ws_proxy_callback(wsi, reason, &c->wsp, in, len) : -1;
         case LWS_CALLBACK_HTTP:
                 return on_request(wsi, w, c, in ? (const char *) in : "") < 0 ? -1 : 0;
         case LWS_CALLBACK_HTTP_BODY:
@@ -532,6 +541,8 @@ static int callback_http(struct lws *wsi, enum lws_callback_reasons reason, void
                         finish_jobs(w);
                 if (w)
                         ws_terminal_service(w); /* a terminal's thread has output, room or its end */
+                if (w)
+                        ws_proxy_service(w);    /* and a relayed WebSocket's */
                 return 0;
         case LWS_CALLBACK_CLOSED_HTTP:
         case LWS_CALLBACK_HTTP_DROP_PROTOCOL:
@@ -694,6 +705,7 @@ int web_server_run(const WebConfig *conf, SeatError **ret_error) {
                         break;
         /* The terminals and the workers first: they wake the context, which must still be there. */
         ws_terminal_close_all(&w);
+        ws_proxy_close_all(&w);
         jobs_free(w.jobs);
         w.jobs = NULL;
         jobs_free(w.fwd_jobs);

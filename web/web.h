@@ -18,6 +18,7 @@
 typedef struct McpTable McpTable;
 typedef struct McpSession McpSession;
 typedef struct TermConn TermConn;
+typedef struct WsProxy WsProxy;
 
 typedef struct Asset {
         const char *name;
@@ -36,6 +37,8 @@ typedef struct Web {
         McpTable *mcp;
         TermConn *terms;     /* open browser terminals (ws-terminal.c) */
         size_t n_terms;
+        WsProxy *wsp;        /* WebSockets relayed to the seats' servers (ws-proxy.c) */
+        size_t n_wsp;
         bool tls;
 } Web;
 
@@ -75,6 +78,8 @@ typedef struct Conn {
 
         /* /seat/ID/port/N/... (forward.c): the request to the guest, head then body */
         struct ForwardReq *fwd;
+        /* a WebSocket under /seat/ID/port/N/ on this connection (ws-proxy.c) */
+        WsProxy *wsp;
 } Conn;
 
 /* Headers, then the body on the next writable callback. */

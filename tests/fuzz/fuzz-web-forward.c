@@ -74,6 +74,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 if (web_forward_url_encode(rest, false, enc, sizeof(enc)) == 0 && strpbrk(enc, " ?#\r\n"))
                         abort();
         }
+        /* and as WebSocket frames from the guest, one after another, and its upgrade answer */
+        for (size_t off = 0; off < size;) {
+                WebWsFrame fr;
+                if (web_ws_frame_parse(data + off, size - off, 4096, &fr) != 0)
+                        break;
+                if (fr.frame_len == 0 || fr.frame_len > size - off || fr.payload_len > 4096 ||
+                    fr.payload + fr.payload_len != data + off + fr.frame_len)
+                        abort();
+                off += fr.frame_len;
+        }
+        size_t head;
+        if (web_ws_upgrade_parse((const char *) data, size, "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=", &head) == 0 && head > size)
+                abort();
         uint16_t ports[WEB_FORWARD_PORTS_MAX];
         size_t np;
         if (web_forward_ports_parse(text, ports, &np) == 0 && np > WEB_FORWARD_PORTS_MAX)

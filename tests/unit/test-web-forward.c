@@ -219,12 +219,86 @@ static void test_location(void **state) {
         assert_string_equal(out, "/p/y");
 }
 
+static void test_ws_frames(void **state) {
+        WebWsFrame f;
+        const uint8_t text[] = { 0x81, 0x05, 'h', 'e', 'l', 'l', 'o', 0x89, 0x00 };
+        assert_int_equal(web_ws_frame_parse(text, sizeof(text), 1024, &f), 0);
+        assert_true(f.fin);
+        assert_int_equal(f.opcode, WEB_WS_OP_TEXT);
+        assert_int_equal(f.payload_len, 5);
+        assert_memory_equal(f.payload, "hello", 5);
+        assert_int_equal(f.frame_len, 7);
+        assert_int_equal(web_ws_frame_parse(text + 7, 2, 1024, &f), 0);
+        assert_int_equal(f.opcode, WEB_WS_OP_PING);
+        assert_int_equal(web_ws_frame_parse(text, 4, 1024, &f), -EAGAIN);
+        assert_int_equal(web_ws_frame_parse(text, 1, 1024, &f), -EAGAIN);
+        /* 16-bit and 64-bit lengths, each in its shortest form only */
+        uint8_t b16[4 + 300] = { 0x82, 126, 0x01, 0x2c };
+        assert_int_equal(web_ws_frame_parse(b16, sizeof(b16), 1024, &f), 0);
+        assert_int_equal(f.payload_len, 300);
+        assert_int_equal(web_ws_frame_parse(b16, sizeof(b16), 299, &f), -E2BIG);
+        const uint8_t short16[] = { 0x82, 126, 0x00, 0x05, 1, 2, 3, 4, 5 };
+        assert_int_equal(web_ws_frame_parse(short16, sizeof(short16), 1024, &f), -EBADMSG);
+        const uint8_t huge64[] = { 0x82, 127, 0x7f, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
+        assert_int_equal(web_ws_frame_parse(huge64, sizeof(huge64), 1 << 20, &f), -E2BIG);
+        const uint8_t top64[] = { 0x82, 127, 0x80, 0, 0, 0, 0, 0, 0, 1 };
+        assert_int_equal(web_ws_frame_parse(top64, sizeof(top64), 1 << 20, &f), -EBADMSG);
+        /* hostile: masked from a server, reserved bits, unknown opcodes, long or fragmented control */
+        const uint8_t masked[] = { 0x81, 0x81, 1, 2, 3, 4, 'x' }, rsv[] = { 0xc1, 0x00 }, op3[] = { 0x83, 0x00 },
+                      longping[] = { 0x89, 126, 0x00, 0x80 }, fragclose[] = { 0x08, 0x00 };
+        assert_int_equal(web_ws_frame_parse(masked, sizeof(masked), 1024, &f), -EBADMSG);
+        assert_int_equal(web_ws_frame_parse(rsv, sizeof(rsv), 1024, &f), -EBADMSG);
+        assert_int_equal(web_ws_frame_parse(op3, sizeof(op3), 1024, &f), -EBADMSG);
+        assert_int_equal(web_ws_frame_parse(longping, sizeof(longping), 1024, &f), -EBADMSG);
+        assert_int_equal(web_ws_frame_parse(fragclose, sizeof(fragclose), 1024, &f), -EBADMSG);
+}
+
+static void test_ws_header_mask(void **state) {
+        const uint8_t mask[4] = { 1, 2, 3, 4 };
+        uint8_t h[14], data[5] = { 'h', 'e', 'l', 'l', 'o' };
+        assert_int_equal(web_ws_frame_header(h, WEB_WS_OP_TEXT, true, 5, mask), 6);
+        assert_int_equal(h[0], 0x81);
+        assert_int_equal(h[1], 0x85);
+        assert_memory_equal(h + 2, mask, 4);
+        assert_int_equal(web_ws_frame_header(h, WEB_WS_OP_BINARY, true, 300, mask), 8);
+        assert_int_equal(h[1], 0x80 | 126);
+        assert_int_equal(h[2] << 8 | h[3], 300);
+        assert_int_equal(web_ws_frame_header(h, WEB_WS_OP_BINARY, false, 70000, mask), 14);
+        assert_int_equal(h[0], 0x02);
+        web_ws_mask(data, 5, mask, 0);
+        assert_int_equal(data[0], 'h' ^ 1);
+        assert_int_equal(data[4], 'o' ^ 1);
+        web_ws_mask(data, 5, mask, 0);
+        assert_memory_equal(data, "hello", 5);
+}
+
+static void test_ws_upgrade(void **state) {
+        size_t head = 0;
+        const char *acc = "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=";
+        const char *ok = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                         "Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\n\x81";
+        assert_int_equal(web_ws_upgrade_parse(ok, strlen(ok), acc, &head), 0);
+        assert_int_equal(head, strlen(ok) - 1);
+        assert_int_equal(web_ws_upgrade_parse(ok, 20, acc, &head), -EAGAIN);
+        assert_int_equal(web_ws_upgrade_parse("HTTP/1.1 10", 11, acc, &head), -EAGAIN);
+        assert_int_equal(web_ws_upgrade_parse(ok, strlen(ok), "AAAAAAAAAAAAAAAAAAAAAAAAAAA=", &head), -EPROTO);
+        const char *notws = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
+        assert_int_equal(web_ws_upgrade_parse(notws, strlen(notws), acc, &head), -EPROTO);
+        const char *ext = "HTTP/1.1 101 S\r\nUpgrade: websocket\r\nSec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n"
+                          "Sec-WebSocket-Extensions: permessage-deflate\r\n\r\n";
+        assert_int_equal(web_ws_upgrade_parse(ext, strlen(ext), acc, &head), -EPROTO);
+        const char *bad = "HTTP/1.1 101 S\r\nUpgrade websocket\r\n\r\n";
+        assert_int_equal(web_ws_upgrade_parse(bad, strlen(bad), acc, &head), -EBADMSG);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_path),        cmocka_unit_test(test_ports),
                 cmocka_unit_test(test_cookie_strip), cmocka_unit_test(test_url_encode),
                 cmocka_unit_test(test_response),    cmocka_unit_test(test_headers_allowed),
                 cmocka_unit_test(test_set_cookie),  cmocka_unit_test(test_location),
+                cmocka_unit_test(test_ws_frames),   cmocka_unit_test(test_ws_header_mask),
+                cmocka_unit_test(test_ws_upgrade),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
