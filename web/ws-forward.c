@@ -54,7 +54,8 @@ struct WsForward {
         int timeout_ms;
 
         pthread_mutex_t lock; /* everything below */
-        Bytes to_guest;       /* framed and masked, waiting for seat.forward.send */
+        Bytes to_guest;       /* the upgrade, then frames (masked), waiting for seat.forward.send */
+        size_t preupgrade;    /* bytes of to_guest that may go before the guest's 101: the upgrade's */
         Msg *msgs, *msgs_tail;
         size_t msgs_bytes;
         bool stop, ended, upgraded;
@@ -175,7 +176,14 @@ static int queue_upgrade(WsForward *f, char accept[64]) {
         if (n < 0 || (size_t) n >= sizeof(req))
                 return -E2BIG;
         pthread_mutex_lock(&f->lock);
+        /* First in the queue: the browser may have sent messages already; they wait for the
+         * guest's 101 (a client sends no frame before it). */
         int r = bytes_append(&f->to_guest, req, (size_t) n);
+        if (r >= 0 && f->to_guest.len > (size_t) n) {
+                memmove(f->to_guest.data + n, f->to_guest.data, f->to_guest.len - (size_t) n);
+                memcpy(f->to_guest.data, req, (size_t) n);
+        }
+        f->preupgrade = (size_t) n;
         pthread_mutex_unlock(&f->lock);
         return r;
 }
@@ -199,9 +207,13 @@ static int on_guest_bytes(WsForward *f, Rx *rx, const void *data, size_t len) {
                 int r = web_ws_upgrade_parse((const char *) rx->raw.data, rx->raw.len, rx->accept, &head);
                 if (r == -EAGAIN)
                         return 0;
-                if (r < 0)
-                        return finish(f, "the server in the seat did not accept the WebSocket (%s)",
-                                      r == -EPROTO ? "not a 101 with our Sec-WebSocket-Accept" : "a malformed answer"), 1;
+                if (r < 0) {
+                        /* what it said instead, for the log (escaped by the caller's log) */
+                        size_t show = strcspn((const char *) rx->raw.data, "\r\n");
+                        return finish(f, "the server in the seat did not accept the WebSocket (%s: '%.*s')",
+                                      r == -EPROTO ? "not a 101 with our Sec-WebSocket-Accept" : "a malformed answer",
+                                      (int) MIN(show, (size_t) 80), (const char *) rx->raw.data), 1;
+                }
                 bytes_take(&rx->raw, head);
                 pthread_mutex_lock(&f->lock);
                 f->upgraded = true;
@@ -297,9 +309,11 @@ static int on_message(WsForward *f, Rx *rx, ControlMsg *m, bool *opened, int64_t
 static int send_pending(WsForward *f, int fd, int64_t *next_id, int64_t *send_id) {
         uint8_t chunk[SEND_CHUNK];
         pthread_mutex_lock(&f->lock);
-        size_t n = MIN(f->to_guest.len, sizeof(chunk));
+        size_t n = MIN(f->upgraded ? f->to_guest.len : f->preupgrade, sizeof(chunk));
         memcpy(chunk, f->to_guest.data, n);
         bytes_take(&f->to_guest, n);
+        if (!f->upgraded)
+                f->preupgrade -= n;
         pthread_mutex_unlock(&f->lock);
         if (n == 0)
                 return 0;
