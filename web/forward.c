@@ -145,6 +145,10 @@ static int submit(struct lws *wsi, Web *w, Conn *c, WebSession *s) {
                 return web_respond_text(wsi, w, c, 503, "seat-web is busy: try again in a moment.\n");
         }
         c->job = job;
+        /* The exchange may take forward_timeout_ms, longer than idle_timeout: the
+         * connection waits for it (a little more, for a queue of exchanges before it). */
+        lws_set_timeout(wsi, PENDING_TIMEOUT_USER_OK,
+                        (int) (w->conf->forward_timeout_ms / 1000 + 1 + w->conf->idle_timeout));
         return 0;
 }
 
