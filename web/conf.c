@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "conf.h"
+#include "forward-parse.h"
 #include "common/conffile.h"
 #include "common/fileio.h"
 #include "common/log.h"
@@ -27,6 +28,9 @@ typedef struct Item {
         const char *def; /* NULL: unset */
         long min, max;
 } Item;
+
+_Static_assert(sizeof(((WebConfig *) NULL)->forward_port_list) / sizeof(uint16_t) == WEB_FORWARD_PORTS_MAX,
+               "forward_port_list holds WEB_FORWARD_PORTS_MAX ports");
 
 #define F(x) offsetof(WebConfig, x)
 static const Item items[] = {
@@ -57,6 +61,12 @@ static const Item items[] = {
         { "max_terminals", K_LONG, F(max_terminals), "12", 0, 1024 },
         { "terminals_per_session", K_LONG, F(terminals_per_session), "4", 1, 16 },
         { "max_file_bytes", K_LONG, F(max_file_bytes), "67108864", 0, 1073741824 },
+        { "forward_ports", K_STRING, F(forward_ports), "80,8080", 0, 0 },
+        { "forward_host", K_ADDRESS, F(forward_host), "127.0.0.1", 0, 0 },
+        { "forward_max_body", K_LONG, F(forward_max_body), "1048576", 0, 16777216 },
+        { "forward_max_response", K_LONG, F(forward_max_response), "8388608", 65536, 67108864 },
+        { "forward_timeout_ms", K_LONG, F(forward_timeout_ms), "30000", 1000, 600000 },
+        { "forward_workers", K_LONG, F(forward_workers), "4", 1, 16 },
 };
 #undef F
 
@@ -65,7 +75,8 @@ const char *const web_config_keys[] = {
         "participant_socket", "seatd_timeout_ms", "session_idle_timeout", "session_max_age", "max_sessions",
         "login_rate_per_address", "login_rate_per_seat", "rate_table_size", "max_connections", "idle_timeout", "mcp",
         "seatctl", "mcp_user", "mcp_max_sessions", "mcp_sessions_per_seat", "mcp_idle_timeout", "mcp_max_body",
-        "max_terminals", "terminals_per_session", "max_file_bytes", NULL,
+        "max_terminals", "terminals_per_session", "max_file_bytes", "forward_ports", "forward_host", "forward_max_body",
+        "forward_max_response", "forward_timeout_ms", "forward_workers", NULL,
 };
 
 bool web_address_is_loopback(const char *address) {
@@ -96,6 +107,10 @@ static int set_value(WebConfig *c, const Item *it, const char *v) {
                         return -EINVAL;
                 if (!strcmp(it->key, "mcp_user") && (strspn(v, "0123456789:") != strlen(v) || strlen(v) > 21 ||
                                                      v[0] == ':' || strchr(v, ':') != strrchr(v, ':')))
+                        return -EINVAL;
+                /* Parsed here so that a bad list stops seat-web at start. */
+                if (!strcmp(it->key, "forward_ports") &&
+                    web_forward_ports_parse(v, c->forward_port_list, &c->n_forward_ports) < 0)
                         return -EINVAL;
                 if (it->kind == K_ADDRESS && inet_pton(AF_INET, v, &a4) != 1 && inet_pton(AF_INET6, v, &a6) != 1)
                         return -EINVAL;

@@ -6,6 +6,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "common/error.h"
@@ -42,6 +43,17 @@ typedef struct WebConfig {
         long max_terminals;        /* browser terminals at once, in all (0: none) */
         long terminals_per_session;
         long max_file_bytes;       /* a file uploaded or downloaded through the page (0: none) */
+        /* The seat's web pages through seat.forward (forward.c): the guest ports a page may
+         * reach, parsed from forward_ports ("none": the proxy is off), on forward_host as
+         * the guest sees it. */
+        char *forward_ports;
+        uint16_t forward_port_list[16];
+        size_t n_forward_ports;
+        char *forward_host;
+        long forward_max_body;     /* bytes of a request's body to the guest */
+        long forward_max_response; /* bytes of the guest's response, head and body */
+        long forward_timeout_ms;   /* one proxied exchange, from connect to the guest's end */
+        long forward_workers;      /* proxied exchanges at once (each one seatd connection) */
 } WebConfig;
 
 WebConfig *web_config_free(WebConfig *c);

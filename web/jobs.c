@@ -10,6 +10,7 @@
 #include "common/base64.h"
 #include "common/jsonframe.h"
 #include "common/log.h"
+#include "forward-link.h"
 #include "jobs.h"
 #include "seatd-link.h"
 
@@ -45,6 +46,7 @@ void job_free(Job *job) {
         if (job->rec)
                 json_object_put(job->rec);
         free(job->data);
+        free(job->resp);
         sodium_memzero(job, sizeof(*job));
         free(job);
 }
@@ -71,6 +73,14 @@ static int file_params(Job *job, json_object *params) {
 /* The job's call with its token: -EACCES for seatd's denied (a wrong token, a reset or
  * released seat, one that does not exist: seatd answers them alike). */
 static void run(Jobs *j, Job *job) {
+        if (job->kind == JOB_FORWARD) {
+                ForwardTarget t = { .socket_path = j->socket_path, .seat = job->seat, .token = job->token,
+                                    .host = job->host, .port = job->port, .timeout_ms = j->timeout_ms,
+                                    .max_response = job->max_response };
+                job->r = forward_exchange(&t, job->data, job->len, &job->resp, &job->resp_len, job->code, job->message,
+                                          sizeof(job->message));
+                return;
+        }
         _cleanup_json_ json_object *params = json_object_new_object();
         const char *method = job->kind == JOB_FILE_PUT ? "seat.file_put" : job->kind == JOB_FILE_GET ? "seat.file_get" : "seat.status";
         if (!params) {

@@ -20,7 +20,9 @@ struct lws_context;
 /* seat.status, but JOB_FILE_PUT (seat.file_put) and JOB_FILE_GET (seat.file_get): a
  * chunk of an upload or a download (files.c). JOB_MCP_CHECK is seat-web's own check of an
  * idle MCP session (no connection waits for it). */
-typedef enum JobKind { JOB_LOGIN, JOB_STATUS, JOB_MCP, JOB_MCP_CHECK, JOB_FILE_PUT, JOB_FILE_GET } JobKind;
+/* JOB_FORWARD: one proxied HTTP exchange with a server in the seat (forward-link.c), run by
+ * a pool of its own (a slow guest must not hold up status pages). */
+typedef enum JobKind { JOB_LOGIN, JOB_STATUS, JOB_MCP, JOB_MCP_CHECK, JOB_FILE_PUT, JOB_FILE_GET, JOB_FORWARD } JobKind;
 
 typedef struct Job {
         struct Job *next;
@@ -38,6 +40,13 @@ typedef struct Job {
         bool final;
         unsigned char *data;
         size_t len;
+        /* JOB_FORWARD: the target as the guest sees it, the cap on what comes back; the
+         * request's bytes are data/len, the guest's come back in resp */
+        char host[64];
+        unsigned port;
+        size_t max_response;
+        uint8_t *resp;
+        size_t resp_len;
         /* the answer */
         int r;            /* 0, -EACCES (seatd refused the token), -EREMOTEIO (seatd refused the
                            * request: code, message), or why seatd could not be asked */

@@ -19,6 +19,8 @@
 #include "common/jsonframe.h"
 #include "common/log.h"
 #include "files.h"
+#include "forward-parse.h"
+#include "forward.h"
 #include "http-parse.h"
 #include "jobs.h"
 #include "links.h"
@@ -26,6 +28,7 @@
 #include "ratelimit.h"
 #include "server.h"
 #include "session.h"
+#include "ws-proxy.h"
 #include "ws-terminal.h"
 #include "web.h"
 
@@ -334,12 +337,25 @@ static int finish_status(struct lws *wsi, Web *w, Conn *c, Job *job) {
         /* The page offers as many terminals as this session may open. */
         if (out)
                 json_object_object_add(out, "terminals_per_session", json_object_new_int64(w->conf->terminals_per_session));
+        /* and links to the seat's web pages on the ports seat-web forwards to */
+        json_object *ports = out ? json_object_new_array() : NULL;
+        for (size_t i = 0; ports && i < w->conf->n_forward_ports; i++)
+                json_object_array_add(ports, json_object_new_int(w->conf->forward_port_list[i]));
+        if (ports)
+                json_object_object_add(out, "forward_ports", ports);
         return out ? web_respond_json(wsi, w, c, 200, out, NULL) : -1;
 }
 
 /* The workers woke the loop: finish the requests whose seatd calls are done. */
 static void finish_jobs(Web *w) {
         Job *l = jobs_done(w->jobs);
+        if (w->fwd_jobs) {
+                /* the proxied exchanges' pool after the other's */
+                Job **tail = &l;
+                while (*tail)
+                        tail = &(*tail)->next;
+                *tail = jobs_done(w->fwd_jobs);
+        }
         while (l) {
                 Job *job = l;
                 l = l->next;
@@ -352,6 +368,7 @@ static void finish_jobs(Web *w) {
                         int r = job->kind == JOB_LOGIN    ? finish_login(job->wsi, w, c, job)
                                 : job->kind == JOB_MCP ? mcp_http_finish(job->wsi, w, c, job)
                                 : job->kind == JOB_FILE_PUT || job->kind == JOB_FILE_GET ? files_finish(job->wsi, w, c, job)
+                                : job->kind == JOB_FORWARD ? forward_finish(job->wsi, w, c, job)
                                                        : finish_status(job->wsi, w, c, job);
                         if (r < 0)
                                 lws_set_timeout(job->wsi, PENDING_TIMEOUT_KILLED_BY_PARENT, LWS_TO_KILL_ASYNC);
@@ -388,6 +405,12 @@ static int on_request(struct lws *wsi, Web *w, Conn *c, const char *path) {
         bool post = lws_hdr_total_length(wsi, WSI_TOKEN_POST_URI) > 0;
         const char *mime = NULL;
 
+        /* The seat's web pages first: their paths are longer than web_route takes. */
+        char fseat[WEB_SEAT_ID_MAX + 1];
+        const char *frest;
+        unsigned fport;
+        if (web_forward_path(path, fseat, sizeof(fseat), &fport, &frest) != -ENOENT)
+                return forward_request(wsi, w, c, path);
         c->route = web_route(path, c->arg, sizeof(c->arg), &mime);
         switch (c->route) {
         case WEB_ROUTE_NONE:
@@ -466,6 +489,14 @@ static int callback_http(struct lws *wsi, enum lws_callback_reasons reason, void
         Web *w = lws_context_user(lws_get_context(wsi));
 
         switch (reason) {
+        case LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION:
+        case LWS_CALLBACK_ESTABLISHED:
+        case LWS_CALLBACK_RECEIVE:
+        case LWS_CALLBACK_SERVER_WRITEABLE:
+        case LWS_CALLBACK_CLOSED:
+                /* A WebSocket without a subprotocol lands on this first protocol: only a
+                 * seat's forwarded page may have one (ws-proxy.c). */
+                return c ? ws_proxy_callback(wsi, reason, &c->wsp, in, len) : -1;
         case LWS_CALLBACK_HTTP:
                 return on_request(wsi, w, c, in ? (const char *) in : "") < 0 ? -1 : 0;
         case LWS_CALLBACK_HTTP_BODY:
@@ -475,6 +506,8 @@ static int callback_http(struct lws *wsi, enum lws_callback_reasons reason, void
                         return mcp_http_body(c, in, len);
                 if (c->route == WEB_ROUTE_SEAT_FILE)
                         return files_body(c, in, len);
+                if (c->route == WEB_ROUTE_SEAT_FORWARD)
+                        return forward_body(c, in, len);
                 if (len > WEB_FORM_MAX - c->body_len)
                         return -1; /* more than its Content-Length said: close */
                 memcpy(c->body + c->body_len, in, len);
@@ -487,11 +520,14 @@ static int callback_http(struct lws *wsi, enum lws_callback_reasons reason, void
                         return mcp_http_body_done(wsi, w, c) < 0 ? -1 : 0;
                 if (c->route == WEB_ROUTE_SEAT_FILE)
                         return files_body_done(wsi, w, c) < 0 ? -1 : 0;
+                if (c->route == WEB_ROUTE_SEAT_FORWARD)
+                        return forward_body_done(wsi, w, c) < 0 ? -1 : 0;
                 return on_body_done(wsi, w, c) < 0 ? -1 : 0;
         case LWS_CALLBACK_HTTP_WRITEABLE: {
                 if (!c->resp)
                         return c->route == WEB_ROUTE_MCP ? mcp_http_writeable(wsi, w, c) : 0;
-                int n = lws_write(wsi, c->resp + LWS_PRE, c->resp_len, LWS_WRITE_HTTP_FINAL);
+                /* (a proxied response may have no body: its headers were all) */
+                int n = c->resp_len ? lws_write(wsi, c->resp + LWS_PRE, c->resp_len, LWS_WRITE_HTTP_FINAL) : 0;
                 free(c->resp);
                 c->resp = NULL;
                 memset(c->body, 0, sizeof(c->body));
@@ -505,18 +541,21 @@ static int callback_http(struct lws *wsi, enum lws_callback_reasons reason, void
                         finish_jobs(w);
                 if (w)
                         ws_terminal_service(w); /* a terminal's thread has output, room or its end */
+                if (w)
+                        ws_proxy_service(w);    /* and a relayed WebSocket's */
                 return 0;
         case LWS_CALLBACK_CLOSED_HTTP:
         case LWS_CALLBACK_HTTP_DROP_PROTOCOL:
                 if (c) {
                         if (c->job) {
-                                jobs_abandon(w->jobs, c->job);
+                                jobs_abandon(c->job->kind == JOB_FORWARD ? w->fwd_jobs : w->jobs, c->job);
                                 c->job = NULL;
                         }
                         free(c->resp);
                         c->resp = NULL;
                         sodium_memzero(c->body, sizeof(c->body));
                         files_closed(c);
+                        forward_closed(c);
                         mcp_http_closed(w, c); /* also after the MCP table is gone (shutdown) */
                 }
                 return 0;
@@ -569,6 +608,7 @@ static int load_assets(Web *w, SeatError **ret_error) {
 
 static void web_done(Web *w) {
         jobs_free(w->jobs);
+        jobs_free(w->fwd_jobs);
         mcp_table_free(w->mcp);
         for (size_t i = 0; i < ELEMENTSOF(w->assets); i++)
                 free(w->assets[i].data);
@@ -639,10 +679,16 @@ int web_server_run(const WebConfig *conf, SeatError **ret_error) {
                 the_context = NULL;
                 return seat_error_set(ret_error, ENOMEM, "cannot start the threads that call seatd");
         }
-        w.mcp = mcp_table_new(&w, the_context);
+        /* The proxied exchanges with the seats' servers: a pool of their own, so that a slow
+         * guest holds up only its own pages. */
+        w.fwd_jobs = jobs_new(conf->participant_socket, (int) conf->forward_timeout_ms, (size_t) conf->forward_workers,
+                              (size_t) conf->max_connections, the_context);
+        w.mcp = w.fwd_jobs ? mcp_table_new(&w, the_context) : NULL;
         if (!w.mcp) {
                 jobs_free(w.jobs);
                 w.jobs = NULL;
+                jobs_free(w.fwd_jobs);
+                w.fwd_jobs = NULL;
                 lws_context_destroy(the_context);
                 the_context = NULL;
                 return seat_error_set(ret_error, ENOMEM, "cannot allocate the MCP session table");
@@ -659,8 +705,11 @@ int web_server_run(const WebConfig *conf, SeatError **ret_error) {
                         break;
         /* The terminals and the workers first: they wake the context, which must still be there. */
         ws_terminal_close_all(&w);
+        ws_proxy_close_all(&w);
         jobs_free(w.jobs);
         w.jobs = NULL;
+        jobs_free(w.fwd_jobs);
+        w.fwd_jobs = NULL;
         /* The MCP children next: none outlives seat-web. */
         mcp_table_free(w.mcp);
         w.mcp = NULL;

@@ -18,6 +18,7 @@
 typedef struct McpTable McpTable;
 typedef struct McpSession McpSession;
 typedef struct TermConn TermConn;
+typedef struct WsProxy WsProxy;
 
 typedef struct Asset {
         const char *name;
@@ -32,9 +33,12 @@ typedef struct Web {
         RateLimit *per_address, *per_seat;
         Asset assets[7];
         Jobs *jobs;
+        Jobs *fwd_jobs;      /* proxied exchanges with the seats' servers (forward.c) */
         McpTable *mcp;
         TermConn *terms;     /* open browser terminals (ws-terminal.c) */
         size_t n_terms;
+        WsProxy *wsp;        /* WebSockets relayed to the seats' servers (ws-proxy.c) */
+        size_t n_wsp;
         bool tls;
 } Web;
 
@@ -71,6 +75,11 @@ typedef struct Conn {
         bool ffinal;
         unsigned char *fbody;
         size_t fbody_len, fbody_want;
+
+        /* /seat/ID/port/N/... (forward.c): the request to the guest, head then body */
+        struct ForwardReq *fwd;
+        /* a WebSocket under /seat/ID/port/N/ on this connection (ws-proxy.c) */
+        WsProxy *wsp;
 } Conn;
 
 /* Headers, then the body on the next writable callback. */

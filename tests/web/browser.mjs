@@ -71,6 +71,56 @@ async function main() {
     await b.close();
     return;
   }
+  if (scenario === "forward") {
+    // The seat's web pages through seat-web's forwarding: the page links to them; the
+    // guest's busybox httpd answers under /seat/ID/port/80/, relative links stay under it;
+    // guest-web (port 8080) tries to clobber the session cookie.
+    const b = await launch(pin);
+    const ctx = await b.newContext();
+    const page = await ctx.newPage();
+    await login(page, seat, token);
+    const linked = await until(page, () => !!document.querySelector('#forward-links a[href$="/port/80/"]') &&
+      !!document.querySelector('#forward-links a[href$="/port/8080/"]'), 60000);
+    ok(linked, "the seat's page links to the seat's web pages on the forwarded ports (80, 8080)");
+    let p2 = null;
+    if (linked) {
+      [p2] = await Promise.all([ctx.waitForEvent("page", { timeout: 60000 }).catch(() => null),
+        page.click('#forward-links a[href$="/port/80/"]')]);
+    }
+    if (p2) await p2.waitForLoadState().catch(() => {});
+    const first = p2 ? await p2.textContent("#msg").catch(() => "") : "";
+    ok(p2 && p2.url() === `${url}/seat/${seat}/port/80/` && /busybox-page-in-the-seat/.test(first),
+      "its link opens the page busybox httpd serves in the seat", `${p2 && p2.url()}: '${first}'`);
+    const p = p2 || page;
+    const nav = await Promise.all([p.waitForNavigation({ timeout: 60000 }).catch(() => null), p.click("#rel").catch(() => null)]);
+    const second = await p.textContent("#msg").catch(() => "");
+    ok(nav[0] && p.url() === `${url}/seat/${seat}/port/80/sub/two.html` && /second page/.test(second),
+      "a relative link in it stays under the seat's prefix", `${p.url()}: '${second}'`);
+    const r = await p.goto(`${url}/seat/${seat}/port/8080/hello`);
+    const hello = await p.textContent("#msg").catch(() => "");
+    ok(r && r.status() === 200 && /guest-web-hello/.test(hello), "the hostile server's page loads through the proxy too",
+      `${r && r.status()} '${hello}'`);
+    const cookies = await ctx.cookies();
+    const sess = cookies.filter((c) => c.name === "__Host-seatweb");
+    ok(sess.length === 1 && sess[0].value !== "stolen" && sess[0].value.length === 43,
+      "its Set-Cookie of __Host-seatweb is dropped: the browser keeps its own session cookie", JSON.stringify(cookies));
+    const app = cookies.find((c) => c.name === "app");
+    ok(app && app.path.replace(/\/$/, "") === `/seat/${seat}/port/8080` && app.domain === new URL(url).hostname,
+      "its own cookie is kept, scoped to its port's prefix, its Domain dropped", JSON.stringify(app));
+    const st = await p.evaluate(async (s) => (await fetch(`/api/seat/${s}/status`)).status, seat);
+    ok(st === 200, "the session still works after that page", st);
+    // A page of the guest's whose script opens a WebSocket (relative URL) to its echo server:
+    // relayed by seat-web; the guest's own ping is answered on the way ("pong-seen").
+    await p.goto(`${url}/seat/${seat}/port/8080/ws-page`);
+    const echoed = await until(p, () => /echo:hello-through-the-proxy/.test(document.getElementById("msg").textContent) &&
+      /pong-seen/.test(document.getElementById("msg").textContent), 60000);
+    ok(echoed, "a WebSocket echo page in the seat round-trips its messages through the proxy (and the guest's ping is answered)",
+      await p.textContent("#msg").catch(() => ""));
+    const o = await p.goto(`${url}/seat/${other}/port/80/`);
+    ok(o && o.status() === 403, "this seat's session opens no web page of another seat: 403", o && o.status());
+    await b.close();
+    return;
+  }
   if (scenario === "wrong-pin") {
     // A pin of another key: the browser must refuse the certificate.
     const b = await launch("AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=");

@@ -13,7 +13,15 @@
 #     their recording; curl's handshakes with another site's Origin or none are refused;
 #   - with curl: another seat's cookie (403, logged), hostile input (sizes, types, methods,
 #     duplicate cookies, an idle connection closed), the rate limits per address and per
-#     seat, plain HTTP refused off loopback, seat-web refusing to run as root.
+#     seat, plain HTTP refused off loopback, seat-web refusing to run as root;
+#   - the seat's web pages through forwarding (/seat/ID/port/N/, seat.forward): the browser
+#     opens busybox httpd's page in the seat from the seat's page; guest-web, a hostile
+#     server in the seat, logs what it is sent (never the session cookie or the token) and
+#     answers malformed, oversized, truncated, slow and cookie-clobbering responses (502,
+#     504, dropped), while seat-web serves on; another seat's cookie, none, a port not in
+#     forward_ports, a cross-site POST are refused; the connections are in the audit log;
+#     a WebSocket echo page in the seat round-trips through the proxy, and a WebSocket
+#     handshake from another site, without a cookie or to another seat is refused.
 #   usage: web.sh BUILD_DIR
 set -uo pipefail
 
@@ -21,7 +29,8 @@ set -uo pipefail
 . "$(dirname "$0")/../lib/seatd-harness.sh"
 harness_build "${1:?usage: $0 BUILD_DIR}"
 WEB=$build/web/seat-web
-need_built "$SEATD" "$CTL" "$SIGN" "$GUEST_INIT" "$WEB"
+GUEST_WEB=$build/tests/web/guest-web
+need_built "$SEATD" "$CTL" "$SIGN" "$GUEST_INIT" "$WEB" "$GUEST_WEB"
 need_root
 need_cmd -h "apt-get install nodejs chromium openssl curl" node chromium openssl curl setpriv python3
 need_libvirt
@@ -30,6 +39,7 @@ need_npm_client "$here" playwright-core host_install_web_client
 
 harness_workdir /var/tmp/seatd-web 0755
 unset SEATD_TOKEN
+image_build "$t/img" --guest-tool "$GUEST_WEB" # (seatd_start_sealing imports it)
 seatd_start_sealing
 
 "$CTL" -q --json provision --image test-image --participant alice --count 2 >"$t/prov" 2>"$t/out" || bail "provision failed: $(cat "$t/out")"
@@ -41,7 +51,8 @@ diag "seats $S1 and $S2"
 # gives it to User=); it reaches seatd through the participant socket only.
 port=$((20000 + RANDOM % 20000))
 webconf() { seat_web_conf "$@"; }
-webconf "$t/web.conf" listen_port=$port login_rate_per_address=6 login_rate_per_seat=12 idle_timeout=3
+webconf "$t/web.conf" listen_port=$port login_rate_per_address=6 login_rate_per_seat=12 idle_timeout=3 \
+        forward_timeout_ms=5000 forward_max_response=262144
 as_web() { setpriv --reuid=nobody --regid=nogroup --clear-groups -- "$@"; }
 
 # 0. The unit as shipped (its ExecStart pointed at this build): systemd accepts it.
@@ -148,6 +159,16 @@ code=$(curl -s --cacert "$t/web/tls/cert.pem" -o "$t/body" -w '%{http_code}' "$s
 browser main "$S1" "$tok1" "$S2"
 browser wrong-pin "$S1" "$tok1" "$S2"
 
+# The seat's web pages (forward_ports: the default, 80 and 8080). In S2: busybox httpd on
+# its loopback's port 80 with two pages, guest-web on 8080 logging each request's head.
+"$CTL" exec "$S2" -- sh -c 'ip link set lo up && mkdir -p /tmp/www/sub &&
+        echo "<!doctype html><title>range</title><p id=msg>busybox-page-in-the-seat</p><a id=rel href=sub/two.html>two</a>" >/tmp/www/index.html &&
+        echo "<!doctype html><p id=msg>second page</p>" >/tmp/www/sub/two.html &&
+        { setsid busybox httpd -f -p 127.0.0.1:80 -h /tmp/www </dev/null >/dev/null 2>&1 &
+          setsid /bin/guest-web 8080 /tmp/guest-web.log </dev/null >/dev/null 2>&1 & sleep 1; }' >"$t/out" 2>&1 ||
+        bail "cannot start the guest's web servers: $(cat "$t/out")"
+browser forward "$S2" "$tok2" "$S1"
+
 # The browser's terminals were recorded like every terminal, and sealed with the session
 # the reset ended.
 for _ in $(seq 1 1800); do [[ -n $(ls "$t/state/evidence/archives/$S1-g1-"*.seatdev 2>/dev/null) ]] && break; sleep 0.1; done
@@ -200,6 +221,81 @@ u_big=$(up "$url" application/octet-stream "$t/large") u_own=$(up "$url" applica
         not_ok "uploads: evil $u_evil, type $u_type, big $u_big, own $u_own"
 [[ $("$CTL" exec "$S2" -- cat /tmp/curl-up 2>/dev/null) == hello ]] && ok "and only its own reached the guest" ||
         not_ok "the upload reached the guest"
+# ---------------------------------------------------------------- curl: the seat's web pages
+fw() { # PATH [CURL ARGS]: the status code of a request under S2's forwarded pages; headers in $t/h, body in $t/body
+        "${C[@]}" -D "$t/h" -o "$t/body" -w '%{http_code}' -b "__Host-seatweb=$cookie2; app=kept-for-guest" "${@:2}" "$url/seat/$S2/port/$1"
+}
+code=$(fw 8080/hello -H "X-Seat-Web-Secret: $tok2" -H "Origin: $url")
+hdrs=$(tr -d '\r' <"$t/h")
+[[ $code == 200 ]] && grep -q guest-web-hello "$t/body" && ok "curl: guest-web's page through the proxy (200)" || not_ok "forwarded page: $code $(head -c 300 "$t/body")"
+! grep -qi '^access-control-\|^x-guest:\|^set-cookie: __Host-seatweb' <<<"$hdrs" && grep -qi "^set-cookie: app=guest-cookie; HttpOnly; Path=/seat/$S2/port/8080/\$" <<<"$hdrs" &&
+        ok "the guest's response headers filtered: no CORS, no headers of its own, no __Host- cookie; its cookie scoped to the prefix" ||
+        { echo "$hdrs" >"$t/out"; not_ok "the guest's response headers are filtered"; }
+"$CTL" exec "$S2" -- cat /tmp/guest-web.log >"$t/guest-log" 2>&1
+grep -q "^Host: 127.0.0.1:8080" "$t/guest-log" && grep -q "^Cookie: app=kept-for-guest" "$t/guest-log" &&
+        grep -q "^GET /hello HTTP/1.0" "$t/guest-log" && ! grep -q "$cookie2\|__Host-seatweb\|$tok2\|$tok1\|X-Seat-Web-Secret\|^Origin:" "$t/guest-log" &&
+        ok "the guest got GET /hello with its own Host and cookie: never the session cookie, a token or other headers" ||
+        { cp "$t/guest-log" "$t/out"; not_ok "what reached the guest"; }
+code=$(fw 8080/redirect)
+[[ $code == 302 ]] && grep -qi "^location: /seat/$S2/port/8080/hello" "$t/h" && ok "a root-relative redirect is put under the prefix" ||
+        not_ok "redirect: $code $(grep -i location "$t/h")"
+printf 'posted-%s' "$RANDOM" >"$t/post"
+code=$(fw 8080/echo -H "Origin: $url" -H "Content-Type: text/plain" --data-binary "@$t/post")
+[[ $code == 200 ]] && cmp -s "$t/body" "$t/post" && ok "a POST's body reaches the guest and its answer comes back" || not_ok "POST through the proxy: $code"
+code=$(fw 8080/echo -H "Origin: https://evil.example" -H "Content-Type: text/plain" --data-binary "@$t/post")
+[[ $code == 403 ]] && ok "a POST to a seat's page from another site: 403" || not_ok "cross-site POST to the proxy: $code"
+codes=""
+for p in malformed hugehead garbage short huge; do codes+="$p=$(fw "8080/$p") "; done
+[[ $codes == "malformed=502 hugehead=502 garbage=502 short=502 huge=502 " ]] &&
+        ok "hostile responses (a header without a colon, 32 KiB of headers, not HTTP, cut short, over forward_max_response): 502 each" ||
+        not_ok "hostile responses: $codes"
+grep -q "forward to seat '$S2' port 8080: .*malformed" "$t/web.log" && ok "and logged" || not_ok "the bad response is logged"
+code=$(fw 8080/slow)
+[[ $code == 504 ]] && ok "a guest that does not answer within forward_timeout_ms: 504" || not_ok "slow guest: $code"
+code=$(fw 8081/)
+[[ $code == 403 ]] && grep -q "refused: forwarding to port 8081, which is not in forward_ports (seat '$S2'" "$t/web.log" &&
+        ok "a port not in forward_ports: 403, logged" || not_ok "port not in the list: $code"
+code=$(fw 80/nothing-here.html)
+[[ $code == 404 ]] && ok "busybox httpd's own 404 passes" || not_ok "guest 404: $code"
+code=$(fw 80)
+[[ $code == 308 ]] && grep -qi "^location: /seat/$S2/port/80/" "$t/h" && ok "the prefix without '/': 308 to it with one (relative links)" || not_ok "prefix redirect: $code"
+code=$("${C[@]}" -o /dev/null -w '%{http_code}' "$url/seat/$S2/port/80/")
+[[ $code == 401 ]] && ok "no session cookie: 401" || not_ok "forward without a cookie: $code"
+code=$("${C[@]}" -o /dev/null -w '%{http_code}' -b "__Host-seatweb=$cookie2" "$url/seat/$S1/port/80/")
+[[ $code == 403 ]] && grep -q "refused: a session cookie of another seat on its forwarded pages (seat '$S1'" "$t/web.log" &&
+        ok "$S2's cookie on $S1's forwarded page: 403, logged" || not_ok "another seat's forwarded page: $code"
+# WebSockets under the prefix: only with seat-web's own Origin and that seat's cookie, to a
+# port in forward_ports (cross-site WebSocket hijacking, as for the terminal).
+fws() { # ORIGIN PATH [COOKIE]: the handshake's status code (101: relayed; curl then stops after 3 s)
+        "${C[@]}" --http1.1 -o /dev/null -w '%{http_code}' -m 3 ${3:+-b "__Host-seatweb=$3"} \
+                -H "Connection: Upgrade" -H "Upgrade: websocket" -H "Sec-WebSocket-Version: 13" \
+                -H "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==" ${1:+-H "Origin: $1"} "$url$2"
+}
+w_own=$(fws "$url" "/seat/$S2/port/8080/echo" "$cookie2") w_evil=$(fws https://evil.example "/seat/$S2/port/8080/echo" "$cookie2")
+w_none=$(fws "" "/seat/$S2/port/8080/echo" "$cookie2") w_anon=$(fws "$url" "/seat/$S2/port/8080/echo")
+w_other=$(fws "$url" "/seat/$S1/port/8080/echo" "$cookie2") w_port=$(fws "$url" "/seat/$S2/port/8081/echo" "$cookie2")
+w_page=$(fws "$url" "/seat/$S2" "$cookie2")
+[[ $w_own == 101 && $w_evil != 101 && $w_none != 101 && $w_anon != 101 && $w_other != 101 && $w_port != 101 && $w_page != 101 ]] &&
+        ok "forwarded WebSocket: another site's Origin ($w_evil), none ($w_none), no cookie ($w_anon), another seat ($w_other), a port not listed ($w_port), not a seat's page ($w_page) refused; its own opens ($w_own)" ||
+        not_ok "forwarded WebSocket handshakes: own $w_own evil $w_evil none $w_none anon $w_anon other $w_other port $w_port page $w_page"
+grep -q "refused: a forwarded WebSocket without seat-web's own Origin (seat '$S2'" "$t/web.log" && ok "and the cross-site one is logged" ||
+        not_ok "the cross-site forwarded WebSocket is logged"
+code=$(fw 80/)
+[[ $code == 200 ]] && grep -q busybox-page-in-the-seat "$t/body" && ok "seat-web forwards on after all that" || not_ok "forward after the hostile answers: $code"
+# seatd recorded each connection in the seat's audit log (forward.start, forward.end).
+audit=$(ls "$t/state/seats/$S2"/audit-g*.log 2>/dev/null | tail -1)
+python3 - "$audit" >"$t/out" 2>&1 <<'PY' && ok "the seat's audit log holds the forwarded connections: $(cat "$t/out")" || not_ok "forward.start/forward.end in the audit log"
+import json, sys
+recs = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+def data(r): return r.get("data", r)
+starts = [data(r) for r in recs if r.get("type") == "forward.start"]
+ends = [data(r) for r in recs if r.get("type") == "forward.end"]
+p80 = [s for s in starts if s.get("port") == 80 and s.get("host") == "127.0.0.1" and not s.get("operator")]
+p8080 = [s for s in starts if s.get("port") == 8080]
+print("%d starts (%d to port 80, %d to 8080), %d ends" % (len(starts), len(p80), len(p8080), len(ends)))
+sys.exit(0 if p80 and p8080 and len(ends) >= 1 else 1)
+PY
+
 code=$("${C[@]}" -o /dev/null -w '%{http_code}' -b "__Host-seatweb=$cookie2" "$url/api/seat/$S1/status")
 [[ $code == 403 ]] && ok "a cookie of $S2 on $S1's status: 403" || not_ok "cross-seat cookie: $code"
 grep -q "refused: a session cookie of another seat (seat '$S1'" "$t/web.log" && ok "and logged" || not_ok "the cross-seat refusal is logged"

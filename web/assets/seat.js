@@ -54,10 +54,32 @@ async function poll() {
   show("generation", s.generation);
   show("updated", new Date().toLocaleTimeString());
   document.body.dataset.state = s.state;
+  showForwardLinks(s.forward_ports);
   if (Number.isInteger(s.terminals_per_session) && s.terminals_per_session !== maxTerminals) {
     maxTerminals = s.terminals_per_session;
     offerNew();
   }
+}
+
+// ---- the seat's web pages: a link for each port seat-web forwards to (forward_ports),
+// under /seat/ID/port/N/, made once (the list only changes with seat-web's config).
+function showForwardLinks(ports) {
+  const list = $("forward-links");
+  if (!Array.isArray(ports) || list.dataset.ports === ports.join(",")) return;
+  list.dataset.ports = ports.join(",");
+  list.replaceChildren();
+  for (const port of ports) {
+    if (!Number.isInteger(port)) continue;
+    const li = document.createElement("li");
+    const a = document.createElement("a");
+    a.href = `/seat/${encodeURIComponent(seat)}/port/${port}/`;
+    a.target = "_blank";
+    a.rel = "noopener";
+    a.textContent = `port ${port}`;
+    li.append(a);
+    list.append(li);
+  }
+  $("forward").hidden = ports.length === 0;
 }
 
 // ---- terminals: a login shell in the seat per pane, over a WebSocket to seat-web, which

@@ -1,0 +1,228 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* forward-link.c: one HTTP exchange through seat.forward (forward-link.h). */
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "common/base64.h"
+#include "common/control-proto.h"
+#include "common/fileio.h"
+#include "common/jsonframe.h"
+#include "forward-link.h"
+
+/* A data event carries at most 64 KiB, in base64, in a JSON line. */
+#define LINK_FRAME_MAX (256u * 1024u)
+#define SEND_CHUNK (32u * 1024u)
+#define ID_HELLO 1
+#define ID_TUNNEL 2
+#define ID_OPEN 3
+
+typedef struct Exchange {
+        const ForwardTarget *t;
+        int fd;
+        FrameReader *rd;
+        int64_t deadline;
+        const uint8_t *req;
+        size_t req_len, req_off;
+        int64_t next_id, send_id; /* the send in flight (0: none) */
+        bool opened, ended;
+        uint8_t *out;
+        size_t out_len, out_cap;
+        char *code, *message;
+        size_t message_size;
+} Exchange;
+
+static int send_request(int fd, int64_t id, const char *method, json_object *params) {
+        _cleanup_free_ char *line = NULL;
+        size_t len;
+        int r = control_format_request(id, method, params, &line, &len);
+        return r < 0 ? r : loop_send(fd, line, len);
+}
+
+static void set_message(Exchange *e, const ControlMsg *m) {
+        snprintf(e->code, 32, "%s", m->error_code ? m->error_code : "");
+        if (e->message && e->message_size)
+                snprintf(e->message, e->message_size, "%s", m->error_message ? m->error_message : "");
+}
+
+static int append(Exchange *e, const void *data, size_t n) {
+        if (n > e->t->max_response - e->out_len)
+                return -EFBIG;
+        if (e->out_len + n + 1 > e->out_cap) {
+                size_t cap = MAX(e->out_cap * 2, e->out_len + n + 1);
+                cap = MIN(cap, e->t->max_response + 1);
+                uint8_t *p = realloc(e->out, MAX(cap, e->out_len + n + 1));
+                if (!p)
+                        return -ENOMEM;
+                e->out = p;
+                e->out_cap = MAX(cap, e->out_len + n + 1);
+        }
+        memcpy(e->out + e->out_len, data, n);
+        e->out_len += n;
+        e->out[e->out_len] = 0;
+        return 0;
+}
+
+/* The next chunk of the request, the last one with eof (the guest then sees a FIN). */
+static int send_next(Exchange *e) {
+        size_t n = MIN(e->req_len - e->req_off, (size_t) SEND_CHUNK);
+        _cleanup_json_ json_object *p = json_object_new_object();
+        _cleanup_free_ char *b64 = NULL;
+        if (!p || base64_encode(e->req + e->req_off, n, &b64, NULL) < 0)
+                return -ENOMEM;
+        json_object_object_add(p, "forward", json_object_new_int64(ID_TUNNEL));
+        json_object_object_add(p, "stream", json_object_new_int64(ID_OPEN));
+        json_object_object_add(p, "data", json_object_new_string(b64));
+        e->req_off += n;
+        json_object_object_add(p, "eof", json_object_new_boolean(e->req_off == e->req_len));
+        e->send_id = e->next_id++;
+        return send_request(e->fd, e->send_id, "seat.forward.send", p);
+}
+
+/* One message from seatd: 0 to go on, 1 when the stream is over, < 0 for a failure. */
+static int on_message(Exchange *e, ControlMsg *m) {
+        if (m->id == ID_HELLO) {
+                if (m->kind == CONTROL_ERROR) {
+                        set_message(e, m);
+                        return -EREMOTEIO;
+                }
+                return 0;
+        }
+        if (m->id == ID_TUNNEL) {
+                if (m->kind == CONTROL_ERROR) {
+                        set_message(e, m);
+                        return m->error_code && !strcmp(m->error_code, "denied") ? -EACCES : -EREMOTEIO;
+                }
+                if (m->kind == CONTROL_RESULT)
+                        return 1; /* the tunnel ended: whatever came, came */
+                if (m->kind != CONTROL_EVENT || !m->type)
+                        return 0;
+                if (!strcmp(m->type, "data")) {
+                        _cleanup_free_ void *d = NULL;
+                        size_t n = 0;
+                        if (json_get_base64(m->body, "data", true, LINK_FRAME_MAX, &d, &n) < 0)
+                                return -EPROTO;
+                        return append(e, d, n);
+                }
+                if (!strcmp(m->type, "eof") || !strcmp(m->type, "closed"))
+                        return 1; /* Connection: close: the guest's end is the response's end */
+                return 0;
+        }
+        if (m->id == ID_OPEN) {
+                if (m->kind == CONTROL_ERROR) {
+                        set_message(e, m);
+                        return m->error_code && !strcmp(m->error_code, "io") ? -ECONNREFUSED : -EREMOTEIO;
+                }
+                e->opened = true;
+                return 0;
+        }
+        if (m->id == e->send_id && m->kind != CONTROL_EVENT) {
+                e->send_id = 0;
+                if (m->kind == CONTROL_ERROR)
+                        return 1; /* the guest's end came first: what it sent is the answer */
+        }
+        return 0;
+}
+
+static int start(Exchange *e) {
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        if (strlen(e->t->socket_path) >= sizeof(sa.sun_path))
+                return -ENAMETOOLONG;
+        strcpy(sa.sun_path, e->t->socket_path);
+        e->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (e->fd < 0)
+                return negative_errno();
+        /* Writes are small; the timeout only guards a seatd that stopped reading. */
+        struct timeval tv = { .tv_sec = e->t->timeout_ms / 1000, .tv_usec = (e->t->timeout_ms % 1000) * 1000 };
+        (void) setsockopt(e->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+        if (connect(e->fd, (struct sockaddr *) &sa, sizeof(sa)) < 0)
+                return negative_errno();
+        _cleanup_json_ json_object *hello = json_object_new_object(), *tun = json_object_new_object(),
+                                   *open = json_object_new_object();
+        if (!hello || !tun || !open)
+                return -ENOMEM;
+        json_object_object_add(hello, "version", json_object_new_int(CONTROL_PROTO_VERSION));
+        json_object_object_add(tun, "seat", json_object_new_string(e->t->seat));
+        json_object_object_add(tun, "token", json_object_new_string(e->t->token));
+        json_object_object_add(tun, "host", json_object_new_string(e->t->host));
+        json_object_object_add(tun, "port", json_object_new_int((int) e->t->port));
+        json_object_object_add(open, "forward", json_object_new_int64(ID_TUNNEL));
+        /* All three at once: seatd takes them in order, and the open finds its tunnel. */
+        int r = send_request(e->fd, ID_HELLO, "hello", hello);
+        if (r >= 0)
+                r = send_request(e->fd, ID_TUNNEL, "seat.forward", tun);
+        if (r >= 0)
+                r = send_request(e->fd, ID_OPEN, "seat.forward.open", open);
+        return r;
+}
+
+static int run(Exchange *e) {
+        int r = start(e);
+        if (r < 0)
+                return r;
+        for (;;) {
+                if (e->opened && !e->send_id && e->req_off < e->req_len && (r = send_next(e)) < 0)
+                        return r;
+                const char *frame;
+                size_t len;
+                r = frame_reader_next(e->rd, &frame, &len);
+                if (r < 0)
+                        return -EPROTO;
+                if (r > 0) {
+                        ControlParseError perr;
+                        _cleanup_control_msg_ ControlMsg *m = NULL;
+                        if (control_msg_parse_reply(frame, len, &m, &perr) < 0)
+                                return -EPROTO;
+                        r = on_message(e, m);
+                        if (r != 0)
+                                return r < 0 ? r : 0;
+                        continue;
+                }
+                int64_t left = e->deadline - now_monotonic_ms();
+                if (left <= 0)
+                        return -ETIMEDOUT;
+                struct pollfd p = { .fd = e->fd, .events = POLLIN };
+                r = poll(&p, 1, (int) left);
+                if (r < 0 && errno == EINTR)
+                        continue;
+                if (r < 0)
+                        return negative_errno();
+                if (r == 0)
+                        return -ETIMEDOUT;
+                ssize_t n = frame_reader_fill(e->rd, e->fd);
+                if (n == 0)
+                        return -ECONNRESET;
+                if (n < 0 && n != -EAGAIN)
+                        return (int) n;
+        }
+}
+
+int forward_exchange(const ForwardTarget *t, const void *request, size_t request_len, uint8_t **ret_response,
+                     size_t *ret_len, char ret_code[32], char *message, size_t message_size) {
+        Exchange e = {
+                .t = t, .fd = -EBADF, .deadline = now_monotonic_ms() + t->timeout_ms, .req = request,
+                .req_len = request_len, .next_id = ID_OPEN + 1, .code = ret_code, .message = message,
+                .message_size = message_size,
+        };
+        ret_code[0] = '\0';
+        e.rd = frame_reader_new(LINK_FRAME_MAX + 4096);
+        int r = e.rd ? run(&e) : -ENOMEM;
+        /* Closing the connection ends the tunnel: seatd resets the guest's connection if it
+         * is still open and records forward.end. */
+        safe_close(e.fd);
+        frame_reader_free(e.rd);
+        if (r < 0) {
+                free(e.out);
+                return r;
+        }
+        if (!e.out && append(&e, "", 0) < 0)
+                return -ENOMEM;
+        *ret_response = e.out;
+        *ret_len = e.out_len;
+        return 0;
+}

@@ -1,0 +1,527 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* ws-forward.c: one WebSocket relayed to a server in the seat (ws-forward.h). */
+#include <errno.h>
+#include <libwebsockets.h>
+#include <openssl/evp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sodium.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "common/base64.h"
+#include "common/control-proto.h"
+#include "common/fileio.h"
+#include "common/jsonframe.h"
+#include "forward-parse.h"
+#include "ws-forward.h"
+
+#define LINK_FRAME_MAX (256u * 1024u)
+#define SEND_CHUNK (32u * 1024u)
+#define ID_HELLO 1
+#define ID_TUNNEL 2
+#define ID_OPEN 3
+
+typedef struct Bytes {
+        uint8_t *data;
+        size_t len;
+} Bytes;
+
+typedef struct Msg {
+        struct Msg *next;
+        bool binary;
+        uint8_t *data;
+        size_t len;
+} Msg;
+
+struct WsForward {
+        pthread_t thread;
+        bool thread_started;
+        int wake_fd;
+        struct lws_context *ctx;
+        char socket_path[108];
+        char seat[WEB_SEAT_ID_MAX + 1];
+        char token[WEB_TOKEN_HEX + 1];
+        char host[64];
+        unsigned port;
+        char target[WEB_FORWARD_PATH_MAX * 3 + 1];
+        int timeout_ms;
+
+        pthread_mutex_t lock; /* everything below */
+        Bytes to_guest;       /* the upgrade, then frames (masked), waiting for seat.forward.send */
+        size_t preupgrade;    /* bytes of to_guest that may go before the guest's 101: the upgrade's */
+        Msg *msgs, *msgs_tail;
+        size_t msgs_bytes;
+        bool stop, ended, upgraded;
+        char why[256];
+};
+
+static int bytes_append(Bytes *b, const void *data, size_t len) {
+        uint8_t *p = realloc(b->data, b->len + len + 1);
+        if (!p)
+                return -ENOMEM;
+        b->data = p;
+        memcpy(b->data + b->len, data, len);
+        b->len += len;
+        return 0;
+}
+
+static void bytes_take(Bytes *b, size_t n) {
+        if (n == 0)
+                return;
+        memmove(b->data, b->data + n, b->len - n);
+        b->len -= n;
+}
+
+static void wake_loop(WsForward *f) {
+        if (f->ctx)
+                lws_cancel_service(f->ctx);
+}
+
+static void finish(WsForward *f, const char *fmt, ...) _printf_(2, 3);
+static void finish(WsForward *f, const char *fmt, ...) {
+        va_list ap;
+        pthread_mutex_lock(&f->lock);
+        if (!f->ended) {
+                f->ended = true;
+                va_start(ap, fmt);
+                (void) vsnprintf(f->why, sizeof(f->why), fmt, ap);
+                va_end(ap);
+        }
+        pthread_mutex_unlock(&f->lock);
+        wake_loop(f);
+}
+
+/* A frame to the guest, masked with a fresh key, queued (the lock held). */
+static int queue_frame(WsForward *f, unsigned opcode, const void *data, size_t len) {
+        uint8_t h[14], mask[4];
+        randombytes_buf(mask, sizeof(mask));
+        size_t hl = web_ws_frame_header(h, opcode, true, len, mask);
+        size_t at = f->to_guest.len;
+        int r = bytes_append(&f->to_guest, h, hl);
+        if (r >= 0 && len)
+                r = bytes_append(&f->to_guest, data, len);
+        if (r < 0)
+                return r;
+        web_ws_mask(f->to_guest.data + at + hl, len, mask, 0);
+        return 0;
+}
+
+static int send_request(int fd, int64_t id, const char *method, json_object *params) {
+        _cleanup_free_ char *line = NULL;
+        size_t len;
+        int r = control_format_request(id, method, params, &line, &len);
+        return r < 0 ? r : loop_send(fd, line, len);
+}
+
+static int connect_seatd(WsForward *f) {
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", f->socket_path);
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+                return negative_errno();
+        if (connect(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0) {
+                int r = negative_errno();
+                safe_close(fd);
+                return r;
+        }
+        return fd;
+}
+
+/* hello, the tunnel and its stream in one go (seatd takes them in order). */
+static int open_tunnel(WsForward *f, int fd) {
+        _cleanup_json_ json_object *hello = json_object_new_object(), *tun = json_object_new_object(),
+                                   *open = json_object_new_object();
+        if (!hello || !tun || !open)
+                return -ENOMEM;
+        json_object_object_add(hello, "version", json_object_new_int(CONTROL_PROTO_VERSION));
+        json_object_object_add(tun, "seat", json_object_new_string(f->seat));
+        json_object_object_add(tun, "token", json_object_new_string(f->token));
+        json_object_object_add(tun, "host", json_object_new_string(f->host));
+        json_object_object_add(tun, "port", json_object_new_int((int) f->port));
+        json_object_object_add(open, "forward", json_object_new_int64(ID_TUNNEL));
+        int r = send_request(fd, ID_HELLO, "hello", hello);
+        if (r >= 0)
+                r = send_request(fd, ID_TUNNEL, "seat.forward", tun);
+        if (r >= 0)
+                r = send_request(fd, ID_OPEN, "seat.forward.open", open);
+        return r;
+}
+
+/* The upgrade request, first on the stream; accept gets what the guest must answer. */
+static int queue_upgrade(WsForward *f, char accept[64]) {
+        static const char guid[] = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
+        uint8_t raw[16], md[EVP_MAX_MD_SIZE];
+        char key[32], both[80], req[WEB_FORWARD_PATH_MAX * 3 + 512];
+        unsigned mdlen = 0;
+        randombytes_buf(raw, sizeof(raw));
+        base64_encode_to(raw, sizeof(raw), key);
+        key[base64_encoded_len(sizeof(raw))] = '\0';
+        snprintf(both, sizeof(both), "%s%s", key, guid);
+        if (EVP_Digest(both, strlen(both), md, &mdlen, EVP_sha1(), NULL) != 1 || mdlen != 20)
+                return -EIO;
+        base64_encode_to(md, 20, accept);
+        accept[base64_encoded_len(20)] = '\0';
+        bool v6 = strchr(f->host, ':');
+        int n = snprintf(req, sizeof(req),
+                         "GET %s HTTP/1.1\r\nHost: %s%s%s:%u\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                         "Sec-WebSocket-Key: %s\r\nSec-WebSocket-Version: 13\r\n\r\n",
+                         f->target, v6 ? "[" : "", f->host, v6 ? "]" : "", f->port, key);
+        if (n < 0 || (size_t) n >= sizeof(req))
+                return -E2BIG;
+        pthread_mutex_lock(&f->lock);
+        /* First in the queue: the browser may have sent messages already; they wait for the
+         * guest's 101 (a client sends no frame before it). */
+        int r = bytes_append(&f->to_guest, req, (size_t) n);
+        if (r >= 0 && f->to_guest.len > (size_t) n) {
+                memmove(f->to_guest.data + n, f->to_guest.data, f->to_guest.len - (size_t) n);
+                memcpy(f->to_guest.data, req, (size_t) n);
+        }
+        f->preupgrade = (size_t) n;
+        pthread_mutex_unlock(&f->lock);
+        return r;
+}
+
+typedef struct Rx {
+        Bytes raw;   /* the guest's bytes not yet parsed */
+        Bytes msg;   /* the message being assembled */
+        unsigned msg_op;
+        bool in_msg;
+        char accept[64];
+} Rx;
+
+/* The guest's bytes: the upgrade's answer, then frames. 1 when it ended, 0 to go on. */
+static int on_guest_bytes(WsForward *f, Rx *rx, const void *data, size_t len) {
+        if (rx->raw.len + len > WS_FORWARD_MESSAGE_MAX + WEB_FORWARD_HEAD_MAX)
+                return finish(f, "the server in the seat sent more than a message's cap at once"), 1;
+        if (bytes_append(&rx->raw, data, len) < 0)
+                return finish(f, "out of memory"), 1;
+        if (!f->upgraded) {
+                size_t head = 0;
+                int r = web_ws_upgrade_parse((const char *) rx->raw.data, rx->raw.len, rx->accept, &head);
+                if (r == -EAGAIN)
+                        return 0;
+                if (r < 0) {
+                        /* what it said instead, for the log (escaped by the caller's log) */
+                        size_t show = strcspn((const char *) rx->raw.data, "\r\n");
+                        return finish(f, "the server in the seat did not accept the WebSocket (%s: '%.*s')",
+                                      r == -EPROTO ? "not a 101 with our Sec-WebSocket-Accept" : "a malformed answer",
+                                      (int) MIN(show, (size_t) 80), (const char *) rx->raw.data), 1;
+                }
+                bytes_take(&rx->raw, head);
+                pthread_mutex_lock(&f->lock);
+                f->upgraded = true;
+                pthread_mutex_unlock(&f->lock);
+        }
+        for (;;) {
+                WebWsFrame fr;
+                int r = web_ws_frame_parse(rx->raw.data, rx->raw.len, WS_FORWARD_MESSAGE_MAX, &fr);
+                if (r == -EAGAIN)
+                        return 0;
+                if (r < 0)
+                        return finish(f, "the server in the seat sent a %s WebSocket frame", r == -E2BIG ? "too large" : "malformed"), 1;
+                int q = 0;
+                if (fr.opcode == WEB_WS_OP_PING) {
+                        pthread_mutex_lock(&f->lock);
+                        q = queue_frame(f, WEB_WS_OP_PONG, fr.payload, fr.payload_len);
+                        pthread_mutex_unlock(&f->lock);
+                } else if (fr.opcode == WEB_WS_OP_CLOSE) {
+                        return finish(f, "the server in the seat closed the WebSocket"), 1;
+                } else if (fr.opcode != WEB_WS_OP_PONG) {
+                        /* a message's frames: the first says text or binary, the rest continue */
+                        if ((fr.opcode == WEB_WS_OP_CONT) != rx->in_msg)
+                                return finish(f, "the server in the seat sent frames out of order"), 1;
+                        if (!rx->in_msg)
+                                rx->msg_op = fr.opcode;
+                        rx->in_msg = true;
+                        if (rx->msg.len + fr.payload_len > WS_FORWARD_MESSAGE_MAX)
+                                return finish(f, "the server in the seat sent a message over the cap"), 1;
+                        q = fr.payload_len ? bytes_append(&rx->msg, fr.payload, fr.payload_len) : 0;
+                        if (q >= 0 && fr.fin) {
+                                Msg *m = calloc(1, sizeof(*m));
+                                if (!m)
+                                        q = -ENOMEM;
+                                else {
+                                        m->binary = rx->msg_op == WEB_WS_OP_BINARY;
+                                        m->data = rx->msg.data ? rx->msg.data : malloc(1);
+                                        m->len = rx->msg.len;
+                                        rx->msg = (Bytes) {};
+                                        rx->in_msg = false;
+                                        pthread_mutex_lock(&f->lock);
+                                        if (f->msgs_tail)
+                                                f->msgs_tail->next = m;
+                                        else
+                                                f->msgs = m;
+                                        f->msgs_tail = m;
+                                        f->msgs_bytes += m->len;
+                                        pthread_mutex_unlock(&f->lock);
+                                        wake_loop(f);
+                                }
+                        }
+                }
+                if (q < 0)
+                        return finish(f, "out of memory"), 1;
+                bytes_take(&rx->raw, fr.frame_len);
+        }
+}
+
+/* A message from seatd: 1 when the WebSocket ended, 0 to go on. */
+static int on_message(WsForward *f, Rx *rx, ControlMsg *m, bool *opened, int64_t *send_id) {
+        if (m->id == ID_HELLO || m->id == ID_TUNNEL || m->id == ID_OPEN) {
+                if (m->kind == CONTROL_ERROR) {
+                        if (m->error_code && !strcmp(m->error_code, "denied"))
+                                return finish(f, "seatd no longer accepts this session's token"), 1;
+                        return finish(f, "%s", m->error_message ? m->error_message : "seatd refused the forward"), 1;
+                }
+                if (m->id == ID_OPEN)
+                        *opened = true;
+                if (m->id != ID_TUNNEL)
+                        return 0;
+                if (m->kind == CONTROL_RESULT)
+                        return finish(f, "seatd ended the forward"), 1;
+                if (m->kind != CONTROL_EVENT || !m->type)
+                        return 0;
+                if (!strcmp(m->type, "data")) {
+                        _cleanup_free_ void *d = NULL;
+                        size_t n = 0;
+                        if (json_get_base64(m->body, "data", true, LINK_FRAME_MAX, &d, &n) < 0)
+                                return finish(f, "seatd sent bad data"), 1;
+                        return on_guest_bytes(f, rx, d, n);
+                }
+                if (!strcmp(m->type, "eof") || !strcmp(m->type, "closed"))
+                        return finish(f, "the server in the seat closed the connection"), 1;
+                return 0;
+        }
+        if (m->id == *send_id && m->kind != CONTROL_EVENT) {
+                *send_id = 0;
+                if (m->kind == CONTROL_ERROR)
+                        return finish(f, "the connection to the server in the seat is gone"), 1;
+        }
+        return 0;
+}
+
+static int send_pending(WsForward *f, int fd, int64_t *next_id, int64_t *send_id) {
+        uint8_t chunk[SEND_CHUNK];
+        pthread_mutex_lock(&f->lock);
+        size_t n = MIN(f->upgraded ? f->to_guest.len : f->preupgrade, sizeof(chunk));
+        memcpy(chunk, f->to_guest.data, n);
+        bytes_take(&f->to_guest, n);
+        if (!f->upgraded)
+                f->preupgrade -= n;
+        pthread_mutex_unlock(&f->lock);
+        if (n == 0)
+                return 0;
+        _cleanup_json_ json_object *p = json_object_new_object();
+        _cleanup_free_ char *b64 = NULL;
+        if (!p || base64_encode(chunk, n, &b64, NULL) < 0)
+                return -ENOMEM;
+        json_object_object_add(p, "forward", json_object_new_int64(ID_TUNNEL));
+        json_object_object_add(p, "stream", json_object_new_int64(ID_OPEN));
+        json_object_object_add(p, "data", json_object_new_string(b64));
+        *send_id = (*next_id)++;
+        wake_loop(f); /* room for more from the browser */
+        return send_request(fd, *send_id, "seat.forward.send", p);
+}
+
+static void *ws_forward_thread(void *p) {
+        WsForward *f = p;
+        _cleanup_(frame_reader_freep) FrameReader *rd = frame_reader_new(LINK_FRAME_MAX + 4096);
+        _cleanup_close_ int fd = -EBADF;
+        Rx rx = {};
+        int64_t next_id = ID_OPEN + 1, send_id = 0, deadline = now_monotonic_ms() + f->timeout_ms;
+        bool opened = false;
+        int r;
+
+        if (!rd)
+                return finish(f, "out of memory"), NULL;
+        fd = connect_seatd(f);
+        if (fd < 0)
+                return finish(f, "seatd cannot be reached (%s)", strerror(-fd)), NULL;
+        r = open_tunnel(f, fd);
+        sodium_memzero(f->token, sizeof(f->token));
+        if (r < 0 || (r = queue_upgrade(f, rx.accept)) < 0) {
+                finish(f, "cannot ask seatd for the forward: %s", strerror(-r));
+                goto out;
+        }
+        for (;;) {
+                pthread_mutex_lock(&f->lock);
+                bool stop = f->stop, upgraded = f->upgraded, room = f->msgs_bytes < WS_FORWARD_QUEUE_MAX;
+                pthread_mutex_unlock(&f->lock);
+                if (stop)
+                        break;
+                if (opened && !send_id && (r = send_pending(f, fd, &next_id, &send_id)) < 0) {
+                        finish(f, "seatd closed the connection (%s)", strerror(-r));
+                        break;
+                }
+                const char *frame;
+                size_t len;
+                r = room ? frame_reader_next(rd, &frame, &len) : 0;
+                if (r < 0) {
+                        finish(f, "seatd sent a line too long");
+                        break;
+                }
+                if (r > 0) {
+                        ControlParseError perr;
+                        _cleanup_control_msg_ ControlMsg *m = NULL;
+                        if (control_msg_parse_reply(frame, len, &m, &perr) < 0) {
+                                finish(f, "seatd sent what is not a reply");
+                                break;
+                        }
+                        if (on_message(f, &rx, m, &opened, &send_id) > 0)
+                                break;
+                        continue;
+                }
+                /* Until the guest's upgrade answer, the whole of it is bounded in time. */
+                int wait = -1;
+                if (!upgraded) {
+                        int64_t left = deadline - now_monotonic_ms();
+                        if (left <= 0) {
+                                finish(f, "the server in the seat did not answer the WebSocket upgrade in time");
+                                break;
+                        }
+                        wait = (int) left;
+                }
+                struct pollfd pf[2] = { { .fd = fd, .events = room ? POLLIN : 0 }, { .fd = f->wake_fd, .events = POLLIN } };
+                if (poll(pf, 2, wait) < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        finish(f, "poll: %m");
+                        break;
+                }
+                if (pf[1].revents & POLLIN) {
+                        uint64_t v;
+                        (void) !read(f->wake_fd, &v, sizeof(v));
+                }
+                if (pf[0].revents & (POLLIN | POLLHUP | POLLERR)) {
+                        ssize_t n = frame_reader_fill(rd, fd);
+                        if (n == 0 || (n < 0 && n != -EAGAIN)) {
+                                finish(f, "seatd closed the connection");
+                                break;
+                        }
+                }
+        }
+out:
+        free(rx.raw.data);
+        free(rx.msg.data);
+        return NULL;
+}
+
+int ws_forward_start(const WsForwardSpec *spec, WsForward **ret) {
+        if (strlen(spec->socket_path) >= sizeof(((WsForward *) NULL)->socket_path) || strlen(spec->seat) > WEB_SEAT_ID_MAX ||
+            strlen(spec->token) > WEB_TOKEN_HEX || strlen(spec->host) >= sizeof(((WsForward *) NULL)->host) ||
+            strlen(spec->target) >= sizeof(((WsForward *) NULL)->target))
+                return -EINVAL;
+        WsForward *f = calloc(1, sizeof(*f));
+        if (!f)
+                return -ENOMEM;
+        pthread_mutex_init(&f->lock, NULL);
+        f->ctx = spec->ctx;
+        f->port = spec->port;
+        f->timeout_ms = spec->timeout_ms;
+        snprintf(f->socket_path, sizeof(f->socket_path), "%s", spec->socket_path);
+        snprintf(f->seat, sizeof(f->seat), "%s", spec->seat);
+        snprintf(f->token, sizeof(f->token), "%s", spec->token);
+        snprintf(f->host, sizeof(f->host), "%s", spec->host);
+        snprintf(f->target, sizeof(f->target), "%s", spec->target);
+        f->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        int r = f->wake_fd < 0 ? negative_errno() : -pthread_create(&f->thread, NULL, ws_forward_thread, f);
+        if (r < 0) {
+                ws_forward_free(f);
+                return r;
+        }
+        f->thread_started = true;
+        *ret = f;
+        return 0;
+}
+
+static void wake_thread(WsForward *f) {
+        uint64_t one = 1;
+        (void) !write(f->wake_fd, &one, sizeof(one));
+}
+
+WsForward *ws_forward_free(WsForward *f) {
+        if (!f)
+                return NULL;
+        if (f->thread_started) {
+                pthread_mutex_lock(&f->lock);
+                f->stop = true;
+                pthread_mutex_unlock(&f->lock);
+                wake_thread(f);
+                (void) pthread_join(f->thread, NULL);
+        }
+        safe_close(f->wake_fd);
+        sodium_memzero(f->token, sizeof(f->token));
+        free(f->to_guest.data);
+        for (Msg *m = f->msgs, *n; m; m = n) {
+                n = m->next;
+                free(m->data);
+                free(m);
+        }
+        pthread_mutex_destroy(&f->lock);
+        free(f);
+        return NULL;
+}
+
+int ws_forward_send(WsForward *f, bool binary, const void *data, size_t len) {
+        if (len > WS_FORWARD_MESSAGE_MAX)
+                return -EMSGSIZE;
+        pthread_mutex_lock(&f->lock);
+        int r = f->ended ? -EPIPE
+                : f->to_guest.len + len > WS_FORWARD_QUEUE_MAX ? -ENOBUFS
+                : queue_frame(f, binary ? WEB_WS_OP_BINARY : WEB_WS_OP_TEXT, data, len);
+        pthread_mutex_unlock(&f->lock);
+        if (r >= 0)
+                wake_thread(f);
+        return r;
+}
+
+bool ws_forward_room(WsForward *f) {
+        pthread_mutex_lock(&f->lock);
+        bool room = f->to_guest.len < WS_FORWARD_QUEUE_MAX / 2;
+        pthread_mutex_unlock(&f->lock);
+        return room;
+}
+
+bool ws_forward_take(WsForward *f, bool *ret_binary, uint8_t **ret_data, size_t *ret_len) {
+        pthread_mutex_lock(&f->lock);
+        Msg *m = f->msgs;
+        bool was_full = f->msgs_bytes >= WS_FORWARD_QUEUE_MAX;
+        if (m) {
+                f->msgs = m->next;
+                if (!f->msgs)
+                        f->msgs_tail = NULL;
+                f->msgs_bytes -= m->len;
+        }
+        pthread_mutex_unlock(&f->lock);
+        if (!m)
+                return false;
+        if (was_full)
+                wake_thread(f); /* it may read seatd again */
+        *ret_binary = m->binary;
+        *ret_data = m->data;
+        *ret_len = m->len;
+        free(m);
+        return true;
+}
+
+bool ws_forward_has_message(WsForward *f) {
+        pthread_mutex_lock(&f->lock);
+        bool has = f->msgs != NULL;
+        pthread_mutex_unlock(&f->lock);
+        return has;
+}
+
+bool ws_forward_ended(WsForward *f, char *why, size_t size) {
+        pthread_mutex_lock(&f->lock);
+        bool ended = f->ended && !f->msgs;
+        if (ended)
+                snprintf(why, size, "%s", f->why);
+        pthread_mutex_unlock(&f->lock);
+        return ended;
+}
