@@ -118,6 +118,16 @@ static int receive(struct lws *wsi, TermConn *tc, const void *in, size_t len) {
         if (!tc->term)
                 return -1;
         if (lws_frame_is_binary(wsi)) {
+                /* What the header says is still to come counts: a frame that claims a
+                 * terabyte is refused at once, not after streaming it into the shell. */
+                if (tc->input_len + len + lws_remaining_packet_payload(wsi) > WS_INPUT_MESSAGE_MAX) {
+                        static const char why[] = "input message too large";
+                        log_warning("terminal for seat '%s': an input message over %u bytes: closing", tc->seat,
+                                    WS_INPUT_MESSAGE_MAX);
+                        lws_close_reason(wsi, LWS_CLOSE_STATUS_MESSAGE_TOO_LARGE, (unsigned char *) why, sizeof(why) - 1);
+                        return -1;
+                }
+                tc->input_len = lws_is_final_fragment(wsi) ? 0 : tc->input_len + len;
                 int r = terminal_input(tc->term, in, len);
                 if (r == -ENOBUFS) {
                         /* Only when the room was checked wrong: the bytes would be lost. */
@@ -131,16 +141,21 @@ static int receive(struct lws *wsi, TermConn *tc, const void *in, size_t len) {
                 }
                 return 0;
         }
-        if (!tc->control_bad && tc->control_len + len <= WS_CONTROL_MAX) {
-                memcpy(tc->control + tc->control_len, in, len);
-                tc->control_len += len;
-        } else
-                tc->control_bad = true;
+        if (tc->control_len + len > WS_CONTROL_MAX) {
+                /* The page sends resizes of a few dozen bytes: anything longer is not the
+                 * page. Closing (1009) rather than skipping it means seat-web never reads
+                 * the rest of a megabyte it would only throw away. */
+                static const char why[] = "control message too large";
+                log_warning("terminal for seat '%s': a control message over %u bytes: closing", tc->seat, WS_CONTROL_MAX);
+                lws_close_reason(wsi, LWS_CLOSE_STATUS_MESSAGE_TOO_LARGE, (unsigned char *) why, sizeof(why) - 1);
+                return -1;
+        }
+        memcpy(tc->control + tc->control_len, in, len);
+        tc->control_len += len;
         if (!lws_is_final_fragment(wsi))
                 return 0;
-        int r = tc->control_bad ? 0 : on_control(tc);
+        int r = on_control(tc);
         tc->control_len = 0;
-        tc->control_bad = false;
         return r;
 }
 

@@ -10,6 +10,9 @@
 #include "terminal.h"
 
 #define WS_CONTROL_MAX 256
+/* Typed input comes a few bytes a message; a paste is one message. A message past this is
+ * not the page (a frame header may claim 2^63 bytes): the terminal is closed, 1009. */
+#define WS_INPUT_MESSAGE_MAX (1u << 20)
 
 typedef struct Web Web;
 typedef struct TermConn TermConn;
@@ -24,7 +27,7 @@ struct TermConn {
         Terminal *term;
         char control[WS_CONTROL_MAX + 1];
         size_t control_len;
-        bool control_bad; /* this text message is over the cap: dropped whole */
+        size_t input_len; /* of the binary message being received */
         bool rx_paused, exit_sent;
         TermConn *prev, *next;
 };

@@ -35,7 +35,8 @@ port=$((20000 + RANDOM % 20000))
 seat_web_conf "$t/web.conf" listen_port=$port idle_timeout=3 max_connections=256 login_rate_per_address=50
 as_web() { setpriv --reuid=nobody --regid=nogroup --clear-groups -- "$@"; }
 as_web "$WEB" -c "$t/web.conf" --self-signed >/dev/null 2>"$t/out" || bail "seat-web --self-signed failed: $(cat "$t/out")"
-as_web "$WEB" -c "$t/web.conf" >"$t/web.log" 2>&1 &
+# setpriv itself in the background, not the function: $! is then seat-web (setpriv execs it)
+setpriv --reuid=nobody --regid=nogroup --clear-groups -- "$WEB" -c "$t/web.conf" >"$t/web.log" 2>&1 &
 web_pid=$!
 harness_on_exit 'kill_wait $web_pid'
 for _ in $(seq 1 100); do curl -s -o /dev/null --cacert "$t/web/tls/cert.pem" "https://127.0.0.1:$port/" && break; sleep 0.1; done
@@ -105,13 +106,14 @@ def malformed():
             count("closed without an answer")
         i += 1
 
-def flood(cookie):
-    """B's own terminals: binary input as fast as seat-web takes it, then hostile frames."""
+def flood(flood_term, hostile_terms):
+    """B's own terminals (opened before the attacks): binary input as fast as seat-web takes
+    it, then hostile frames on two more."""
     sent = 0
+    t = flood_term
+    t.s.settimeout(2)
+    chunk = frame(b"#" * 16000 + b"\x15")
     try:
-        t = c.terminal(seats[1]["id"], cookie)
-        t.s.settimeout(2)
-        chunk = frame(b"#" * 16000 + b"\x15")
         while not stop.is_set() and sent < (256 << 20):
             try:
                 t.s.sendall(chunk)
@@ -119,23 +121,24 @@ def flood(cookie):
             except socket.timeout:
                 count("flood held back by seat-web")  # backpressure: it stopped reading
             try:
+                t.s.setblocking(False)
                 while True:
-                    t.s.recv(65536)  # drain the echo, or seat-web would hold its output
-            except (socket.timeout, ssl.SSLWantReadError, BlockingIOError):
+                    if not t.s.recv(65536):  # drain the echo, or seat-web would hold its output
+                        break
+            except (ssl.SSLWantReadError, BlockingIOError):
                 pass
-            except OSError:
-                break
-    except Exception as e:
+            finally:
+                t.s.settimeout(2)
+    except (OSError, ssl.SSLError, RuntimeError) as e:
         count("flood ended: %s" % e)
     count("flood bytes %d MiB" % (sent >> 20))
-    for name, data in (("a 1 MiB control message", frame(b"{" * (1 << 20), opcode=1)),
-                       ("a frame claiming 2^40 bytes", frame(b"", length=1 << 40)[:14] + b"x" * 65536)):
+    for (name, data), h in zip((("a 1 MiB control message", frame(b"{" * (1 << 20), opcode=1)),
+                                ("a frame claiming 2^40 bytes", frame(b"", length=1 << 40)[:14] + b"x" * 65536)), hostile_terms):
         try:
-            t = c.terminal(seats[1]["id"], cookie)
-            t.s.settimeout(10)
-            t.s.sendall(data)
+            h.s.settimeout(10)
+            h.s.sendall(data)
             while True:
-                if not t.s.recv(65536):
+                if not h.s.recv(65536):
                     break
             count(name + ": connection closed")
         except socket.timeout:
@@ -155,6 +158,7 @@ def watch_rss():
 
 cookie_a = c.login(seats[0]["id"], seats[0]["token"])
 cookie_b = c.login(seats[1]["id"], seats[1]["token"])
+b_terms = [c.terminal(seats[1]["id"], cookie_b) for _ in range(3)]  # terminals_per_session is 4
 term = c.terminal(seats[0]["id"], cookie_a)
 term.s.settimeout(30)
 term.send(json.dumps({"type": "resize", "rows": 24, "cols": 80}).encode(), opcode=1)
@@ -164,7 +168,7 @@ before = typing(term, 60, "before")
 
 attackers = [threading.Thread(target=slowloris, args=(i,)) for i in range(100)]
 attackers += [threading.Thread(target=malformed) for _ in range(4)]
-attackers += [threading.Thread(target=flood, args=(cookie_b,)), threading.Thread(target=watch_rss)]
+attackers += [threading.Thread(target=flood, args=(b_terms[0], b_terms[1:])), threading.Thread(target=watch_rss)]
 for a in attackers:
     a.daemon = True
     a.start()
