@@ -93,11 +93,11 @@ tf.close()
 PY
 }
 CACHE_NEG=$t/neg-cache
-bad_oci() { # NAME EXPECTED-REGEX ARCHIVE
+bad_oci() { # NAME EXPECTED-REGEX ARCHIVE [RECIPE-LINE]
 	local name=$1 want=$2 archive=$3 d=$t/neg/$1
 	mkdir -p "$d"
 	cp "$archive" "$d/image.tar"
-	printf 'name = %s\nbase = oci:image.tar\nready_check = true\n' "$name" >"$d/recipe.conf"
+	printf 'name = %s\nbase = oci:image.tar\nready_check = true\n%s\n' "$name" "${4-}" >"$d/recipe.conf"
 	si "$d" --out "$d/out" --sign-key "$t/test.key" --cache "$CACHE_NEG" >"$t/out" 2>&1
 	local rc=$?
 	if [[ $rc != 0 ]] && grep -Eq -- "$want" "$t/out" && [[ ! -e $d/out && -z $(ls -A "$CACHE_NEG" 2>/dev/null) &&
@@ -132,6 +132,14 @@ python3 -c 'import io, sys, tarfile
 tf = tarfile.open(sys.argv[1], "a"); ti = tarfile.TarInfo("../../outside"); ti.size = 1
 tf.addfile(ti, io.BytesIO(b"x")); tf.close()' "$N/outer-dotdot.tar"
 bad_oci outer-dotdot "member name '\.\./\.\./outside' in the archive leads out of it" "$N/outer-dotdot.tar"
+# A layer that unpacks to more than the disk holds (300 MiB of zeros, 300 KiB of gzip).
+python3 -c 'import sys, tarfile
+tf = tarfile.open(sys.argv[1], "w"); ti = tarfile.TarInfo("zeros"); ti.size = 300 << 20
+tf.addfile(ti, open("/dev/zero", "rb")); tf.close()' "$N/zeros.tar"
+gzip -1 "$N/zeros.tar"
+"$MKOCI" oci "$N/bomb.tar" "$L/bb.tar" "$N/zeros.tar.gz"
+rm -f "$N/zeros.tar.gz"
+bad_oci too-big "the layers hold more than 268435456 bytes" "$N/bomb.tar" "disk_size = 256M"
 echo 'not a tar' >"$N/text.tar"
 bad_oci not-a-tar "cannot read '.*' as an uncompressed tar" "$N/text.tar"
 [[ -z $(find "$t/neg" -name pwned) && -z $(ls -A "$t/host-target") && ! -e $t/escaped && ! -e /escaped ]] &&
