@@ -58,7 +58,8 @@ chmod 0755 "$L/l3/usr/local/bin/oci-layer3"
 # ---------------------------------------------------------------- 1. hostile archives
 # Each refused with the reason, before a byte of output: no output directory, no cache
 # entry, no work directory left in the cache, nothing outside the build directory.
-mkdir -p "$t/host-target"
+mkdir -p "$t/host-target" "$t/canary"
+echo keep >"$t/canary/keep" # what a whiteout through a symlink would delete
 # evil_layer NAME: a layer tar with what its name says, made by python's tarfile (GNU tar
 # will not write most of these).
 evil_layer() {
@@ -87,6 +88,12 @@ elif kind == "rel-symlink":
     add("etc/rel/pwned")
 elif kind == "hardlink":
     add("etc/hl", type=tarfile.LNKTYPE, linkname="../../../../etc/shadow")
+elif kind == "wh-symlink":    # a whiteout through a symlink to a host directory
+    add("etc/evil", type=tarfile.SYMTYPE, linkname=host + "/../canary")
+    add("etc/evil/.wh.keep", b"")
+elif kind == "opq-symlink":   # an opaque marker in a symlink to a host directory
+    add("etc/evil", type=tarfile.SYMTYPE, linkname=host + "/../canary")
+    add("etc/evil/.wh..wh..opq", b"")
 elif kind == "newline":
     add("etc/a\nwrite /etc/shadow x")
 tf.close()
@@ -116,7 +123,7 @@ MKOCI_CORRUPT=1 "$MKOCI" docker "$N/corrupt-docker.tar" "$L/bb.tar" "$L/l2.tar.g
 bad_oci corrupt-docker "layer 1 of 2: its content has sha256 sha256:[0-9a-f]{64}, not the config's diff_id" "$N/corrupt-docker.tar"
 MKOCI_DROP=2 "$MKOCI" oci "$N/missing.tar" "$L/bb.tar" "$L/l2.tar.gz"
 bad_oci missing-blob "layer 2 of 2 blob 'blobs/sha256/[0-9a-f]{64}' is missing from the archive" "$N/missing.tar"
-for k in dotdot absolute abs-symlink rel-symlink hardlink newline; do
+for k in dotdot absolute abs-symlink rel-symlink hardlink wh-symlink opq-symlink newline; do
 	evil_layer "$k" "$N/$k-layer.tar"
 	"$MKOCI" oci "$N/$k.tar" "$L/bb.tar" "$N/$k-layer.tar"
 done
@@ -125,6 +132,8 @@ bad_oci absolute "layer 2 of 2: absolute name '/etc/absolute'" "$N/absolute.tar"
 bad_oci abs-symlink "layer 2 of 2: 'etc/evil/pwned' goes through the symlink 'etc/evil' of the root" "$N/abs-symlink.tar"
 bad_oci rel-symlink "layer 2 of 2: 'etc/rel/pwned' goes through the symlink 'etc/rel' of the root" "$N/rel-symlink.tar"
 bad_oci hardlink "layer 2 of 2: name '\.\./\.\./\.\./\.\./etc/shadow' leads out of the root" "$N/hardlink.tar"
+bad_oci wh-symlink "layer 2 of 2: 'etc/evil/keep' goes through the symlink 'etc/evil' of the root" "$N/wh-symlink.tar"
+bad_oci opq-symlink "layer 2 of 2: opaque marker in 'etc/evil', which is not a directory" "$N/opq-symlink.tar"
 bad_oci newline "layer 2 of 2: name 'etc/a\\\\nwrite /etc/shadow x' holds a control character" "$N/newline.tar"
 # The outer tar: a member that climbs out of it, and something that is no tar at all.
 cp "$N/corrupt.tar" "$N/outer-dotdot.tar"
@@ -142,7 +151,8 @@ rm -f "$N/zeros.tar.gz"
 bad_oci too-big "the layers hold more than 268435456 bytes" "$N/bomb.tar" "disk_size = 256M"
 echo 'not a tar' >"$N/text.tar"
 bad_oci not-a-tar "cannot read '.*' as an uncompressed tar" "$N/text.tar"
-[[ -z $(find "$t/neg" -name pwned) && -z $(ls -A "$t/host-target") && ! -e $t/escaped && ! -e /escaped ]] &&
+[[ -z $(find "$t/neg" -name pwned) && -z $(ls -A "$t/host-target") && ! -e $t/escaped && ! -e /escaped &&
+	$(cat "$t/canary/keep") == keep ]] &&
 	ok "no hostile archive wrote anything outside its build directory" ||
 	not_ok "a hostile archive wrote outside its build directory: $(find "$t" -name pwned -o -name escaped)"
 
