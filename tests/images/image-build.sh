@@ -82,9 +82,20 @@ base = debian-12
 ready_check = true
 memory_mib = 64
 EOF
-bad oci "oci.conf:2: base 'oci:range.tar' is not supported" <<'EOF'
+bad oci "oci.conf:2: OCI archive 'range.tar' is not a regular file" <<'EOF'
 name = x
 base = oci:range.tar
+EOF
+bad oci-escape "oci-escape.conf:2: bad OCI archive '\.\./\.\./x\.tar'" <<'EOF'
+name = x
+base = oci:../../x.tar
+EOF
+mkdir -p "$t/bad" && : >"$t/bad/empty.tar"
+bad oci-packages "oci-packages.conf: 'packages' needs base = debian-12" <<'EOF'
+name = x
+base = oci:empty.tar
+ready_check = true
+packages = curl
 EOF
 bad nul "nul.conf: holds NUL bytes" < <(printf 'name = x\0y\nbase = debian-12\nready_check = true\n')
 bad huge "huge.conf: 70000 bytes, more than a recipe may have" < <(head -c 70000 /dev/zero | tr '\0' '#')
