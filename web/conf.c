@@ -57,6 +57,15 @@ static const Item items[] = {
         { "max_terminals", K_LONG, F(max_terminals), "12", 0, 1024 },
         { "terminals_per_session", K_LONG, F(terminals_per_session), "4", 1, 16 },
         { "max_file_bytes", K_LONG, F(max_file_bytes), "67108864", 0, 1073741824 },
+        /* the facilitator's side (fac-*.c) */
+        { "facilitators_file", K_PATH, F(facilitators_file), "/etc/seat-web/facilitators", 0, 0 },
+        { "facilitator_socket", K_PATH, F(facilitator_socket), "/run/seatd/facilitator.sock", 0, 0 },
+        { "facilitator_login_rate_per_address", K_LONG, F(facilitator_login_rate_per_address), "5", 1, 10000 },
+        { "facilitator_login_rate_per_name", K_LONG, F(facilitator_login_rate_per_name), "5", 1, 10000 },
+        { "facilitator_session_idle_timeout", K_LONG, F(facilitator_session_idle_timeout), "1800", 10, 86400 },
+        { "facilitator_session_max_age", K_LONG, F(facilitator_session_max_age), "43200", 10, 7 * 86400 },
+        { "max_dashboards", K_LONG, F(max_dashboards), "8", 0, 64 },
+        { "metrics_loopback", K_BOOL, F(metrics_loopback), "true", 0, 0 },
 };
 #undef F
 
@@ -65,7 +74,9 @@ const char *const web_config_keys[] = {
         "participant_socket", "seatd_timeout_ms", "session_idle_timeout", "session_max_age", "max_sessions",
         "login_rate_per_address", "login_rate_per_seat", "rate_table_size", "max_connections", "idle_timeout", "mcp",
         "seatctl", "mcp_user", "mcp_max_sessions", "mcp_sessions_per_seat", "mcp_idle_timeout", "mcp_max_body",
-        "max_terminals", "terminals_per_session", "max_file_bytes", NULL,
+        "max_terminals", "terminals_per_session", "max_file_bytes", "facilitators_file", "facilitator_socket",
+        "facilitator_login_rate_per_address", "facilitator_login_rate_per_name", "facilitator_session_idle_timeout",
+        "facilitator_session_max_age", "max_dashboards", "metrics_loopback", NULL,
 };
 
 bool web_address_is_loopback(const char *address) {

@@ -42,6 +42,15 @@ typedef struct WebConfig {
         long max_terminals;        /* browser terminals at once, in all (0: none) */
         long terminals_per_session;
         long max_file_bytes;       /* a file uploaded or downloaded through the page (0: none) */
+        /* the facilitator's side (fac-*.c) */
+        char *facilitators_file;   /* NAME:argon2id lines (seat-web passwd) */
+        char *facilitator_socket;  /* seatd's facilitator socket */
+        long facilitator_login_rate_per_address; /* attempts per minute */
+        long facilitator_login_rate_per_name;
+        long facilitator_session_idle_timeout;   /* seconds */
+        long facilitator_session_max_age;        /* seconds */
+        long max_dashboards;       /* dashboards' event WebSockets at once (0: none) */
+        bool metrics_loopback;     /* /metrics for loopback clients without a login */
 } WebConfig;
 
 WebConfig *web_config_free(WebConfig *c);
