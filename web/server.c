@@ -18,6 +18,7 @@
 #include "common/fileio.h"
 #include "common/jsonframe.h"
 #include "common/log.h"
+#include "fac-http.h"
 #include "files.h"
 #include "http-parse.h"
 #include "jobs.h"
@@ -369,6 +370,8 @@ static int serve_asset(struct lws *wsi, Web *w, Conn *c, const char *name) {
 
 static int on_body_done(struct lws *wsi, Web *w, Conn *c) {
         lws_set_timeout(wsi, NO_PENDING_TIMEOUT, 0);
+        if (c->route == WEB_ROUTE_FAC)
+                return fac_http_body_done(wsi, w, c);
         if (c->route == WEB_ROUTE_LOGIN)
                 return do_login(wsi, w, c);
         if (c->route == WEB_ROUTE_LOGOUT) {
@@ -388,6 +391,8 @@ static int on_request(struct lws *wsi, Web *w, Conn *c, const char *path) {
         bool post = lws_hdr_total_length(wsi, WSI_TOKEN_POST_URI) > 0;
         const char *mime = NULL;
 
+        if (fac_http_match(path))
+                return fac_http_request(wsi, w, c, path, get, post);
         c->route = web_route(path, c->arg, sizeof(c->arg), &mime);
         switch (c->route) {
         case WEB_ROUTE_NONE:
@@ -489,6 +494,8 @@ static int callback_http(struct lws *wsi, enum lws_callback_reasons reason, void
                         return files_body_done(wsi, w, c) < 0 ? -1 : 0;
                 return on_body_done(wsi, w, c) < 0 ? -1 : 0;
         case LWS_CALLBACK_HTTP_WRITEABLE: {
+                if (!c->resp && c->route == WEB_ROUTE_FAC)
+                        return fac_http_writeable(wsi, w, c) < 0 ? -1 : 0;
                 if (!c->resp)
                         return c->route == WEB_ROUTE_MCP ? mcp_http_writeable(wsi, w, c) : 0;
                 int n = lws_write(wsi, c->resp + LWS_PRE, c->resp_len, LWS_WRITE_HTTP_FINAL);
@@ -504,11 +511,14 @@ static int callback_http(struct lws *wsi, enum lws_callback_reasons reason, void
                 if (w && w->jobs)
                         finish_jobs(w);
                 if (w)
+                        fac_service(w); /* the facilitator's calls */
+                if (w)
                         ws_terminal_service(w); /* a terminal's thread has output, room or its end */
                 return 0;
         case LWS_CALLBACK_CLOSED_HTTP:
         case LWS_CALLBACK_HTTP_DROP_PROTOCOL:
                 if (c) {
+                        fac_http_closed(w, c); /* its calls run on the facilitator's workers */
                         if (c->job) {
                                 jobs_abandon(w->jobs, c->job);
                                 c->job = NULL;
@@ -568,6 +578,7 @@ static int load_assets(Web *w, SeatError **ret_error) {
 }
 
 static void web_done(Web *w) {
+        fac_done(w);
         jobs_free(w->jobs);
         mcp_table_free(w->mcp);
         for (size_t i = 0; i < ELEMENTSOF(w->assets); i++)
@@ -639,6 +650,15 @@ int web_server_run(const WebConfig *conf, SeatError **ret_error) {
                 the_context = NULL;
                 return seat_error_set(ret_error, ENOMEM, "cannot start the threads that call seatd");
         }
+        r = fac_init(&w, the_context, ret_error);
+        if (r < 0) {
+                fac_done(&w);
+                jobs_free(w.jobs);
+                w.jobs = NULL;
+                lws_context_destroy(the_context);
+                the_context = NULL;
+                return r;
+        }
         w.mcp = mcp_table_new(&w, the_context);
         if (!w.mcp) {
                 jobs_free(w.jobs);
@@ -661,6 +681,7 @@ int web_server_run(const WebConfig *conf, SeatError **ret_error) {
         ws_terminal_close_all(&w);
         jobs_free(w.jobs);
         w.jobs = NULL;
+        fac_done(&w);
         /* The MCP children next: none outlives seat-web. */
         mcp_table_free(w.mcp);
         w.mcp = NULL;

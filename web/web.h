@@ -18,6 +18,7 @@
 typedef struct McpTable McpTable;
 typedef struct McpSession McpSession;
 typedef struct TermConn TermConn;
+typedef struct Fac Fac;
 
 typedef struct Asset {
         const char *name;
@@ -34,6 +35,7 @@ typedef struct Web {
         Jobs *jobs;
         McpTable *mcp;
         TermConn *terms;     /* open browser terminals (ws-terminal.c) */
+        Fac *fac;            /* the facilitator's side (fac-http.c) */
         size_t n_terms;
         bool tls;
 } Web;
@@ -71,6 +73,15 @@ typedef struct Conn {
         bool ffinal;
         unsigned char *fbody;
         size_t fbody_len, fbody_want;
+
+        /* the facilitator's side (fac-http.c): its route, an archive's name, and a
+         * download's next chunk */
+        int fac_route;
+        char fac_arg[160];
+        unsigned char *fac_chunk; /* LWS_PRE + fac_chunk_len */
+        size_t fac_chunk_len;
+        uint64_t fac_offset, fac_size;
+        bool fac_eof;
 } Conn;
 
 /* Headers, then the body on the next writable callback. */
