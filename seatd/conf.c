@@ -183,6 +183,10 @@ static const ConfItem items[] = {
         PATH(socket_path, "/run/seatd/control.sock", .doc = "the operator socket (0660, group admin_group): every method"),
         PATH(participant_socket_path, "participant.sock", .derive = beside_socket,
              .doc = "the participant socket (any local user): only a token's own seat's methods"),
+        PATH(facilitator_socket_path, "facilitator.sock", .derive = beside_socket,
+             .doc = "the facilitator socket (0660, group facilitator_group): the dashboard's methods, no token (seat-web)"),
+        STRING(facilitator_group, conf_parse_string, "seat-web",
+               .doc = "its members reach the facilitator socket: list, provision, reset and release seats, read logs, events, metrics"),
         LONG(participant_max_connections, 1, 256, "16", .doc = "connections one uid may hold on the participant socket"),
         LONG(participant_idle_timeout, 1, 86400, "600",
              .doc = "seconds a participant connection may sit idle before it is closed"),
@@ -388,6 +392,11 @@ int seat_config_parse(const char *text, size_t len, const char *origin, SeatConf
                                       "%s: participant_socket_path and socket_path are both '%s': the participant "
                                       "socket is open to every local user and must be a path of its own",
                                       origin, c->socket_path);
+        if (!strcmp(c->facilitator_socket_path, c->socket_path) || !strcmp(c->facilitator_socket_path, c->participant_socket_path))
+                return seat_error_set(ret_error, EINVAL,
+                                      "%s: facilitator_socket_path '%s' is also socket_path or participant_socket_path: "
+                                      "each socket has a path of its own",
+                                      origin, c->facilitator_socket_path);
         *ret = TAKE_PTR(c);
         return 0;
 }

@@ -26,6 +26,11 @@ typedef struct SeatConfig {
         /* Participant socket: any local user may connect; it serves only the token-scoped
          * methods (default: participant.sock beside socket_path). */
         char *participant_socket_path;
+        /* Facilitator socket: 0660 root:facilitator_group (seat-web's group). It serves the
+         * dashboard's methods on every seat without a token, and nothing that runs code in a
+         * seat (default: facilitator.sock beside socket_path). */
+        char *facilitator_socket_path;
+        char *facilitator_group;          /* default "seat-web" */
         long participant_max_connections; /* per uid on the participant socket (default 16) */
         long participant_idle_timeout;    /* seconds a participant connection may sit idle (default 600) */
         long exec_max_timeout;            /* seconds: the longest timeout an exec may ask for (default 3600) */

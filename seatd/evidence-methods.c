@@ -15,6 +15,7 @@
 #include "seat.h"
 
 #define LIST_MAX 10000
+#define EVIDENCE_CHUNK_MAX (512u * 1024u)
 
 static int filter_visible(const struct dirent *d) {
         return d->d_name[0] != '.';
@@ -129,6 +130,53 @@ static int evidence_list_method(Request *req) {
         return request_start_job(req, list_job, (void *) (intptr_t) limit, NULL);
 }
 
+/* Sessions still to seal: the quarantine's pending directories, and how many failed. */
+int evidence_seal_queue(SeatManager *seats, unsigned *ret_waiting, unsigned *ret_failed) {
+        const char *qdir = seat_manager_quarantine_dir(seats);
+        struct dirent **list = NULL;
+        unsigned waiting = 0, failed = 0;
+        int n = scandir(qdir, &list, filter_visible, alphasort);
+        for (int i = 0; i < n; i++) {
+                _cleanup_free_ char *dir = NULL, *why = NULL;
+                if (i < LIST_MAX && asprintf(&dir, "%s/%s", qdir, list[i]->d_name) >= 0 && seal_dir_is_pending(dir)) {
+                        why = seal_dir_failure(dir);
+                        if (why)
+                                failed++;
+                        else
+                                waiting++;
+                }
+                free(list[i]);
+        }
+        free(list);
+        *ret_waiting = waiting;
+        *ret_failed = failed;
+        return n < 0 && errno != ENOENT ? -errno : 0;
+}
+
+/* A sealed archive, a piece at a time: the dashboard's download. Only a plain name from
+ * the archive directory (what evidence.list shows), never a path. */
+static int evidence_read_method(Request *req) {
+        const char *name = NULL;
+        int64_t offset = 0, max = EVIDENCE_CHUNK_MAX;
+        if (json_get_string(req->params, "archive", true, 255, &name) < 0 ||
+            json_get_int64(req->params, "offset", false, 0, INT64_MAX - 1, &offset) < 0 ||
+            json_get_int64(req->params, "max_bytes", false, 1, EVIDENCE_CHUNK_MAX, &max) < 0)
+                return request_reply_error(req, CONTROL_ERR_INVALID,
+                                           "evidence.read takes 'archive' (a name from evidence.list), 'offset' and 'max_bytes' (1..%u)",
+                                           EVIDENCE_CHUNK_MAX);
+        if (!*name || name[0] == '.' || strchr(name, '/'))
+                return request_reply_error(req, CONTROL_ERR_INVALID, "'archive' is a name from evidence.list, not a path");
+        _cleanup_free_ char *path = NULL;
+        if (asprintf(&path, "%s/%s", seat_manager_archives_dir(request_manager(req)->seats), name) < 0)
+                return -ENOMEM;
+        struct stat st;
+        if (lstat(path, &st) < 0 || !S_ISREG(st.st_mode)) {
+                _cleanup_free_ char *e = log_escape(name, strlen(name), 64);
+                return request_reply_error(req, CONTROL_ERR_NOT_FOUND, "no archive '%s' (see evidence.list)", e ? e : "?");
+        }
+        return request_reply_file_chunk(req, path, offset, (size_t) max);
+}
+
 static void retry_args_free(void *p) {
         free(p);
 }
@@ -150,8 +198,9 @@ static int evidence_retry_method(Request *req) {
 }
 
 static const Method evidence_methods[] = {
-        { "evidence.list", evidence_list_method, true },
-        { "evidence.retry", evidence_retry_method, true },
+        { "evidence.list", evidence_list_method, true, true },
+        { "evidence.read", evidence_read_method, true, true },
+        { "evidence.retry", evidence_retry_method, true, false },
 };
 
 int evidence_methods_init(Manager *m, SeatError **ret_error) {

@@ -246,7 +246,7 @@ static int host_check_method(Request *req) {
 }
 
 static const Method host_methods[] = {
-        { "host.check", host_check_method, true },
+        { "host.check", host_check_method, true, true },
 };
 
 int host_methods_init(Manager *m, SeatError **ret_error) {

@@ -240,11 +240,11 @@ static int image_remove_method(Request *req) {
 }
 
 static const Method image_methods[] = {
-        { "image.import", image_import_method, true },
-        { "image.pull", image_pull_method, true },
-        { "image.list", image_list_method, true },
-        { "image.verify", image_verify_method, true },
-        { "image.remove", image_remove_method, true },
+        { "image.import", image_import_method, true, false },
+        { "image.pull", image_pull_method, true, false },
+        { "image.list", image_list_method, true, false },
+        { "image.verify", image_verify_method, true, false },
+        { "image.remove", image_remove_method, true, false },
 };
 
 int image_methods_init(Manager *m, SeatError **ret_error) {

@@ -6,6 +6,8 @@
  * own and the order in which they need each other is written in one place
  * (seatd_methods_init()). */
 
+#include <stdatomic.h>
+
 #include "conf.h"
 #include "event.h"
 #include "pool.h"
@@ -23,6 +25,7 @@ typedef struct Manager {
         /* The egress watch and its periodic backstop, on the server's loop. */
         EventSource *net_src, *tick_src;
         int tick_fd;
+        atomic_uint subscribers; /* events.subscribe streams open (each holds a worker thread) */
 } Manager;
 
 static inline Manager *request_manager(Request *req) {

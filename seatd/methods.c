@@ -15,6 +15,8 @@ int seatd_methods_init(Manager *m, SeatError **ret_error) {
                 r = pool_methods_init(m, ret_error);
         if (r >= 0)
                 r = host_methods_init(m, ret_error);
+        if (r >= 0)
+                r = facilitator_methods_init(m, ret_error);
         return r;
 }
 

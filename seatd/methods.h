@@ -19,3 +19,10 @@ int forward_methods_init(Manager *m, SeatError **ret_error); /* server-forward.c
 int evidence_methods_init(Manager *m, SeatError **ret_error);
 int pool_methods_init(Manager *m, SeatError **ret_error);
 void pool_methods_done(Manager *m);
+int facilitator_methods_init(Manager *m, SeatError **ret_error); /* events.subscribe, metrics */
+
+/* seatd/chunk-reply.c: {data (base64), offset (the next), size, eof} of path from offset;
+ * a missing file reads as empty. */
+int request_reply_file_chunk(Request *req, const char *path, int64_t offset, size_t max_bytes);
+/* seatd/evidence-methods.c: sessions waiting to be sealed, and those whose sealing failed. */
+int evidence_seal_queue(SeatManager *seats, unsigned *ret_waiting, unsigned *ret_failed);

@@ -34,8 +34,8 @@ static int pool_status_method(Request *req) {
 }
 
 static const Method pool_methods[] = {
-        { "pool.set", pool_set_method, true },
-        { "pool.status", pool_status_method, true },
+        { "pool.set", pool_set_method, true, false },
+        { "pool.status", pool_status_method, true, true },
 };
 
 int pool_methods_init(Manager *m, SeatError **ret_error) {

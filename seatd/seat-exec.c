@@ -75,6 +75,10 @@ static int call_enter(Seat *s, AgentClient **ret_handle, SeatError **ret_error) 
                                       "participant '%s' runs %u calls already on their seats (participant_max_calls in seatd.conf): wait for one to end",
                                       s->rec.participant, theirs);
         }
+        /* For the dashboard (last call) and /metrics (calls started). */
+        __atomic_store_n(&s->last_call, (int64_t) time(NULL), __ATOMIC_RELEASE);
+        atomic_fetch_add(&m->metrics.execs, 1);
+        changes_bump(&m->changes);
         return 0;
 }
 

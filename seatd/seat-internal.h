@@ -17,6 +17,8 @@
 #include "signing/hash.h"
 #include "common/jsonframe.h"
 #include "common/log.h"
+#include "changes.h"
+#include "metrics.h"
 #include "seat.h"
 #include "seat-log.h"
 #include "seatnet.h"
@@ -118,6 +120,7 @@ struct Seat {
          * changed under lock, read atomically; a reset or release waits on calls_done
          * (with lock) until there are none before it touches the agent or the machine. */
         unsigned calls;
+        int64_t last_call;  /* seconds since the epoch the last agent call began; 0: none (atomic) */
         pthread_cond_t calls_done;
         SeatManager *m;
         SeatRecord rec;
@@ -198,6 +201,8 @@ struct SeatManager {
         uid_t uid_first;
         size_t n_uid_slots;
         bool *uid_slot_used;
+        Changes changes;                  /* bumped on every published change (events.subscribe) */
+        Metrics metrics;                  /* the `metrics` method's counters and histograms */
 };
 
 

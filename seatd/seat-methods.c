@@ -16,6 +16,7 @@
 #include "common/log.h"
 #include "exec-tool.h"
 #include "methods.h"
+#include "metrics.h"
 #include "seat.h"
 #include "seat-log.h"
 
@@ -35,6 +36,7 @@ static void sodium_memzero_token(char *t) {
 #define AUDIT_ENV_NAMES_KEEP (16u * 1024u)
 #define EXEC_HOST_GRACE_MS 10000 /* after the tool's own timeout: the agent kills, drains (≤ 1 s), reports */
 #define CONSOLE_CHUNK_MAX (64u * 1024u)
+#define AUDIT_CHUNK_MAX (256u * 1024u)
 /* One seat.exec.stdin: small, so that keystrokes never wait behind a paste for long; with
  * the cap of requests in flight per connection it bounds what seatd holds per client. */
 #define EXEC_STDIN_CHUNK_MAX (64u * 1024u)
@@ -154,8 +156,12 @@ static int provision_job(Request *req, void *data, json_object **ret_result, Sea
                 job_progress(req, "provision", (uint64_t) i, (uint64_t) a->count);
                 seat_boot_progress_set(&(SeatBootProgress) { .report = boot_progress_report,
                                                              .cancelled = boot_progress_cancelled, .userdata = req });
+                int64_t started = now_monotonic_ms();
                 int r = seat_provision(request_manager(req)->seats, a->image, a->participant, a->egress, &s, &token, ret_error);
                 seat_boot_progress_set(NULL);
+                if (r >= 0)
+                        metrics_observe(seat_manager_metrics(request_manager(req)->seats),
+                                        seat_from_pool(s) ? METRIC_CLAIM : METRIC_PROVISION, now_monotonic_ms() - started);
                 if (r >= 0 && job_cancelled(req)) {
                         /* Nobody will ever see its token: a seat made for a request that went
                          * away is released again, not left running for nobody. */
@@ -735,7 +741,6 @@ static int seat_console_method(Request *req) {
         _cleanup_(seat_unrefp) Seat *s = NULL;
         SeatTicket t;
         int64_t offset = 0;
-        struct stat st;
         if (seat_param(req, &s, &t) < 0)
                 return 0;
         if (json_get_int64(req->params, "offset", false, 0, INT64_MAX - 1, &offset) < 0)
@@ -744,28 +749,48 @@ static int seat_console_method(Request *req) {
         _cleanup_free_ char *path = NULL;
         if (seat_console_path(s, &path) < 0)
                 return -ENOMEM;
-        _cleanup_close_ int fd = path ? open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK) : -ENOENT;
-        _cleanup_free_ uint8_t *buf = malloc(CONSOLE_CHUNK_MAX);
-        _cleanup_free_ char *b64 = NULL;
-        ssize_t n = 0;
-        if (!buf)
+        return request_reply_file_chunk(req, path, offset, CONSOLE_CHUNK_MAX);
+}
+
+/* ---- the audit log (operators and facilitators: every seat) ---- */
+
+static int seat_audit_method(Request *req) {
+        _cleanup_(seat_unrefp) Seat *s = NULL;
+        SeatTicket t;
+        int64_t offset = 0, max = AUDIT_CHUNK_MAX;
+        if (json_get_int64(req->params, "offset", false, 0, INT64_MAX - 1, &offset) < 0 ||
+            json_get_int64(req->params, "max_bytes", false, 1, AUDIT_CHUNK_MAX, &max) < 0)
+                return request_reply_error(req, CONTROL_ERR_INVALID,
+                                           "seat.audit takes 'seat', 'offset' (a byte offset) and 'max_bytes' (1..%u)",
+                                           AUDIT_CHUNK_MAX);
+        if (seat_param(req, &s, &t) < 0)
+                return 0;
+        _cleanup_free_ char *path = NULL;
+        if (seat_audit_path(s, &path) < 0)
                 return -ENOMEM;
-        if (fd >= 0 && fstat(fd, &st) >= 0 && S_ISREG(st.st_mode)) {
-                n = pread(fd, buf, CONSOLE_CHUNK_MAX, offset);
-                if (n < 0)
-                        n = 0;
-        } else
-                st.st_size = 0;
-        if (base64_encode(buf, (size_t) n, &b64, NULL) < 0)
-                return -ENOMEM;
-        json_object *o = json_object_new_object();
-        json_object_object_add(o, "data", json_object_new_string(b64));
-        json_object_object_add(o, "offset", json_object_new_int64(offset + n));
-        json_object_object_add(o, "size", json_object_new_int64((int64_t) st.st_size));
-        return request_reply_result(req, o);
+        return request_reply_file_chunk(req, path, offset, (size_t) max);
 }
 
 /* ---- reset, release ---- */
+
+/* Who ends this session, in its own log before it is sealed: the uid and the socket are
+ * seatd's knowledge; the facilitator's name is seat-web's word, kept as such. */
+static void audit_control(Request *req, Seat *s) {
+        const char *who = NULL;
+        _cleanup_json_ json_object *o = json_object_new_object();
+        if (!o)
+                return;
+        json_object_object_add(o, "method", json_object_new_string(req->method));
+        json_object_object_add(o, "uid", json_object_new_int64((int64_t) req->uid));
+        json_object_object_add(o, "via", json_object_new_string(req->facilitator ? "facilitator socket" : "operator socket"));
+        if (json_get_string(req->params, "facilitator", false, 64, &who) >= 0 && who && *who) {
+                _cleanup_free_ char *e = log_escape(who, strlen(who), 64);
+                json_object_object_add(o, "facilitator", json_object_new_string(e ? e : "?"));
+                log_seat_notice(seat_id(s), "%s of seat '%s' asked by facilitator '%s' (uid %u)", req->method, seat_id(s),
+                                e ? e : "?", (unsigned) req->uid);
+        }
+        (void) seat_audit(s, "control", o);
+}
 
 static int reset_job(Request *req, void *data, json_object **ret_result, SeatError **ret_error) {
         SeatArgs *a = data;
@@ -775,12 +800,15 @@ static int reset_job(Request *req, void *data, json_object **ret_result, SeatErr
         if (json_get_bool(a->params, "cold", false, &cold) < 0)
                 return seat_error_set(ret_error, EINVAL, "seat.reset takes 'seat' and 'cold' (a boolean)");
         job_progress(req, "reset", 0, 1);
+        audit_control(req, a->seat);
+        int64_t started = now_monotonic_ms();
         /* (no cancel: a reset half done is worse than one that finishes) */
         seat_boot_progress_set(&(SeatBootProgress) { .report = boot_progress_report, .userdata = req });
         int r = seat_reset(request_manager(req)->seats, a->seat, cold, &token, ret_error);
         seat_boot_progress_set(NULL);
         if (r < 0)
                 return r;
+        metrics_observe(seat_manager_metrics(request_manager(req)->seats), METRIC_RESET, now_monotonic_ms() - started);
         if (seat_to_json(a->seat, &o) < 0)
                 return -ENOMEM;
         json_object_object_add(o, "token", json_object_new_string(token));
@@ -791,6 +819,7 @@ static int reset_job(Request *req, void *data, json_object **ret_result, SeatErr
 
 static int release_job(Request *req, void *data, json_object **ret_result, SeatError **ret_error) {
         SeatArgs *a = data;
+        audit_control(req, a->seat);
         int r = seat_release(request_manager(req)->seats, a->seat, ret_error);
         if (r < 0)
                 return r;
@@ -807,18 +836,19 @@ static int seat_release_method(Request *req) {
 }
 
 static const Method seat_methods[] = {
-        { "seat.provision", seat_provision_method, true },
-        { "seat.list", seat_list_method, true },
-        { "seat.status", seat_status_method, false },
-        { "seat.exec", seat_exec_method, false },
-        { "seat.exec.stdin", exec_follow_method, false },
-        { "seat.exec.resize", exec_follow_method, false },
-        { "seat.exec.signal", exec_follow_method, false },
-        { "seat.file_put", seat_file_put_method, false },
-        { "seat.file_get", seat_file_get_method, false },
-        { "seat.console", seat_console_method, false },
-        { "seat.reset", seat_reset_method, true },
-        { "seat.release", seat_release_method, true },
+        { "seat.provision", seat_provision_method, true, true },
+        { "seat.list", seat_list_method, true, true },
+        { "seat.status", seat_status_method, false, true },
+        { "seat.exec", seat_exec_method, false, false },
+        { "seat.exec.stdin", exec_follow_method, false, false },
+        { "seat.exec.resize", exec_follow_method, false, false },
+        { "seat.exec.signal", exec_follow_method, false, false },
+        { "seat.file_put", seat_file_put_method, false, false },
+        { "seat.file_get", seat_file_get_method, false, false },
+        { "seat.console", seat_console_method, false, true },
+        { "seat.audit", seat_audit_method, true, true },
+        { "seat.reset", seat_reset_method, true, true },
+        { "seat.release", seat_release_method, true, true },
 };
 
 static int on_net_event(EventSource *src, int fd, uint32_t revents, void *userdata) {

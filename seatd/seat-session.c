@@ -283,9 +283,11 @@ static void *seal_thread(void *p) {
                 const char *why = err ? err->message : strerror(-r);
                 log_seat_error(j->seat_id, "cannot seal the session of seat '%s' (kept in '%s'): %s", j->seat_id,
                                j->dir, why);
+                atomic_fetch_add(&j->m->metrics.seal_failures, 1);
                 if (j->s)
                         seat_seal_failed(j->s, j->dir, why);
         }
+        changes_bump(&j->m->changes); /* the seal queue shrank, or failed */
         seal_job_free(j);
         return NULL;
 }

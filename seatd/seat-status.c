@@ -26,6 +26,7 @@ void seat_view_publish(Seat *s) {
         s->view = v;
         pthread_mutex_unlock(&s->view_lock);
         seat_view_done(&old);
+        changes_bump(&s->m->changes);
 }
 
 /* A copy of s->view, from any thread, without waiting for s->lock (seat_view_done() it). */
@@ -45,6 +46,23 @@ static int seat_view_get(Seat *s, SeatView *ret) {
         }
         *ret = v;
         return 0;
+}
+
+bool seat_from_pool(Seat *s) {
+        pthread_mutex_lock(&s->m->lock);
+        bool r = s->from_pool;
+        pthread_mutex_unlock(&s->m->lock);
+        return r;
+}
+
+int seat_audit_path(Seat *s, char **ret) {
+        SeatView v;
+        int r = seat_view_get(s, &v);
+        if (r < 0)
+                return r;
+        r = asprintf(ret, "%s/%s/audit-g%" PRId64 ".log", s->m->seats_dir, s->rec.id, v.generation) < 0 ? -ENOMEM : 0;
+        seat_view_done(&v);
+        return r;
 }
 
 int seat_console_path(Seat *s, char **ret) {
@@ -84,6 +102,10 @@ int seat_to_json(Seat *s, json_object **ret) {
         json_object_object_add(o, "generation", json_object_new_int64(v.generation));
         json_object_object_add(o, "created", json_object_new_string(created));
         json_object_object_add(o, "domain", json_object_new_string(v.domain));
+        int64_t last_call = __atomic_load_n(&s->last_call, __ATOMIC_ACQUIRE);
+        char when[32];
+        if (last_call > 0 && rfc3339_format(last_call, when, sizeof(when)) >= 0)
+                json_object_object_add(o, "last_call", json_object_new_string(when));
         if (v.confinement.known) {
                 json_object *cf = json_object_new_object();
                 json_object_object_add(cf, "uid", json_object_new_int64((int64_t) v.confinement.uid));

@@ -694,6 +694,10 @@ int seat_manager_new(const SeatConfig *config, ImageStore *store, SeatManager **
         pthread_mutex_init(&m->conn_lock, NULL);
         pthread_mutex_init(&m->prep_lock, NULL);
         pthread_cond_init(&m->prep_cond, NULL);
+        if (changes_init(&m->changes) < 0) {
+                free(m);
+                return -ENOMEM;
+        }
         m->config = config;
         m->store = store;
         int r = sodium_init() < 0 ? -EIO : 0;
@@ -729,6 +733,14 @@ int seat_manager_new(const SeatConfig *config, ImageStore *store, SeatManager **
         return 0;
 }
 
+Changes *seat_manager_changes(SeatManager *m) {
+        return &m->changes;
+}
+
+Metrics *seat_manager_metrics(SeatManager *m) {
+        return &m->metrics;
+}
+
 SeatManager *seat_manager_free(SeatManager *m) {
         if (!m)
                 return NULL;
@@ -757,6 +769,7 @@ SeatManager *seat_manager_free(SeatManager *m) {
         seat_secret_key_free(m->host_key);
         pthread_mutex_destroy(&m->lock);
         pthread_mutex_destroy(&m->conn_lock);
+        changes_done(&m->changes);
         free(m);
         return NULL;
 }

@@ -121,6 +121,10 @@ int seat_to_json(Seat *s, json_object **ret);
 /* A copy of the path of the seat's current serial console log (free() it; NULL while it
  * has none), read the same way. */
 int seat_console_path(Seat *s, char **ret);
+/* The current session's audit log (a copy of its path; a reset starts another). */
+int seat_audit_path(Seat *s, char **ret);
+/* This participant's seat was claimed from a pool (a provision answered without a boot). */
+bool seat_from_pool(Seat *s);
 
 /*
  * Agent calls on a READY seat, side by side (each on its own handle on the agent channel,
@@ -170,6 +174,11 @@ int seat_audit(Seat *s, const char *type, json_object *data);
 
 /* Evidence: where archives go, where unsealed sessions wait, the key archives are signed with. */
 const char *seat_manager_archives_dir(SeatManager *m);
+/* What the dashboard waits on and /metrics reads (seatd/changes.h, seatd/metrics.h). */
+typedef struct Changes Changes;
+typedef struct Metrics Metrics;
+Changes *seat_manager_changes(SeatManager *m);
+Metrics *seat_manager_metrics(SeatManager *m);
 const char *seat_manager_quarantine_dir(SeatManager *m);
 void seat_manager_host_public_key(SeatManager *m, SeatPublicKey *ret);
 /* Seal the sessions of seat_id (NULL: of every seat) still in the quarantine, now, one

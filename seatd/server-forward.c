@@ -543,10 +543,10 @@ static int forward_follow_method(Request *req) {
 }
 
 static const Method forward_methods[] = {
-        { "seat.forward", seat_forward_method, false },
-        { "seat.forward.open", forward_follow_method, false },
-        { "seat.forward.send", forward_follow_method, false },
-        { "seat.forward.close", forward_follow_method, false },
+        { "seat.forward", seat_forward_method, false, false },
+        { "seat.forward.open", forward_follow_method, false, false },
+        { "seat.forward.send", forward_follow_method, false, false },
+        { "seat.forward.close", forward_follow_method, false, false },
 };
 
 int forward_methods_init(Manager *m, SeatError **ret_error) {

@@ -4,7 +4,7 @@
 /*
  * The control server's own state, shared by its files and nobody else:
  *   server.c         connections, requests, dispatch, the server's life;
- *   server-listen.c  the two sockets: their directory, owner and mode, put in place atomically;
+ *   server-listen.c  the three sockets: their directory, owner and mode, put in place atomically;
  *   server-jobs.c    jobs (worker threads that post replies to the loop's mailbox) and the
  *                    inboxes of follow-up requests (seat.exec.stdin and the like).
  */
@@ -52,6 +52,7 @@ struct Conn {
         struct ucred cred;
         bool operator;
         bool participant;   /* came in on the participant socket: token-scoped methods only */
+        bool facilitator;   /* came in on the facilitator socket: Method.facilitator ones only */
         int64_t accepted_ms, active_ms;
         bool hello;
         bool closed;        /* fd gone; memory kept while requests hold references */
@@ -75,6 +76,7 @@ typedef struct Listener {
         Server *server;
         const char *path;
         bool participant;
+        bool facilitator;
         int fd;
         EventSource *src;
 } Listener;
@@ -82,7 +84,7 @@ typedef struct Listener {
 struct Server {
         SeatConfig *config;
         EventLoop *loop;
-        Listener listeners[2]; /* the operator socket, the participant socket */
+        Listener listeners[3]; /* the operator, participant and facilitator sockets */
         int sweep_fd;          /* timerfd: hello and idle timeouts */
         EventSource *sweep_src;
         Conn *conns;

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* server-listen.c: the operator and participant sockets, made with their owner and mode. */
+/* server-listen.c: the operator, participant and facilitator sockets, made with their owner and mode. */
 #include "config.h"
 #include <grp.h>
 #include <stdio.h>
@@ -28,16 +28,23 @@ static int mkdir_parents(const char *path, mode_t mode) {
         return 0;
 }
 
+static const char *listener_key(const Listener *l) {
+        return l->participant ? "participant_socket_path" : l->facilitator ? "facilitator_socket_path" : "socket_path";
+}
+
 /* The socket's owner and mode, on its temporary path: the operator socket to root and
- * the admin group (a missing group leaves it to root alone), the participant socket to
- * everyone. */
+ * the admin group, the facilitator socket to root and the facilitator group (a missing
+ * group leaves either to root alone), the participant socket to everyone. */
 static int listener_own(Listener *l, const char *tmp) {
         if (!l->participant) {
-                struct group *g = getgrnam(l->server->config->admin_group);
+                const SeatConfig *c = l->server->config;
+                const char *group = l->facilitator ? c->facilitator_group : c->admin_group;
+                struct group *g = getgrnam(group);
                 if (!g)
-                        log_warning("group '%s' (admin_group) does not exist: '%s' is root's alone", l->server->config->admin_group, l->path);
+                        log_warning("group '%s' (%s) does not exist: '%s' is root's alone", group,
+                                    l->facilitator ? "facilitator_group" : "admin_group", l->path);
                 else if (chown(tmp, 0, g->gr_gid) < 0)
-                        log_warning("cannot give '%s' to group '%s': %m", l->path, l->server->config->admin_group);
+                        log_warning("cannot give '%s' to group '%s': %m", l->path, group);
         }
         if (chmod(tmp, l->participant ? 0666 : 0660) < 0)
                 return negative_errno();
@@ -51,8 +58,7 @@ static int listener_open(Listener *l, SeatError **ret_error) {
         struct stat st;
 
         if (strlen(path) >= sizeof(sa.sun_path))
-                return seat_error_set(ret_error, ENAMETOOLONG, "%s '%s' is too long",
-                                      l->participant ? "participant_socket_path" : "socket_path", path);
+                return seat_error_set(ret_error, ENAMETOOLONG, "%s '%s' is too long", listener_key(l), path);
         strcpy(sa.sun_path, path);
         int r = mkdir_parents(path, 0755);
         if (r < 0)
@@ -83,7 +89,7 @@ static int listener_open(Listener *l, SeatError **ret_error) {
         struct sockaddr_un tsa = { .sun_family = AF_UNIX };
         if (strlen(tmp) >= sizeof(tsa.sun_path))
                 return seat_error_set(ret_error, ENAMETOOLONG, "%s '%s' is too long (seatd needs %zu more bytes for a temporary name)",
-                                      l->participant ? "participant_socket_path" : "socket_path", path, strlen(tmp) - strlen(path));
+                                      listener_key(l), path, strlen(tmp) - strlen(path));
         strcpy(tsa.sun_path, tmp);
         (void) unlink(tmp);
         if (bind(fd, (struct sockaddr *) &tsa, sizeof(tsa)) < 0)

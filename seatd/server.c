@@ -20,7 +20,7 @@
 static int hello_method(Request *req);
 
 static const Method builtin_methods[] = {
-        { "hello", hello_method, false },
+        { "hello", hello_method, false, false },
 };
 
 /* ---- connections ---- */
@@ -246,7 +246,8 @@ static int hello_method(Request *req) {
                 return -ENOMEM;
         json_object_object_add(o, "version", json_object_new_int(CONTROL_PROTO_VERSION));
         json_object_object_add(o, "server", json_object_new_string("seatd " SEATD_VERSION));
-        json_object_object_add(o, "operator", json_object_new_boolean(req->operator));
+        json_object_object_add(o, "operator", json_object_new_boolean(req->operator && !req->facilitator));
+        json_object_object_add(o, "facilitator", json_object_new_boolean(req->facilitator));
         return request_reply_result(req, o);
 }
 
@@ -271,6 +272,14 @@ static void dispatch(Conn *c, ControlMsg *m) {
         }
         if (!c->hello && strcmp(method->name, "hello"))
                 return conn_send_error(c, m->id, CONTROL_ERR_STATE, "send 'hello' first");
+        if (c->facilitator && !method->facilitator && strcmp(method->name, "hello")) {
+                char msg[PATH_MAX + 200];
+                snprintf(msg, sizeof(msg),
+                         "'%s' is not served on the facilitator socket (the dashboard's methods are: seats' list, status, "
+                         "console, audit log, provision, reset and release, pools, evidence, events, metrics): "
+                         "operators use '%s'", method->name, s->config->socket_path);
+                return conn_send_error(c, m->id, CONTROL_ERR_DENIED, msg);
+        }
         if (method->operator_only && c->participant) {
                 char msg[PATH_MAX + 160];
                 snprintf(msg, sizeof(msg),
@@ -278,7 +287,7 @@ static void dispatch(Conn *c, ControlMsg *m) {
                          "are): operators use '%s'", method->name, s->config->socket_path);
                 return conn_send_error(c, m->id, CONTROL_ERR_DENIED, msg);
         }
-        if (method->operator_only && !c->operator)
+        if (method->operator_only && !c->operator && !c->facilitator)
                 return conn_send_error(c, m->id, CONTROL_ERR_DENIED,
                                        "only root and members of the admin group may do this");
         if (c->inflight >= CONN_INFLIGHT_MAX)
@@ -297,7 +306,8 @@ static void dispatch(Conn *c, ControlMsg *m) {
         req->method = TAKE_PTR(m->method);
         req->params = TAKE_PTR(m->body);
         req->uid = c->cred.uid;
-        req->operator = c->operator;
+        req->operator = c->operator || c->facilitator; /* facilitators: their methods, every seat */
+        req->facilitator = c->facilitator;
         log_debug("request %lld '%s' from uid %u", (long long) req->id, req->method, (unsigned) req->uid);
         int r = method->fn(req);
         if (r < 0 && !req->answered) {
@@ -414,9 +424,11 @@ int server_accept(EventSource *src, int fd, uint32_t revents, void *userdata) {
         c->fd = TAKE_FD(cfd);
         c->refs = 1;
         c->participant = l->participant;
+        c->facilitator = l->facilitator; /* the kernel let it in: facilitator_group or root */
         /* On the participant socket nobody is an operator, root included: it serves the
-         * token-scoped methods and nothing else, whoever connects. */
-        c->operator = !l->participant && peer_is_operator(s, c->fd, &c->cred);
+         * token-scoped methods and nothing else, whoever connects. On the facilitator socket
+         * everyone is a facilitator and nobody more, root included. */
+        c->operator = !l->participant && !l->facilitator && peer_is_operator(s, c->fd, &c->cred);
         c->accepted_ms = c->active_ms = now_monotonic_ms();
         c->next = s->conns;
         if (s->conns)
@@ -424,7 +436,8 @@ int server_accept(EventSource *src, int fd, uint32_t revents, void *userdata) {
         s->conns = c;
         s->n_conns++;
         log_debug("client pid %d uid %u connected on the %s socket (%s)", (int) c->cred.pid, (unsigned) c->cred.uid,
-                  c->participant ? "participant" : "operator", c->operator ? "operator" : "not an operator");
+                  c->participant ? "participant" : c->facilitator ? "facilitator" : "operator",
+                  c->operator ? "operator" : c->facilitator ? "facilitator" : "not an operator");
         return 0;
 }
 
@@ -468,6 +481,7 @@ int server_new(SeatConfig *config, EventLoop *loop, Server **ret, SeatError **re
         s->loop = loop;
         s->listeners[0] = (Listener) { .server = s, .path = config->socket_path, .fd = -EBADF };
         s->listeners[1] = (Listener) { .server = s, .path = config->participant_socket_path, .participant = true, .fd = -EBADF };
+        s->listeners[2] = (Listener) { .server = s, .path = config->facilitator_socket_path, .facilitator = true, .fd = -EBADF };
         s->sweep_fd = -EBADF;
         s->mail_tail = &s->mail_head;
         pthread_mutex_init(&s->lock, NULL);

@@ -32,7 +32,8 @@ struct Request {
         char *method;
         json_object *params;
         uid_t uid;
-        bool operator;
+        bool operator;    /* may touch every seat without its token (operators, and facilitators for their methods) */
+        bool facilitator; /* came in on the facilitator socket */
         atomic_bool cancelled; /* the client went away: a job should stop soon */
         bool answered;
         int64_t progress_ms;   /* private: last progress sent */
@@ -49,6 +50,9 @@ typedef struct Method {
         const char *name;
         MethodFn fn;
         bool operator_only;
+        /* Also served on the facilitator socket, with req->operator set: the dashboard's
+         * methods. Nothing that runs code in a seat or changes the host is. */
+        bool facilitator;
 } Method;
 
 

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# sockets.sh: seatd's two control sockets as seatd ships them, tried by other local users.
+# sockets.sh: seatd's three control sockets as seatd ships them, tried by other local users.
 #   usage: sockets.sh BUILD_DIR
 # The operator socket is 0660 for root and the admin group; the participant socket is open
 # to every local user and serves only token-scoped methods, with per-uid caps and hello and
-# idle timeouts (docs/protocol-control.md). Nothing here changes a mode or owner of
+# idle timeouts; the facilitator socket is 0660 for root and facilitator_group (seat-web's
+# group; here nogroup, the group as_nobody runs with) and serves only the dashboard's
+# methods (docs/protocol-control.md). Nothing here changes a mode or owner of
 # anything seatd made: that is the point. Speaks TAP.
 set -uo pipefail
 
@@ -20,7 +22,7 @@ harness_workdir /tmp/seatd-sockets 0755
 
 export SEATD_SOCKET=$t/ctl.sock
 unset SEATD_TOKEN SEATD_PARTICIPANT_SOCKET
-seatd_conf inspect_images=false network=false participant_max_connections=4 participant_idle_timeout=3
+seatd_conf inspect_images=false network=false participant_max_connections=4 participant_idle_timeout=3 facilitator_group=nogroup
 seatd_start
 for _ in $(seq 1 200); do [[ -S $t/participant.sock ]] && break; sleep 0.05; done
 [[ -S $t/participant.sock ]] || bail "seatd did not start"
@@ -73,6 +75,79 @@ out=$("$PY" "$t/call.py" "$t/participant.sock" 'seat.list {}' 2>&1)
   || { echo "$out" >"$t/out"; not_ok "root is no operator on the participant socket"; }
 out=$("$PY" "$t/call.py" "$t/ctl.sock" 'seat.list {}' 2>&1)
 [[ $(sed -n 2p <<<"$out") == "result  " ]] && ok "root lists seats on the operator socket" || { echo "$out" >"$t/out"; not_ok "root lists seats on the operator socket"; }
+
+# ---------------------------------------------------------------- the facilitator socket
+[[ $(stat -c '%a %U %G' "$t/facilitator.sock") == "660 root nogroup" ]] \
+  && ok "the facilitator socket is 0660 root:facilitator_group (nogroup here)" \
+  || { stat "$t/facilitator.sock" >"$t/out"; not_ok "the facilitator socket is 0660 root:nogroup"; }
+out=$(as_daemon "$PY" "$t/call.py" "$t/facilitator.sock" 2>&1)
+[[ $out == *"Permission denied"* ]] && ok "a user outside facilitator_group cannot open the facilitator socket" \
+  || { echo "$out" >"$t/out"; not_ok "a user outside facilitator_group cannot open the facilitator socket"; }
+out=$(as_nobody "$PY" "$t/call.py" "$t/facilitator.sock" 'seat.list {}' 'pool.status {}' 'evidence.list {}' 'metrics {}' \
+  'seat.audit {"seat": "snosuch"}' 'seat.reset {"seat": "snosuch", "facilitator": "alice"}' 2>&1)
+[[ $(sed -n 1,5p <<<"$out" | grep -c "^result  $") == 5 && $(sed -n 6,7p <<<"$out" | grep -c "^error not_found no seat 'snosuch'") == 2 ]] \
+  && ok "a member of facilitator_group lists seats, pools, evidence and metrics there, with no token" \
+  || { echo "$out" >"$t/out"; not_ok "a member of facilitator_group uses the dashboard's methods"; }
+out=$(as_nobody "$PY" "$t/call.py" "$t/facilitator.sock" 'image.list {}' 'image.remove {"name": "x"}' 'pool.set {"image": "x", "ready": 1}' \
+  'seat.exec {"seat": "s1", "argv": ["id"]}' 'seat.file_put {"seat": "s1", "path": "/x", "data": ""}' \
+  'seat.forward {"seat": "s1", "host": "127.0.0.1", "port": 22}' 'evidence.retry {}' 2>&1)
+[[ $(grep -c "^error denied '.*' is not served on the facilitator socket" <<<"$out") == 7 ]] \
+  && ok "the facilitator socket refuses images, pool sizes, exec, file transfer, forwarding and evidence retry" \
+  || { echo "$out" >"$t/out"; not_ok "the facilitator socket refuses what is not the dashboard's"; }
+out=$("$PY" "$t/call.py" "$t/facilitator.sock" 'image.list {}' 2>&1)
+[[ $(sed -n 2p <<<"$out") == "error denied "* ]] && ok "root is only a facilitator on the facilitator socket" \
+  || { echo "$out" >"$t/out"; not_ok "root is only a facilitator on the facilitator socket"; }
+out=$(as_nobody "$PY" "$t/call.py" "$t/participant.sock" 'events.subscribe {}' 'metrics {}' 'seat.audit {"seat": "s1"}' 'evidence.read {"archive": "a"}' 2>&1)
+[[ $(grep -c "^error denied" <<<"$out") == 4 ]] && ok "the participant socket refuses the dashboard's methods (events, metrics, audit, evidence.read)" \
+  || { echo "$out" >"$t/out"; not_ok "the participant socket refuses the dashboard's methods"; }
+out=$(as_nobody "$PY" "$t/call.py" "$t/facilitator.sock" 'evidence.read {"archive": "../ctl.sock"}' 'evidence.read {"archive": ".hidden"}' \
+  'evidence.read {"archive": "nosuch.tar"}' 'seat.audit {"seat": "s1", "max_bytes": 99999999}' 2>&1)
+[[ $(grep -c "^error invalid 'archive' is a name from evidence.list" <<<"$out") == 2 && $(sed -n 4p <<<"$out") == "error not_found no archive 'nosuch.tar'"* \
+   && $(sed -n 5p <<<"$out") == "error invalid seat.audit takes"* ]] \
+  && ok "evidence.read takes only a name from the archive directory; seat.audit's chunk is capped" \
+  || { echo "$out" >"$t/out"; not_ok "evidence.read and seat.audit check their parameters"; }
+cat >"$t/events.py" <<'PY'
+import json, socket, sys
+s = socket.socket(socket.AF_UNIX); s.settimeout(20); s.connect(sys.argv[1]); f = s.makefile("rwb")
+def send(i, method, params):
+    f.write((json.dumps({"id": i, "method": method, "params": params}) + "\n").encode()); f.flush()
+send(1, "hello", {"version": 1}); hello = json.loads(f.readline())["result"]
+send(2, "events.subscribe", {})
+ev = json.loads(f.readline())
+snap = ev.get("snapshot", ev.get("event", {})) if ev.get("type") == "snapshot" else {}
+print("facilitator" if hello.get("facilitator") and not hello.get("operator") else "not-facilitator",
+      ev.get("type"), ",".join(sorted(snap.keys())), len(snap.get("seats", [])),
+      "host" if snap.get("host", {}).get("mem_total_bytes", 0) > 0 else "nohost")
+PY
+chmod 0644 "$t/events.py"
+out=$(as_nobody "$PY" "$t/events.py" "$t/facilitator.sock" 2>&1)
+[[ $out == "facilitator snapshot host,pools,seal,seats,time 0 host" ]] \
+  && ok "events.subscribe sends a snapshot of the room at once (seats, pools, seal queue, host, time)" \
+  || { echo "$out" >"$t/out"; not_ok "events.subscribe sends a snapshot at once"; }
+cat >"$t/events9.py" <<'PY'
+import json, socket, sys
+conns = []
+for i in range(9):
+    s = socket.socket(socket.AF_UNIX); s.settimeout(20); s.connect(sys.argv[1]); f = s.makefile("rwb")
+    f.write(b'{"id":1,"method":"hello","params":{"version":1}}\n{"id":2,"method":"events.subscribe","params":{}}\n'); f.flush()
+    f.readline()
+    conns.append((s, f))
+got = []
+for s, f in conns:
+    m = json.loads(f.readline())
+    got.append(m["type"] if m["type"] != "error" else "error:" + m["error"]["code"] + ":" + m["error"]["message"])
+print("\n".join(got))
+PY
+chmod 0644 "$t/events9.py"
+sleep 2 # the last subscriber's connection closed: its thread sees it within a second
+out=$(as_nobody "$PY" "$t/events9.py" "$t/facilitator.sock" 2>&1)
+[[ $(grep -c "^snapshot$" <<<"$out") == 8 && $(grep -c "^error:state:8 event subscriptions are open already" <<<"$out") == 1 ]] \
+  && ok "a ninth subscription is refused while eight stream (each holds a thread), saying why" \
+  || { echo "$out" >"$t/out"; not_ok "subscriptions are capped at 8"; }
+sleep 2 # their connections closed: their threads see it within a second
+out=$(as_nobody "$PY" "$t/events.py" "$t/facilitator.sock" 2>&1)
+[[ $out == "facilitator snapshot "* ]] && ok "closed subscriptions free their slots" || { echo "$out" >"$t/out"; not_ok "closed subscriptions free their slots"; }
+kill -0 "$seatd_pid" && "$CTL" list >/dev/null 2>&1 && ok "seatd is still there" || not_ok "seatd is still there"
 
 # ---------------------------------------------------------------- per-uid connection cap
 cat >"$t/hold.py" <<'PY'

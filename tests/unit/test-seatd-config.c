@@ -235,6 +235,7 @@ static void test_keys(void **state) {
 static void test_derived_defaults(void **state) {
         _cleanup_(seat_config_freep) SeatConfig *c = parse("state_dir = /srv/s\nsocket_path = /run/x/ctl.sock\n");
         assert_string_equal(c->participant_socket_path, "/run/x/participant.sock");
+        assert_string_equal(c->facilitator_socket_path, "/run/x/facilitator.sock");
         assert_string_equal(c->trusted_keys_dir, "/srv/s/trust/keys");
         assert_string_equal(c->host_key, "/srv/s/trust/host.key");
         assert_string_equal(c->evidence_archive_dir, "/srv/s/evidence/archives");
