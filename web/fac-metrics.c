@@ -171,10 +171,13 @@ int fac_metrics_render(json_object *m, char **ret, size_t *ret_len) {
         if (!f)
                 return -ENOMEM;
         labelled(f, get(m, "seats_by_state", json_type_object), "state", "seats", "gauge", "seats in each state");
-        histogram(f, get(m, "provision", json_type_object), "provision_seconds", "time a seat.provision took");
-        histogram(f, get(m, "reset", json_type_object), "reset_seconds", "time a seat.reset took");
-        histogram(f, get(m, "claim", json_type_object), "claim_seconds", "time a claim of a pooled seat took");
-        scalar(f, m, "exec_total", "exec_total", "counter", "commands run in seats (seat.exec)");
+        /* The histograms under "latency" (seatd today) or at the top (the first contract). */
+        json_object *lat = get(m, "latency", json_type_object);
+        histogram(f, get(lat ? lat : m, "provision", json_type_object), "provision_seconds", "time a seat.provision took");
+        histogram(f, get(lat ? lat : m, "reset", json_type_object), "reset_seconds", "time a seat.reset took");
+        histogram(f, get(lat ? lat : m, "claim", json_type_object), "claim_seconds", "time a claim of a pooled seat took");
+        scalar(f, m, get(m, "calls_total", json_type_int) ? "calls_total" : "exec_total", "exec_total", "counter",
+               "commands run in seats (agent calls started)");
         labelled(f, get(m, "egress_denied_packets", json_type_object), "seat", "egress_denied_packets_total", "counter",
                  "packets a seat sent that its egress profile denied");
         json_object *seal = get(m, "seal", json_type_object);
