@@ -25,6 +25,7 @@
 #include "common/fileio.h"
 #include "common/jsonframe.h"
 #include "common/log.h"
+#include "fac-events.h"
 #include "fac-handout.h"
 #include "fac-http.h"
 #include "fac-metrics.h"
@@ -69,6 +70,11 @@ struct Fac {
         /* One argon2 verify at a time: a flood of logins holds FAC_PWHASH_MEMLIMIT, not
          * that times the workers. */
         pthread_mutex_t verify_lock;
+        /* the dashboards' live feed (fac-events.c) */
+        FacEvents *events;
+        size_t n_dash;
+        uint64_t seq_seen;
+        struct lws_context *ctx;
 };
 
 /* The read-only calls the dashboard makes as they are. */
@@ -686,6 +692,14 @@ static int finish(struct lws *wsi, Web *w, Conn *c, Job *job) {
 void fac_service(Web *w) {
         if (!w->fac || !w->fac->jobs)
                 return;
+        if (w->fac->events && w->fac->n_dash > 0) {
+                uint64_t seq = fac_events_seq(w->fac->events);
+                struct lws_vhost *vh = lws_get_vhost_by_name(w->fac->ctx, "seat-web");
+                const struct lws_protocols *p = vh ? lws_vhost_name_to_protocol(vh, "seat-dashboard") : NULL;
+                if (seq != w->fac->seq_seen && p)
+                        lws_callback_on_writable_all_protocol(w->fac->ctx, p);
+                w->fac->seq_seen = seq;
+        }
         Job *l = jobs_done(w->fac->jobs);
         while (l) {
                 Job *job = l;
@@ -743,6 +757,9 @@ int fac_init(Web *w, struct lws_context *ctx, SeatError **ret_error) {
         f->jobs = jobs_new(w->conf->facilitator_socket, (int) w->conf->seatd_timeout_ms, 2, 64, ctx);
         if (!f->sessions || !f->per_address || !f->per_name || !f->jobs)
                 return seat_error_set(ret_error, ENOMEM, "cannot set up the facilitator's side (sessions, rate limits, workers)");
+        f->ctx = ctx;
+        if (w->conf->max_dashboards > 0 && !(f->events = fac_events_new(w->conf->facilitator_socket, ctx)))
+                return seat_error_set(ret_error, ENOMEM, "cannot start the dashboards' event stream");
         return 0;
 }
 
@@ -750,7 +767,10 @@ void fac_done(Web *w) {
         Fac *f = w->fac;
         if (!f)
                 return;
+        fac_events_free(f->events);
+        f->events = NULL;
         jobs_free(f->jobs);
+        f->jobs = NULL;
         for (size_t i = 0; i < ELEMENTSOF(f->assets); i++)
                 free(f->assets[i].data);
         fac_sessions_free(f->sessions);
@@ -759,4 +779,81 @@ void fac_done(Web *w) {
         pthread_mutex_destroy(&f->verify_lock);
         free(f);
         w->fac = NULL;
+}
+
+/* ---------------------------------------------------------------- the dashboards' WebSocket */
+
+static int dash_filter(struct lws *wsi, Web *w, DashConn *d) {
+        char uri[64];
+        if (lws_hdr_copy(wsi, uri, sizeof(uri), WSI_TOKEN_GET_URI) <= 0 || strcmp(uri, "/ws/facilitator/events") != 0)
+                return -1;
+        if (!same_origin(wsi, w)) {
+                web_log_refusal(wsi, "a dashboard WebSocket without seat-web's own Origin", NULL);
+                return -1;
+        }
+        FacSession *s = request_session(wsi, w);
+        if (!s) {
+                web_log_refusal(wsi, "a dashboard WebSocket without a facilitator session", NULL);
+                return -1;
+        }
+        if (w->fac->n_dash >= (size_t) w->conf->max_dashboards) {
+                web_log_refusal(wsi, "a dashboard WebSocket over max_dashboards", NULL);
+                return -1;
+        }
+        snprintf(d->session, sizeof(d->session), "%s", s->id);
+        return 0;
+}
+
+/* The newest snapshot, if this dashboard has not had it; nothing while the last write
+ * is still going out (the one buffer per browser). */
+static int dash_writeable(struct lws *wsi, Web *w, DashConn *d) {
+        if (!fac_session_find(w->fac->sessions, d->session, now_monotonic_ms())) {
+                lws_close_reason(wsi, LWS_CLOSE_STATUS_POLICY_VIOLATION, (unsigned char *) "logged out", 10);
+                return -1;
+        }
+        if (lws_send_pipe_choked(wsi)) {
+                lws_callback_on_writable(wsi);
+                return 0;
+        }
+        _cleanup_free_ char *msg = NULL;
+        size_t len;
+        uint64_t seq;
+        bool up;
+        if (fac_events_latest(w->fac->events, &msg, &len, &seq, &up) < 0 || seq == d->sent_seq)
+                return 0;
+        d->sent_seq = seq;
+        return lws_write(wsi, (unsigned char *) msg + LWS_PRE, len, LWS_WRITE_TEXT) < (int) len ? -1 : 0;
+}
+
+int fac_ws_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in, size_t len) {
+        DashConn *d = user;
+        struct lws_context *ctx = lws_get_context(wsi);
+        Web *w = ctx ? lws_context_user(ctx) : NULL;
+        if (!w || !w->fac)
+                return 0;
+        switch (reason) {
+        case LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION:
+                if (!d || !w->fac->events)
+                        return -1;
+                return dash_filter(wsi, w, d) < 0 ? -1 : 0;
+        case LWS_CALLBACK_ESTABLISHED:
+                /* Open as long as the dashboard is; the session's expiry ends it. */
+                lws_set_timeout(wsi, NO_PENDING_TIMEOUT, 0);
+                w->fac->n_dash++;
+                d->counted = true;
+                lws_callback_on_writable(wsi);
+                return 0;
+        case LWS_CALLBACK_RECEIVE:
+                return 0; /* the dashboard only listens */
+        case LWS_CALLBACK_SERVER_WRITEABLE:
+                return dash_writeable(wsi, w, d) < 0 ? -1 : 0;
+        case LWS_CALLBACK_CLOSED:
+                if (d && d->counted) {
+                        d->counted = false;
+                        w->fac->n_dash--;
+                }
+                return 0;
+        default:
+                return 0;
+        }
 }

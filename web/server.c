@@ -18,6 +18,7 @@
 #include "common/fileio.h"
 #include "common/jsonframe.h"
 #include "common/log.h"
+#include "fac-events.h"
 #include "fac-http.h"
 #include "files.h"
 #include "http-parse.h"
@@ -542,6 +543,8 @@ static const struct lws_protocols protocols[] = {
         { .name = "mcp-child", .callback = mcp_child_callback, .per_session_data_size = 0 },
         /* the browser terminal (ws-terminal.c): the WebSocket subprotocol "seat-terminal" */
         { .name = "seat-terminal", .callback = ws_terminal_callback, .per_session_data_size = sizeof(TermConn), .rx_buffer_size = 16384 },
+        /* the facilitator's dashboard (fac-events.c): snapshots of the room, down only */
+        { .name = "seat-dashboard", .callback = fac_ws_callback, .per_session_data_size = sizeof(DashConn), .rx_buffer_size = 512 },
         { NULL, NULL, 0, 0, 0, NULL, 0 },
 };
 

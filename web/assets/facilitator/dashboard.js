@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 // The facilitator's dashboard: every seat, the pools, the host, the seal queue and the
-// evidence archives, refreshed from seat-web (which asks seatd's facilitator socket).
-// Actions POST with the session's CSRF token in X-CSRF-Token. No framework.
+// evidence archives. Seats, pools and the seal queue come live over a WebSocket
+// (/ws/facilitator/events: seatd's snapshots, fanned out by seat-web); the metrics, the
+// host check and the archives are asked every few seconds. Actions POST with the session's
+// CSRF token in X-CSRF-Token. No framework.
 "use strict";
 
 const $ = (id) => document.getElementById(id);
@@ -111,7 +113,8 @@ function seats(list) {
     cell(tr, s.participant);
     cell(tr, s.image_version ? `${s.image} ${s.image_version}` : s.image);
     cell(tr, uptime(s.created));
-    cell(tr, denied[s.id] !== undefined ? denied[s.id] : s.egress_denied !== undefined ? s.egress_denied : "");
+    const d = s.network && s.network.denied_packets !== undefined ? s.network.denied_packets : denied[s.id];
+    cell(tr, d !== undefined ? d : "");
     cell(tr, lastExec(s));
     const td = cell(tr, "");
     for (const [what, label] of [["reset", "Reset"], ["release", "Release"], ["audit", "Audit"], ["console", "Console"]]) {
@@ -127,10 +130,10 @@ function seats(list) {
   document.body.dataset.seats = String(list.length);
 }
 
-function pools(p) {
+function pools(list) {
   const tb = $("pools").tBodies[0];
   tb.replaceChildren();
-  for (const pool of p.pools || []) {
+  for (const pool of list || []) {
     const tr = document.createElement("tr");
     cell(tr, `${pool.image}${pool.egress ? " / " + pool.egress : ""}`);
     cell(tr, `${pool.ready} of ${pool.size} ready`);
@@ -156,23 +159,53 @@ function evidence(e) {
     tb.appendChild(tr);
   }
   if (!tb.rows.length) cell(tb.insertRow(), "no archives yet");
-  text($("seal"), `Seal queue: ${(e.pending || []).length} waiting${metrics.seal ? `, ${metrics.seal.failures} failed` : ""}`);
+}
+
+function seal(q) {
+  if (q) text($("seal"), `Seal queue: ${q.queue} waiting, ${q.failed || 0} failed (${q.failures || 0} since seatd started)`);
+}
+
+// The live feed: a snapshot of the room at once and on every change. Until it is up (or
+// when it breaks) the seats are polled instead.
+let ws = null, snapshots = 0;
+function connect() {
+  ws = new WebSocket(`${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/ws/facilitator/events`, "seat-dashboard");
+  ws.onmessage = (m) => {
+    let msg;
+    try { msg = JSON.parse(m.data); } catch (e) { return; }
+    if (msg.type !== "snapshot" || !msg.snapshot) return;
+    const snap = msg.snapshot;
+    seats(snap.seats || []);
+    if (snap.pools) pools(snap.pools.pools || snap.pools);
+    seal(snap.seal);
+    snapshots++;
+    document.body.dataset.snapshots = String(snapshots);
+    $("live").className = "badge live";
+    text($("live"), "live");
+  };
+  ws.onclose = () => {
+    ws = null;
+    $("live").className = "badge";
+    text($("live"), "reconnecting");
+    setTimeout(connect, 2000);
+  };
 }
 
 let slow = 0;
 async function refresh() {
   try {
     metrics = await get("/facilitator/api/call/metrics").catch(() => ({}));
-    seats((await get("/facilitator/api/call/seat.list")).seats || []);
+    seal(metrics.seal);
+    const feed = ws && ws.readyState === WebSocket.OPEN && snapshots > 0;
+    if (!feed) seats((await get("/facilitator/api/call/seat.list")).seats || []);
     if (slow++ % 5 === 0) {
-      pools(await get("/facilitator/api/call/pool.status"));
+      if (!feed) pools((await get("/facilitator/api/call/pool.status")).pools);
       const h = await get("/facilitator/api/call/host.check");
       text($("host"), `Host check: ${h.ready ? "ready" : "NOT ready"} (${h.accel || "?"})` +
         (h.checks || []).filter((c) => !c.ok).map((c) => ` — ${c.name}: ${c.detail}`).join(""));
       evidence(await get("/facilitator/api/call/evidence.list"));
     }
-    $("live").className = "badge live";
-    text($("live"), "live");
+    if (!feed) text($("live"), "polling");
     problem("");
   } catch (e) {
     $("live").className = "badge";
@@ -190,6 +223,7 @@ async function start() {
   $("handout").onsubmit = () => {
     text($("provision"), "Provisioning… (a seat takes a while to boot)");
   };
+  connect();
   await refresh();
   setInterval(refresh, 2000);
 }
