@@ -31,7 +31,7 @@ static void print_number(FILE *f, json_object *v) {
         if (json_object_is_type(v, json_type_int))
                 fprintf(f, "%lld", (long long) json_object_get_int64(v));
         else
-                fprintf(f, "%.17g", json_object_get_double(v));
+                fprintf(f, "%.15g", json_object_get_double(v));
 }
 
 /* A label value: \, " and newline escaped (the format's rule), control bytes dropped. */
@@ -116,7 +116,7 @@ static void histogram(FILE *f, json_object *h, const char *name, const char *hel
                 double l;
                 fprintf(f, "seatd_%s_bucket{le=\"", name);
                 if (number(le, &l))
-                        fprintf(f, "%.17g", l);
+                        fprintf(f, "%.15g", l);
                 else
                         fputs("+Inf", f);
                 fputs("\"} ", f);
