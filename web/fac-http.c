@@ -143,7 +143,7 @@ static bool csrf_ok(struct lws *wsi, Conn *c, const FacSession *s) {
                     lws_hdr_custom_copy(wsi, header, sizeof(header), CSRF_HEADER, (int) strlen(CSRF_HEADER)) < 0 ||
                     fac_csrf_get(header, strlen(header), token) < 0)
                         return false;
-        } else if (web_form_get(c->body, c->body_len, "csrf", token, sizeof(token)) < 0)
+        } else if (fac_form_get(c->body, c->body_len, "csrf", token, sizeof(token)) < 0)
                 return false;
         return fac_session_csrf_ok(s, token);
 }
@@ -350,7 +350,7 @@ static int do_login(struct lws *wsi, Web *w, Conn *c) {
                 web_log_refusal(wsi, "facilitator login over the rate limit for this address", NULL);
                 return web_respond_text(wsi, w, c, 429, "Too many facilitator logins from this address: wait a minute.\n");
         }
-        if (web_form_get(c->body, c->body_len, "name", name, sizeof(name)) < 0 || !fac_name_valid(name))
+        if (fac_form_get(c->body, c->body_len, "name", name, sizeof(name)) < 0 || !fac_name_valid(name))
                 return web_respond_text(wsi, w, c, 400, "The form needs a facilitator name (a-z, 0-9, '.', '_', '-').\n");
         snprintf(key, sizeof(key), "fac:%s", name);
         if (!rate_limit_take(f->per_name, key, now)) {
@@ -363,7 +363,7 @@ static int do_login(struct lws *wsi, Web *w, Conn *c) {
                 return -1;
         snprintf(job->path, sizeof(job->path), "%s", name); /* the name travels in the path field */
         snprintf(job->peer, sizeof(job->peer), "%s", peer);
-        int r = web_form_get(c->body, c->body_len, "password", job->secret, sizeof(job->secret));
+        int r = fac_form_get(c->body, c->body_len, "password", job->secret, sizeof(job->secret));
         if (r < 0 && r != -ENOENT && r != -E2BIG) {
                 job_free(job);
                 return web_respond_text(wsi, w, c, 400, "Malformed form.\n");
@@ -443,9 +443,9 @@ static int do_handout(struct lws *wsi, Web *w, Conn *c, FacSession *s) {
         char image[128], names_text[WEB_FORM_MAX + 1];
         static char names[FAC_HANDOUT_MAX][FAC_PARTICIPANT_MAX + 1]; /* loop thread only */
         size_t n = 0;
-        if (web_form_get(c->body, c->body_len, "image", image, sizeof(image)) < 0 || !arg_valid(image))
+        if (fac_form_get(c->body, c->body_len, "image", image, sizeof(image)) < 0 || !arg_valid(image))
                 return web_respond_text(wsi, w, c, 400, "Name the image the seats boot (letters, digits, '.', '_', '-').\n");
-        if (web_form_get(c->body, c->body_len, "names", names_text, sizeof(names_text)) < 0 ||
+        if (fac_form_get(c->body, c->body_len, "names", names_text, sizeof(names_text)) < 0 ||
             fac_names_parse(names_text, strlen(names_text), names, &n) < 0 || n == 0)
                 return web_respond_text(wsi, w, c, 400,
                                         "List the participants, one per line (at most 64, each at most 64 letters, digits, "

@@ -14,6 +14,13 @@
 #define FAC_PARTICIPANT_MAX 64          /* seatd's PARTICIPANT_MAX */
 #define FAC_HANDOUT_MAX 64              /* participants of one handout */
 
+/* The value of field key in a facilitator's form (application/x-www-form-urlencoded, at
+ * most WEB_FORM_MAX), decoded into out: web_form_get()'s rules, but for a textarea's line
+ * breaks and tabs (CR, LF, TAB), which the handout's list of names holds. -ENOENT,
+ * -ENOTUNIQ (given twice), -EBADMSG (a bad escape, another control byte, NUL, an empty
+ * name, anywhere in the body), -E2BIG. */
+int fac_form_get(const char *body, size_t len, const char *key, char *out, size_t out_size);
+
 /* The token of an "X-CSRF-Token" header's value: exactly FAC_CSRF_LEN base64url
  * characters, optional spaces or tabs around them. -EBADMSG otherwise. */
 int fac_csrf_get(const char *header, size_t len, char out[FAC_CSRF_LEN + 1]);

@@ -155,6 +155,23 @@ static void test_csrf_header(void **state) {
         assert_int_equal(fac_csrf_get("", 0, out), -EBADMSG);
 }
 
+static void test_form(void **state) {
+        char out[128];
+        const char *body = "csrf=abc&image=test-image&names=carol%0D%0Adave%0A+eve%09";
+        assert_int_equal(fac_form_get(body, strlen(body), "names", out, sizeof(out)), 0);
+        assert_string_equal(out, "carol\r\ndave\n eve\t");
+        assert_int_equal(fac_form_get(body, strlen(body), "image", out, sizeof(out)), 0);
+        assert_string_equal(out, "test-image");
+        assert_int_equal(fac_form_get(body, strlen(body), "nope", out, sizeof(out)), -ENOENT);
+        assert_int_equal(fac_form_get("a=1&a=2", 7, "a", out, sizeof(out)), -ENOTUNIQ);
+        assert_int_equal(fac_form_get("a=%00", 5, "a", out, sizeof(out)), -EBADMSG);
+        assert_int_equal(fac_form_get("a=%1b", 5, "a", out, sizeof(out)), -EBADMSG);   /* ESC */
+        assert_int_equal(fac_form_get("a=1&b=%z1", 9, "a", out, sizeof(out)), -EBADMSG); /* another field's */
+        assert_int_equal(fac_form_get("a=%4", 4, "a", out, sizeof(out)), -EBADMSG);
+        assert_int_equal(fac_form_get("=1", 2, "a", out, sizeof(out)), -EBADMSG);
+        assert_int_equal(fac_form_get("a=12345", 7, "a", out, 4), -E2BIG);
+}
+
 static void test_names(void **state) {
         char names[FAC_HANDOUT_MAX][FAC_PARTICIPANT_MAX + 1];
         size_t n = 99;
@@ -185,6 +202,7 @@ int main(void) {
                 cmocka_unit_test(test_hash_verify),
                 cmocka_unit_test(test_sessions_csrf),
                 cmocka_unit_test(test_csrf_header),
+                cmocka_unit_test(test_form),
                 cmocka_unit_test(test_names),
         };
         return cmocka_run_group_tests_name("web-facilitators", tests, NULL, NULL);
