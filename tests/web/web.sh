@@ -316,9 +316,14 @@ code=$(fac_login 127.0.0.50 "" "x")
 code=$("${F[@]}" --interface 127.0.0.51 -o /dev/null -w '%{http_code}' --data-urlencode "name=alice" --data-urlencode "password=$FAC_PASSWORD" "$url/facilitator/login")
 [[ $code == 403 ]] && ok "a facilitator login without an Origin: 403" || not_ok "login without Origin: $code"
 
-# Each kind of cookie opens nothing of the other kind.
+# Each kind of cookie opens nothing of the other kind (a participant's fresh session on
+# $S2: the per-seat limit above has had the seconds since to refill).
+sleep 6
+code=$(login "$S2" "$tok2" --interface 127.0.0.49)
+pcookie=$(sed -n 's/^set-cookie: __Host-seatweb=\([^;]*\);.*/\1/Ip' "$t/h" | tr -d '\r')
+[[ $code == 303 && -n $pcookie ]] || not_ok "a participant's login on $S2 for the cookie checks: $code"
 c1=$("${F[@]}" -o /dev/null -w '%{http_code}' -b "__Host-seatweb=$fcookie" "$url/facilitator/api/session")
-c2=$("${F[@]}" -o /dev/null -w '%{http_code}' -b "__Host-seatweb=$cookie2" "$url/facilitator/api/call/seat.list")
+c2=$("${F[@]}" -o /dev/null -w '%{http_code}' -b "__Host-seatweb=$pcookie" "$url/facilitator/api/call/seat.list")
 c3=$("${F[@]}" -o /dev/null -w '%{http_code}' -b "__Host-seatfac=$fcookie" "$url/api/seat/$S2/status")
 c4=$("${F[@]}" -o /dev/null -w '%{http_code}' -b "__Host-seatfac=$fcookie" "$url/seat/$S2")
 [[ $c1 == 401 && $c2 == 401 && $c3 == 401 && $c4 == 303 ]] &&
@@ -348,7 +353,7 @@ dws() { # ORIGIN COOKIE: the handshake's status code (101: open; curl then stops
                 ${1:+-H "Origin: $1"} "$url/ws/facilitator/events"
 }
 d_evil=$(dws https://evil.example "__Host-seatfac=$fcookie") d_none=$(dws "" "__Host-seatfac=$fcookie")
-d_part=$(dws "$url" "__Host-seatweb=$cookie2") d_anon=$(dws "$url" "") d_own=$(dws "$url" "__Host-seatfac=$fcookie")
+d_part=$(dws "$url" "__Host-seatweb=$pcookie") d_anon=$(dws "$url" "") d_own=$(dws "$url" "__Host-seatfac=$fcookie")
 [[ $d_evil != 101 && $d_none != 101 && $d_part != 101 && $d_anon != 101 && $d_own == 101 ]] &&
         ok "dashboard WebSocket: another Origin ($d_evil), none ($d_none), a participant's cookie ($d_part), no cookie ($d_anon) refused; the facilitator's opens ($d_own)" ||
         not_ok "dashboard WebSocket handshakes: evil $d_evil, none $d_none, participant $d_part, anonymous $d_anon, own $d_own"
