@@ -28,6 +28,7 @@
 #include "fac-events.h"
 #include "fac-handout.h"
 #include "fac-http.h"
+#include "fac-internal.h"
 #include "fac-metrics.h"
 #include "fac-parse.h"
 #include "fac-session.h"
@@ -61,21 +62,7 @@ typedef enum FacRoute {
         FR_METRICS,
 } FacRoute;
 
-struct Fac {
-        Web *w;
-        FacSessions *sessions;
-        RateLimit *per_address, *per_name;
-        Jobs *jobs;
-        Asset assets[4];
-        /* One argon2 verify at a time: a flood of logins holds FAC_PWHASH_MEMLIMIT, not
-         * that times the workers. */
-        pthread_mutex_t verify_lock;
-        /* the dashboards' live feed (fac-events.c) */
-        FacEvents *events;
-        size_t n_dash;
-        uint64_t seq_seen;
-        struct lws_context *ctx;
-};
+
 
 /* The read-only calls the dashboard makes as they are. */
 static const char *const read_methods[] = { "seat.list", "pool.status", "host.check", "evidence.list", "metrics" };
@@ -118,7 +105,7 @@ static const char *clear_cookie(void) {
 
 /* The facilitator session of the request's cookie (only the facilitator's cookie: a
  * participant's opens nothing here), or NULL. */
-static FacSession *request_session(struct lws *wsi, Web *w) {
+FacSession *fac_request_session(struct lws *wsi, Web *w) {
         char header[WEB_COOKIE_HEADER_MAX + 1], id[WEB_SESSION_ID_LEN + 1];
         int n = lws_hdr_total_length(wsi, WSI_TOKEN_HTTP_COOKIE);
         if (n <= 0 || n > WEB_COOKIE_HEADER_MAX || lws_hdr_copy(wsi, header, sizeof(header), WSI_TOKEN_HTTP_COOKIE) < 0)
@@ -130,7 +117,7 @@ static FacSession *request_session(struct lws *wsi, Web *w) {
 
 /* A state-changing request must carry seat-web's own Origin: unlike a participant's
  * POST, a missing one is refused too (every browser sends it on a POST). */
-static bool same_origin(struct lws *wsi, Web *w) {
+bool fac_same_origin(struct lws *wsi, Web *w) {
         return lws_hdr_total_length(wsi, WSI_TOKEN_ORIGIN) > 0 && !web_cross_origin(wsi, w);
 }
 
@@ -475,7 +462,7 @@ static bool loopback_peer(struct lws *wsi) {
 
 /* After the session and CSRF checks of a POST. */
 static int dispatch_post(struct lws *wsi, Web *w, Conn *c) {
-        FacSession *s = request_session(wsi, w);
+        FacSession *s = fac_request_session(wsi, w);
         if (!s)
                 return web_respond_text(wsi, w, c, 401, "Log in as a facilitator first.\n");
         if (!csrf_ok(wsi, c, s)) {
@@ -506,7 +493,7 @@ int fac_http_body_done(struct lws *wsi, Web *w, Conn *c) {
 
 static int begin_post(struct lws *wsi, Web *w, Conn *c) {
         char clen[32] = "", ctype[128] = "";
-        if (!same_origin(wsi, w)) {
+        if (!fac_same_origin(wsi, w)) {
                 web_log_refusal(wsi, "a facilitator POST without seat-web's own Origin", NULL);
                 return web_respond_text(wsi, w, c, 403, "Cross-site request refused.\n");
         }
@@ -545,7 +532,7 @@ int fac_http_request(struct lws *wsi, Web *w, Conn *c, const char *path, bool ge
                         return web_respond_text(wsi, w, c, 404, "Not found.\n");
                 return serve(wsi, w, c, c->fac_arg);
         case FR_METRICS:
-                if (!(w->conf->metrics_loopback && loopback_peer(wsi)) && !request_session(wsi, w)) {
+                if (!(w->conf->metrics_loopback && loopback_peer(wsi)) && !fac_request_session(wsi, w)) {
                         web_log_refusal(wsi, "/metrics without a facilitator session, not from loopback", NULL);
                         return web_respond_text(wsi, w, c, 403, "/metrics is for facilitators (or this host's own Prometheus).\n");
                 }
@@ -553,7 +540,7 @@ int fac_http_request(struct lws *wsi, Web *w, Conn *c, const char *path, bool ge
         default:
                 break;
         }
-        FacSession *s = request_session(wsi, w);
+        FacSession *s = fac_request_session(wsi, w);
         if (!s) {
                 if (c->fac_route == FR_DASHBOARD)
                         return redirect(wsi, w, c, "/facilitator/login", NULL);
@@ -779,81 +766,4 @@ void fac_done(Web *w) {
         pthread_mutex_destroy(&f->verify_lock);
         free(f);
         w->fac = NULL;
-}
-
-/* ---------------------------------------------------------------- the dashboards' WebSocket */
-
-static int dash_filter(struct lws *wsi, Web *w, DashConn *d) {
-        char uri[64];
-        if (lws_hdr_copy(wsi, uri, sizeof(uri), WSI_TOKEN_GET_URI) <= 0 || strcmp(uri, "/ws/facilitator/events") != 0)
-                return -1;
-        if (!same_origin(wsi, w)) {
-                web_log_refusal(wsi, "a dashboard WebSocket without seat-web's own Origin", NULL);
-                return -1;
-        }
-        FacSession *s = request_session(wsi, w);
-        if (!s) {
-                web_log_refusal(wsi, "a dashboard WebSocket without a facilitator session", NULL);
-                return -1;
-        }
-        if (w->fac->n_dash >= (size_t) w->conf->max_dashboards) {
-                web_log_refusal(wsi, "a dashboard WebSocket over max_dashboards", NULL);
-                return -1;
-        }
-        snprintf(d->session, sizeof(d->session), "%s", s->id);
-        return 0;
-}
-
-/* The newest snapshot, if this dashboard has not had it; nothing while the last write
- * is still going out (the one buffer per browser). */
-static int dash_writeable(struct lws *wsi, Web *w, DashConn *d) {
-        if (!fac_session_find(w->fac->sessions, d->session, now_monotonic_ms())) {
-                lws_close_reason(wsi, LWS_CLOSE_STATUS_POLICY_VIOLATION, (unsigned char *) "logged out", 10);
-                return -1;
-        }
-        if (lws_send_pipe_choked(wsi)) {
-                lws_callback_on_writable(wsi);
-                return 0;
-        }
-        _cleanup_free_ char *msg = NULL;
-        size_t len;
-        uint64_t seq;
-        bool up;
-        if (fac_events_latest(w->fac->events, &msg, &len, &seq, &up) < 0 || seq == d->sent_seq)
-                return 0;
-        d->sent_seq = seq;
-        return lws_write(wsi, (unsigned char *) msg + LWS_PRE, len, LWS_WRITE_TEXT) < (int) len ? -1 : 0;
-}
-
-int fac_ws_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in, size_t len) {
-        DashConn *d = user;
-        struct lws_context *ctx = lws_get_context(wsi);
-        Web *w = ctx ? lws_context_user(ctx) : NULL;
-        if (!w || !w->fac)
-                return 0;
-        switch (reason) {
-        case LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION:
-                if (!d || !w->fac->events)
-                        return -1;
-                return dash_filter(wsi, w, d) < 0 ? -1 : 0;
-        case LWS_CALLBACK_ESTABLISHED:
-                /* Open as long as the dashboard is; the session's expiry ends it. */
-                lws_set_timeout(wsi, NO_PENDING_TIMEOUT, 0);
-                w->fac->n_dash++;
-                d->counted = true;
-                lws_callback_on_writable(wsi);
-                return 0;
-        case LWS_CALLBACK_RECEIVE:
-                return 0; /* the dashboard only listens */
-        case LWS_CALLBACK_SERVER_WRITEABLE:
-                return dash_writeable(wsi, w, d) < 0 ? -1 : 0;
-        case LWS_CALLBACK_CLOSED:
-                if (d && d->counted) {
-                        d->counted = false;
-                        w->fac->n_dash--;
-                }
-                return 0;
-        default:
-                return 0;
-        }
 }
