@@ -286,6 +286,7 @@ async function facilitator() {
   const live = await until(fp, () => document.getElementById("live").textContent === "live" &&
     Number(document.body.dataset.snapshots) >= 1, 30000);
   ok(live, "and is live: seatd's snapshots arrive over the dashboard's WebSocket", await fp.textContent("#live"));
+  await until(fp, () => document.getElementById("host").textContent.startsWith("Host check"), 120000);
   await fp.screenshot({ path: `${shots}/web-dashboard.png`, fullPage: true });
   console.log(`# screenshot: ${shots}/web-dashboard.png`);
 
@@ -303,6 +304,7 @@ async function facilitator() {
   await evil.close();
 
   // Reset the participant's seat from the dashboard.
+  const snaps0 = Number(await fp.evaluate(() => document.body.dataset.snapshots));
   await fp.click(`tr[data-seat="${seat}"] button.reset`);
   const done = await until(fp, (s) => document.body.dataset.done === `reset ${s}`, 300000, seat);
   ok(done, `the dashboard's Reset of ${seat} is done`, await fp.textContent("#problem"));
@@ -317,10 +319,13 @@ async function facilitator() {
   const oldStatus = (await api.request.get(`${url}/api/seat/${seat}/status`,
     { headers: { Cookie: `__Host-seatweb=${oldCookie.value}` } })).status();
   ok(oldStatus === 401 || oldStatus === 403, `the participant's old cookie is dead (${oldStatus})`);
-  const snapsBefore = Number(await fp.evaluate(() => document.body.dataset.snapshots));
   ok(await until(fp, (s) => document.querySelector(`tr[data-seat="${s}"]`)?.dataset.state === "ready", 60000, seat),
     "the dashboard shows the seat ready again");
-  ok(Number(await fp.evaluate(() => document.body.dataset.snapshots)) >= snapsBefore, "(the feed is still live)");
+  // The reset reached the page over the feed, as it happened: new snapshots, and the seat
+  // seen going through 'resetting' (the page polls seat.list only while the feed is down).
+  const seen = await fp.evaluate((s) => ({ states: stateLog[s], snaps: Number(document.body.dataset.snapshots), live: document.getElementById("live").textContent }), seat);
+  ok(seen.snaps > snaps0 && seen.live === "live" && seen.states.join(" ").includes("ready resetting") && seen.states[seen.states.length - 1] === "ready",
+    `the dashboard saw the reset live over its WebSocket (${seen.states.join(" → ")}; ${seen.snaps - snaps0} snapshots)`, JSON.stringify(seen));
   const otherGen = await until(fp, (o) => document.querySelector(`tr[data-seat="${o}"]`)?.dataset.state === "ready", 5000, other);
   ok(otherGen, `the other seat (${other}) was not touched by the refused cross-site POST`);
 

@@ -42,7 +42,7 @@ diag "seats $S1 and $S2"
 # gives it to User=); it reaches seatd through the participant socket only.
 port=$((20000 + RANDOM % 20000))
 webconf() { seat_web_conf "$@"; }
-webconf "$t/web.conf" listen_port=$port login_rate_per_address=6 login_rate_per_seat=12 idle_timeout=3
+webconf "$t/web.conf" listen_port=$port login_rate_per_address=6 login_rate_per_seat=12 idle_timeout=3 max_dashboards=2
 as_web() { setpriv --reuid=nobody --regid=nogroup --clear-groups -- "$@"; }
 
 # 0. The unit as shipped (its ExecStart pointed at this build): systemd accepts it.
@@ -359,6 +359,16 @@ d_part=$(dws "$url" "__Host-seatweb=$pcookie") d_anon=$(dws "$url" "") d_own=$(d
         not_ok "dashboard WebSocket handshakes: evil $d_evil, none $d_none, participant $d_part, anonymous $d_anon, own $d_own"
 grep -q "refused: a dashboard WebSocket without seat-web's own Origin" "$t/web.log" && ok "and the cross-site one is logged" ||
         not_ok "the cross-site dashboard refusal is logged"
+# max_dashboards = 2: a third while two are open is refused (each holds 3 s here).
+dws "$url" "__Host-seatfac=$fcookie" >"$t/dws1" & dws1=$!
+dws "$url" "__Host-seatfac=$fcookie" >"$t/dws2" & dws2=$!
+sleep 1
+d_third=$(dws "$url" "__Host-seatfac=$fcookie")
+wait "$dws1" "$dws2"
+[[ $(cat "$t/dws1") == 101 && $(cat "$t/dws2") == 101 && $d_third != 101 ]] &&
+        grep -q "refused: a dashboard WebSocket over max_dashboards" "$t/web.log" &&
+        ok "max_dashboards = 2: two open, a third refused ($d_third) and logged" ||
+        not_ok "max_dashboards: $(cat "$t/dws1") $(cat "$t/dws2") then $d_third"
 
 # Wrong passwords: slow (argon2id, unknown names alike) and rate-limited per address and per name.
 s0=$(date +%s%N); code=$(fac_login 127.0.0.52 alice wrong); s1=$(date +%s%N); code_u=$(fac_login 127.0.0.52 nobody-here wrong); s2=$(date +%s%N)

@@ -52,11 +52,18 @@ function uptime(created) {
   return s < 120 ? `${s} s` : s < 7200 ? `${Math.round(s / 60)} min` : `${Math.round(s / 3600)} h`;
 }
 
+// seatd's last_call: when the seat last ran something for anyone (exec, file, shell).
 function lastExec(s) {
-  const e = s.last_exec;
-  if (!e) return "";
-  if (typeof e === "string") return e;
-  return [e.argv ? e.argv.join(" ") : e.command, e.exit_code !== undefined ? `→ ${e.exit_code}` : ""].join(" ");
+  return s.last_call ? `${uptime(s.last_call)} ago` : "";
+}
+
+// Each seat's states as the dashboard saw them, in order (a reset shows as ready →
+// resetting → ready): the page's own record, which the tests read.
+const stateLog = {};
+function remember(s) {
+  const h = (stateLog[s.id] = stateLog[s.id] || []);
+  if (h[h.length - 1] !== s.state) h.push(s.state);
+  if (h.length > 32) h.shift();
 }
 
 async function action(seat, what) {
@@ -105,6 +112,7 @@ function seats(list) {
   tb.replaceChildren();
   const denied = metrics.egress_denied_packets || {};
   for (const s of list) {
+    remember(s);
     const tr = document.createElement("tr");
     tr.dataset.seat = s.id;
     tr.dataset.state = s.state;
