@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <fcntl.h>
 #include <libgen.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -10,11 +11,12 @@
 #include "fileio.h"
 #include "macro.h"
 
-int loop_write(int fd, const void *buf, size_t len) {
+/* write() or, for a socket, send() without SIGPIPE, until all of it is out. */
+static int write_all(int fd, const void *buf, size_t len, bool sock) {
         const char *p = buf;
 
         while (len > 0) {
-                ssize_t n = write(fd, p, len);
+                ssize_t n = sock ? send(fd, p, len, MSG_NOSIGNAL) : write(fd, p, len);
                 if (n < 0) {
                         if (errno == EINTR)
                                 continue;
@@ -28,24 +30,14 @@ int loop_write(int fd, const void *buf, size_t len) {
         return 0;
 }
 
+int loop_write(int fd, const void *buf, size_t len) {
+        return write_all(fd, buf, len, false);
+}
+
 /* loop_write for a socket whose peer may go at any time: a gone peer is -EPIPE, never the
  * SIGPIPE that would kill a library caller that did not think to ignore it. */
 int loop_send(int fd, const void *buf, size_t len) {
-        const char *p = buf;
-
-        while (len > 0) {
-                ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
-                if (n < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return negative_errno();
-                }
-                if (n == 0)
-                        return -EIO;
-                p += n;
-                len -= (size_t) n;
-        }
-        return 0;
+        return write_all(fd, buf, len, true);
 }
 
 ssize_t loop_read(int fd, void *buf, size_t len) {

@@ -30,6 +30,8 @@ static const Verb verbs[] = {
         { "pool", 0, VERB_ANY, verb_pool, "keep seats of an image booted and ready: provision hands them out" },
         { "image", 0, VERB_ANY, verb_image, "import, pull, list, verify and remove signed guest images" },
         { "evidence", 0, VERB_ANY, verb_evidence, "list, verify and open sealed evidence archives; retry sealing" },
+        { "events", 0, VERB_ANY, verb_room, "follow the room: a line per change of seats, pools and sealing (--count N)" },
+        { "metrics", 0, VERB_ANY, verb_room, "seats by state, latencies, calls, denied packets, seal queue, host" },
         { "host", 0, VERB_ANY, verb_host, "host check: can this host run seats? (probes KVM with a guest)" },
 };
 /* Every verb takes --help and checks its own arguments: no bounds here. */

@@ -26,6 +26,7 @@ extern CtlOptions ctl_opts;
 int verb_image(int argc, char *argv[], SeatError **ret_error);
 int verb_provision(int argc, char *argv[], SeatError **ret_error);
 int verb_list(int argc, char *argv[], SeatError **ret_error);
+int verb_room(int argc, char *argv[], SeatError **ret_error); /* events, metrics (room.c) */
 int verb_status(int argc, char *argv[], SeatError **ret_error);
 int verb_exec(int argc, char *argv[], SeatError **ret_error);
 int verb_shell(int argc, char *argv[], SeatError **ret_error);

@@ -79,30 +79,12 @@ static json_object *seal_json(Manager *m) {
         return o;
 }
 
-static json_object *seats_json(Manager *m) {
-        Seat **all = seat_manager_all(m->seats);
-        json_object *arr = json_object_new_array();
-        if (!all || !arr) {
-                free(all);
-                json_object_put(arr);
-                return NULL;
-        }
-        for (Seat **s = all; *s; s++) {
-                json_object *o = NULL;
-                if (seat_to_json(*s, &o) >= 0)
-                        json_object_array_add(arr, o);
-                seat_unref(*s);
-        }
-        free(all);
-        return arr;
-}
-
 /* The room, without the time (so two snapshots compare equal when nothing changed). */
 static int snapshot(Manager *m, json_object **ret) {
         json_object *o = json_object_new_object(), *pools = NULL;
         if (!o)
                 return -ENOMEM;
-        json_object_object_add(o, "seats", seats_json(m));
+        json_object_object_add(o, "seats", seat_manager_list_json(m->seats));
         if (pool_manager_status(m->pools, &pools) >= 0)
                 json_object_object_add(o, "pools", pools);
         json_object_object_add(o, "seal", seal_json(m));
@@ -171,7 +153,7 @@ static int events_subscribe_method(Request *req) {
 static int metrics_job(Request *req, void *data, json_object **ret_result, SeatError **ret_error) {
         Manager *m = request_manager(req);
         Metrics *mx = seat_manager_metrics(m->seats);
-        _cleanup_json_ json_object *seats = seats_json(m);
+        _cleanup_json_ json_object *seats = seat_manager_list_json(m->seats);
         json_object *o = json_object_new_object(), *by_state = json_object_new_object(), *denied = json_object_new_object();
         json_object *pools = json_object_new_object(), *status = NULL;
         if (!o || !by_state || !denied || !pools || !seats) {

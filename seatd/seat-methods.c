@@ -220,21 +220,12 @@ static int seat_provision_method(Request *req) {
 /* ---- list, status ---- */
 
 static int seat_list_method(Request *req) {
-        Seat **all = seat_manager_all(request_manager(req)->seats);
-        json_object *arr = json_object_new_array(), *res = json_object_new_object();
-        if (!all || !arr || !res) {
-                free(all);
+        json_object *arr = seat_manager_list_json(request_manager(req)->seats), *res = json_object_new_object();
+        if (!arr || !res) {
                 json_object_put(arr);
                 json_object_put(res);
                 return -ENOMEM;
         }
-        for (Seat **s = all; *s; s++) {
-                json_object *o = NULL;
-                if (seat_to_json(*s, &o) >= 0)
-                        json_object_array_add(arr, o);
-                seat_unref(*s);
-        }
-        free(all);
         json_object_object_add(res, "seats", arr);
         return request_reply_result(req, res);
 }

@@ -153,3 +153,21 @@ int seat_to_json(Seat *s, json_object **ret) {
         *ret = o;
         return 0;
 }
+
+json_object *seat_manager_list_json(SeatManager *m) {
+        Seat **all = seat_manager_all(m);
+        json_object *arr = json_object_new_array();
+        if (!all || !arr) {
+                free(all);
+                json_object_put(arr);
+                return NULL;
+        }
+        for (Seat **s = all; *s; s++) {
+                json_object *o = NULL;
+                if (seat_to_json(*s, &o) >= 0)
+                        json_object_array_add(arr, o);
+                seat_unref(*s);
+        }
+        free(all);
+        return arr;
+}

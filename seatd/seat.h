@@ -96,6 +96,8 @@ bool seat_pooled(Seat *s);
 Seat *seat_manager_get(SeatManager *m, const char *id);
 /* References to every seat, NULL-terminated. */
 Seat **seat_manager_all(SeatManager *m);
+/* Every seat's record (seat_to_json), as seat.list and the dashboard's snapshots show them. */
+json_object *seat_manager_list_json(SeatManager *m);
 void seat_unref(Seat *s);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Seat *, seat_unref)
 bool seat_image_in_use(SeatManager *m, const char *image);

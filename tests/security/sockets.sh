@@ -124,6 +124,16 @@ out=$(as_nobody "$PY" "$t/events.py" "$t/facilitator.sock" 2>&1)
 [[ $out == "facilitator snapshot host,pools,seal,seats,time 0 host" ]] \
   && ok "events.subscribe sends a snapshot of the room at once (seats, pools, seal queue, host, time)" \
   || { echo "$out" >"$t/out"; not_ok "events.subscribe sends a snapshot at once"; }
+out=$(as_nobody timeout 20 "$CTL" --socket "$t/facilitator.sock" events --count 2 2>&1); rc=$?
+[[ $rc == 0 && $(grep -cE '^[0-9T:-]+Z?.*  ready 0  provisioning 0  resetting 0  faulted 0  sealing 0 \(failed 0\)$' <<<"$out") == 2 ]] \
+  && ok "seatctl events --count 2 on the facilitator socket: two lines of the room, then exits 0" \
+  || { echo "rc $rc: $out" >"$t/out"; not_ok "seatctl events --count 2 on the facilitator socket"; }
+out=$(as_nobody "$CTL" --socket "$t/facilitator.sock" --json metrics 2>&1)
+json_field '",".join(sorted(d)) + " " + str(d["latency"]["reset"]["buckets"][-1])' <<<"$out" >"$t/m" 2>&1
+[[ $(cat "$t/m") == "calls_total,egress_denied_packets,host,latency,pools,seal,seats_by_state ['+Inf', 0]" ]] \
+  && "$CTL" metrics | grep -q "^sealing    0 waiting, 0 failed" \
+  && ok "seatctl metrics (--json, and as text for the operator): latencies, calls, denied packets, seal queue, pools, host" \
+  || { { echo "$out"; cat "$t/m"; } >"$t/out"; not_ok "seatctl metrics"; }
 cat >"$t/events9.py" <<'PY'
 import json, socket, sys
 conns = []
