@@ -28,9 +28,11 @@ static int read_line(int fd, const char *prompt, char *buf, size_t *ret_len) {
                 quiet = old;
                 quiet.c_lflag &= ~(tcflag_t) ECHO;
                 quiet.c_lflag |= ECHONL;
-                (void) loop_write(STDERR_FILENO, prompt, strlen(prompt));
+                /* Echo off first, then the prompt: what is typed after the prompt must
+                 * never be flushed (TCSAFLUSH drops only what came before it). */
                 if (tcsetattr(fd, TCSAFLUSH, &quiet) < 0)
                         return -errno;
+                (void) loop_write(STDERR_FILENO, prompt, strlen(prompt));
         }
         for (;;) {
                 char ch;
@@ -50,7 +52,7 @@ static int read_line(int fd, const char *prompt, char *buf, size_t *ret_len) {
                 buf[n++] = ch;
         }
         if (tty)
-                (void) tcsetattr(fd, TCSAFLUSH, &old);
+                (void) tcsetattr(fd, TCSANOW, &old);
         if (r == 0 && n > 0 && buf[n - 1] == '\r')
                 n--;
         if (r == 0 && n == 0)

@@ -300,6 +300,45 @@ printf '%s\n' "other pw" | "$WEB" passwd -c "$t/web.conf" bob >"$t/out" 2>&1 &&
         grep -q '^bob:\$argon2id\$' "$t/web/facilitators" && ! grep -q "$FAC_PASSWORD" "$t/web/facilitators" &&
         ok "seat-web passwd: argon2id hashes (64 MiB, 3 passes) in the facilitators file, 0600, seat-web's user's; other names kept" ||
         { cat "$t/web/facilitators" >>"$t/out" 2>&1; not_ok "seat-web passwd"; }
+# From a terminal: asked twice, never echoed; two that differ change nothing.
+tty_passwd() { # NAME PW1 PW2: seat-web passwd on a pseudo-terminal; what it printed in $t/tty
+        python3 - "$WEB" "$t/web.conf" "$@" >"$t/tty" 2>&1 <<'PY'
+import os, pty, sys, time
+web, conf, name, pw1, pw2 = sys.argv[1:6]
+pid, fd = pty.fork()
+if pid == 0:
+    os.execv(web, [web, "passwd", "-c", conf, name])
+out = b""
+def expect(what):
+    global out
+    end = time.time() + 10
+    while what not in out and time.time() < end:
+        try:
+            out += os.read(fd, 1024)
+        except OSError:
+            break
+    return what in out
+asked = expect(b"Password: ")
+os.write(fd, pw1.encode() + b"\n")
+asked = asked and expect(b"Again: ")
+os.write(fd, pw2.encode() + b"\n")
+while True:
+    try:
+        d = os.read(fd, 1024)
+    except OSError:
+        break
+    if not d:
+        break
+    out += d
+_, st = os.waitpid(pid, 0)
+print(out.decode(errors="replace"))
+sys.exit(0 if asked and pw1.encode() not in out and os.waitstatus_to_exitcode(st) == (0 if pw1 == pw2 else 1) else 1)
+PY
+}
+tty_passwd carol "tty pw $RANDOM" "typo" && grep -q "the two passwords differ: nothing changed" "$t/tty" && ! grep -q '^carol:' "$t/web/facilitators" &&
+        tty_passwd carol "tty pw" "tty pw" && grep -q '^carol:\$argon2id\$' "$t/web/facilitators" && grep -q '^alice:' "$t/web/facilitators" &&
+        ok "seat-web passwd on a terminal: asked twice without echo; two that differ change nothing, two alike set it" ||
+        { cat "$t/tty" >"$t/out"; not_ok "seat-web passwd on a terminal"; }
 F=(curl -s --cacert "$t/web/tls/cert.pem")
 # fac_login ADDRESS NAME PASSWORD [CURL ARGS]: the status code; headers in $t/h.
 fac_login() { "${F[@]}" --interface "$1" -D "$t/h" -o "$t/body" -w '%{http_code}' -H "Origin: $url" \
