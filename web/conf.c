@@ -67,6 +67,15 @@ static const Item items[] = {
         { "forward_max_response", K_LONG, F(forward_max_response), "8388608", 65536, 67108864 },
         { "forward_timeout_ms", K_LONG, F(forward_timeout_ms), "30000", 1000, 600000 },
         { "forward_workers", K_LONG, F(forward_workers), "4", 1, 16 },
+        /* the facilitator's side (fac-*.c) */
+        { "facilitators_file", K_PATH, F(facilitators_file), "/etc/seat-web/facilitators", 0, 0 },
+        { "facilitator_socket", K_PATH, F(facilitator_socket), "/run/seatd/facilitator.sock", 0, 0 },
+        { "facilitator_login_rate_per_address", K_LONG, F(facilitator_login_rate_per_address), "5", 1, 10000 },
+        { "facilitator_login_rate_per_name", K_LONG, F(facilitator_login_rate_per_name), "5", 1, 10000 },
+        { "facilitator_session_idle_timeout", K_LONG, F(facilitator_session_idle_timeout), "1800", 10, 86400 },
+        { "facilitator_session_max_age", K_LONG, F(facilitator_session_max_age), "43200", 10, 7 * 86400 },
+        { "max_dashboards", K_LONG, F(max_dashboards), "8", 0, 64 },
+        { "metrics_loopback", K_BOOL, F(metrics_loopback), "true", 0, 0 },
 };
 #undef F
 
@@ -76,7 +85,10 @@ const char *const web_config_keys[] = {
         "login_rate_per_address", "login_rate_per_seat", "rate_table_size", "max_connections", "idle_timeout", "mcp",
         "seatctl", "mcp_user", "mcp_max_sessions", "mcp_sessions_per_seat", "mcp_idle_timeout", "mcp_max_body",
         "max_terminals", "terminals_per_session", "max_file_bytes", "forward_ports", "forward_host", "forward_max_body",
-        "forward_max_response", "forward_timeout_ms", "forward_workers", NULL,
+        "forward_max_response", "forward_timeout_ms", "forward_workers",
+        "max_terminals", "terminals_per_session", "max_file_bytes", "facilitators_file", "facilitator_socket",
+        "facilitator_login_rate_per_address", "facilitator_login_rate_per_name", "facilitator_session_idle_timeout",
+        "facilitator_session_max_age", "max_dashboards", "metrics_loopback", NULL,
 };
 
 bool web_address_is_loopback(const char *address) {

@@ -54,6 +54,15 @@ typedef struct WebConfig {
         long forward_max_response; /* bytes of the guest's response, head and body */
         long forward_timeout_ms;   /* one proxied exchange, from connect to the guest's end */
         long forward_workers;      /* proxied exchanges at once (each one seatd connection) */
+        /* the facilitator's side (fac-*.c) */
+        char *facilitators_file;   /* NAME:argon2id lines (seat-web passwd) */
+        char *facilitator_socket;  /* seatd's facilitator socket */
+        long facilitator_login_rate_per_address; /* attempts per minute */
+        long facilitator_login_rate_per_name;
+        long facilitator_session_idle_timeout;   /* seconds */
+        long facilitator_session_max_age;        /* seconds */
+        long max_dashboards;       /* dashboards' event WebSockets at once (0: none) */
+        bool metrics_loopback;     /* /metrics for loopback clients without a login */
 } WebConfig;
 
 WebConfig *web_config_free(WebConfig *c);

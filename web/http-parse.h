@@ -57,6 +57,7 @@ typedef enum WebRoute {
         WEB_ROUTE_SEAT_FILE,   /* GET, POST /api/seat/ID/file: a chunk of a download or upload (files.c) */
         WEB_ROUTE_LINK,        /* GET /l/ID: a one-time login link (links.c); arg: ID */
         WEB_ROUTE_SEAT_FORWARD, /* /seat/ID/port/N/...: the seat's web pages (forward.c; web_forward_path) */
+        WEB_ROUTE_FAC,         /* /facilitator/..., /metrics: the facilitator's side (fac-http.c) */
 } WebRoute;
 
 #define WEB_FILE_PATH_MAX 1024           /* a guest path a participant names */

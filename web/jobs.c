@@ -45,8 +45,11 @@ void job_free(Job *job) {
                 return;
         if (job->rec)
                 json_object_put(job->rec);
+        if (job->params)
+                json_object_put(job->params);
         free(job->data);
         free(job->resp);
+        free(job->out);
         sodium_memzero(job, sizeof(*job));
         free(job);
 }
@@ -115,7 +118,9 @@ static void *worker(void *arg) {
                 job->next = NULL;
                 bool skip = job->abandoned;
                 pthread_mutex_unlock(&j->lock);
-                if (!skip)
+                if (!skip && job->work)
+                        job->work(job);
+                else if (!skip)
                         run(j, job);
                 pthread_mutex_lock(&j->lock);
                 j->queued--;

@@ -22,7 +22,7 @@ struct lws_context;
  * idle MCP session (no connection waits for it). */
 /* JOB_FORWARD: one proxied HTTP exchange with a server in the seat (forward-link.c), run by
  * a pool of its own (a slow guest must not hold up status pages). */
-typedef enum JobKind { JOB_LOGIN, JOB_STATUS, JOB_MCP, JOB_MCP_CHECK, JOB_FILE_PUT, JOB_FILE_GET, JOB_FORWARD } JobKind;
+typedef enum JobKind { JOB_LOGIN, JOB_STATUS, JOB_MCP, JOB_MCP_CHECK, JOB_FILE_PUT, JOB_FILE_GET, JOB_FORWARD, JOB_FAC } JobKind;
 
 typedef struct Job {
         struct Job *next;
@@ -53,6 +53,17 @@ typedef struct Job {
         json_object *rec; /* the seat record (the call's result) when r == 0 */
         char code[32];
         char message[256];
+        /* JOB_FAC (fac-http.c): the facilitator's side runs work on the worker in place of
+         * a participant call; ctx, params, out and the strings are its own (params and
+         * out freed with the job; secret wiped with it). */
+        void (*work)(struct Job *job);
+        void *ctx;
+        int fac_route;
+        json_object *params;
+        char *out;
+        size_t out_len;
+        char method[40];
+        char secret[1100];
 } Job;
 
 typedef struct Jobs Jobs;

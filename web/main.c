@@ -19,6 +19,7 @@
 #include "common/log.h"
 #include "conf.h"
 #include "config.h"
+#include "fac-passwd.h"
 #include "links.h"
 #include "seatd-link.h"
 #include "server.h"
@@ -35,6 +36,8 @@ static void usage(FILE *f) {
               "       seat-web --link SEAT --token-file FILE [--expires SECONDS] [--url BASE] [--json]\n"
               "                 a one-time login link for the seat (as root; the token is checked\n"
               "                 with seatd first); it expires on first use or after SECONDS (12 h)\n"
+              "       seat-web passwd [--config FILE] [--file FACILITATORS] NAME\n"
+              "                 set a facilitator's password (read twice from a terminal, once from stdin)\n"
               "See seat-web(8).\n",
               f);
 }
@@ -154,6 +157,46 @@ static int make_link(const WebConfig *c, const char *seat, const char *token_fil
         return 0;
 }
 
+/* seat-web passwd [--config FILE] [--file F] NAME */
+static int passwd_main(int argc, char **argv) {
+        static const struct option options[] = {
+                { "config", required_argument, NULL, 'c' },
+                { "file", required_argument, NULL, 'f' },
+                {},
+        };
+        const char *config = WEB_CONFIG_PATH, *file = NULL;
+        int o;
+        while ((o = getopt_long(argc, argv, "c:f:", options, NULL)) >= 0) {
+                if (o == 'c')
+                        config = optarg;
+                else if (o == 'f')
+                        file = optarg;
+                else {
+                        usage(stderr);
+                        return 2;
+                }
+        }
+        if (optind != argc - 1) {
+                usage(stderr);
+                return 2;
+        }
+        _cleanup_error_ SeatError *err = NULL;
+        _cleanup_(web_config_freep) WebConfig *c = NULL;
+        /* --file alone needs no config (a first password before seat-web.conf exists). */
+        int r = file && access(config, F_OK) < 0 ? web_config_parse("", 0, "defaults", &c, &err)
+                                                  : web_config_load(config, &c, &err);
+        if (r < 0) {
+                log_error("%s", err->message);
+                return 1;
+        }
+        if (fac_passwd(c, file, argv[optind], &err) < 0) {
+                log_error("%s", err->message);
+                return 1;
+        }
+        fprintf(stderr, "password of '%s' set in %s\n", argv[optind], file ? file : c->facilitators_file);
+        return 0;
+}
+
 int main(int argc, char **argv) {
         static const struct option options[] = {
                 { "config", required_argument, NULL, 'c' },
@@ -177,6 +220,8 @@ int main(int argc, char **argv) {
         int o;
 
         log_set_ident("seat-web");
+        if (argc >= 2 && !strcmp(argv[1], "passwd"))
+                return passwd_main(argc - 1, argv + 1);
         while ((o = getopt_long(argc, argv, "c:l:h", options, NULL)) >= 0) {
                 switch (o) {
                 case 'c':

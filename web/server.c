@@ -18,6 +18,8 @@
 #include "common/fileio.h"
 #include "common/jsonframe.h"
 #include "common/log.h"
+#include "fac-events.h"
+#include "fac-http.h"
 #include "files.h"
 #include "forward-parse.h"
 #include "forward.h"
@@ -386,6 +388,8 @@ static int serve_asset(struct lws *wsi, Web *w, Conn *c, const char *name) {
 
 static int on_body_done(struct lws *wsi, Web *w, Conn *c) {
         lws_set_timeout(wsi, NO_PENDING_TIMEOUT, 0);
+        if (c->route == WEB_ROUTE_FAC)
+                return fac_http_body_done(wsi, w, c);
         if (c->route == WEB_ROUTE_LOGIN)
                 return do_login(wsi, w, c);
         if (c->route == WEB_ROUTE_LOGOUT) {
@@ -411,6 +415,8 @@ static int on_request(struct lws *wsi, Web *w, Conn *c, const char *path) {
         unsigned fport;
         if (web_forward_path(path, fseat, sizeof(fseat), &fport, &frest) != -ENOENT)
                 return forward_request(wsi, w, c, path);
+        if (fac_http_match(path))
+                return fac_http_request(wsi, w, c, path, get, post);
         c->route = web_route(path, c->arg, sizeof(c->arg), &mime);
         switch (c->route) {
         case WEB_ROUTE_NONE:
@@ -524,6 +530,8 @@ static int callback_http(struct lws *wsi, enum lws_callback_reasons reason, void
                         return forward_body_done(wsi, w, c) < 0 ? -1 : 0;
                 return on_body_done(wsi, w, c) < 0 ? -1 : 0;
         case LWS_CALLBACK_HTTP_WRITEABLE: {
+                if (!c->resp && c->route == WEB_ROUTE_FAC)
+                        return fac_http_writeable(wsi, w, c) < 0 ? -1 : 0;
                 if (!c->resp)
                         return c->route == WEB_ROUTE_MCP ? mcp_http_writeable(wsi, w, c) : 0;
                 /* (a proxied response may have no body: its headers were all) */
@@ -540,6 +548,8 @@ static int callback_http(struct lws *wsi, enum lws_callback_reasons reason, void
                 if (w && w->jobs)
                         finish_jobs(w);
                 if (w)
+                        fac_service(w); /* the facilitator's calls */
+                if (w)
                         ws_terminal_service(w); /* a terminal's thread has output, room or its end */
                 if (w)
                         ws_proxy_service(w);    /* and a relayed WebSocket's */
@@ -547,6 +557,7 @@ static int callback_http(struct lws *wsi, enum lws_callback_reasons reason, void
         case LWS_CALLBACK_CLOSED_HTTP:
         case LWS_CALLBACK_HTTP_DROP_PROTOCOL:
                 if (c) {
+                        fac_http_closed(w, c); /* its calls run on the facilitator's workers */
                         if (c->job) {
                                 jobs_abandon(c->job->kind == JOB_FORWARD ? w->fwd_jobs : w->jobs, c->job);
                                 c->job = NULL;
@@ -571,6 +582,8 @@ static const struct lws_protocols protocols[] = {
         { .name = "mcp-child", .callback = mcp_child_callback, .per_session_data_size = 0 },
         /* the browser terminal (ws-terminal.c): the WebSocket subprotocol "seat-terminal" */
         { .name = "seat-terminal", .callback = ws_terminal_callback, .per_session_data_size = sizeof(TermConn), .rx_buffer_size = 16384 },
+        /* the facilitator's dashboard (fac-events.c): snapshots of the room, down only */
+        { .name = "seat-dashboard", .callback = fac_ws_callback, .per_session_data_size = sizeof(DashConn), .rx_buffer_size = 512 },
         { NULL, NULL, 0, 0, 0, NULL, 0 },
 };
 
@@ -607,6 +620,7 @@ static int load_assets(Web *w, SeatError **ret_error) {
 }
 
 static void web_done(Web *w) {
+        fac_done(w);
         jobs_free(w->jobs);
         jobs_free(w->fwd_jobs);
         mcp_table_free(w->mcp);
@@ -683,8 +697,20 @@ int web_server_run(const WebConfig *conf, SeatError **ret_error) {
          * guest holds up only its own pages. */
         w.fwd_jobs = jobs_new(conf->participant_socket, (int) conf->forward_timeout_ms, (size_t) conf->forward_workers,
                               (size_t) conf->max_connections, the_context);
+        r = fac_init(&w, the_context, ret_error);
+        if (r < 0) {
+                fac_done(&w);
+                jobs_free(w.jobs);
+                w.jobs = NULL;
+                jobs_free(w.fwd_jobs);
+                w.fwd_jobs = NULL;
+                lws_context_destroy(the_context);
+                the_context = NULL;
+                return r;
+        }
         w.mcp = w.fwd_jobs ? mcp_table_new(&w, the_context) : NULL;
         if (!w.mcp) {
+                fac_done(&w);
                 jobs_free(w.jobs);
                 w.jobs = NULL;
                 jobs_free(w.fwd_jobs);
@@ -710,6 +736,7 @@ int web_server_run(const WebConfig *conf, SeatError **ret_error) {
         w.jobs = NULL;
         jobs_free(w.fwd_jobs);
         w.fwd_jobs = NULL;
+        fac_done(&w);
         /* The MCP children next: none outlives seat-web. */
         mcp_table_free(w.mcp);
         w.mcp = NULL;

@@ -19,6 +19,7 @@ typedef struct McpTable McpTable;
 typedef struct McpSession McpSession;
 typedef struct TermConn TermConn;
 typedef struct WsProxy WsProxy;
+typedef struct Fac Fac;
 
 typedef struct Asset {
         const char *name;
@@ -36,6 +37,7 @@ typedef struct Web {
         Jobs *fwd_jobs;      /* proxied exchanges with the seats' servers (forward.c) */
         McpTable *mcp;
         TermConn *terms;     /* open browser terminals (ws-terminal.c) */
+        Fac *fac;            /* the facilitator's side (fac-http.c) */
         size_t n_terms;
         WsProxy *wsp;        /* WebSockets relayed to the seats' servers (ws-proxy.c) */
         size_t n_wsp;
@@ -80,6 +82,14 @@ typedef struct Conn {
         struct ForwardReq *fwd;
         /* a WebSocket under /seat/ID/port/N/ on this connection (ws-proxy.c) */
         WsProxy *wsp;
+        /* the facilitator's side (fac-http.c): its route, an archive's name, and a
+         * download's next chunk */
+        int fac_route;
+        char fac_arg[160];
+        unsigned char *fac_chunk; /* LWS_PRE + fac_chunk_len */
+        size_t fac_chunk_len;
+        uint64_t fac_offset, fac_size;
+        bool fac_eof;
 } Conn;
 
 /* Headers, then the body on the next writable callback. */

@@ -10,8 +10,9 @@ SEATD_PACKAGES=(
   meson ninja-build pkg-config gcc clang libclang-rt-14-dev git ca-certificates
   libjson-c-dev libcmocka-dev libvirt-dev libsodium-dev libnftables-dev
   libcurl4-openssl-dev libguestfs-dev libseccomp-dev libpcap-dev scdoc bash-completion
-  # seat-web: libwebsockets (its OpenSSL backend) and OpenSSL for the self-signed pair
-  libwebsockets-dev libssl-dev
+  # seat-web: libwebsockets (its OpenSSL backend) and OpenSSL for the self-signed pair;
+  # libqrencode for the QR codes of the facilitator's handout
+  libwebsockets-dev libssl-dev libqrencode-dev
   # run: libvirt, QEMU (TCG), the seat network, libguestfs' appliance
   qemu-system-x86 qemu-utils libvirt-daemon-system libvirt-clients dnsmasq-base
   libguestfs-tools supermin linux-image-amd64 nftables iproute2 libseccomp2
@@ -40,7 +41,7 @@ SEATD_DEB_PACKAGES=(
   debhelper dpkg-dev fakeroot lintian build-essential minisign
   meson ninja-build pkg-config scdoc bash-completion
   libjson-c-dev libcmocka-dev libvirt-dev libsodium-dev libnftables-dev
-  libcurl4-openssl-dev libguestfs-dev libseccomp-dev libpcap-dev libwebsockets-dev libssl-dev
+  libcurl4-openssl-dev libguestfs-dev libseccomp-dev libpcap-dev libwebsockets-dev libssl-dev libqrencode-dev
 )
 
 say() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
@@ -106,9 +107,9 @@ host_install_mcp_client() {
 
 # The web suite's browser: Debian's chromium (a test tool, so not in SEATD_PACKAGES: the
 # fresh root and the demo do not need it), driven by playwright-core (tests/web), which
-# downloads no browser of its own.
+# downloads no browser of its own. promtool (Debian's prometheus) checks /metrics.
 host_install_web_client() {
-  host_apt_install chromium
+  host_apt_install chromium prometheus
   PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 host_npm_ci "$(dirname "${BASH_SOURCE[0]}")/../../tests/web" "playwright-core for the web tests"
 }
 

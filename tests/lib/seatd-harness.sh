@@ -335,7 +335,8 @@ provision_id() {
 # ---------------------------------------------------------------- seat-web
 # seat_web_conf FILE KEY=VALUE...: a seat-web.conf for a seat-web as it ships: its own
 # state directory $t/web (made here once, its user's: nobody, as systemd's StateDirectory=
-# gives it to User=), this tree's assets, the private seatd's participant socket.
+# gives it to User=), this tree's assets, the private seatd's participant and facilitator
+# sockets, a facilitators file in the state directory.
 seat_web_conf() {
         local f=$1 kv
         shift
@@ -344,6 +345,8 @@ seat_web_conf() {
                 echo "state_dir = $t/web"
                 echo "assets_dir = $HARNESS_SRC/web/assets"
                 echo "participant_socket = $t/participant.sock"
+                echo "facilitator_socket = $t/facilitator.sock"
+                echo "facilitators_file = $t/web/facilitators"
                 for kv; do echo "${kv%%=*} = ${kv#*=}"; done
         } >"$f"
 }

@@ -30,10 +30,10 @@ async function launch(spki) {
 // Polls a predicate in the page until it holds (true) or ms pass (false). Not
 // page.waitForFunction: once its first try fails it polls through eval, which the page's
 // CSP (script-src 'self', no 'unsafe-eval') rightly refuses.
-async function until(page, fn, ms = 30000) {
+async function until(page, fn, ms = 30000, arg = undefined) {
   const end = Date.now() + ms;
   while (Date.now() < end) {
-    if (await page.evaluate(fn).catch(() => false)) return true;
+    if (await page.evaluate(fn, arg).catch(() => false)) return true;
     await page.waitForTimeout(200);
   }
   return false;
@@ -119,6 +119,10 @@ async function main() {
     const o = await p.goto(`${url}/seat/${other}/port/80/`);
     ok(o && o.status() === 403, "this seat's session opens no web page of another seat: 403", o && o.status());
     await b.close();
+    return;
+  }
+  if (scenario === "facilitator") {
+    await facilitator();
     return;
   }
   if (scenario === "wrong-pin") {
@@ -293,6 +297,117 @@ async function main() {
   console.log(`# screenshot: ${shots}/web-ended.png`);
   const after = await page.evaluate(async (s) => (await fetch(`/api/seat/${s}/status`)).status, seat);
   ok(after === 401, "the old session is gone: its status is 401", after);
+  await b.close();
+}
+
+// The facilitator (FAC_NAME, FAC_PASSWORD in the environment) runs the room: SEAT (with
+// TOKEN) has a participant on its page; OTHER is the other seat.
+async function facilitator() {
+  const b = await launch(pin);
+  // The participant, on SEAT's page.
+  const pctx = await b.newContext();
+  const pp = await pctx.newPage();
+  await login(pp, seat, token);
+  ok(await until(pp, () => document.body.dataset.state === "ready", 60000), "a participant is on the seat's page");
+  const oldCookie = (await pctx.cookies()).find((x) => x.name === "__Host-seatweb");
+
+  // The facilitator logs in.
+  const fctx = await b.newContext();
+  const fp = await fctx.newPage();
+  fp.on("dialog", (d) => d.accept()); // the confirm before a reset
+  await fp.goto(url + "/facilitator/");
+  ok(fp.url() === `${url}/facilitator/login`, "the dashboard without a login sends the browser to the facilitator login", fp.url());
+  await fp.fill("#name", process.env.FAC_NAME);
+  await fp.fill("#password", "not the password");
+  const [wrong] = await Promise.all([fp.waitForNavigation(), fp.click("#login")]);
+  ok(wrong && wrong.status() === 403, "a wrong password: 403", wrong && wrong.status());
+  await fp.goto(url + "/facilitator/login");
+  await fp.fill("#name", process.env.FAC_NAME);
+  await fp.fill("#password", process.env.FAC_PASSWORD);
+  await Promise.all([fp.waitForNavigation(), fp.click("#login")]);
+  ok(fp.url() === `${url}/facilitator/`, "the right password opens the dashboard", fp.url());
+  const fc = (await fctx.cookies()).find((x) => x.name === "__Host-seatfac");
+  ok(fc && fc.httpOnly && fc.secure && fc.sameSite === "Strict" && fc.path === "/",
+    "the facilitator's cookie: its own name (__Host-seatfac), HttpOnly, Secure, SameSite=Strict", JSON.stringify(fc));
+  const both = await until(fp, ([a, o]) =>
+    document.querySelector(`tr[data-seat="${a}"]`)?.dataset.state === "ready" &&
+    document.querySelector(`tr[data-seat="${o}"]`)?.dataset.state === "ready", 30000, [seat, other]);
+  ok(both, `the dashboard shows both seats (${seat}, ${other}) ready, from seatd`);
+  const live = await until(fp, () => document.getElementById("live").textContent === "live" &&
+    Number(document.body.dataset.snapshots) >= 1, 30000);
+  ok(live, "and is live: seatd's snapshots arrive over the dashboard's WebSocket", await fp.textContent("#live"));
+  await until(fp, () => document.getElementById("host").textContent.startsWith("Host check"), 120000);
+  await fp.screenshot({ path: `${shots}/web-dashboard.png`, fullPage: true });
+  console.log(`# screenshot: ${shots}/web-dashboard.png`);
+
+  // A cross-site POST from a second origin's page (its HTML served to the browser as
+  // https://evil.example; the POST itself goes to seat-web for real): refused.
+  await fctx.route("https://evil.example/**", (r) => r.fulfill({
+    contentType: "text/html",
+    body: `<form id="f" method="post" action="${url}/facilitator/api/seat/${other}/reset">` +
+      `<input name="csrf" value="${"A".repeat(43)}"></form>`,
+  }));
+  const evil = await fctx.newPage();
+  await evil.goto("https://evil.example/");
+  const [xs] = await Promise.all([evil.waitForNavigation(), evil.evaluate(() => document.getElementById("f").submit())]);
+  ok(xs && xs.status() === 403, "a cross-site form POST from another origin (https://evil.example) to a reset: 403", xs && xs.status());
+  await evil.close();
+
+  // Reset the participant's seat from the dashboard.
+  const snaps0 = Number(await fp.evaluate(() => document.body.dataset.snapshots));
+  await fp.click(`tr[data-seat="${seat}"] button.reset`);
+  const done = await until(fp, (s) => document.body.dataset.done === `reset ${s}`, 300000, seat);
+  ok(done, `the dashboard's Reset of ${seat} is done`, await fp.textContent("#problem"));
+  let shown = "";
+  try {
+    await pp.waitForSelector("#ended:not([hidden])", { timeout: 60000 });
+    shown = await pp.textContent("#ended");
+  } catch (e) { shown = String(e); }
+  ok(/reset or released/.test(shown), `the participant's page shows the reset ('${shown}')`);
+  // (Playwright's request API speaks TLS from node, not through chromium's pin.)
+  const api = await b.newContext({ ignoreHTTPSErrors: true });
+  const oldStatus = (await api.request.get(`${url}/api/seat/${seat}/status`,
+    { headers: { Cookie: `__Host-seatweb=${oldCookie.value}` } })).status();
+  ok(oldStatus === 401 || oldStatus === 403, `the participant's old cookie is dead (${oldStatus})`);
+  ok(await until(fp, (s) => document.querySelector(`tr[data-seat="${s}"]`)?.dataset.state === "ready", 60000, seat),
+    "the dashboard shows the seat ready again");
+  // The reset reached the page over the feed, as it happened: new snapshots, and the seat
+  // seen going through 'resetting' (the page polls seat.list only while the feed is down).
+  const seen = await fp.evaluate((s) => ({ states: stateLog[s], snaps: Number(document.body.dataset.snapshots), live: document.getElementById("live").textContent }), seat);
+  ok(seen.snaps > snaps0 && seen.live === "live" && seen.states.join(" ").includes("ready resetting") && seen.states[seen.states.length - 1] === "ready",
+    `the dashboard saw the reset live over its WebSocket (${seen.states.join(" → ")}; ${seen.snaps - snaps0} snapshots)`, JSON.stringify(seen));
+  const otherGen = await until(fp, (o) => document.querySelector(`tr[data-seat="${o}"]`)?.dataset.state === "ready", 5000, other);
+  ok(otherGen, `the other seat (${other}) was not touched by the refused cross-site POST`);
+
+  // A handout for two participants: seats provisioned, one-time links with QR codes.
+  await fp.fill("#names", "carol\ndave");
+  const [ho] = await Promise.all([fp.waitForNavigation({ timeout: 900000 }), fp.click("#provision")]);
+  ok(ho && ho.status() === 200 && fp.url() === `${url}/facilitator/handout`, "the handout form provisions and answers its page", ho && ho.status());
+  const cards = await fp.evaluate(() => [...document.querySelectorAll(".card")].map((c) => ({
+    who: c.dataset.participant, link: c.querySelector("a.link")?.href, qr: !!c.querySelector("svg.qr path"),
+    seat: c.querySelector(".seat")?.textContent, warn: c.querySelector(".warn")?.textContent })));
+  ok(cards.length === 2 && cards.every((c) => c.link && c.qr && c.seat), "two cards, each with a seat, a one-time link and a QR code", JSON.stringify(cards));
+  await fp.screenshot({ path: `${shots}/web-handout.png`, fullPage: true });
+  console.log(`# screenshot: ${shots}/web-handout.png`);
+  for (const c of cards.filter((x) => x.link)) {
+    const lp = await (await b.newContext()).newPage();
+    const r = await lp.goto(c.link);
+    const seen = r && r.status() === 200 && lp.url() === `${url}/seat/${c.seat}` &&
+      await until(lp, () => document.body.dataset.state === "ready", 60000);
+    ok(seen, `${c.who}'s link opens seat ${c.seat}`, `${r && r.status()} ${lp.url()}`);
+    const again = await (await b.newContext()).newPage();
+    const r2 = await again.goto(c.link);
+    ok(r2 && r2.status() === 410, `${c.who}'s link used again: 410`, r2 && r2.status());
+  }
+  console.log(`# handout seats: ${cards.map((c) => c.seat).join(" ")}`);
+
+  // Logout ends the facilitator's session.
+  await fp.goto(url + "/facilitator/");
+  await until(fp, () => !!document.querySelector("input.csrf")?.value, 15000);
+  await Promise.all([fp.waitForNavigation(), fp.click("#logout")]);
+  const after = await api.request.get(`${url}/facilitator/api/session`, { headers: { Cookie: `__Host-seatfac=${fc.value}` } });
+  ok(fp.url() === `${url}/facilitator/login` && after.status() === 401, "logout: back to the login, the old cookie opens nothing (401)",
+    `${fp.url()} ${after.status()}`);
   await b.close();
 }
 

@@ -40,7 +40,8 @@ need_npm_client "$here" playwright-core host_install_web_client
 harness_workdir /var/tmp/seatd-web 0755
 unset SEATD_TOKEN
 image_build "$t/img" --guest-tool "$GUEST_WEB" # (seatd_start_sealing imports it)
-seatd_start_sealing
+# The facilitator socket's group is seat-web's: here nogroup, the group it runs as.
+seatd_start_sealing facilitator_group=nogroup
 
 "$CTL" -q --json provision --image test-image --participant alice --count 2 >"$t/prov" 2>"$t/out" || bail "provision failed: $(cat "$t/out")"
 read -r S1 tok1 S2 tok2 < <(python3 -c 'import json,sys; s=json.load(open(sys.argv[1]))["seats"]; print(s[0]["id"], s[0]["token"], s[1]["id"], s[1]["token"])' "$t/prov")
@@ -52,7 +53,7 @@ diag "seats $S1 and $S2"
 port=$((20000 + RANDOM % 20000))
 webconf() { seat_web_conf "$@"; }
 webconf "$t/web.conf" listen_port=$port login_rate_per_address=6 login_rate_per_seat=12 idle_timeout=3 \
-        forward_timeout_ms=5000 forward_max_response=262144
+        forward_timeout_ms=5000 forward_max_response=262144 max_dashboards=2
 as_web() { setpriv --reuid=nobody --regid=nogroup --clear-groups -- "$@"; }
 
 # 0. The unit as shipped (its ExecStart pointed at this build): systemd accepts it.
@@ -128,7 +129,7 @@ tls1=$(openssl s_client -connect "127.0.0.1:$port" -tls1_1 </dev/null 2>&1 | gre
 # ---------------------------------------------------------------- the browser
 browser() { # SCENARIO SEAT TOKEN OTHER_SEAT: its TAP lines become ours (RESET_CMD resets SEAT)
         local line
-        node "$here/browser.mjs" "$1" "$url" "$pin" "$2" "$3" "$4" "$build" \
+        FAC_NAME=${FAC_NAME-} FAC_PASSWORD=${FAC_PASSWORD-} node "$here/browser.mjs" "$1" "$url" "$pin" "$2" "$3" "$4" "$build" \
                 env "SEATD_SOCKET=$SEATD_SOCKET" "$CTL" -q reset "$2" >"$t/browser-$1" 2>"$t/browser-$1.err" </dev/null
         while IFS= read -r line; do
                 case $line in
@@ -383,6 +384,177 @@ for i in $(seq 10 40); do codes+=("$(curl -s --cacert "$t/web/tls/cert.pem" --in
 [[ " ${codes[*]} " == *" 429 "* ]] && grep -q "this seat" "$t/body" && ok "login rate limit per seat, across addresses: ${codes[*]}" ||
         not_ok "rate limit per seat: ${codes[*]}"
 grep -q "refused: login over the rate limit for this seat (seat '$S2'" "$t/web.log" && ok "and logged" || not_ok "the rate limit is logged"
+
+# ---------------------------------------------------------------- the facilitator
+# seat-web passwd (as root, like --link): the hash in the facilitators file, seat-web's
+# user's, 0600; other names kept.
+FAC_NAME=alice FAC_PASSWORD="correct horse $RANDOM"
+export FAC_NAME FAC_PASSWORD
+printf '%s\n' "other pw" | "$WEB" passwd -c "$t/web.conf" bob >"$t/out" 2>&1 &&
+        printf '%s\n' "$FAC_PASSWORD" | "$WEB" passwd -c "$t/web.conf" alice >>"$t/out" 2>&1 &&
+        [[ $(stat -c '%U %a' "$t/web/facilitators") == "nobody 600" ]] && grep -q '^alice:\$argon2id\$v=19\$m=65536,t=3,p=1\$' "$t/web/facilitators" &&
+        grep -q '^bob:\$argon2id\$' "$t/web/facilitators" && ! grep -q "$FAC_PASSWORD" "$t/web/facilitators" &&
+        ok "seat-web passwd: argon2id hashes (64 MiB, 3 passes) in the facilitators file, 0600, seat-web's user's; other names kept" ||
+        { cat "$t/web/facilitators" >>"$t/out" 2>&1; not_ok "seat-web passwd"; }
+# From a terminal: asked twice, never echoed; two that differ change nothing.
+tty_passwd() { # NAME PW1 PW2: seat-web passwd on a pseudo-terminal; what it printed in $t/tty
+        python3 - "$WEB" "$t/web.conf" "$@" >"$t/tty" 2>&1 <<'PY'
+import os, pty, sys, time
+web, conf, name, pw1, pw2 = sys.argv[1:6]
+pid, fd = pty.fork()
+if pid == 0:
+    os.execv(web, [web, "passwd", "-c", conf, name])
+out = b""
+def expect(what):
+    global out
+    end = time.time() + 10
+    while what not in out and time.time() < end:
+        try:
+            out += os.read(fd, 1024)
+        except OSError:
+            break
+    return what in out
+asked = expect(b"Password: ")
+os.write(fd, pw1.encode() + b"\n")
+asked = asked and expect(b"Again: ")
+os.write(fd, pw2.encode() + b"\n")
+while True:
+    try:
+        d = os.read(fd, 1024)
+    except OSError:
+        break
+    if not d:
+        break
+    out += d
+_, st = os.waitpid(pid, 0)
+print(out.decode(errors="replace"))
+sys.exit(0 if asked and pw1.encode() not in out and os.waitstatus_to_exitcode(st) == (0 if pw1 == pw2 else 1) else 1)
+PY
+}
+tty_passwd carol "tty pw $RANDOM" "typo" && grep -q "the two passwords differ: nothing changed" "$t/tty" && ! grep -q '^carol:' "$t/web/facilitators" &&
+        tty_passwd carol "tty pw" "tty pw" && grep -q '^carol:\$argon2id\$' "$t/web/facilitators" && grep -q '^alice:' "$t/web/facilitators" &&
+        ok "seat-web passwd on a terminal: asked twice without echo; two that differ change nothing, two alike set it" ||
+        { cat "$t/tty" >"$t/out"; not_ok "seat-web passwd on a terminal"; }
+F=(curl -s --cacert "$t/web/tls/cert.pem")
+# fac_login ADDRESS NAME PASSWORD [CURL ARGS]: the status code; headers in $t/h.
+fac_login() { "${F[@]}" --interface "$1" -D "$t/h" -o "$t/body" -w '%{http_code}' -H "Origin: $url" \
+        --data-urlencode "name=$2" --data-urlencode "password=$3" "${@:4}" "$url/facilitator/login"; }
+code=$(fac_login 127.0.0.50 alice "$FAC_PASSWORD")
+fcookie=$(sed -n 's/^set-cookie: __Host-seatfac=\([^;]*\);.*/\1/Ip' "$t/h" | tr -d '\r')
+setc=$(grep -i '^set-cookie:' "$t/h" | tr -d '\r')
+[[ $code == 303 && -n $fcookie && $setc == *"; HttpOnly"* && $setc == *"; Secure"* && $setc == *"; SameSite=Strict"* ]] &&
+        ok "facilitator login (curl): 303, Set-Cookie __Host-seatfac HttpOnly; Secure; SameSite=Strict" || not_ok "facilitator login: $code $setc"
+csrf=$("${F[@]}" -b "__Host-seatfac=$fcookie" "$url/facilitator/api/session" | python3 -c 'import json,sys; print(json.load(sys.stdin)["csrf"])' 2>/dev/null)
+[[ ${#csrf} == 43 ]] && ok "the session's CSRF token comes from /facilitator/api/session" || not_ok "CSRF token: '$csrf'"
+code=$(fac_login 127.0.0.50 "" "x")
+[[ $code == 400 ]] && ok "a login without a name: 400" || not_ok "login without a name: $code"
+code=$("${F[@]}" --interface 127.0.0.51 -o /dev/null -w '%{http_code}' --data-urlencode "name=alice" --data-urlencode "password=$FAC_PASSWORD" "$url/facilitator/login")
+[[ $code == 403 ]] && ok "a facilitator login without an Origin: 403" || not_ok "login without Origin: $code"
+
+# Each kind of cookie opens nothing of the other kind (a participant's fresh session on
+# $S2: the per-seat limit above has had the seconds since to refill).
+sleep 6
+code=$(login "$S2" "$tok2" --interface 127.0.0.49)
+pcookie=$(sed -n 's/^set-cookie: __Host-seatweb=\([^;]*\);.*/\1/Ip' "$t/h" | tr -d '\r')
+[[ $code == 303 && -n $pcookie ]] || not_ok "a participant's login on $S2 for the cookie checks: $code"
+c1=$("${F[@]}" -o /dev/null -w '%{http_code}' -b "__Host-seatweb=$fcookie" "$url/facilitator/api/session")
+c2=$("${F[@]}" -o /dev/null -w '%{http_code}' -b "__Host-seatweb=$pcookie" "$url/facilitator/api/call/seat.list")
+c3=$("${F[@]}" -o /dev/null -w '%{http_code}' -b "__Host-seatfac=$fcookie" "$url/api/seat/$S2/status")
+c4=$("${F[@]}" -o /dev/null -w '%{http_code}' -b "__Host-seatfac=$fcookie" "$url/seat/$S2")
+[[ $c1 == 401 && $c2 == 401 && $c3 == 401 && $c4 == 303 ]] &&
+        ok "a facilitator's cookie opens no seat ($c3, page $c4), a participant's opens no dashboard call ($c2), nor as the other's name ($c1)" ||
+        not_ok "cookie separation: $c1 $c2 $c3 $c4"
+
+# CSRF: every POST needs the Origin and the session's token.
+fpost() { # ORIGIN TOKEN PATH: status code
+        "${F[@]}" -o "$t/body" -w '%{http_code}' -X POST -b "__Host-seatfac=$fcookie" ${1:+-H "Origin: $1"} ${2:+-H "X-CSRF-Token: $2"} "$url$3"
+}
+x_evil=$(fpost https://evil.example "$csrf" "/facilitator/api/seat/$S1/release") x_none=$(fpost "" "$csrf" "/facilitator/api/seat/$S1/release")
+x_notok=$(fpost "$url" "" "/facilitator/api/seat/$S1/release") x_wrong=$(fpost "$url" "${csrf%?}$([[ ${csrf: -1} == A ]] && echo B || echo A)" "/facilitator/api/seat/$S1/release")
+x_form=$("${F[@]}" -o /dev/null -w '%{http_code}' -b "__Host-seatfac=$fcookie" -H "Origin: https://evil.example" --data "csrf=$csrf" "$url/facilitator/logout")
+[[ $x_evil == 403 && $x_none == 403 && $x_notok == 403 && $x_wrong == 403 && $x_form == 403 ]] &&
+        ok "cross-site POSTs refused (403): another Origin ($x_evil), none ($x_none), no CSRF token ($x_notok), a wrong one ($x_wrong), a cross-site form with the right one ($x_form)" ||
+        not_ok "CSRF: evil $x_evil, none $x_none, no token $x_notok, wrong $x_wrong, form $x_form"
+[[ $("$CTL" -q --json status "$S1" 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["state"])' 2>/dev/null) == ready ]] &&
+        ok "and $S1 is still there, ready" || not_ok "$S1 after the refused POSTs"
+grep -q "refused: a facilitator POST without seat-web's own Origin" "$t/web.log" && grep -q "refused: a facilitator POST without its session's CSRF token" "$t/web.log" &&
+        ok "the refusals are logged" || not_ok "the CSRF refusals are logged"
+
+# The dashboard's WebSocket: a facilitator's cookie and seat-web's own Origin, both.
+dws() { # ORIGIN COOKIE: the handshake's status code (101: open; curl then stops after 3 s)
+        "${F[@]}" --http1.1 -o /dev/null -w '%{http_code}' -m 3 ${2:+-b "$2"} \
+                -H "Connection: Upgrade" -H "Upgrade: websocket" -H "Sec-WebSocket-Version: 13" \
+                -H "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==" -H "Sec-WebSocket-Protocol: seat-dashboard" \
+                ${1:+-H "Origin: $1"} "$url/ws/facilitator/events"
+}
+d_evil=$(dws https://evil.example "__Host-seatfac=$fcookie") d_none=$(dws "" "__Host-seatfac=$fcookie")
+d_part=$(dws "$url" "__Host-seatweb=$pcookie") d_anon=$(dws "$url" "") d_own=$(dws "$url" "__Host-seatfac=$fcookie")
+[[ $d_evil != 101 && $d_none != 101 && $d_part != 101 && $d_anon != 101 && $d_own == 101 ]] &&
+        ok "dashboard WebSocket: another Origin ($d_evil), none ($d_none), a participant's cookie ($d_part), no cookie ($d_anon) refused; the facilitator's opens ($d_own)" ||
+        not_ok "dashboard WebSocket handshakes: evil $d_evil, none $d_none, participant $d_part, anonymous $d_anon, own $d_own"
+grep -q "refused: a dashboard WebSocket without seat-web's own Origin" "$t/web.log" && ok "and the cross-site one is logged" ||
+        not_ok "the cross-site dashboard refusal is logged"
+# max_dashboards = 2: a third while two are open is refused (each holds 3 s here).
+dws "$url" "__Host-seatfac=$fcookie" >"$t/dws1" & dws1=$!
+dws "$url" "__Host-seatfac=$fcookie" >"$t/dws2" & dws2=$!
+sleep 1
+d_third=$(dws "$url" "__Host-seatfac=$fcookie")
+wait "$dws1" "$dws2"
+[[ $(cat "$t/dws1") == 101 && $(cat "$t/dws2") == 101 && $d_third != 101 ]] &&
+        grep -q "refused: a dashboard WebSocket over max_dashboards" "$t/web.log" &&
+        ok "max_dashboards = 2: two open, a third refused ($d_third) and logged" ||
+        not_ok "max_dashboards: $(cat "$t/dws1") $(cat "$t/dws2") then $d_third"
+
+# Wrong passwords: slow (argon2id, unknown names alike) and rate-limited per address and per name.
+s0=$(date +%s%N); code=$(fac_login 127.0.0.52 alice wrong); s1=$(date +%s%N); code_u=$(fac_login 127.0.0.52 nobody-here wrong); s2=$(date +%s%N)
+ms_k=$(((s1 - s0) / 1000000)) ms_u=$(((s2 - s1) / 1000000))
+[[ $code == 403 && $code_u == 403 ]] && ((ms_k >= 50 && ms_u >= 50)) &&
+        ok "a wrong password (${ms_k} ms) and an unknown name (${ms_u} ms): 403, each after a full argon2id verify" ||
+        not_ok "wrong password $code (${ms_k} ms), unknown name $code_u (${ms_u} ms)"
+codes=()
+for i in $(seq 1 8); do codes+=("$(fac_login 127.0.0.53 "guess$i" "pw$i")"); done
+[[ ${codes[0]} == 403 && " ${codes[*]} " == *" 429 "* ]] && grep -q "from this address" "$t/body" &&
+        ok "facilitator logins per address (5 a minute): ${codes[*]}" || not_ok "facilitator rate limit per address: ${codes[*]}"
+codes=()
+for i in $(seq 60 70); do codes+=("$(fac_login "127.0.0.$i" bob "guess$i")"); done
+[[ ${codes[0]} == 403 && " ${codes[*]} " == *" 429 "* ]] && grep -q "for this facilitator name" "$t/body" &&
+        ok "facilitator logins per name, across addresses (5 a minute): ${codes[*]}" || not_ok "facilitator rate limit per name: ${codes[*]}"
+grep -q "refused: facilitator login over the rate limit for the name 'bob'" "$t/web.log" && ok "and logged" || not_ok "the name's rate limit is logged"
+code=$(fac_login 127.0.0.54 alice "$FAC_PASSWORD")
+[[ $code == 303 ]] && ok "alice still logs in meanwhile (another address, another name)" || not_ok "alice after the limits: $code"
+
+# /metrics: Prometheus text from seatd's metrics, for loopback; promtool accepts it.
+code=$("${F[@]}" -o "$t/metrics" -w '%{http_code}' "$url/metrics")
+if command -v promtool >/dev/null; then
+        [[ $code == 200 ]] && promtool check metrics <"$t/metrics" >"$t/out" 2>&1 && grep -q '^seatd_seats{state="ready"} ' "$t/metrics" &&
+                grep -q '^seatd_provision_seconds_bucket{le="+Inf"} ' "$t/metrics" && grep -q '^# TYPE seatd_reset_seconds histogram' "$t/metrics" &&
+                grep -q '^seatd_host_memory_total_bytes ' "$t/metrics" &&
+                ok "/metrics: seatd's metrics as Prometheus text, accepted by promtool check metrics" ||
+                { cat "$t/metrics" >>"$t/out"; not_ok "/metrics ($code) passes promtool"; }
+else
+        skip "/metrics passes promtool" "promtool is not installed (apt-get install prometheus; scripts/lib/host.sh does)"
+fi
+
+# The browser: the dashboard live, a reset from it ends the participant's session, a
+# second origin's POST is refused, a handout for two participants, logout.
+browser facilitator "$S2" "$tok2" "$S1"
+hs=$(sed -n 's/^# handout seats: //p' "$t/browser-facilitator")
+for h in $hs; do
+        "$CTL" -q --json status "$h" 2>/dev/null | python3 -c 'import json,sys; d=json.load(sys.stdin); sys.exit(0 if d["participant"] in ("carol","dave") else 1)' ||
+                not_ok "handout seat $h belongs to its participant"
+done
+[[ $(wc -w <<<"$hs") == 2 ]] && ok "seatd holds the handout's two seats, each its participant's ($hs)" || not_ok "the handout's seats: '$hs'"
+a2=""
+for _ in $(seq 1 1800); do a2=$(ls "$t/state/evidence/archives/$S2-g1-"*.seatdev 2>/dev/null | head -1); [[ -n $a2 ]] && break; sleep 0.1; done
+"$CTL" evidence open "$a2" --key "$t/facilitator.key" --out "$t/open2" --host-key "$t/state/trust/host.pub" >"$t/out" 2>&1 &&
+        grep -rq '"facilitator":"alice"\|"facilitator": "alice"' "$t/open2" &&
+        ok "the reset's audit record names the facilitator who pressed it (alice)" || not_ok "the audit names the facilitator"
+# An archive downloads through the dashboard, byte for byte the sealed file.
+code=$("${F[@]}" -o "$t/dl" -w '%{http_code}' -b "__Host-seatfac=$fcookie" "$url/facilitator/evidence/$(basename "$a2")")
+[[ $code == 200 ]] && cmp -s "$t/dl" "$a2" && ok "an evidence archive downloads through seat-web, byte for byte the sealed file ($(stat -c %s "$a2") bytes)" ||
+        not_ok "evidence download: $code"
+code=$("${F[@]}" -o /dev/null -w '%{http_code}' -b "__Host-seatfac=$fcookie" "$url/facilitator/evidence/..%2f..%2fetc%2fpasswd")
+[[ $code == 404 || $code == 422 || $code == 400 ]] && ok "an archive name with a path: refused ($code)" || not_ok "evidence path traversal: $code"
 
 kill -0 "$web_pid" 2>/dev/null && ok "seat-web is still running" || not_ok "seat-web died"
 tap_end

@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* Facilitator sessions: a table apart from the participants' (session.c), under a cookie
+ * of its own name, so neither kind of cookie opens anything of the other. Each holds the
+ * name the facilitator logged in as and its CSRF token (synchronizer: the dashboard reads
+ * it from /facilitator/api/session and sends it back as X-CSRF-Token on every POST). */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/macro.h"
+#include "fac-parse.h"
+#include "facilitators.h"
+#include "http-parse.h"
+
+typedef struct FacSession {
+        bool used;
+        char id[WEB_SESSION_ID_LEN + 1];
+        char csrf[FAC_CSRF_LEN + 1];
+        char name[FAC_NAME_MAX + 1];
+        int64_t created_ms, last_ms;
+} FacSession;
+
+typedef struct FacSessions FacSessions;
+
+FacSessions *fac_sessions_new(size_t max, int64_t idle_ms, int64_t max_age_ms);
+FacSessions *fac_sessions_free(FacSessions *t);
+DEFINE_TRIVIAL_CLEANUP_FUNC(FacSessions *, fac_sessions_free)
+
+/* A new session for name (the oldest idle one dropped when full); its id in ret_id. */
+int fac_session_open(FacSessions *t, const char *name, int64_t now_ms, char ret_id[WEB_SESSION_ID_LEN + 1]);
+/* The live session of that id (its last use moved to now), or NULL. Constant time per slot. */
+FacSession *fac_session_find(FacSessions *t, const char *id, int64_t now_ms);
+void fac_session_close(FacSessions *t, FacSession *s);
+/* Whether token is s's CSRF token (constant time). */
+bool fac_session_csrf_ok(const FacSession *s, const char *token);
