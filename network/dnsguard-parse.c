@@ -193,6 +193,7 @@ int dnsg_parse_query(const uint8_t *m, size_t n, DnsgQuery *ret) {
 
 size_t dnsg_error_reply(const DnsgQuery *q, const uint8_t *qm, uint8_t rcode, bool truncated, uint8_t *out) {
         memcpy(out, qm, q->question_end);
+        put16(out, q->id); /* qm may carry the id it went upstream with */
         out[2] = (uint8_t) (0x80 | (qm[2] & 0x01) | (truncated ? 0x02 : 0)); /* QR, RD as asked */
         out[3] = (uint8_t) (0x80 | (rcode & 0x0f));                          /* RA */
         put16(out + 4, 1);

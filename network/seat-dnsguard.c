@@ -17,7 +17,10 @@
  * (no allocation after start), at most LOG_PER_S log lines a second.
  *
  * usage: seat-dnsguard --listen ADDR[:PORT] --upstream ADDR [--upstream ADDR]...
- *                      --allow NAME... [--user USER] [--lifeline-fd FD] [--timeout-ms MS]
+ *                      --allow NAME... [--user USER] [--lifeline-fd FD] [--ready-fd FD]
+ *                      [--timeout-ms MS]
+ * --ready-fd: "1" is written to it (and it is closed) once the port is bound and the
+ * privileges are gone, so seatd knows the seat's lookups will be answered.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -549,7 +552,7 @@ static int run(Guard *g) {
 
 static void usage(void) {
         fprintf(stderr, "usage: seat-dnsguard --listen ADDR[:PORT] --upstream ADDR[:PORT]... --allow NAME... "
-                        "[--user USER] [--lifeline-fd FD] [--timeout-ms MS]\n");
+                        "[--user USER] [--lifeline-fd FD] [--ready-fd FD] [--timeout-ms MS]\n");
 }
 
 int main(int argc, char *argv[]) {
@@ -558,10 +561,10 @@ int main(int argc, char *argv[]) {
                 { "listen", required_argument, NULL, 'l' },      { "upstream", required_argument, NULL, 'u' },
                 { "allow", required_argument, NULL, 'a' },       { "user", required_argument, NULL, 'U' },
                 { "lifeline-fd", required_argument, NULL, 'f' }, { "timeout-ms", required_argument, NULL, 't' },
-                {},
+                { "ready-fd", required_argument, NULL, 'r' },    {},
         };
         const char *listen_spec = NULL, *user = "nobody";
-        int c, r;
+        int c, r, ready = -1;
 
         while ((c = getopt_long(argc, argv, "", opts, NULL)) >= 0)
                 switch (c) {
@@ -591,6 +594,9 @@ int main(int argc, char *argv[]) {
                 case 't':
                         g.timeout_ms = atoi(optarg);
                         break;
+                case 'r':
+                        ready = atoi(optarg);
+                        break;
                 default:
                         usage();
                         return 2;
@@ -614,6 +620,10 @@ int main(int argc, char *argv[]) {
         }
         fprintf(stderr, "seat-dnsguard: listening on %s for %zu names, %zu upstreams, as uid %u\n", listen_spec,
                 g.policy.n_names, g.n_up, (unsigned) getuid());
+        if (ready >= 0 && (write(ready, "1", 1) != 1 || close(ready) < 0)) {
+                fprintf(stderr, "seat-dnsguard: cannot say it is ready: %m\n");
+                return 1;
+        }
         r = run(&g);
         if (r < 0) {
                 fprintf(stderr, "seat-dnsguard: %s\n", strerror(-r));

@@ -154,7 +154,7 @@ world_up() {
         world_serve "$ns" serve-dns $WORLD_DNS "${WORLD_ZONE[@]}"
         world_serve "$ns" serve-dns $WORLD_DNS_OTHER "${WORLD_ZONE[@]}"
         world_serve "$ns" serve-record 0.0.0.0 $WORLD_RECORD_PORT "$WORLD_DIR/received"
-        world_wait_listening "$ns" 10 8080 8081 80 53 $WORLD_RECORD_PORT
+        world_wait_listening "$ns" 12 8080 8081 80 53 $WORLD_RECORD_PORT
 }
 
 world_down() {
