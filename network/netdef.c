@@ -131,15 +131,14 @@ static int push_ranges(char ***l, size_t *n, const char *const *ranges) {
 static int push_name(char ***l, size_t *n, const NetSeat *s, size_t i) {
         const EgressProfile *p = s->names;
         const char *name = p->rules[i].name;
-        char set4[NFT_SET_NAME_MAX + 1], set6[NFT_SET_NAME_MAX + 1], up[INET6_ADDRSTRLEN];
+        char set4[NFT_SET_NAME_MAX + 1], set6[NFT_SET_NAME_MAX + 1], up[INET_ADDRSTRLEN];
         char *o = NULL;
         int r = 0;
 
-        for (size_t d = 0; d < p->n_dns && r >= 0; d++) {
-                if (!inet_ntop(p->dns[d].family, p->dns[d].addr, up, sizeof(up)))
-                        return -EINVAL;
-                r = asprintf(&o, "server=/%s/%s", name, up) < 0 ? -ENOMEM : push(l, n, o);
-        }
+        /* The seat's DNS guard, never the upstreams themselves: dnsmasq would pass a CNAME
+         * into a name not allowed, with its addresses (netdef_guard_argv()). */
+        netdef_guard_address(s, up);
+        r = asprintf(&o, "server=/%s/%s", name, up) < 0 ? -ENOMEM : push(l, n, o);
         nft_name_set_name(AF_INET, (int) i, s->bridge, set4);
         nft_name_set_name(AF_INET6, (int) i, s->bridge, set6);
         /* server= takes "*.x" (every name below x), but nftset= matches its domain as a
@@ -155,6 +154,46 @@ static int push_name(char ***l, size_t *n, const NetSeat *s, size_t i) {
                             ? -ENOMEM
                             : push(l, n, o);
         return r;
+}
+
+void netdef_guard_address(const NetSeat *s, char ret[static INET_ADDRSTRLEN]) {
+        uint32_t h = ntohl(s->host.s_addr);
+        (void) snprintf(ret, INET_ADDRSTRLEN, "127.%u.%u.%u", (h >> 16) & 0xff, (h >> 8) & 0xff, h & 0xff);
+}
+
+int netdef_guard_argv(const NetSeat *s, char ***ret) {
+        _cleanup_strv_free_ char **l = NULL;
+        const EgressProfile *p = s->names;
+        char a[INET6_ADDRSTRLEN + 2], up[INET6_ADDRSTRLEN];
+        size_t n = 0;
+        int r;
+
+        if (!p || !egress_profile_has_names(p) || p->n_dns == 0)
+                return -EINVAL;
+        netdef_guard_address(s, a);
+        r = push(&l, &n, strdup("--listen"));
+        if (r >= 0)
+                r = push(&l, &n, strdup(a));
+        for (size_t d = 0; d < p->n_dns && r >= 0; d++) {
+                if (!inet_ntop(p->dns[d].family, p->dns[d].addr, up, sizeof(up)))
+                        return -EINVAL;
+                r = push(&l, &n, strdup("--upstream"));
+                if (r >= 0) {
+                        bool v6 = p->dns[d].family == AF_INET6;
+                        (void) snprintf(a, sizeof(a), v6 ? "[%s]" : "%s", up);
+                        r = push(&l, &n, strdup(a));
+                }
+        }
+        for (size_t i = 0; i < p->n_rules && r >= 0; i++)
+                if (egress_profile_name_index(p, i) == (int) i) {
+                        r = push(&l, &n, strdup("--allow"));
+                        if (r >= 0)
+                                r = push(&l, &n, strdup(p->rules[i].name));
+                }
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(l);
+        return 0;
 }
 
 int netdef_dnsmasq_options(const NetSeat *s, char ***ret) {

@@ -58,12 +58,22 @@ int netdef_bridge_name(const char *id, char ret[static NETDEF_IFNAME_MAX + 1]);
  * The options libvirt's dnsmasq for the seat gets when its profile allows names (docs/
  * egress.md "Names"), NULL-terminated, each without the leading "--": no resolv.conf, no
  * cache (every answer then passes through nftset), TTLs capped at NFT_NAME_MAX_TTL_S,
- * NXDOMAIN for every name not allowed, each allowed name forwarded to the profile's "dns"
- * servers with its addresses put into its sets, and an answer holding a blocked or refused
- * address (always-blocked, private, shared, link-local/metadata, loopback) turned into
+ * NXDOMAIN for every name not allowed, each allowed name forwarded to the seat's DNS guard
+ * (which asks the profile's "dns" servers) with its addresses put into its sets, and an
+ * answer holding a blocked or refused address (always-blocked, private, shared, link-local/metadata, loopback) turned into
  * NXDOMAIN. An empty list without names. strv_free() it.
  */
 int netdef_dnsmasq_options(const NetSeat *s, char ***ret);
+
+/*
+ * The seat's DNS guard (network/seat-dnsguard.c), which its dnsmasq asks for every allowed
+ * name: its address, 127.X.Y.Z from the low 24 bits of the host's address on the bridge
+ * (one per seat, loopback only, port 53), and its arguments (--listen, one --upstream per
+ * "dns" server, one --allow per distinct name), NULL-terminated; strv_free() them.
+ * -EINVAL without names.
+ */
+void netdef_guard_address(const NetSeat *s, char ret[static INET_ADDRSTRLEN]);
+int netdef_guard_argv(const NetSeat *s, char ***ret);
 
 /* <network>…</network> for virNetworkCreateXML / virNetworkDefineXML. */
 int netdef_network_xml(const NetSeat *s, char **ret);

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "network/conntrack.h"
+#include "dnsguard-run.h"
 #include "domain.h"
 #include "common/fileio.h"
 #include "common/jsonframe.h"
@@ -61,6 +62,7 @@ struct SeatNet {
         int index;
         bool rules, routed, watched;
         uint64_t denied_seen;
+        DnsGuardProc guard;       /* with "allow name": the seat's DNS guard */
 };
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(virNetworkPtr, virNetworkFree)
@@ -399,6 +401,7 @@ static void fill_spec(SeatNetManager *nm, SeatNet *n) {
 static void seatnet_free(SeatNet *n) {
         if (!n)
                 return;
+        dnsguard_run_stop(&n->guard);
         egress_profile_free(n->profile);
         free(n->profile_text);
         free(n);
@@ -443,6 +446,7 @@ int seatnet_up(SeatNetManager *nm, virConnectPtr conn, const char *seat_id, cons
         if (!n)
                 return -ENOMEM;
         n->index = -1;
+        n->guard = DNSGUARD_PROC_NONE;
         (void) snprintf(n->seat_id, sizeof(n->seat_id), "%s", seat_id);
         (void) snprintf(n->profile_name, sizeof(n->profile_name), "%s", profile_name);
         int r = load_profile(nm, n, saved_profile, ret_error);
@@ -452,6 +456,10 @@ int seatnet_up(SeatNetManager *nm, virConnectPtr conn, const char *seat_id, cons
                 fill_spec(nm, n);
                 r = install_and_watch(nm, n, ret_error);
         }
+        /* The resolver's upstream for the names (a new one when adopting: the last seatd's
+         * went with it), before the machine can ask. */
+        if (r >= 0 && egress_profile_has_names(n->profile))
+                r = dnsguard_run_start(&n->ns, n->seat_id, &n->guard, ret_error);
         /* A new seat on this subnet: nothing tracked for its address may date from a seat
          * that had it before (released, or left by a seatd that was killed). An adopted seat
          * (index >= 0) keeps its own flows. */

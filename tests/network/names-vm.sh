@@ -8,6 +8,10 @@
 # address is dropped when dialled; a wildcard; names answering the metadata service or an
 # address of the host get NXDOMAIN; DNS over TCP to the resolver; status lists the names;
 # `nft flush set` on the seat's set pauses and re-protects it like a rule flush.
+# The seat's DNS guard (started by seatd, as nobody): a CNAME into a name not allowed gets
+# NXDOMAIN, its target's address lands in no set and stays dropped; malformed and
+# oversized answers fail the lookup and add nothing; good lookups work after them; the
+# guard goes with the seat.
 #
 # usage: names-vm.sh BUILD_DIR
 set -uo pipefail
@@ -37,7 +41,9 @@ POOL=10.216.0.0/24
 TABLE=5216
 WORLD_NS=seatd-nv-out WORLD_NET=10.255.216
 HOSTUP=$WORLD_NET.1 # the host's end of the uplink: an address of the host
-WORLD_ZONE+=(a.wild.test=$WORLD_ALLOWED b.c.wild.test=$WORLD_ALLOWED hostaddr.test=$HOSTUP)
+WORLD_ZONE+=(a.wild.test=$WORLD_ALLOWED b.c.wild.test=$WORLD_ALLOWED hostaddr.test=$HOSTUP
+  cname-in.allowed.test=cname:a.wild.test cname-out.allowed.test=cname:blocked.test
+  malformed.allowed.test=malformed oversized.allowed.test=oversized)
 t=$(mktemp -d /var/tmp/seatd-namesvm.XXXXXX)
 chmod 0755 "$t"
 seatd_pid=
@@ -166,6 +172,38 @@ for c in metadata.test=$WORLD_METADATA hostaddr.test=$HOSTUP; do
   [[ $in_sets == False ]] && ok "$name: $addr is in none of the seat's sets" || not_ok "$name: $addr is in none of the seat's sets ($in_sets)"
 done
 
+# The DNS guard between the seat's dnsmasq and the world's upstream, which answers
+# cname-out.allowed.test with "CNAME blocked.test" and blocked.test's address.
+in_any_set() {
+  "$CTL" --json status "$A" | json_field "any(x['address'] == '$1' for m in d['network']['names'] for x in m['addresses'])"
+}
+GA=127.${HA#*.}
+guard_pid=$(pgrep -f "seat-dnsguard --listen $GA ")
+guard_user=$(ps -o user= -p "${guard_pid:-0}" | tr -d ' ')
+[[ $guard_user == nobody ]] && ok "the seat's DNS guard runs, as nobody, on $GA" || not_ok "the seat's DNS guard runs as nobody on $GA ($guard_user)"
+probe "$A" "${T[@]}" --resolver "$HA" tcp cname-in.allowed.test 8080 --send hi --expect hi \
+  && ok "a CNAME into an allowed name (cname-in.allowed.test -> a.wild.test) resolves and connects" \
+  || not_ok "a CNAME into an allowed name resolves and connects"
+probe "$A" "${T[@]}" dns "$HA" cname-out.allowed.test && grep -q "rcode=NXDOMAIN" "$t/out" \
+  && ok "a CNAME into a name not allowed (cname-out.allowed.test -> blocked.test) gets NXDOMAIN" \
+  || not_ok "a CNAME into a name not allowed gets NXDOMAIN"
+[[ $(in_any_set "$WORLD_BLOCKED") == False ]] && ok "cname-out: blocked.test's address is in none of the seat's sets" \
+  || not_ok "cname-out: blocked.test's address is in none of the seat's sets"
+denied_case "$A" "cname-out: blocked.test's address dialled after the lookup: dropped" "${T[@]}" tcp "$WORLD_BLOCKED" 8080
+grep -q "NXDOMAIN for 'cname-out.allowed.test' (type 1): a CNAME to a name not allowed" "$t/seatd.log" \
+  && ok "the guard's reason is in seatd's log" || not_ok "the guard's reason is in seatd's log"
+for c in malformed=198.51.100.12 oversized=198.51.100.11; do
+  name=${c%=*}.allowed.test addr=${c#*=}
+  # SERVFAIL from the guard; over UDP dnsmasq (strict-order) lets the query time out
+  probe "$A" "${T[@]}" dns "$HA" "$name"
+  ! grep -q "a=" "$t/out" && grep -qE "rcode=SERVFAIL|reason=timeout" "$t/out" \
+    && ok "a ${c%=*} answer ($name): the guest's lookup fails ($(grep -oE "rcode=SERVFAIL|reason=timeout" "$t/out"))" \
+    || not_ok "a ${c%=*} answer ($name): the guest's lookup fails"
+  [[ $(in_any_set "$addr") == False ]] && ok "$name: $addr is in none of the seat's sets" || not_ok "$name: $addr is in none of the seat's sets"
+done
+probe "$A" "${T[@]}" --resolver "$HA" tcp allowed.test 8080 --send hi --expect hi \
+  && ok "after those answers allowed.test still resolves and connects" || not_ok "after those answers allowed.test still resolves and connects"
+
 # A set flushed behind seatd's back: paused and re-protected like a rule flush.
 events() { "$CTL" --json status "$A" | json_field 'd["network"]["tamper_events"]'; }
 e0=$(events)
@@ -190,6 +228,7 @@ else not_ok "reset of the seat with names"; fi
 "$CTL" -q release "$A" >"$t/out" 2>&1
 left=$(nft list table inet seatd 2>/dev/null | grep -c "seat-$A" || true)
 [[ $left == 0 ]] && ok "release removes the seat's chains and sets" || not_ok "release removes the seat's chains and sets ($left lines left)"
+pgrep -f "seat-dnsguard --listen $GA " >/dev/null && not_ok "release stops the seat's DNS guard" || ok "release stops the seat's DNS guard"
 
 echo "1..$n"
 ((failed == 0))

@@ -22,11 +22,19 @@
 # by the watch and repaired by installing again; an address leaves the set when the set's
 # timeout runs out.
 #
-# usage: names.sh NFTEST GUEST_PROBE
+# The seat's DNS guard (seat-dnsguard, started with nftest dnsguard's arguments =
+# netdef_guard_argv(), as seatd starts it) sits between dnsmasq and the upstream: a CNAME
+# into a name not allowed gets NXDOMAIN and adds nothing (the world's upstream sends the
+# whole chain with the target's address, and a control shows it does); malformed and
+# oversized answers get SERVFAIL and add nothing; lookups after them still work; the same
+# over TCP (the guest asks dnsmasq over TCP, dnsmasq asks the guard, the guard the world).
+#
+# usage: names.sh NFTEST GUEST_PROBE DNSGUARD
 set -u
 
-NFTEST=${1:?usage: names.sh NFTEST GUEST_PROBE}
-GP=${2:?usage: names.sh NFTEST GUEST_PROBE}
+NFTEST=${1:?usage: names.sh NFTEST GUEST_PROBE DNSGUARD}
+GP=${2:?usage: names.sh NFTEST GUEST_PROBE DNSGUARD}
+DNSGUARD=${3:?usage: names.sh NFTEST GUEST_PROBE DNSGUARD}
 HERE=$(cd "$(dirname "$0")" && pwd)
 
 BR=seat-nn1 UP=sdnn-up0 V=sdnn-g1 NS=seatd-nn-g1 RT=214
@@ -61,16 +69,19 @@ world_lock || { echo "Bail out! cannot take the egress test lock"; exit 1; }
 WORLD_NS=seatd-nn-out WORLD_NET=10.255.214
 PRIVATE=$WORLD_NET.2 # the world's end of the uplink: private, and reachable behind it
 WORLD_ZONE+=(a.wild.test=$WORLD_ALLOWED b.c.wild.test=$WORLD_ALLOWED wild.test=$WORLD_ALLOWED
-        private.test=$PRIVATE hostaddr.test=$HOST)
+        private.test=$PRIVATE hostaddr.test=$HOST
+        cname-in.allowed.test=cname:a.wild.test cname-out.allowed.test=cname:blocked.test
+        malformed.allowed.test=malformed oversized.allowed.test=oversized)
 TMP=$(mktemp -d /tmp/seatd-names.XXXXXX)
 WORLD_DIR=$TMP/world
-DNSMASQ_PID=
+DNSMASQ_PID= GUARD_PID=
 
 cleanup() {
-        if [[ -n $DNSMASQ_PID ]]; then
-                kill "$DNSMASQ_PID" 2>/dev/null
-                wait "$DNSMASQ_PID" 2>/dev/null
-        fi
+        local p
+        for p in $DNSMASQ_PID $GUARD_PID; do
+                kill "$p" 2>/dev/null
+                wait "$p" 2>/dev/null
+        done
         "$NFTEST" remove "${SEAT[@]}" 2>/dev/null
         ip route del $WORLD_DNS/32 2>/dev/null
         world_unroute $RT
@@ -113,6 +124,18 @@ start_dnsmasq() {
         world_wait_listening host 1 53
 }
 
+# The guard as seatd starts it (as root, it binds its port and becomes nobody).
+start_guard() {
+        local args
+        mapfile -t args < <("$NFTEST" dnsguard "${SEAT[@]}") || return
+        ((${#args[@]} > 0)) || return
+        "$DNSGUARD" "${args[@]}" --user nobody 2>"$TMP/dnsguard.log" &
+        GUARD_PID=$!
+        for _ in $(seq 1 100); do grep -q listening "$TMP/dnsguard.log" && return 0; sleep 0.05; done
+        cat "$TMP/dnsguard.log" >&2
+        return 1
+}
+
 setup() {
         world_up $UP || return
         world_guest_up $NS $BR $V $HOST $GUEST/30 $MAC || return
@@ -123,6 +146,7 @@ setup() {
         world_wait_listening $WORLD_NS 1 8080 || return
         world_wait_listening host 1 2222 || return
         "$NFTEST" install "${SEAT[@]}" || return
+        start_guard || return
         start_dnsmasq
 }
 
@@ -136,6 +160,7 @@ forwarding
 probe() { ip netns exec $NS "$GP" --timeout-ms 1500 "$@" >"$TMP/probe.out" 2>&1; }
 out() { cat "$TMP/probe.out"; }
 in_set() { nft -j list set inet seatd "$1" 2>/dev/null | grep -q "\"$2\""; }
+in_any_set() { nft list table inet seatd | awk "/set n[46][0-9]*-$BR /,/^\t}/" | grep -qE "$1"; }
 denied() { "$NFTEST" denied "${SEAT[@]}"; }
 
 # 1. Allowed name.
@@ -207,6 +232,96 @@ nft add element inet seatd "$(set_of private.test)" "{ $PRIVATE }"
 if probe tcp $PRIVATE 8080 --send hi --expect hi; then not_ok "a private address put into a name's set by hand opens nothing: reached"
 else ok "a private address put into a name's set by hand opens nothing"; fi
 
+# 4b. The DNS guard. The world's upstream answers cname-out.allowed.test with the whole
+# chain, "CNAME blocked.test" and blocked.test's address (control, asked from the host).
+dnsq() { # SERVER NAME [tcp]: one A query; prints "rcode=N an=N" and the A records
+        python3 - "$@" <<'PYEOF'
+import random, socket, struct, sys
+server, name, tcp = sys.argv[1], sys.argv[2], len(sys.argv) > 3
+msg = struct.pack("!HHHHHH", random.randrange(65536), 0x0100, 1, 0, 0, 0)
+msg += b"".join(bytes([len(l)]) + l.encode() for l in name.split(".")) + b"\0\0\1\0\1"
+if tcp:
+    s = socket.create_connection((server, 53), timeout=4)
+    s.sendall(struct.pack("!H", len(msg)) + msg)
+    r = b""
+    while len(r) < 2 or len(r) < 2 + struct.unpack("!H", r[:2])[0]:
+        c = s.recv(65535)
+        if not c:
+            break
+        r += c
+    r = r[2:]
+else:
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.settimeout(4)
+    s.sendto(msg, (server, 53))
+    r = s.recv(65535)
+print("rcode=%d an=%d" % (r[3] & 15, struct.unpack("!H", r[6:8])[0]), end="")
+for i in range(len(r) - 13):  # A records: type 1, class 1, ttl, rdlength 4 (good enough here)
+    if r[i:i + 4] == b"\0\1\0\1" and r[i + 8:i + 10] == b"\0\4":
+        print(" a=%s" % socket.inet_ntoa(r[i + 10:i + 14]), end="")
+print()
+PYEOF
+}
+if dnsq $WORLD_DNS cname-out.allowed.test >"$TMP/probe.out" 2>&1 && grep -q "rcode=0 an=2 a=$WORLD_BLOCKED" "$TMP/probe.out"; then
+        ok "control: the upstream answers cname-out.allowed.test with CNAME blocked.test and its address"
+else not_ok "control: the upstream answers cname-out.allowed.test with the chain: $(out)"; fi
+if probe dns $HOST cname-in.allowed.test && grep -q "rcode=NOERROR" "$TMP/probe.out" && grep -q "a=$WORLD_ALLOWED" "$TMP/probe.out"; then
+        ok "a CNAME into an allowed name (cname-in.allowed.test -> a.wild.test) resolves"
+else not_ok "a CNAME into an allowed name resolves: $(out)"; fi
+if probe tcp cname-in.allowed.test 8080 --resolver $HOST --send hi --expect hi; then ok "cname-in.allowed.test connects"
+else not_ok "cname-in.allowed.test connects: $(out)"; fi
+before=$(denied)
+if probe dns $HOST cname-out.allowed.test && grep -q "rcode=NXDOMAIN" "$TMP/probe.out"; then
+        ok "a CNAME into a name not allowed (cname-out.allowed.test -> blocked.test) gets NXDOMAIN"
+else not_ok "a CNAME into a name not allowed gets NXDOMAIN: $(out)"; fi
+if in_any_set "$WORLD_BLOCKED"; then
+        not_ok "cname-out: blocked.test's address $WORLD_BLOCKED was added to a set: $(nft list set inet seatd $SET4)"
+else ok "cname-out: blocked.test's address is in none of the seat's sets"; fi
+if probe tcp cname-out.allowed.test 8080 --resolver $HOST --send hi --expect hi ||
+        probe tcp $WORLD_BLOCKED 8080 --send hi --expect hi; then
+        not_ok "cname-out: the connection to blocked.test's address is dropped: reached"
+else ok "cname-out: the connection to blocked.test's address is dropped"; fi
+after=$(denied)
+if ((after > before)); then ok "cname-out: the seat's denied counter grew ($before -> $after)"
+else not_ok "cname-out: the seat's denied counter grew ($before -> $after)"; fi
+grep -q "NXDOMAIN for 'cname-out.allowed.test' (type 1): a CNAME to a name not allowed" "$TMP/dnsguard.log" &&
+        ok "the guard logged why" || not_ok "the guard logged why: $(tail -3 "$TMP/dnsguard.log")"
+for case in malformed=198.51.100.12 oversized=198.51.100.11; do
+        name=${case%=*}.allowed.test addr=${case#*=}
+        # The guard answers SERVFAIL; dnsmasq 2.90 with libvirt's strict-order passes an
+        # only server's SERVFAIL on over TCP but not over UDP (the query then times out).
+        probe dns $HOST $name
+        if ! grep -q "a=" "$TMP/probe.out" && grep -qE "rcode=SERVFAIL|reason=timeout" "$TMP/probe.out"; then
+                ok "a ${case%=*} answer ($name): the guest's lookup fails ($(grep -oE "rcode=SERVFAIL|reason=timeout" "$TMP/probe.out"))"
+        else not_ok "a ${case%=*} answer ($name): the guest's lookup fails: $(out)"; fi
+        grep -q "SERVFAIL for '$name'" "$TMP/dnsguard.log" && ok "$name: the guard answered SERVFAIL" ||
+                not_ok "$name: the guard answered SERVFAIL: $(tail -2 "$TMP/dnsguard.log")"
+        if in_any_set "$addr"; then
+                not_ok "$name: its address $addr was added to a set"
+        else ok "$name: its address $addr is in none of the seat's sets"; fi
+done
+nft flush set inet seatd $SET4 # (a tamper nothing watches here): the next lookup must fill it again
+if probe dns $HOST allowed.test && grep -q "a=$WORLD_ALLOWED" "$TMP/probe.out" && in_set $SET4 $WORLD_ALLOWED &&
+        probe tcp allowed.test 8080 --resolver $HOST --send hi --expect hi; then
+        ok "after those answers allowed.test still resolves, fills its set and connects"
+else not_ok "after those answers allowed.test still resolves and connects: $(out)"; fi
+# Over TCP: the guest asks dnsmasq over TCP, which asks the guard over TCP, which asks the world.
+gdnsq() { ip netns exec $NS bash -c "$(declare -f dnsq); dnsq $*" >"$TMP/probe.out" 2>&1; }
+if gdnsq $HOST allowed.test tcp && grep -q "rcode=0 an=1 a=$WORLD_ALLOWED" "$TMP/probe.out"; then
+        ok "over TCP: allowed.test resolves"
+else not_ok "over TCP: allowed.test resolves: $(out)"; fi
+if gdnsq $HOST cname-out.allowed.test tcp && grep -q "rcode=3 an=0" "$TMP/probe.out"; then
+        ok "over TCP: the CNAME into a name not allowed gets NXDOMAIN"
+else not_ok "over TCP: the CNAME into a name not allowed gets NXDOMAIN: $(out)"; fi
+if gdnsq $HOST malformed.allowed.test tcp && grep -q "rcode=2 an=0" "$TMP/probe.out"; then
+        ok "over TCP: the malformed answer gets SERVFAIL"
+else not_ok "over TCP: the malformed answer gets SERVFAIL: $(out)"; fi
+if in_any_set "$WORLD_BLOCKED|198.51.100.1[12]"; then
+        not_ok "over TCP: nothing of those answers was added to a set"
+else ok "over TCP: nothing of those answers was added to a set"; fi
+if ps -o user= -p "$GUARD_PID" | grep -qx nobody; then ok "the guard runs as nobody"
+else not_ok "the guard runs as nobody: $(ps -o user=,cmd= -p "$GUARD_PID")"; fi
+
 # 5. Tamper: the set flushed behind seatd's back is detected, and installing repairs it.
 "$NFTEST" watch "${SEAT[@]}" --timeout-ms 5000 --interval-ms 60000 >"$TMP/watch.out" 2>&1 &
 watch=$!
@@ -251,6 +366,7 @@ if "$NFTEST" install "${SEAT[@]}" && "$NFTEST" verify "${SEAT[@]}" >/dev/null; t
 else not_ok "once the holder is gone the install succeeds"; fi
 
 diag "dnsmasq log: $(grep -c . "$TMP/dnsmasq.log" 2>/dev/null) lines"
+sed 's/^/# /' "$TMP/dnsguard.log"
 grep -E "metadata.test|private.test|hostaddr.test|error|fail" "$TMP/dnsmasq.log" 2>/dev/null | cut -d' ' -f5- | sed 's/^/# /'
 echo "1..$n"
 ((failed == 0))

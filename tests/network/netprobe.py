@@ -14,8 +14,12 @@ is bounded and every connection has a timeout. The clients are guest-probe's.
                              on with, like a game or media server); one line per tick
                              sent, "tick peer=ADDR:PORT n=N", appended to LOG; at most
                              8 peers at a time
-  serve-dns ADDR NAME=IP...  UDP 53: A queries for the NAMEs answered (TTL 60), NXDOMAIN
-                             for any other name, FORMERR for what is not a plain query
+  serve-dns ADDR NAME=VALUE...
+                             UDP and TCP 53: A queries for the NAMEs answered (TTL 60),
+                             NXDOMAIN for any other name, FORMERR for what is not a plain
+                             query. VALUE: an IPv4 address; "cname:TARGET" (the chain
+                             followed through the zone in one answer); "malformed" (a
+                             count that lies); "oversized" (6000 bytes)
   serve-record ADDR PORT LOG UDP: appends one line per datagram to LOG:
                              "key=KEY port=PORT src=ADDR" (KEY from a guest-probe payload
                              "seatd-probe key=KEY ...", "-" otherwise); never replies
@@ -157,28 +161,103 @@ def dns_question(q):
     return ".".join(labels), qtype, off + 5
 
 
+def dns_name(name):
+    return b"".join(bytes([len(l)]) + l.encode() for l in name.split(".")) + b"\x00"
+
+
+def dns_rr(owner, rtype, rdata):
+    """owner: bytes (a name or a pointer); TTL 60, class IN."""
+    return owner + struct.pack("!HHIH", rtype, 1, 60, len(rdata)) + rdata
+
+
+DNS_CHAIN_MAX = 8
+
+
+def dns_reply(names, q, qd_end, name, qtype):
+    """The reply to a parsed query. Zone values: an IPv4 address (A); "cname:TARGET" (a
+    CNAME, followed through the zone in the same answer, as recursive resolvers do, with
+    the A records at its end); "malformed" (ANCOUNT says 3, one record follows);
+    "oversized" (a NOERROR answer of 6000 bytes: 370 A records)."""
+    question = q[12:qd_end]
+    value = names.get(name)
+    if value is None:
+        return q[:2] + b"\x81\x83" + b"\x00\x01\x00\x00\x00\x00\x00\x00" + question
+    if value == "malformed":
+        rr = dns_rr(b"\xc0\x0c", 1, socket.inet_aton("198.51.100.12"))
+        return q[:2] + b"\x81\x80" + struct.pack("!HHHH", 1, 3, 0, 0) + question + rr
+    if value == "oversized":
+        rr = dns_rr(b"\xc0\x0c", 1, socket.inet_aton("198.51.100.11"))
+        return q[:2] + b"\x81\x80" + struct.pack("!HHHH", 1, 370, 0, 0) + question + rr * 370
+    answers, count, owner, seen = b"", 0, b"\xc0\x0c", set()
+    while value is not None and value.startswith("cname:") and name not in seen and count < DNS_CHAIN_MAX:
+        seen.add(name)
+        name = value[len("cname:"):]
+        answers += dns_rr(owner, 5, dns_name(name))
+        count += 1
+        owner = dns_name(name)
+        value = names.get(name)
+    if qtype == 1 and value is not None and not value.startswith("cname:"):
+        answers += dns_rr(owner, 1, socket.inet_aton(value))
+        count += 1
+    return q[:2] + b"\x81\x80" + struct.pack("!HHHH", 1, count, 0, 0) + question + answers
+
+
+def dns_answer(names, q):
+    """The reply to the message q, or None for what is not worth one."""
+    if len(q) < 12 or q[2] & 0x80:
+        return None
+    qd = struct.unpack("!H", q[4:6])[0]
+    parsed = dns_question(q) if qd == 1 else None
+    if parsed is None:
+        return q[:2] + b"\x81\x01" + b"\x00" * 8  # FORMERR, no question
+    name, qtype, end = parsed
+    return dns_reply(names, q, end, name, qtype)
+
+
+def dns_tcp_conn(c, names):
+    try:
+        c.settimeout(2)
+        while True:
+            head = b""
+            while len(head) < 2:
+                chunk = c.recv(2 - len(head))
+                if not chunk:
+                    return
+                head += chunk
+            want = struct.unpack("!H", head)[0]
+            q = b""
+            while len(q) < want:
+                chunk = c.recv(want - len(q))
+                if not chunk:
+                    return
+                q += chunk
+            reply = dns_answer(names, q)
+            if reply is None:
+                return
+            c.sendall(struct.pack("!H", len(reply)) + reply)
+    except OSError:
+        pass
+    finally:
+        c.close()
+
+
+def serve_dns_tcp(addr, names):
+    s = bound(socket.SOCK_STREAM, addr, 53)
+    s.listen(32)
+    while True:
+        c, _ = s.accept()
+        threading.Thread(target=dns_tcp_conn, args=(c, names), daemon=True).start()
+
+
 def serve_dns(addr, *zone):
     names = dict(z.split("=", 1) for z in zone)
+    threading.Thread(target=serve_dns_tcp, args=(addr, names), daemon=True).start()
     s = bound(socket.SOCK_DGRAM, addr, 53)
     while True:
         q, peer = s.recvfrom(512)
-        if len(q) < 12 or q[2] & 0x80:
-            continue
-        qd = struct.unpack("!H", q[4:6])[0]
-        parsed = dns_question(q) if qd == 1 else None
-        if parsed is None:
-            s.sendto(q[:2] + b"\x81\x01" + b"\x00" * 8, peer)  # FORMERR, no question
-            continue
-        name, qtype, end = parsed
-        question = q[12:end]
-        if name not in names:
-            s.sendto(q[:2] + b"\x81\x83" + b"\x00\x01\x00\x00\x00\x00\x00\x00" + question, peer)
-            continue
-        answers = b""
-        if qtype == 1:
-            answers = b"\xc0\x0c\x00\x01\x00\x01\x00\x00\x00\x3c\x00\x04" + socket.inet_aton(names[name])
-        header = q[:2] + b"\x81\x80" + struct.pack("!HHHH", 1, 1 if answers else 0, 0, 0)
-        s.sendto(header + question + answers, peer)
+        reply = dns_answer(names, q)
+        if reply is not None:
+            s.sendto(reply, peer)
 
 
 def serve_record(addr, port, log):

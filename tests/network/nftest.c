@@ -20,6 +20,7 @@
  * names    prints what status shows of the names: their set members and counters, as JSON
  * dnsmasq  prints the options libvirt's dnsmasq gets for the profile's names
  *          (netdef_dnsmasq_options()), one a line: a dnsmasq --conf-file
+ * dnsguard prints the seat's DNS guard's arguments (netdef_guard_argv()), one a line
  * watch    prints "ready", then waits (netlink + a periodic check every --interval-ms) for
  *          the seat's rules to change and prints
  *          "detected seat=S state=changed|missing via=netlink|periodic at_ms=<CLOCK_REALTIME ms>";
@@ -163,11 +164,23 @@ static int do_watch(const Options *o, SeatError **err) {
 
 static int print_dnsmasq(const Options *o, SeatError **err) {
         _cleanup_strv_free_ char **l = NULL;
-        NetSeat ns = { .names = o->spec.profile };
+        NetSeat ns = { .names = o->spec.profile, .host = o->spec.host };
         (void) snprintf(ns.bridge, sizeof(ns.bridge), "%s", o->spec.bridge ? o->spec.bridge : "");
         int r = netdef_dnsmasq_options(&ns, &l);
         if (r < 0)
                 return seat_error_set(err, -r, "cannot make the resolver's options");
+        for (char **x = l; *x; x++)
+                printf("%s\n", *x);
+        return 0;
+}
+
+/* The DNS guard's arguments for the seat (netdef_guard_argv()), one a line. */
+static int print_dnsguard(const Options *o, SeatError **err) {
+        _cleanup_strv_free_ char **l = NULL;
+        NetSeat ns = { .names = o->spec.profile, .host = o->spec.host };
+        int r = netdef_guard_argv(&ns, &l);
+        if (r < 0)
+                return seat_error_set(err, -r, "cannot make the DNS guard's arguments (a profile with names?)");
         for (char **x = l; *x; x++)
                 printf("%s\n", *x);
         return 0;
@@ -215,6 +228,8 @@ static int run(const Options *o, SeatError **err) {
         _cleanup_nft_context_ NftContext *c = NULL;
         if (strcmp(o->verb, "dnsmasq") == 0)
                 return print_dnsmasq(o, err);
+        if (strcmp(o->verb, "dnsguard") == 0)
+                return print_dnsguard(o, err);
         if (strcmp(o->verb, "nflog") == 0)
                 return do_nflog(o, err);
         int r = nft_context_new(&c, err);

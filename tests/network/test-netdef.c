@@ -107,7 +107,7 @@ static void test_xml(void **state) {
 }
 
 /* "allow name": libvirt's dnsmasq for the seat answers only the names, forwards them to
- * the profile's servers, fills the names' sets, and refuses rebinding answers. */
+ * the seat's DNS guard (which asks the profile's servers), fills the names' sets, and refuses rebinding answers. */
 static void test_names_xml(void **state) {
         NetPool p;
         NetSeat s;
@@ -130,15 +130,27 @@ static void test_names_xml(void **state) {
                 "bogus-nxdomain=224.0.0.0/4", "bogus-nxdomain=255.255.255.255", "bogus-nxdomain=10.0.0.0/8",
                 "bogus-nxdomain=100.64.0.0/10", "bogus-nxdomain=172.16.0.0/12", "bogus-nxdomain=192.168.0.0/16",
                 "bogus-nxdomain=::1", "bogus-nxdomain=fe80::/10", "bogus-nxdomain=ff00::/8", "bogus-nxdomain=fc00::/7",
-                "server=/example.test/198.51.100.53", "server=/example.test/2001:db8::53",
+                "server=/example.test/127.213.0.5",
                 "nftset=/example.test/4#inet#seatd#n40-seat-s1,6#inet#seatd#n60-seat-s1",
-                "server=/*.wild.test/198.51.100.53", "server=/*.wild.test/2001:db8::53",
+                "server=/*.wild.test/127.213.0.5",
                 "nftset=/wild.test/4#inet#seatd#n41-seat-s1,6#inet#seatd#n61-seat-s1", NULL,
         };
         for (size_t i = 0; want[i] || opts[i]; i++) {
                 assert_non_null(opts[i]);
                 assert_non_null(want[i]);
                 assert_string_equal(opts[i], want[i]);
+        }
+        /* the guard asks the profile's servers, for the distinct names */
+        _cleanup_strv_free_ char **argv = NULL;
+        assert_int_equal(netdef_guard_argv(&s, &argv), 0);
+        const char *want_argv[] = {
+                "--listen", "127.213.0.5", "--upstream", "198.51.100.53", "--upstream", "[2001:db8::53]",
+                "--allow", "example.test", "--allow", "*.wild.test", NULL,
+        };
+        for (size_t i = 0; want_argv[i] || argv[i]; i++) {
+                assert_non_null(argv[i]);
+                assert_non_null(want_argv[i]);
+                assert_string_equal(argv[i], want_argv[i]);
         }
         assert_int_equal(netdef_network_xml(&s, &net), 0);
         assert_non_null(strstr(net, "<network xmlns:dnsmasq='http://libvirt.org/schemas/network/dnsmasq/1.0'>\n"));

@@ -9,9 +9,10 @@
 #     198.51.100.10   allowed server: TCP echo/HTTP and UDP echo on 8080 and 8081
 #     203.0.113.10    blocked server: TCP echo/HTTP and UDP echo on 8080
 #     169.254.169.254 fake cloud metadata: HTTP on 80
-#     198.51.100.53   DNS: allowed.test -> 198.51.100.10, blocked.test -> 203.0.113.10,
-#     203.0.113.53    metadata.test -> 169.254.169.254 (the same zone on both; other names
-#                     NXDOMAIN)
+#     198.51.100.53   DNS (UDP and TCP): allowed.test -> 198.51.100.10, blocked.test ->
+#     203.0.113.53    203.0.113.10, metadata.test -> 169.254.169.254 (the same zone on both;
+#                     other names NXDOMAIN; WORLD_ZONE adds names, also CNAMEs, malformed
+#                     and oversized answers: netprobe.py serve-dns)
 #     *:9000/udp      the recorder: every datagram to any of the namespace's addresses is
 #                     logged with the key guest-probe put in it (world_received KEY)
 #   return route: 10.0.0.0/8 via $WORLD_NET.1 (seat subnets, for unfiltered controls)
@@ -154,7 +155,7 @@ world_up() {
         world_serve "$ns" serve-dns $WORLD_DNS "${WORLD_ZONE[@]}"
         world_serve "$ns" serve-dns $WORLD_DNS_OTHER "${WORLD_ZONE[@]}"
         world_serve "$ns" serve-record 0.0.0.0 $WORLD_RECORD_PORT "$WORLD_DIR/received"
-        world_wait_listening "$ns" 10 8080 8081 80 53 $WORLD_RECORD_PORT
+        world_wait_listening "$ns" 12 8080 8081 80 53 $WORLD_RECORD_PORT
 }
 
 world_down() {

@@ -1,0 +1,151 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/macro.h"
+#include "dnsguard-run.h"
+
+#ifndef SEATD_COLLECT_DIR
+#define SEATD_COLLECT_DIR "/usr/libexec/seatd"
+#endif
+
+static char guard_path[PATH_MAX];
+static pthread_once_t guard_once = PTHREAD_ONCE_INIT;
+
+/* Beside seatd (installed), in the build tree's network/ (seatd/seatd), else libexecdir. */
+static void guard_find(void) {
+        char self[PATH_MAX];
+        ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+        if (n > 0) {
+                self[n] = 0;
+                char *slash = strrchr(self, '/');
+                if (slash) {
+                        *slash = 0;
+                        static const char *const rel[] = { "/seat-dnsguard", "/../network/seat-dnsguard" };
+                        for (size_t i = 0; i < ELEMENTSOF(rel); i++)
+                                if (snprintf(guard_path, sizeof(guard_path), "%s%s", self, rel[i]) <
+                                            (int) sizeof(guard_path) &&
+                                    access(guard_path, X_OK) == 0)
+                                        return;
+                }
+        }
+        (void) snprintf(guard_path, sizeof(guard_path), "%s/seat-dnsguard", SEATD_COLLECT_DIR);
+}
+
+static void reap(pid_t pid) {
+        while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+                ;
+}
+
+void dnsguard_run_stop(DnsGuardProc *p) {
+        if (p->lifeline >= 0)
+                close(p->lifeline);
+        if (p->pid > 0) {
+                (void) kill(p->pid, SIGTERM);
+                reap(p->pid);
+        }
+        *p = DNSGUARD_PROC_NONE;
+}
+
+/* Its argv: the path, the seat's arguments, then ours. */
+static int make_argv(const NetSeat *ns, char ***ret) {
+        _cleanup_strv_free_ char **args = NULL;
+        int r = netdef_guard_argv(ns, &args);
+        if (r < 0)
+                return r;
+        size_t n = 0;
+        while (args[n])
+                n++;
+        char **argv = calloc(n + 8, sizeof(char *));
+        if (!argv)
+                return -ENOMEM;
+        size_t k = 0;
+        argv[k++] = strdup(guard_path);
+        for (size_t i = 0; i < n; i++)
+                argv[k++] = TAKE_PTR(args[i]);
+        argv[k++] = strdup("--user");
+        argv[k++] = strdup(DNSGUARD_USER);
+        argv[k++] = strdup("--lifeline-fd");
+        argv[k++] = strdup("3");
+        argv[k++] = strdup("--ready-fd");
+        argv[k++] = strdup("4");
+        for (size_t i = 0; i < k; i++)
+                if (!argv[i]) {
+                        strv_free(argv);
+                        return -ENOMEM;
+                }
+        *ret = argv;
+        return 0;
+}
+
+int dnsguard_run_start(const NetSeat *ns, const char *seat_id, DnsGuardProc *ret, SeatError **ret_error) {
+        _cleanup_strv_free_ char **argv = NULL;
+        _cleanup_close_ int life_r = -EBADF, life_w = -EBADF, ready_r = -EBADF, ready_w = -EBADF;
+        int life[2], ready[2];
+        char *envp[] = { NULL };
+        posix_spawn_file_actions_t fa;
+        posix_spawnattr_t attr;
+        sigset_t none, all;
+        pid_t pid = 0;
+
+        pthread_once(&guard_once, guard_find);
+        int r = make_argv(ns, &argv);
+        if (r < 0)
+                return seat_error_set(ret_error, -r, "seat '%s': the DNS guard's arguments: %s", seat_id, strerror(-r));
+        if (pipe2(life, O_CLOEXEC) < 0)
+                return seat_error_set(ret_error, errno, "seat '%s': a pipe for the DNS guard: %m", seat_id);
+        life_r = life[0], life_w = life[1];
+        if (pipe2(ready, O_CLOEXEC) < 0)
+                return seat_error_set(ret_error, errno, "seat '%s': a pipe for the DNS guard: %m", seat_id);
+        ready_r = ready[0], ready_w = ready[1];
+
+        /* Only fds 0-4 pass (everything of seatd's is O_CLOEXEC); default signals, none
+         * blocked; a process group of its own, away from a terminal's Ctrl-C. */
+        posix_spawn_file_actions_init(&fa);
+        posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+        posix_spawn_file_actions_adddup2(&fa, life_r, 3);
+        posix_spawn_file_actions_adddup2(&fa, ready_w, 4);
+        posix_spawnattr_init(&attr);
+        sigemptyset(&none);
+        sigfillset(&all);
+        posix_spawnattr_setsigmask(&attr, &none);
+        posix_spawnattr_setsigdefault(&attr, &all);
+        posix_spawnattr_setpgroup(&attr, 0);
+        posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP);
+        r = posix_spawn(&pid, guard_path, &fa, &attr, argv, envp);
+        posix_spawn_file_actions_destroy(&fa);
+        posix_spawnattr_destroy(&attr);
+        if (r != 0)
+                return seat_error_set(ret_error, r, "seat '%s': cannot start the DNS guard '%s': %s", seat_id, guard_path,
+                                      strerror(r));
+        ready_w = safe_close(ready_w);
+        life_r = safe_close(life_r);
+
+        /* Ready: one byte once bound and unprivileged; EOF: it exited. */
+        struct pollfd p = { .fd = ready_r, .events = POLLIN };
+        char c = 0;
+        int k = poll(&p, 1, DNSGUARD_READY_TIMEOUT_MS);
+        if (k <= 0 || read(ready_r, &c, 1) != 1 || c != '1') {
+                (void) kill(pid, SIGKILL);
+                reap(pid);
+                char addr[INET_ADDRSTRLEN];
+                netdef_guard_address(ns, addr);
+                return seat_error_set(ret_error, k == 0 ? ETIMEDOUT : EIO,
+                                      "seat '%s': the DNS guard for %s did not start (see seatd's log): the seat's "
+                                      "names could not be resolved",
+                                      seat_id, addr);
+        }
+        log_debug("seat '%s': DNS guard %d started", seat_id, (int) pid);
+        *ret = (DnsGuardProc) { .pid = pid, .lifeline = TAKE_FD(life_w) };
+        return 0;
+}

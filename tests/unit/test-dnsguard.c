@@ -1,0 +1,371 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The DNS guard's judgement (network/dnsguard-parse.c) on hand-built answers: CNAMEs into
+ * allowed and disallowed names, loops of CNAMEs and of compression pointers, counts that
+ * lie, oversized and trailing bytes, records outside the chain, addresses not public. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "common/macro.h"
+#include "network/dnsguard-parse.h"
+
+static const char *const allowed[] = { "allowed.test", "*.wild.test", "other.test" };
+static const DnsgPolicy policy = { .names = allowed, .n_names = ELEMENTSOF(allowed) };
+
+#define UP_ID 0xbeef
+#define CLIENT_ID 0x1234
+
+typedef struct Msg {
+        uint8_t b[DNSG_MSG_MAX + 64];
+        size_t n;
+} Msg;
+
+static void put8(Msg *m, uint8_t v) {
+        m->b[m->n++] = v;
+}
+static void put16(Msg *m, uint16_t v) {
+        put8(m, (uint8_t) (v >> 8));
+        put8(m, (uint8_t) v);
+}
+static void put32(Msg *m, uint32_t v) {
+        put16(m, (uint16_t) (v >> 16));
+        put16(m, (uint16_t) v);
+}
+static void put_name(Msg *m, const char *name) {
+        while (*name) {
+                size_t l = strcspn(name, ".");
+                put8(m, (uint8_t) l);
+                memcpy(m->b + m->n, name, l);
+                m->n += l;
+                name += l + (name[l] == '.');
+        }
+        put8(m, 0);
+}
+static void header(Msg *m, uint16_t id, uint8_t flags3, uint16_t an, uint16_t ns, uint16_t ar) {
+        m->n = 0;
+        put16(m, id);
+        put8(m, flags3);
+        put8(m, 0x80);
+        put16(m, 1);
+        put16(m, an);
+        put16(m, ns);
+        put16(m, ar);
+}
+static void question(Msg *m, const char *name) {
+        put_name(m, name);
+        put16(m, 1);
+        put16(m, 1);
+}
+/* A record header; owner "" means a pointer to the question's name. */
+static void rr(Msg *m, const char *owner, uint16_t type, uint16_t rdlen) {
+        if (!*owner)
+                put16(m, 0xc00c);
+        else
+                put_name(m, owner);
+        put16(m, type);
+        put16(m, 1);
+        put32(m, 60);
+        put16(m, rdlen);
+}
+static void rr_a(Msg *m, const char *owner, uint8_t a, uint8_t b, uint8_t c, uint8_t d) {
+        rr(m, owner, 1, 4);
+        put8(m, a), put8(m, b), put8(m, c), put8(m, d);
+}
+static void rr_cname(Msg *m, const char *owner, uint16_t type, const char *target) {
+        rr(m, owner, type, (uint16_t) (strlen(target) + 2));
+        put_name(m, target);
+}
+
+static DnsgQuery query_for(const char *name) {
+        Msg q;
+        DnsgQuery ret;
+        header(&q, CLIENT_ID, 0x01, 0, 0, 0);
+        q.b[3] = 0;
+        question(&q, name);
+        assert_int_equal(dnsg_parse_query(q.b, q.n, &ret), 0);
+        return ret;
+}
+
+static DnsgVerdict judge(const char *qname, const Msg *m, const char **ret_reason) {
+        static uint8_t out[DNSG_MSG_MAX];
+        DnsgQuery q = query_for(qname);
+        size_t len = 0;
+        uint8_t rcode = 0;
+        DnsgVerdict v = dnsg_check_answer(&policy, &q, UP_ID, m->b, m->n, out, &len, &rcode, ret_reason);
+        if (v == DNSG_PASS) { /* trimmed, the asker's id: and it passes again as it is */
+                assert_true(len <= m->n);
+                assert_int_equal(out[0] << 8 | out[1], CLIENT_ID);
+                assert_int_equal(out[8] | out[9] | out[10] | out[11], 0);
+                static uint8_t again[DNSG_MSG_MAX];
+                size_t len2 = 0;
+                const char *why = NULL;
+                assert_int_equal(dnsg_check_answer(&policy, &q, CLIENT_ID, out, len, again, &len2, &rcode, &why), DNSG_PASS);
+                assert_int_equal(len2, len);
+        }
+        return v;
+}
+
+static void test_names(void **state) {
+        assert_true(dnsg_name_allowed(&policy, "allowed.test"));
+        assert_true(dnsg_name_allowed(&policy, "x.allowed.test"));
+        assert_false(dnsg_name_allowed(&policy, "xallowed.test"));
+        assert_false(dnsg_name_allowed(&policy, "test"));
+        assert_true(dnsg_name_allowed(&policy, "a.wild.test"));
+        assert_true(dnsg_name_allowed(&policy, "b.c.wild.test"));
+        assert_false(dnsg_name_allowed(&policy, "wild.test"));
+        assert_false(dnsg_name_allowed(&policy, "evil.test"));
+
+        Msg m = { .n = 0 };
+        char name[DNSG_NAME_MAX + 1];
+        size_t off = 0;
+        put8(&m, 3), put8(&m, 'a'), put8(&m, '.'), put8(&m, 'b'), put8(&m, 0); /* a dot inside a label */
+        assert_int_equal(dnsg_read_name(m.b, m.n, &off, name), -EBADMSG);
+        m.n = 0, off = 0;
+        put_name(&m, "MiXeD.Allowed.TEST");
+        assert_int_equal(dnsg_read_name(m.b, m.n, &off, name), 0);
+        assert_string_equal(name, "mixed.allowed.test");
+        assert_int_equal(off, m.n);
+}
+
+static void test_plain_answer(void **state) {
+        const char *why = NULL;
+        Msg m;
+        header(&m, UP_ID, 0x81, 1, 1, 1);
+        question(&m, "allowed.test");
+        rr_a(&m, "", 198, 51, 100, 10);
+        rr(&m, "test", 6, 0);   /* an authority record (empty SOA rdata: not looked at) */
+        put8(&m, 0);            /* OPT: root, type 41 */
+        put16(&m, 41), put16(&m, 1232), put32(&m, 0), put16(&m, 0);
+        assert_int_equal(judge("allowed.test", &m, &why), DNSG_PASS);
+}
+
+static void test_cname_allowed(void **state) {
+        const char *why = NULL;
+        Msg m;
+        header(&m, UP_ID, 0x81, 3, 0, 0);
+        question(&m, "cname-in.allowed.test");
+        rr_cname(&m, "", 5, "a.wild.test");
+        rr_cname(&m, "a.wild.test", 5, "other.test");
+        rr_a(&m, "other.test", 198, 51, 100, 10);
+        assert_int_equal(judge("cname-in.allowed.test", &m, &why), DNSG_PASS);
+}
+
+static void test_cname_disallowed(void **state) {
+        const char *why = NULL;
+        Msg m;
+        header(&m, UP_ID, 0x81, 2, 0, 0);
+        question(&m, "cname-out.allowed.test");
+        rr_cname(&m, "", 5, "evil.test");
+        rr_a(&m, "evil.test", 203, 0, 113, 66);
+        assert_int_equal(judge("cname-out.allowed.test", &m, &why), DNSG_NXDOMAIN);
+        assert_string_equal(why, "a CNAME to a name not allowed");
+
+        /* deeper in the chain, and to the bare base of a wildcard */
+        header(&m, UP_ID, 0x81, 2, 0, 0);
+        question(&m, "x.allowed.test");
+        rr_cname(&m, "", 5, "a.wild.test");
+        rr_cname(&m, "a.wild.test", 5, "wild.test");
+        assert_int_equal(judge("x.allowed.test", &m, &why), DNSG_NXDOMAIN);
+
+        /* a DNAME out of the names, and one into them */
+        header(&m, UP_ID, 0x81, 1, 0, 0);
+        question(&m, "x.allowed.test");
+        rr_cname(&m, "allowed.test", 39, "evil.test");
+        assert_int_equal(judge("x.allowed.test", &m, &why), DNSG_NXDOMAIN);
+        header(&m, UP_ID, 0x81, 1, 0, 0);
+        question(&m, "x.allowed.test");
+        rr_cname(&m, "allowed.test", 39, "wild.test");
+        assert_int_equal(judge("x.allowed.test", &m, &why), DNSG_PASS);
+}
+
+static void test_cname_loops(void **state) {
+        const char *why = NULL;
+        Msg m;
+        header(&m, UP_ID, 0x81, 2, 0, 0);
+        question(&m, "a.allowed.test");
+        rr_cname(&m, "", 5, "b.allowed.test");
+        rr_cname(&m, "b.allowed.test", 5, "a.allowed.test");
+        assert_int_equal(judge("a.allowed.test", &m, &why), DNSG_SERVFAIL);
+        assert_string_equal(why, "a CNAME loop");
+
+        header(&m, UP_ID, 0x81, 1, 0, 0); /* to itself */
+        question(&m, "a.allowed.test");
+        rr_cname(&m, "", 5, "a.allowed.test");
+        assert_int_equal(judge("a.allowed.test", &m, &why), DNSG_SERVFAIL);
+
+        /* a long chain of allowed names: over the limit */
+        header(&m, UP_ID, 0x81, DNSG_CHAIN_MAX, 0, 0);
+        question(&m, "c0.allowed.test");
+        for (int i = 0; i < DNSG_CHAIN_MAX; i++) {
+                char owner[32], target[32];
+                snprintf(owner, sizeof(owner), "c%d.allowed.test", i);
+                snprintf(target, sizeof(target), "c%d.allowed.test", i + 1);
+                rr_cname(&m, owner, 5, target);
+        }
+        assert_int_equal(judge("c0.allowed.test", &m, &why), DNSG_SERVFAIL);
+
+        /* two CNAMEs for one name */
+        header(&m, UP_ID, 0x81, 2, 0, 0);
+        question(&m, "a.allowed.test");
+        rr_cname(&m, "", 5, "b.allowed.test");
+        rr_cname(&m, "", 5, "c.allowed.test");
+        assert_int_equal(judge("a.allowed.test", &m, &why), DNSG_SERVFAIL);
+}
+
+static void test_pointer_loops(void **state) {
+        const char *why = NULL;
+        Msg m;
+        header(&m, UP_ID, 0x81, 1, 0, 0);
+        question(&m, "allowed.test");
+        size_t at = m.n;
+        put16(&m, (uint16_t) (0xc000 | at)); /* owner points at itself */
+        put16(&m, 1), put16(&m, 1), put32(&m, 60), put16(&m, 4), put32(&m, 0xc633640a);
+        assert_int_equal(judge("allowed.test", &m, &why), DNSG_SERVFAIL);
+
+        header(&m, UP_ID, 0x81, 1, 0, 0);
+        question(&m, "allowed.test");
+        put16(&m, (uint16_t) (0xc000 | (m.n + 2))); /* forwards */
+        put16(&m, 0xc00c);
+        assert_int_equal(judge("allowed.test", &m, &why), DNSG_SERVFAIL);
+
+        /* a CNAME target that points at the pointer that leads to it */
+        header(&m, UP_ID, 0x81, 1, 0, 0);
+        question(&m, "allowed.test");
+        rr(&m, "", 5, 2);
+        put16(&m, (uint16_t) (0xc000 | (m.n)));
+        assert_int_equal(judge("allowed.test", &m, &why), DNSG_SERVFAIL);
+}
+
+static void test_counts_lie(void **state) {
+        const char *why = NULL;
+        Msg m;
+        header(&m, UP_ID, 0x81, 3, 0, 0); /* three announced, one there */
+        question(&m, "allowed.test");
+        rr_a(&m, "", 198, 51, 100, 10);
+        assert_int_equal(judge("allowed.test", &m, &why), DNSG_SERVFAIL);
+
+        header(&m, UP_ID, 0x81, 1, 0, 60000);
+        question(&m, "allowed.test");
+        rr_a(&m, "", 198, 51, 100, 10);
+        assert_int_equal(judge("allowed.test", &m, &why), DNSG_SERVFAIL);
+        assert_string_equal(why, "counts the message cannot hold");
+
+        header(&m, UP_ID, 0x81, 1, 0, 0); /* rdlength past the end */
+        question(&m, "allowed.test");
+        rr(&m, "", 1, 400);
+        put32(&m, 0xc633640a);
+        assert_int_equal(judge("allowed.test", &m, &why), DNSG_SERVFAIL);
+
+        header(&m, UP_ID, 0x81, 1, 0, 0); /* an A of 5 bytes */
+        question(&m, "allowed.test");
+        rr(&m, "", 1, 5);
+        put32(&m, 0xc633640a), put8(&m, 0);
+        assert_int_equal(judge("allowed.test", &m, &why), DNSG_SERVFAIL);
+
+        header(&m, UP_ID, 0x81, 1, 0, 0); /* bytes after the last record */
+        question(&m, "allowed.test");
+        rr_a(&m, "", 198, 51, 100, 10);
+        put8(&m, 0);
+        assert_int_equal(judge("allowed.test", &m, &why), DNSG_SERVFAIL);
+        assert_string_equal(why, "bytes after the last record");
+}
+
+static void test_oversize(void **state) {
+        const char *why = NULL;
+        static Msg m;
+        header(&m, UP_ID, 0x81, 0, 0, 0);
+        question(&m, "allowed.test");
+        memset(m.b + m.n, 0, DNSG_MSG_MAX + 1 - m.n);
+        m.n = DNSG_MSG_MAX + 1;
+        assert_int_equal(judge("allowed.test", &m, &why), DNSG_SERVFAIL);
+        assert_string_equal(why, "an oversized answer");
+
+        header(&m, UP_ID, 0x81, DNSG_RECORDS_MAX + 1, 0, 0); /* more records than taken */
+        question(&m, "allowed.test");
+        for (int i = 0; i <= DNSG_RECORDS_MAX; i++)
+                rr_a(&m, "", 198, 51, 100, 10);
+        assert_int_equal(judge("allowed.test", &m, &why), DNSG_SERVFAIL);
+}
+
+static void test_outside_chain_and_rebinding(void **state) {
+        const char *why = NULL;
+        Msg m;
+        header(&m, UP_ID, 0x81, 2, 0, 0);
+        question(&m, "allowed.test");
+        rr_a(&m, "", 198, 51, 100, 10);
+        rr_a(&m, "other.test", 198, 51, 100, 11); /* allowed, but not asked for */
+        assert_int_equal(judge("allowed.test", &m, &why), DNSG_SERVFAIL);
+        assert_string_equal(why, "a record for a name not in the chain");
+
+        const uint8_t bad[][4] = { { 10, 1, 2, 3 }, { 169, 254, 169, 254 }, { 127, 0, 0, 1 }, { 192, 168, 1, 1 },
+                                   { 100, 64, 0, 1 }, { 224, 0, 0, 1 }, { 0, 1, 2, 3 } };
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                header(&m, UP_ID, 0x81, 1, 0, 0);
+                question(&m, "allowed.test");
+                rr_a(&m, "", bad[i][0], bad[i][1], bad[i][2], bad[i][3]);
+                assert_int_equal(judge("allowed.test", &m, &why), DNSG_NXDOMAIN);
+        }
+}
+
+static void test_header_checks(void **state) {
+        const char *why = NULL;
+        Msg m;
+        header(&m, UP_ID + 1, 0x81, 0, 0, 0); /* another id */
+        question(&m, "allowed.test");
+        assert_int_equal(judge("allowed.test", &m, &why), DNSG_SERVFAIL);
+        header(&m, UP_ID, 0x81, 0, 0, 0); /* another question */
+        question(&m, "other.test");
+        assert_int_equal(judge("allowed.test", &m, &why), DNSG_SERVFAIL);
+        header(&m, UP_ID, 0x83, 0, 0, 0); /* TC */
+        question(&m, "allowed.test");
+        assert_int_equal(judge("allowed.test", &m, &why), DNSG_TRUNCATED);
+        header(&m, UP_ID, 0x81, 0, 0, 0); /* SERVFAIL upstream: passed on, no records */
+        m.b[3] = 0x82;
+        question(&m, "allowed.test");
+        assert_int_equal(judge("allowed.test", &m, &why), DNSG_RCODE);
+        header(&m, UP_ID, 0x81, 0, 0, 0); /* NXDOMAIN: passed */
+        m.b[3] = 0x83;
+        question(&m, "nothere.allowed.test");
+        assert_int_equal(judge("nothere.allowed.test", &m, &why), DNSG_PASS);
+}
+
+static void test_queries(void **state) {
+        Msg q;
+        DnsgQuery p;
+        header(&q, 7, 0x01, 0, 0, 1);
+        q.b[3] = 0;
+        question(&q, "allowed.test");
+        put8(&q, 0), put16(&q, 41), put16(&q, 1232), put32(&q, 0), put16(&q, 0);
+        assert_int_equal(dnsg_parse_query(q.b, q.n, &p), 0);
+        assert_int_equal(p.udp_size, 1232);
+        assert_string_equal(p.name, "allowed.test");
+
+        uint8_t out[DNSG_QUERY_MAX];
+        size_t len = dnsg_error_reply(&p, q.b, DNSG_RCODE_NXDOMAIN, false, out);
+        assert_int_equal(len, p.question_end);
+        assert_int_equal(out[3] & 0x0f, DNSG_RCODE_NXDOMAIN);
+        assert_int_equal(out[0] << 8 | out[1], 7);
+
+        q.b[2] |= 0x80; /* a response is not a query */
+        assert_int_equal(dnsg_parse_query(q.b, q.n, &p), -EBADMSG);
+        q.b[2] &= 0x7f;
+        assert_int_equal(dnsg_parse_query(q.b, q.n - 1, &p), -EBADMSG); /* cut short */
+        q.b[5] = 2;                                                      /* two questions */
+        assert_int_equal(dnsg_parse_query(q.b, q.n, &p), -EBADMSG);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_names),         cmocka_unit_test(test_plain_answer),
+                cmocka_unit_test(test_cname_allowed), cmocka_unit_test(test_cname_disallowed),
+                cmocka_unit_test(test_cname_loops),   cmocka_unit_test(test_pointer_loops),
+                cmocka_unit_test(test_counts_lie),    cmocka_unit_test(test_oversize),
+                cmocka_unit_test(test_outside_chain_and_rebinding),
+                cmocka_unit_test(test_header_checks), cmocka_unit_test(test_queries),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
