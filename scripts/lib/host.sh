@@ -25,8 +25,8 @@ SEATD_PACKAGES=(
   tcpdump
   # the test image recipe and the scripts
   busybox-static e2fsprogs cpio xz-utils zstd kmod file python3 minisign openssl
-  # seat-image build (images/seat-image): the Debian root of a systemd image
-  mmdebstrap
+  # seat-image build (images/seat-image): the Debian root of a systemd image; a compose range's file check
+  mmdebstrap python3-yaml
   bsdutils util-linux procps coreutils
 )
 

@@ -1,0 +1,181 @@
+#!/usr/bin/env bash
+# range.sh: the purple range (images/recipes/purple-range, issue 14 parts 2 and 3) end to
+# end: recipes whose compose file names an image they do not build are refused; the range
+# image is built (or taken from the cache, /var/cache/seatd-images: a fresh machine builds
+# it, mmdebstrap for the guest and each container), signed, imported into a private seatd
+# and booted in a real TCG seat: systemd, dockerd, compose, four containers from images
+# that were in /var/lib/docker before the guest first booted. Then, through seatctl exec:
+# nmap from the attacker finds the victim's 22 and 80, hydra finds the weak SSH password,
+# the backend answers the victim and not the attacker (suricata: skipped, see below).
+# Speaks TAP.   usage: range.sh BUILD_DIR
+# Long (a cold build is ~15 min, a cached one ~1, the boot to READY minutes under TCG):
+# not in scripts/test's default run; `scripts/test --suite range` runs it.
+set -uo pipefail
+
+# shellcheck source=../lib/seatd-harness.sh
+. "$(dirname "$0")/../lib/seatd-harness.sh"
+harness_build "${1:?usage: $0 BUILD_DIR}"
+harness_vm_suite range
+need_cmd -h "apt-get install mmdebstrap e2fsprogs qemu-utils libvirt-clients python3-yaml" mmdebstrap mke2fs debugfs qemu-img virsh python3
+python3 -c 'import yaml' 2>/dev/null || skip_all "python3-yaml is not installed (the compose file check)"
+need_kernel
+[[ -z ${SEATD_FRESH_ROOT-} ]] || skip_all "the fresh root has no network for mmdebstrap to fetch Debian packages"
+need_libvirt --start
+
+SI=$HARNESS_SRC/images/seat-image
+RECIPE_DIR=$HARNESS_SRC/images/recipes/purple-range
+CACHE=${SEAT_IMAGE_CACHE:-/var/cache/seatd-images}
+si() { "$SI" build "$@" --guest-init "$GUEST_INIT" --tools "$build/images:$build/signing" --quiet; }
+test_key
+
+# ---------------------------------------------------------------- 1. refused recipes
+# Checked before anything is written: no output, no cache entry.
+refused() { # NAME EXPECTED-REGEX: the recipe on stdin, the compose file in $t/bad/compose.yaml
+	local name=$1 want=$2 rc
+	cat >"$t/bad/$name.conf"
+	"$SI" build "$t/bad/$name.conf" --out "$t/bad/out" --cache "$t/bad/cache" --guest-init "$GUEST_INIT" >"$t/out" 2>&1
+	rc=$?
+	if [[ $rc != 0 ]] && grep -Eq -- "$want" "$t/out" && [[ ! -e $t/bad/out && ! -e $t/bad/cache ]]; then
+		ok "refused at build time ($name): $(grep -E -- "$want" "$t/out" | head -n1)"
+	else
+		not_ok "refused at build time ($name) with /$want/, nothing written (rc=$rc)"
+		diag_file "$t/out"
+	fi
+}
+mkdir -p "$t/bad"
+cat >"$t/bad/compose.yaml" <<'EOF'
+version: "2.4"
+services:
+  web:
+    image: range/web
+  db:
+    image: postgres:15
+EOF
+refused unloaded "service 'db' names image 'postgres:15', which is not loaded in the image" <<'EOF'
+name = x
+base = debian-12
+container_image = range/web nginx-light
+compose = compose.yaml
+EOF
+cat >"$t/bad/build.yaml" <<'EOF'
+services:
+  web:
+    build: .
+    image: range/web
+EOF
+refused build "service 'web' has 'build'" <<'EOF'
+name = x
+base = debian-12
+container_image = range/web nginx-light
+compose = build.yaml
+EOF
+refused no-images "'compose' without any 'container_image'" <<'EOF'
+name = x
+base = debian-12
+compose = compose.yaml
+EOF
+refused bad-package "bad package 'nginx;rm' of container image 'range/web'" <<'EOF'
+name = x
+base = debian-12
+container_image = range/web nginx;rm
+compose = compose.yaml
+EOF
+
+# ---------------------------------------------------------------- 2. build
+s0=$(date +%s)
+si "$RECIPE_DIR" --out "$t/img" --sign-key "$t/test.key" --cache "$CACHE" >"$t/out" 2>&1
+rc=$?
+build_s=$(($(date +%s) - s0))
+if [[ $rc == 0 && -f $t/img/manifest.json && -f $t/img/manifest.json.minisig ]]; then
+	ok "seat-image build purple-range: a signed bundle in $build_s s (cache $CACHE)"
+else
+	not_ok "seat-image build purple-range (rc=$rc)"
+	diag_file "$t/out"
+	bail "no image to boot"
+fi
+diag "root.qcow2 $(du -m "$t/img/root.qcow2" | cut -f1) MiB on disk; $(wc -l <"$t/img/packages.txt") packages in the guest ($(grep -E '^(docker.io|docker-compose) ' "$t/img/packages.txt" | tr '\n' ' '))"
+
+# ---------------------------------------------------------------- 3. boot to READY
+seatd_conf accel=tcg allow_tcg=true inspect_images=false network=false warm_reset=false ready_timeout=900
+seatd_start
+"$CTL" -q image import "$t/img/manifest.json" >"$t/out" 2>&1 && ok "seatctl image import takes the range bundle" ||
+	{ not_ok "seatctl image import takes the range bundle"; diag_file "$t/out"; bail "image import failed"; }
+
+s0=$(date +%s%N)
+S=$("$CTL" -q --json provision --image purple-range --participant alice 2>"$t/out" |
+	python3 -c 'import json,sys; print(json.load(sys.stdin)["seats"][0]["id"])' 2>>"$t/out")
+rc=$?
+ready_ms=$((($(date +%s%N) - s0) / 1000000))
+if [[ $S =~ ^s[0-9a-f]{8}$ ]] && "$CTL" status "$S" 2>/dev/null | grep -Eq "^$S +ready "; then
+	ok "provision --image purple-range: seat $S READY after $ready_ms ms (TCG: systemd, dockerd, compose, the readiness check)"
+else
+	not_ok "provision --image purple-range (rc=$rc, seat '$S')"
+	diag_file "$t/out"
+	tail -n 40 "$t/seatd.log" | diag_file /dev/stdin
+	bail "no seat"
+fi
+grep -Eo "seat '$S': the image's readiness check passed after [0-9]+ tries" "$t/seatd.log" | tail -n1 | diag_file /dev/stdin
+
+x() { "$CTL" exec --timeout 600 "$S" -- "$@"; }
+out=$(x docker images --format '{{.Repository}}:{{.Tag}}' 2>"$t/out" | sort | tr '\n' ' ')
+[[ $out == "range/attacker:latest range/backend:latest range/sensor:latest range/victim:latest " ]] &&
+	ok "the four images were in the guest's docker store from the build (no registry, no load at boot): $out" ||
+	{ not_ok "the four range images in docker images (got '$out')"; diag_file "$t/out"; }
+out=$(x /usr/lib/seatd/compose-ready 2>&1; echo "rc=$?")
+[[ $out == rc=0 ]] && ok "compose-ready: every compose service running, healthy where it has a healthcheck" ||
+	not_ok "compose-ready passes in the READY seat (got '$out')"
+out=$(x docker ps --format '{{.Names}} {{.Status}}' 2>"$t/out" | sort | tr '\n' ';')
+diag "containers: $out"
+[[ $out == *"attacker Up"* && $out == *"backend Up"*"(healthy)"* && $out == *"victim Up"*"(healthy)"* ]] &&
+	ok "attacker, backend and victim are up (backend and victim healthy)" ||
+	not_ok "the four containers are up and healthy (got '$out')"
+
+# ---------------------------------------------------------------- 4. the range works
+ATT=172.30.10.10 VIC=172.30.10.20 VIC_INT=172.30.20.20 BACK=172.30.20.30
+s0=$(date +%s)
+x docker exec attacker nmap -n -Pn -sS -p 1-1024 -oG - "$VIC" >"$t/nmap" 2>"$t/out"
+rc=$?
+nmap_s=$(($(date +%s) - s0))
+if [[ $rc == 0 ]] && grep -q "Host: $VIC " "$t/nmap" && grep -Eq '(^|[ ,])22/open/tcp' "$t/nmap" && grep -Eq '(^|[ ,])80/open/tcp' "$t/nmap"; then
+	ok "from the attacker, nmap finds the victim's 22 and 80 open ($nmap_s s): $(grep -o 'Ports: .*' "$t/nmap" | cut -c1-120)"
+else
+	not_ok "nmap from the attacker finds the victim's 22 and 80 (rc=$rc)"
+	diag_file "$t/nmap" "$t/out"
+fi
+
+s0=$(date +%s)
+x docker exec attacker hydra -l webadmin -P /range/wordlist.txt -t 4 -f -I "ssh://$VIC" >"$t/hydra" 2>"$t/out"
+rc=$?
+hydra_s=$(($(date +%s) - s0))
+if grep -Eq "\[22\]\[ssh\] host: $VIC +login: webadmin +password: sunshine" "$t/hydra"; then
+	ok "hydra from the attacker finds the weak SSH password ($hydra_s s): $(grep -E 'login: webadmin' "$t/hydra")"
+else
+	not_ok "hydra finds webadmin's weak password (rc=$rc)"
+	diag_file "$t/hydra" "$t/out"
+fi
+
+# The sensor is not started (images/recipes/purple-range/compose.yaml): suricata 7 dies
+# with SIGILL in DPDK's librte_eal on seatd's qemu64 vCPU.
+skip "suricata logs the scan in eve.json" "the sensor is not started: suricata 7 (bookworm-backports) dies with SIGILL on seatd's qemu64 TCG vCPU"
+
+get_flag='exec 3<>/dev/tcp/'$BACK'/8080 && printf "GET /flag HTTP/1.0\r\n\r\n" >&3 && cat <&3'
+out=$(x docker exec victim timeout 20 bash -c "$get_flag" 2>"$t/out")
+[[ $out == *'"flag": "FLAG{purple-range-pivot}"'* && $out == *"\"served_to\": \"$VIC_INT\""* ]] &&
+	ok "the backend answers the victim on the internal network (served to $VIC_INT)" ||
+	{ not_ok "the backend answers the victim (got '$out')"; diag_file "$t/out"; }
+out=$(x docker exec attacker curl -sS -m 10 "http://$BACK:8080/flag" 2>&1; echo "rc=$?")
+[[ $out != *FLAG* && $out == *rc=[1-9]* ]] && ok "the attacker (DMZ only) gets no answer from the backend: $(tr '\n' ' ' <<<"$out")" ||
+	not_ok "the attacker reaches no backend (got '$out')"
+out=$(x docker exec attacker curl -sS -m 10 http://backend:8080/flag 2>&1; echo "rc=$?")
+[[ $out != *FLAG* && $out == *rc=[1-9]* ]] && ok "nor by its name: $(tr '\n' ' ' <<<"$out")" ||
+	not_ok "the attacker reaches no backend by name (got '$out')"
+out=$(x cat /var/log/range/backend/backend.log 2>"$t/out")
+peers=$(awk '{print $2}' <<<"$out" | sort -u | tr '\n' ' ')
+[[ $peers == "$VIC_INT " ]] && ok "the backend's log: every request came from the victim ($peers)" ||
+	not_ok "the backend's log shows only the victim as a peer (got '$peers')"
+
+# ---------------------------------------------------------------- 5. release
+"$CTL" release "$S" >"$t/out" 2>&1 && ok "release $S" || { not_ok "release $S"; diag_file "$t/out"; }
+[[ -z $(seat_domains) ]] && ok "no domain left after release" || not_ok "no domain left after release: $(seat_domains)"
+diag "range: image_build_s=$build_s cold_ready_ms=$ready_ms nmap_s=$nmap_s hydra_s=$hydra_s"
+tap_end
