@@ -47,11 +47,17 @@ name = x
 base = debian-12
 imgae = y
 EOF
-bad compose "compose.conf:4: 'compose' is not yet supported" <<'EOF'
+bad compose "compose.conf:4: compose file 'compose.yaml' is not a regular file" <<'EOF'
 name = x
 base = debian-12
 ready_check = true
 compose = compose.yaml
+EOF
+mkdir -p "$t/bad" && printf 'services: {}\n' >"$t/bad/range.yaml"
+bad range "range.conf: 'compose' without any 'container_image'" <<'EOF'
+name = x
+base = debian-12
+compose = range.yaml
 EOF
 bad escape "escape.conf:4: bad copy source '\.\./\.\./etc/shadow'" <<'EOF'
 name = x
