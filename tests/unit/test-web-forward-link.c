@@ -91,6 +91,10 @@ static void *fake_thread(void *p) {
         memcpy(f->forward_line, line, k + 1);
         if (f->script == SCRIPT_DENIED) {
                 say(fd, "{\"id\":2,\"type\":\"error\",\"error\":{\"code\":\"denied\",\"message\":\"this token does not open seat 's1'\"}}\n");
+                /* As seatd does, keep the connection until the client goes: closing with its
+                 * pipelined seat.forward.open unread would reset it and lose the error line. */
+                while (read_line(fd, line, sizeof(line)) >= 0)
+                        ;
                 goto done;
         }
         if (read_line(fd, line, sizeof(line)) < 0 || !strstr(line, "seat.forward.open"))
