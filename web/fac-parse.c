@@ -4,78 +4,8 @@
 
 #include "fac-parse.h"
 
-static int hexval(char c) {
-        if (c >= '0' && c <= '9')
-                return c - '0';
-        if (c >= 'a' && c <= 'f')
-                return c - 'a' + 10;
-        if (c >= 'A' && c <= 'F')
-                return c - 'A' + 10;
-        return -1;
-}
-
-/* Decode [s, s+n) into out (out NULL: check only). */
-static int decode(const char *s, size_t n, char *out, size_t out_size) {
-        size_t o = 0;
-        for (size_t i = 0; i < n; i++) {
-                int c = (unsigned char) s[i];
-                if (c == '+')
-                        c = ' ';
-                else if (c == '%') {
-                        if (i + 2 >= n)
-                                return -EBADMSG;
-                        int h = hexval(s[i + 1]), l = hexval(s[i + 2]);
-                        if (h < 0 || l < 0)
-                                return -EBADMSG;
-                        c = h * 16 + l;
-                        i += 2;
-                }
-                if ((c < 0x20 && c != '\n' && c != '\r' && c != '\t') || c == 0x7f)
-                        return -EBADMSG;
-                if (out) {
-                        if (o + 1 >= out_size)
-                                return -E2BIG;
-                        out[o++] = (char) c;
-                }
-        }
-        if (out) {
-                if (out_size == 0)
-                        return -E2BIG;
-                out[o] = '\0';
-        }
-        return 0;
-}
-
 int fac_form_get(const char *body, size_t len, const char *key, char *out, size_t out_size) {
-        size_t klen = strlen(key);
-        bool found = false;
-        if (len > WEB_FORM_MAX)
-                return -EBADMSG;
-        for (size_t off = 0; off <= len;) {
-                const char *amp = memchr(body + off, '&', len - off);
-                size_t n = amp ? (size_t) (amp - (body + off)) : len - off;
-                const char *pair = body + off;
-                if (n > 0) {
-                        const char *eq = memchr(pair, '=', n);
-                        size_t nlen = eq ? (size_t) (eq - pair) : n;
-                        const char *v = eq ? eq + 1 : pair + n;
-                        size_t vlen = eq ? n - nlen - 1 : 0;
-                        if (nlen == 0)
-                                return -EBADMSG;
-                        bool ours = nlen == klen && memcmp(pair, key, klen) == 0;
-                        if (ours && found)
-                                return -ENOTUNIQ;
-                        found = found || ours;
-                        /* Every field must be well-formed, ours or not. */
-                        int r = decode(v, vlen, ours ? out : NULL, out_size);
-                        if (r < 0)
-                                return r;
-                }
-                if (!amp)
-                        break;
-                off += n + 1;
-        }
-        return found ? 0 : -ENOENT;
+        return web_form_field(body, len, key, out, out_size, true);
 }
 
 int fac_csrf_get(const char *header, size_t len, char out[FAC_CSRF_LEN + 1]) {

@@ -15,8 +15,9 @@ static int hexval(char c) {
         return -1;
 }
 
-/* Decode [s, s+n) into out; -EBADMSG for a bad escape or a control byte, -E2BIG. */
-static int form_decode(const char *s, size_t n, char *out, size_t out_size) {
+/* Decode [s, s+n) into out (NULL: check only); -EBADMSG for a bad escape or a control
+ * byte (but CR, LF and TAB when lines), -E2BIG. */
+static int form_decode(const char *s, size_t n, char *out, size_t out_size, bool lines) {
         size_t o = 0;
         for (size_t i = 0; i < n; i++) {
                 int c = (unsigned char) s[i];
@@ -31,19 +32,24 @@ static int form_decode(const char *s, size_t n, char *out, size_t out_size) {
                         c = h * 16 + l;
                         i += 2;
                 }
-                if (c < 0x20 || c == 0x7f)
+                bool line_byte = lines && (c == '\n' || c == '\r' || c == '\t');
+                if ((c < 0x20 && !line_byte) || c == 0x7f)
                         return -EBADMSG;
-                if (o + 1 >= out_size)
-                        return -E2BIG;
-                out[o++] = (char) c;
+                if (out) {
+                        if (o + 1 >= out_size)
+                                return -E2BIG;
+                        out[o++] = (char) c;
+                }
         }
-        if (out_size == 0)
-                return -E2BIG;
-        out[o] = '\0';
+        if (out) {
+                if (out_size == 0)
+                        return -E2BIG;
+                out[o] = '\0';
+        }
         return 0;
 }
 
-int web_form_get(const char *body, size_t len, const char *key, char *out, size_t out_size) {
+int web_form_field(const char *body, size_t len, const char *key, char *out, size_t out_size, bool lines) {
         bool found = false;
         size_t klen = strlen(key);
 
@@ -60,27 +66,24 @@ int web_form_get(const char *body, size_t len, const char *key, char *out, size_
                                 return -EBADMSG;
                         /* Names are compared raw: ours are plain words, an escaped name
                          * is nobody's field. */
-                        if (nlen == klen && memcmp(pair, key, klen) == 0) {
-                                if (found)
-                                        return -ENOTUNIQ;
-                                found = true;
-                                int r = eq ? form_decode(eq + 1, n - nlen - 1, out, out_size)
-                                           : form_decode("", 0, out, out_size);
-                                if (r < 0)
-                                        return r;
-                        } else {
-                                /* Every field must be well-formed, ours or not. */
-                                char scratch[WEB_FORM_MAX + 1];
-                                int r = eq ? form_decode(eq + 1, n - nlen - 1, scratch, sizeof(scratch)) : 0;
-                                if (r < 0)
-                                        return r;
-                        }
+                        bool ours = nlen == klen && memcmp(pair, key, klen) == 0;
+                        if (ours && found)
+                                return -ENOTUNIQ;
+                        found = found || ours;
+                        /* Every field must be well-formed, ours or not. */
+                        int r = form_decode(eq ? eq + 1 : pair + n, eq ? n - nlen - 1 : 0, ours ? out : NULL, out_size, lines);
+                        if (r < 0)
+                                return r;
                 }
                 if (!amp)
                         break;
                 off += n + 1;
         }
         return found ? 0 : -ENOENT;
+}
+
+int web_form_get(const char *body, size_t len, const char *key, char *out, size_t out_size) {
+        return web_form_field(body, len, key, out, out_size, false);
 }
 
 /* RFC 6265 cookie-octet, plus what browsers let through in practice we refuse. */

@@ -22,6 +22,8 @@
  * WEB_FORM_MAX; -E2BIG: the value does not fit in out.
  */
 int web_form_get(const char *body, size_t len, const char *key, char *out, size_t out_size);
+/* The same, and with lines true CR, LF and TAB pass too (a textarea's: fac_form_get()). */
+int web_form_field(const char *body, size_t len, const char *key, char *out, size_t out_size, bool lines);
 
 /*
  * The value of cookie name in a Cookie header ("a=b; c=d"), copied to out. -ENOENT: absent;
