@@ -14,16 +14,15 @@
 #include "fac-parse.h"
 #include "facilitators.h"
 #include "http-parse.h"
+#include "slots.h"
 
 typedef struct FacSession {
-        bool used;
-        char id[WEB_SESSION_ID_LEN + 1];
+        SLOT_HEAD; /* first: the slot table's (slots.h) */
         char csrf[FAC_CSRF_LEN + 1];
         char name[FAC_NAME_MAX + 1];
-        int64_t created_ms, last_ms;
 } FacSession;
 
-typedef struct FacSessions FacSessions;
+typedef SlotTable FacSessions;
 
 FacSessions *fac_sessions_new(size_t max, int64_t idle_ms, int64_t max_age_ms);
 FacSessions *fac_sessions_free(FacSessions *t);

@@ -13,16 +13,15 @@
 
 #include "common/macro.h"
 #include "http-parse.h"
+#include "slots.h"
 
 typedef struct WebSession {
-        bool used;
-        char id[WEB_SESSION_ID_LEN + 1];
+        SLOT_HEAD; /* first: the slot table's (slots.h) */
         char seat[WEB_SEAT_ID_MAX + 1];
         char token[WEB_TOKEN_HEX + 1];
-        int64_t created_ms, last_ms;
 } WebSession;
 
-typedef struct SessionTable SessionTable;
+typedef SlotTable SessionTable;
 
 SessionTable *session_table_new(size_t max, int64_t idle_ms, int64_t max_age_ms);
 SessionTable *session_table_free(SessionTable *t);
