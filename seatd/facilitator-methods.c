@@ -176,7 +176,7 @@ static int metrics_job(Request *req, void *data, json_object **ret_result, SeatE
         }
         json_object_object_add(o, "seats_by_state", by_state);
         json_object_object_add(o, "latency", metrics_latency_json(mx));
-        json_object_object_add(o, "calls_total", json_object_new_int64((int64_t) atomic_load(&mx->execs)));
+        json_object_object_add(o, "calls_total", json_object_new_int64((int64_t) atomic_load(&mx->calls)));
         json_object_object_add(o, "egress_denied_packets", denied);
         json_object_object_add(o, "seal", seal_json(m));
         /* {image: {ready, target}}: a pool per image */

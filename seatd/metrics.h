@@ -27,7 +27,7 @@ typedef enum MetricLatency {
 typedef struct Metrics {
         atomic_uint_fast64_t bucket[_METRIC_LATENCY_MAX][METRICS_N_BOUNDS + 1];
         atomic_uint_fast64_t sum_ms[_METRIC_LATENCY_MAX];
-        atomic_uint_fast64_t execs; /* agent calls started (exec, terminal, copy, forward) */
+        atomic_uint_fast64_t calls; /* agent calls started (exec, terminal, copy, forward) */
         atomic_uint_fast64_t seal_failures;
 } Metrics;
 

@@ -141,7 +141,7 @@ static int pools_load(PoolManager *p) {
 static void release_seat(PoolManager *p, Seat *s, const char *why) {
         _cleanup_error_ SeatError *err = NULL;
         log_seat_notice(seat_id(s), "pool: releasing seat '%s' (%s)", seat_id(s), why);
-        if (seat_release(p->seats, s, &err) < 0)
+        if (seat_release(p->seats, s, NULL, &err) < 0)
                 log_seat_warning(seat_id(s), "pool: releasing seat '%s': %s", seat_id(s), err ? err->message : "?");
         seat_unref(s);
 }

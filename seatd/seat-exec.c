@@ -77,7 +77,7 @@ static int call_enter(Seat *s, AgentClient **ret_handle, SeatError **ret_error) 
         }
         /* For the dashboard (last call) and /metrics (calls started). */
         __atomic_store_n(&s->last_call, (int64_t) time(NULL), __ATOMIC_RELEASE);
-        atomic_fetch_add(&m->metrics.execs, 1);
+        atomic_fetch_add(&m->metrics.calls, 1);
         changes_bump(&m->changes);
         return 0;
 }

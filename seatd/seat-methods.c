@@ -168,7 +168,7 @@ static int provision_job(Request *req, void *data, json_object **ret_result, Sea
                         _cleanup_error_ SeatError *rel = NULL;
                         log_seat_notice(seat_id(s), "provision cancelled by its client: releasing seat '%s' again",
                                         seat_id(s));
-                        if (seat_release(request_manager(req)->seats, s, &rel) < 0)
+                        if (seat_release(request_manager(req)->seats, s, NULL, &rel) < 0)
                                 log_seat_warning(seat_id(s), "releasing seat '%s' of a cancelled provision: %s",
                                                  seat_id(s), rel ? rel->message : "?");
                         sodium_memzero_token(token);
@@ -764,13 +764,14 @@ static int seat_audit_method(Request *req) {
 
 /* ---- reset, release ---- */
 
-/* Who ends this session, in its own log before it is sealed: the uid and the socket are
- * seatd's knowledge; the facilitator's name is seat-web's word, kept as such. */
-static void audit_control(Request *req, Seat *s) {
+/* Who asks to end this session, for its own log before it is sealed (seat_reset() and
+ * seat_release() append it once the request passed their checks): the uid and the socket
+ * are seatd's knowledge; the facilitator's name is seat-web's word, kept as such. */
+static json_object *control_record(Request *req, Seat *s) {
         const char *who = NULL;
-        _cleanup_json_ json_object *o = json_object_new_object();
+        json_object *o = json_object_new_object();
         if (!o)
-                return;
+                return NULL;
         json_object_object_add(o, "method", json_object_new_string(req->method));
         json_object_object_add(o, "uid", json_object_new_int64((int64_t) req->uid));
         json_object_object_add(o, "via", json_object_new_string(req->facilitator ? "facilitator socket" : "operator socket"));
@@ -780,7 +781,7 @@ static void audit_control(Request *req, Seat *s) {
                 log_seat_notice(seat_id(s), "%s of seat '%s' asked by facilitator '%s' (uid %u)", req->method, seat_id(s),
                                 e ? e : "?", (unsigned) req->uid);
         }
-        (void) seat_audit(s, "control", o);
+        return o;
 }
 
 static int reset_job(Request *req, void *data, json_object **ret_result, SeatError **ret_error) {
@@ -791,11 +792,11 @@ static int reset_job(Request *req, void *data, json_object **ret_result, SeatErr
         if (json_get_bool(a->params, "cold", false, &cold) < 0)
                 return seat_error_set(ret_error, EINVAL, "seat.reset takes 'seat' and 'cold' (a boolean)");
         job_progress(req, "reset", 0, 1);
-        audit_control(req, a->seat);
+        _cleanup_json_ json_object *control = control_record(req, a->seat);
         int64_t started = now_monotonic_ms();
         /* (no cancel: a reset half done is worse than one that finishes) */
         seat_boot_progress_set(&(SeatBootProgress) { .report = boot_progress_report, .userdata = req });
-        int r = seat_reset(request_manager(req)->seats, a->seat, cold, &token, ret_error);
+        int r = seat_reset(request_manager(req)->seats, a->seat, cold, control, &token, ret_error);
         seat_boot_progress_set(NULL);
         if (r < 0)
                 return r;
@@ -810,8 +811,8 @@ static int reset_job(Request *req, void *data, json_object **ret_result, SeatErr
 
 static int release_job(Request *req, void *data, json_object **ret_result, SeatError **ret_error) {
         SeatArgs *a = data;
-        audit_control(req, a->seat);
-        int r = seat_release(request_manager(req)->seats, a->seat, ret_error);
+        _cleanup_json_ json_object *control = control_record(req, a->seat);
+        int r = seat_release(request_manager(req)->seats, a->seat, control, ret_error);
         if (r < 0)
                 return r;
         *ret_result = json_object_new_object();

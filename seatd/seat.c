@@ -520,7 +520,7 @@ static void *destroy_thread(void *p) {
         return why;
 }
 
-int seat_reset(SeatManager *m, Seat *s, bool cold, char **ret_token, SeatError **ret_error) {
+int seat_reset(SeatManager *m, Seat *s, bool cold, json_object *control, char **ret_token, SeatError **ret_error) {
         _cleanup_free_ char *token = NULL;
         int r;
 
@@ -544,6 +544,8 @@ int seat_reset(SeatManager *m, Seat *s, bool cold, char **ret_token, SeatError *
         r = seat_refresh_dom(m, s, ret_error);
         if (r < 0)
                 return r;
+        if (control)
+                (void) seat_audit(s, "control", control);
         seat_set_state(s, SEAT_RESETTING);
         if (s->dom)
                 (void) domain_set_record(s->dom, &s->rec, NULL);
@@ -622,7 +624,7 @@ int seat_reset(SeatManager *m, Seat *s, bool cold, char **ret_token, SeatError *
         return 0;
 }
 
-int seat_release(SeatManager *m, Seat *s, SeatError **ret_error) {
+int seat_release(SeatManager *m, Seat *s, json_object *control, SeatError **ret_error) {
         lock_preempting(s);
         if (seat_state(s) == SEAT_RELEASED) {
                 pthread_mutex_unlock(&s->lock);
@@ -633,6 +635,8 @@ int seat_release(SeatManager *m, Seat *s, SeatError **ret_error) {
                 pthread_mutex_unlock(&s->lock);
                 return r;
         }
+        if (control)
+                (void) seat_audit(s, "control", control);
         int grace = end_session_in_guest(s, seat_state(s) == SEAT_READY);
         s->agent = agent_client_free(s->agent);
         if (s->dom) {

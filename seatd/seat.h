@@ -61,8 +61,10 @@ void seat_boot_progress_set(const SeatBootProgress *p);
 int seat_provision(SeatManager *m, const char *image, const char *participant, const char *egress, Seat **ret,
                    char **ret_token, SeatError **ret_error);
 /* cold: boot from the image even where the slot's saved state could be restored. */
-int seat_reset(SeatManager *m, Seat *s, bool cold, char **ret_token, SeatError **ret_error);
-int seat_release(SeatManager *m, Seat *s, SeatError **ret_error);
+/* control (may be NULL): who asked, appended to the ending session's audit log as a
+ * "control" record once the request passed its checks (a refused one leaves none). */
+int seat_reset(SeatManager *m, Seat *s, bool cold, json_object *control, char **ret_token, SeatError **ret_error);
+int seat_release(SeatManager *m, Seat *s, json_object *control, SeatError **ret_error);
 
 /* ---- pools (seatd/pool.c keeps them filled; docs/pools.md) ----
  * seat_provision() claims a pooled seat of its image and egress profile when there is one
