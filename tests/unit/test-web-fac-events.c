@@ -19,6 +19,7 @@
 #include "common/fileio.h"
 #include "common/jsonframe.h"
 #include "common/macro.h"
+#include "fake-seatd.h"
 #include "fac-events.h"
 
 typedef struct Fake {
@@ -31,31 +32,12 @@ typedef struct Fake {
         pthread_mutex_t lock;
 } Fake;
 
-static int read_line(int fd, char *buf, size_t size) {
-        size_t n = 0;
-        while (n + 1 < size) {
-                ssize_t k = read(fd, buf + n, 1);
-                if (k <= 0)
-                        return -1;
-                if (buf[n] == '\n') {
-                        buf[n] = '\0';
-                        return (int) n;
-                }
-                n++;
-        }
-        return -1;
-}
-
-static void say(int fd, const char *s) {
-        (void) loop_send(fd, s, strlen(s));
-}
-
 static void snapshot(int fd, const char *seat, const char *state) {
         char line[512];
         snprintf(line, sizeof(line),
                  "{\"id\":2,\"type\":\"snapshot\",\"snapshot\":{\"seats\":[{\"id\":\"%s\",\"state\":\"%s\",\"token\":\"secret\"}],"
                  "\"seal\":{\"queue\":0}}}\n", seat, state);
-        say(fd, line);
+        fake_say(fd, "%s", line);
 }
 
 static void *fake_thread(void *p) {
@@ -65,12 +47,12 @@ static void *fake_thread(void *p) {
                 int fd = accept(f->listen_fd, NULL, NULL);
                 if (fd < 0)
                         return NULL;
-                if (read_line(fd, line, sizeof(line)) < 0 || !strstr(line, "\"hello\"")) {
+                if (fake_read_line(fd, line, sizeof(line)) < 0 || !strstr(line, "\"hello\"")) {
                         close(fd);
                         return NULL;
                 }
-                say(fd, "{\"id\":1,\"type\":\"result\",\"result\":{\"version\":1,\"facilitator\":true}}\n");
-                if (read_line(fd, line, sizeof(line)) < 0) {
+                fake_say(fd, "{\"id\":1,\"type\":\"result\",\"result\":{\"version\":1,\"facilitator\":true}}\n");
+                if (fake_read_line(fd, line, sizeof(line)) < 0) {
                         close(fd);
                         return NULL;
                 }
@@ -119,14 +101,8 @@ static char *wait_for(FacEvents *e, const char *want, uint64_t *seq, bool *up) {
 
 static void test_stream(void **state) {
         Fake f = { .lock = PTHREAD_MUTEX_INITIALIZER };
-        struct sockaddr_un sa = { .sun_family = AF_UNIX };
-        snprintf(f.path, sizeof(f.path), "/tmp/test-web-fac-events-%d.sock", (int) getpid());
-        (void) unlink(f.path);
-        strcpy(sa.sun_path, f.path);
-        f.listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        f.listen_fd = fake_listen(f.path, "fac-events", 2);
         assert_true(f.listen_fd >= 0);
-        assert_int_equal(bind(f.listen_fd, (struct sockaddr *) &sa, sizeof(sa)), 0);
-        assert_int_equal(listen(f.listen_fd, 2), 0);
         assert_int_equal(pthread_create(&f.thread, NULL, fake_thread, &f), 0);
 
         FacEvents *e = fac_events_new(f.path, NULL);
@@ -154,8 +130,7 @@ static void test_stream(void **state) {
         /* Stopping closes the subscription (the fake sees its end) and joins the thread. */
         fac_events_free(e);
         pthread_join(f.thread, NULL);
-        close(f.listen_fd);
-        unlink(f.path);
+        fake_unlisten(f.listen_fd, f.path);
 }
 
 static void test_no_seatd(void **state) {

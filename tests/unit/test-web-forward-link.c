@@ -26,6 +26,7 @@
 #include "common/jsonframe.h"
 #include "common/fileio.h"
 #include "common/macro.h"
+#include "fake-seatd.h"
 #include "forward-link.h"
 
 #define TOKEN "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
@@ -43,34 +44,10 @@ typedef struct FakeSeatd {
         bool got_eof;
 } FakeSeatd;
 
-static int read_line(int fd, char *buf, size_t size) {
-        size_t n = 0;
-        while (n + 1 < size) {
-                ssize_t k = read(fd, buf + n, 1);
-                if (k <= 0)
-                        return -1;
-                if (buf[n] == '\n') {
-                        buf[n] = '\0';
-                        return (int) n;
-                }
-                n++;
-        }
-        return -1;
-}
-
-static void say(int fd, const char *fmt, ...) {
-        static char line[300000];
-        va_list ap;
-        va_start(ap, fmt);
-        int n = vsnprintf(line, sizeof(line), fmt, ap);
-        va_end(ap);
-        (void) loop_send(fd, line, (size_t) n);
-}
-
 static void data(int fd, const void *d, size_t n) {
         _cleanup_free_ char *b64 = NULL;
         assert_int_equal(base64_encode(d, n, &b64, NULL), 0);
-        say(fd, "{\"id\":2,\"type\":\"data\",\"data\":{\"stream\":3,\"data\":\"%s\"}}\n", b64);
+        fake_say(fd, "{\"id\":2,\"type\":\"data\",\"data\":{\"stream\":3,\"data\":\"%s\"}}\n", b64);
 }
 
 static void *fake_thread(void *p) {
@@ -79,33 +56,33 @@ static void *fake_thread(void *p) {
         int fd = accept(f->listen_fd, NULL, NULL);
         if (fd < 0)
                 return NULL;
-        if (read_line(fd, line, sizeof(line)) < 0 || !strstr(line, "\"hello\""))
+        if (fake_read_line(fd, line, sizeof(line)) < 0 || !strstr(line, "\"hello\""))
                 goto done;
         if (f->script == SCRIPT_VANISH)
                 goto done;
-        say(fd, "{\"id\":1,\"type\":\"result\",\"result\":{\"version\":1}}\n");
-        if (read_line(fd, line, sizeof(line)) < 0)
+        fake_say(fd, "{\"id\":1,\"type\":\"result\",\"result\":{\"version\":1}}\n");
+        if (fake_read_line(fd, line, sizeof(line)) < 0)
                 goto done;
         size_t k = strlen(line);
         assert_true(k < sizeof(f->forward_line));
         memcpy(f->forward_line, line, k + 1);
         if (f->script == SCRIPT_DENIED) {
-                say(fd, "{\"id\":2,\"type\":\"error\",\"error\":{\"code\":\"denied\",\"message\":\"this token does not open seat 's1'\"}}\n");
+                fake_say(fd, "{\"id\":2,\"type\":\"error\",\"error\":{\"code\":\"denied\",\"message\":\"this token does not open seat 's1'\"}}\n");
                 /* As seatd does, keep the connection until the client goes: closing with its
                  * pipelined seat.forward.open unread would reset it and lose the error line. */
-                while (read_line(fd, line, sizeof(line)) >= 0)
+                while (fake_read_line(fd, line, sizeof(line)) >= 0)
                         ;
                 goto done;
         }
-        if (read_line(fd, line, sizeof(line)) < 0 || !strstr(line, "seat.forward.open"))
+        if (fake_read_line(fd, line, sizeof(line)) < 0 || !strstr(line, "seat.forward.open"))
                 goto done;
         if (f->script == SCRIPT_REFUSED) {
-                say(fd, "{\"id\":3,\"type\":\"error\",\"error\":{\"code\":\"io\",\"message\":\"connect to 127.0.0.1:81: Connection refused\"}}\n");
+                fake_say(fd, "{\"id\":3,\"type\":\"error\",\"error\":{\"code\":\"io\",\"message\":\"connect to 127.0.0.1:81: Connection refused\"}}\n");
                 goto done;
         }
-        say(fd, "{\"id\":3,\"type\":\"result\",\"result\":{}}\n");
+        fake_say(fd, "{\"id\":3,\"type\":\"result\",\"result\":{}}\n");
         /* The request, chunk after chunk, until eof. */
-        while (!f->got_eof && read_line(fd, line, sizeof(line)) >= 0) {
+        while (!f->got_eof && fake_read_line(fd, line, sizeof(line)) >= 0) {
                 _cleanup_json_ json_object *o = json_tokener_parse(line);
                 json_object *params = json_object_object_get(o, "params"), *v;
                 int64_t id = json_object_get_int64(json_object_object_get(o, "id"));
@@ -118,10 +95,10 @@ static void *fake_thread(void *p) {
                         f->got_len += n;
                 }
                 f->got_eof = json_object_object_get_ex(params, "eof", &v) && json_object_get_boolean(v);
-                say(fd, "{\"id\":%lld,\"type\":\"result\",\"result\":{}}\n", (long long) id);
+                fake_say(fd, "{\"id\":%lld,\"type\":\"result\",\"result\":{}}\n", (long long) id);
         }
         if (f->script == SCRIPT_SILENT) {
-                (void) read_line(fd, line, sizeof(line)); /* until the client gives up */
+                (void) fake_read_line(fd, line, sizeof(line)); /* until the client gives up */
                 goto done;
         }
         if (f->script == SCRIPT_FLOOD) {
@@ -135,32 +112,24 @@ static void *fake_thread(void *p) {
                 data(fd, f->got, f->got_len / 2);
                 data(fd, f->got + f->got_len / 2, f->got_len - f->got_len / 2);
         }
-        say(fd, "{\"id\":2,\"type\":\"eof\",\"eof\":{\"stream\":3}}\n");
-        (void) read_line(fd, line, sizeof(line));
+        fake_say(fd, "{\"id\":2,\"type\":\"eof\",\"eof\":{\"stream\":3}}\n");
+        (void) fake_read_line(fd, line, sizeof(line));
 done:
         close(fd);
         return NULL;
 }
 
 static void fake_start(FakeSeatd *f, Script script) {
-        static int n;
-        struct sockaddr_un sa = { .sun_family = AF_UNIX };
         memset(f, 0, sizeof(*f));
         f->script = script;
-        snprintf(f->path, sizeof(f->path), "/tmp/test-web-forward-%d-%d.sock", (int) getpid(), n++);
-        (void) unlink(f->path);
-        strcpy(sa.sun_path, f->path);
-        f->listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        f->listen_fd = fake_listen(f->path, "forward", 1);
         assert_true(f->listen_fd >= 0);
-        assert_int_equal(bind(f->listen_fd, (struct sockaddr *) &sa, sizeof(sa)), 0);
-        assert_int_equal(listen(f->listen_fd, 1), 0);
         assert_int_equal(pthread_create(&f->thread, NULL, fake_thread, f), 0);
 }
 
 static void fake_join(FakeSeatd *f) {
         pthread_join(f->thread, NULL);
-        close(f->listen_fd);
-        unlink(f->path);
+        fake_unlisten(f->listen_fd, f->path);
 }
 
 static int exchange(FakeSeatd *f, const void *req, size_t len, size_t max, int timeout_ms, uint8_t **resp, size_t *resp_len,

@@ -26,6 +26,7 @@
 #include "common/fileio.h"
 #include "common/jsonframe.h"
 #include "common/macro.h"
+#include "fake-seatd.h"
 #include "terminal.h"
 
 #define TOKEN "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
@@ -45,34 +46,10 @@ typedef struct FakeSeatd {
         bool peer_closed;
 } FakeSeatd;
 
-static int read_line(int fd, char *buf, size_t size) {
-        size_t n = 0;
-        while (n + 1 < size) {
-                ssize_t k = read(fd, buf + n, 1);
-                if (k <= 0)
-                        return -1;
-                if (buf[n] == '\n') {
-                        buf[n] = '\0';
-                        return (int) n;
-                }
-                n++;
-        }
-        return -1;
-}
-
-static void say(int fd, const char *fmt, ...) {
-        char line[8192];
-        va_list ap;
-        va_start(ap, fmt);
-        int n = vsnprintf(line, sizeof(line), fmt, ap);
-        va_end(ap);
-        (void) loop_send(fd, line, (size_t) n); /* the terminal may have gone: no SIGPIPE */
-}
-
 static void output(int fd, const char *text) {
         _cleanup_free_ char *b64 = NULL;
         assert_int_equal(base64_encode(text, strlen(text), &b64, NULL), 0);
-        say(fd, "{\"id\":2,\"type\":\"output\",\"output\":{\"stream\":\"pty\",\"data\":\"%s\"}}\n", b64);
+        fake_say(fd, "{\"id\":2,\"type\":\"output\",\"output\":{\"stream\":\"pty\",\"data\":\"%s\"}}\n", b64);
 }
 
 static void *fake_thread(void *p) {
@@ -81,21 +58,21 @@ static void *fake_thread(void *p) {
         int fd = accept(f->listen_fd, NULL, NULL);
         if (fd < 0)
                 return NULL;
-        if (read_line(fd, line, sizeof(line)) < 0 || !strstr(line, "\"hello\""))
+        if (fake_read_line(fd, line, sizeof(line)) < 0 || !strstr(line, "\"hello\""))
                 goto done;
-        say(fd, "{\"id\":1,\"type\":\"result\",\"result\":{\"version\":1}}\n");
-        if (read_line(fd, line, sizeof(line)) < 0)
+        fake_say(fd, "{\"id\":1,\"type\":\"result\",\"result\":{\"version\":1}}\n");
+        if (fake_read_line(fd, line, sizeof(line)) < 0)
                 goto done;
         snprintf(f->exec_line, sizeof(f->exec_line), "%s", line);
         if (f->script == SCRIPT_DENIED) {
-                say(fd, "{\"id\":2,\"type\":\"error\",\"error\":{\"code\":\"denied\",\"message\":\"this token does not open seat 's1'\"}}\n");
+                fake_say(fd, "{\"id\":2,\"type\":\"error\",\"error\":{\"code\":\"denied\",\"message\":\"this token does not open seat 's1'\"}}\n");
                 goto done;
         }
         if (f->script == SCRIPT_VANISH)
                 goto done;
         output(fd, "welcome\r\n# ");
         /* Follow-ups until "exit\r" was typed (or the client goes: SCRIPT_HOLD). */
-        while (read_line(fd, line, sizeof(line)) >= 0) {
+        while (fake_read_line(fd, line, sizeof(line)) >= 0) {
                 _cleanup_json_ json_object *o = json_tokener_parse(line);
                 json_object *params = NULL, *v = NULL;
                 const char *method = json_object_get_string(json_object_object_get(o, "method"));
@@ -114,10 +91,10 @@ static void *fake_thread(void *p) {
                                 f->stdin_len += n;
                         }
                 }
-                say(fd, "{\"id\":%lld,\"type\":\"result\",\"result\":{}}\n", (long long) id);
+                fake_say(fd, "{\"id\":%lld,\"type\":\"result\",\"result\":{}}\n", (long long) id);
                 if (f->script == SCRIPT_SESSION && memmem(f->stdin_seen, f->stdin_len, "exit\r", 5)) {
                         output(fd, "bye\r\n");
-                        say(fd, "{\"id\":2,\"type\":\"result\",\"result\":{\"code\":3,\"signal\":0}}\n");
+                        fake_say(fd, "{\"id\":2,\"type\":\"result\",\"result\":{\"code\":3,\"signal\":0}}\n");
                         break;
                 }
         }
@@ -129,23 +106,15 @@ done:
 }
 
 static void fake_start(FakeSeatd *f, Script script) {
-        static int n;
-        struct sockaddr_un sa = { .sun_family = AF_UNIX };
         *f = (FakeSeatd) { .script = script };
-        snprintf(f->path, sizeof(f->path), "/tmp/test-web-terminal-%d-%d.sock", (int) getpid(), n++);
-        (void) unlink(f->path);
-        strcpy(sa.sun_path, f->path);
-        f->listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        f->listen_fd = fake_listen(f->path, "terminal", 1);
         assert_true(f->listen_fd >= 0);
-        assert_int_equal(bind(f->listen_fd, (struct sockaddr *) &sa, sizeof(sa)), 0);
-        assert_int_equal(listen(f->listen_fd, 1), 0);
         assert_int_equal(pthread_create(&f->thread, NULL, fake_thread, f), 0);
 }
 
 static void fake_join(FakeSeatd *f) {
         pthread_join(f->thread, NULL);
-        close(f->listen_fd);
-        unlink(f->path);
+        fake_unlisten(f->listen_fd, f->path);
 }
 
 /* Everything the terminal printed until pred holds on it (10 s at most). */

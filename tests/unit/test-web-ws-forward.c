@@ -28,6 +28,7 @@
 #include "common/fileio.h"
 #include "common/jsonframe.h"
 #include "common/macro.h"
+#include "fake-seatd.h"
 #include "forward-parse.h"
 #include "ws-forward.h"
 
@@ -44,44 +45,20 @@ typedef struct FakeSeatd {
         bool frame_before_101, got_pong, got_hello;
 } FakeSeatd;
 
-static int read_line(int fd, char *buf, size_t size) {
-        size_t n = 0;
-        while (n + 1 < size) {
-                ssize_t k = read(fd, buf + n, 1);
-                if (k <= 0)
-                        return -1;
-                if (buf[n] == '\n') {
-                        buf[n] = '\0';
-                        return (int) n;
-                }
-                n++;
-        }
-        return -1;
-}
-
-static void say(int fd, const char *fmt, ...) {
-        char line[8192];
-        va_list ap;
-        va_start(ap, fmt);
-        int n = vsnprintf(line, sizeof(line), fmt, ap);
-        va_end(ap);
-        (void) loop_send(fd, line, (size_t) n);
-}
-
 static void data(int fd, const void *d, size_t n) {
         _cleanup_free_ char *b64 = NULL;
         assert_int_equal(base64_encode(d, n, &b64, NULL), 0);
-        say(fd, "{\"id\":2,\"type\":\"data\",\"data\":{\"stream\":3,\"data\":\"%s\"}}\n", b64);
+        fake_say(fd, "{\"id\":2,\"type\":\"data\",\"data\":{\"stream\":3,\"data\":\"%s\"}}\n", b64);
 }
 
 /* The next seat.forward.send's bytes (answered); -1 when the client went. */
 static ssize_t next_send(int fd, uint8_t *buf, size_t size) {
         char line[16384];
-        if (read_line(fd, line, sizeof(line)) < 0)
+        if (fake_read_line(fd, line, sizeof(line)) < 0)
                 return -1;
         _cleanup_json_ json_object *o = json_tokener_parse(line);
         json_object *params = json_object_object_get(o, "params"), *v;
-        say(fd, "{\"id\":%lld,\"type\":\"result\",\"result\":{}}\n", (long long) json_object_get_int64(json_object_object_get(o, "id")));
+        fake_say(fd, "{\"id\":%lld,\"type\":\"result\",\"result\":{}}\n", (long long) json_object_get_int64(json_object_object_get(o, "id")));
         if (!json_object_object_get_ex(params, "data", &v))
                 return 0;
         _cleanup_free_ void *d = NULL;
@@ -99,12 +76,12 @@ static void *fake_thread(void *p) {
         int fd = accept(f->listen_fd, NULL, NULL);
         if (fd < 0)
                 return NULL;
-        if (read_line(fd, line, sizeof(line)) < 0)
+        if (fake_read_line(fd, line, sizeof(line)) < 0)
                 goto done;
-        say(fd, "{\"id\":1,\"type\":\"result\",\"result\":{\"version\":1}}\n");
-        if (read_line(fd, line, sizeof(line)) < 0 || read_line(fd, line, sizeof(line)) < 0)
+        fake_say(fd, "{\"id\":1,\"type\":\"result\",\"result\":{\"version\":1}}\n");
+        if (fake_read_line(fd, line, sizeof(line)) < 0 || fake_read_line(fd, line, sizeof(line)) < 0)
                 goto done;
-        say(fd, "{\"id\":3,\"type\":\"result\",\"result\":{}}\n");
+        fake_say(fd, "{\"id\":3,\"type\":\"result\",\"result\":{}}\n");
         /* the upgrade request, whole */
         while (!memmem(in, have, "\r\n\r\n", 4)) {
                 ssize_t n = next_send(fd, in + have, sizeof(in) - have);
@@ -147,7 +124,7 @@ static void *fake_thread(void *p) {
         }
         data(fd, out, o);
         if (f->script != SCRIPT_ECHO) {
-                (void) read_line(fd, line, sizeof(line)); /* until it goes */
+                (void) fake_read_line(fd, line, sizeof(line)); /* until it goes */
                 goto done;
         }
         /* the client's frames: "hello" and the pong, in some order */
@@ -178,31 +155,23 @@ static void *fake_thread(void *p) {
         }
         const uint8_t close_frame[] = { 0x88, 0x00 };
         data(fd, close_frame, sizeof(close_frame));
-        (void) read_line(fd, line, sizeof(line));
+        (void) fake_read_line(fd, line, sizeof(line));
 done:
         close(fd);
         return NULL;
 }
 
 static void fake_start(FakeSeatd *f, Script script) {
-        static int n;
-        struct sockaddr_un sa = { .sun_family = AF_UNIX };
         memset(f, 0, sizeof(*f));
         f->script = script;
-        snprintf(f->path, sizeof(f->path), "/tmp/test-web-ws-forward-%d-%d.sock", (int) getpid(), n++);
-        (void) unlink(f->path);
-        strcpy(sa.sun_path, f->path);
-        f->listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        f->listen_fd = fake_listen(f->path, "ws-forward", 1);
         assert_true(f->listen_fd >= 0);
-        assert_int_equal(bind(f->listen_fd, (struct sockaddr *) &sa, sizeof(sa)), 0);
-        assert_int_equal(listen(f->listen_fd, 1), 0);
         assert_int_equal(pthread_create(&f->thread, NULL, fake_thread, f), 0);
 }
 
 static void fake_join(FakeSeatd *f) {
         pthread_join(f->thread, NULL);
-        close(f->listen_fd);
-        unlink(f->path);
+        fake_unlisten(f->listen_fd, f->path);
 }
 
 static WsForward *start(FakeSeatd *f) {

@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/*
+ * The pieces of a scripted seatd that seat-web's unit tests share (test-web-terminal,
+ * -forward-link, -ws-forward, -fac-events): a Unix socket to listen on, a line read one
+ * byte at a time (so nothing past it is taken from the client), and a line written with
+ * send(MSG_NOSIGNAL) (the client may be gone: the test sees that, not a SIGPIPE). Each
+ * test keeps its own script: what seatd says is what it tests.
+ */
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "common/fileio.h"
+#include "common/macro.h"
+
+#define FAKE_SEATD_PATH_MAX 108
+
+/* One line without its '\n' into buf; its length, or -1 at the end or past size. */
+static inline int fake_read_line(int fd, char *buf, size_t size) {
+        size_t n = 0;
+        while (n + 1 < size) {
+                ssize_t k = read(fd, buf + n, 1);
+                if (k <= 0)
+                        return -1;
+                if (buf[n] == '\n') {
+                        buf[n] = '\0';
+                        return (int) n;
+                }
+                n++;
+        }
+        return -1;
+}
+
+static inline void fake_say(int fd, const char *fmt, ...) _printf_(2, 3);
+static inline void fake_say(int fd, const char *fmt, ...) {
+        char *line = NULL;
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vasprintf(&line, fmt, ap); /* a data event may carry hundreds of KiB */
+        va_end(ap);
+        if (n > 0)
+                (void) loop_send(fd, line, (size_t) n);
+        free(line);
+}
+
+/* A listening socket at a new path in /tmp named after tag (written into path); -errno. */
+static inline int fake_listen(char path[FAKE_SEATD_PATH_MAX], const char *tag, int backlog) {
+        static int seq;
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        snprintf(path, FAKE_SEATD_PATH_MAX, "/tmp/test-web-%s-%d-%d.sock", tag, (int) getpid(), seq++);
+        (void) unlink(path);
+        snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+                return -errno;
+        if (bind(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0 || listen(fd, backlog) < 0) {
+                int r = -errno;
+                close(fd);
+                return r;
+        }
+        return fd;
+}
+
+static inline void fake_unlisten(int fd, const char *path) {
+        if (fd >= 0)
+                close(fd);
+        (void) unlink(path);
+}
