@@ -208,7 +208,8 @@ rss1=$(cat "$t/rss" 2>/dev/null || echo 0)
 # The bound: 128 MiB over its idle RSS; an ASan build keeps up to 256 MiB of freed memory
 # in its quarantine on top of that, so it gets 512.
 bound=131072
-nm -D "$WEB" 2>/dev/null | grep -q __asan_init && bound=524288
+# (not nm | grep -q: under pipefail, grep leaving early makes nm fail with SIGPIPE)
+[[ $(nm -D "$WEB" 2>/dev/null) == *__asan_init* ]] && bound=524288
 ((rss1 > 0 && rss1 < rss0 + bound)) && ok "seat-web's memory stayed bounded (RSS $((rss0 / 1024)) MiB before, peak $((rss1 / 1024)) MiB)" \
   || not_ok "seat-web's memory stayed bounded (RSS ${rss0} KiB before, peak ${rss1} KiB)"
 kill -0 "$web_pid" 2>/dev/null && curl -s -o /dev/null -w '%{http_code}' --cacert "$t/web/tls/cert.pem" \
