@@ -2,6 +2,7 @@
 #pragma once
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -56,6 +57,13 @@ static inline void closep(int *fd) {
         }
 
 /* Free a NULL-terminated string array. */
+/* _cleanup_(pthread_mutex_unlockp) pthread_mutex_t *held = &s->lock: unlocked on every
+ * return from there on (seat_reset() has many early ones). */
+static inline void pthread_mutex_unlockp(pthread_mutex_t **m) {
+        if (*m)
+                pthread_mutex_unlock(*m);
+}
+
 static inline char **strv_free(char **l) {
         if (!l)
                 return NULL;

@@ -119,7 +119,10 @@ static int subscribe_job(Request *req, void *data, json_object **ret_result, Sea
                                 }
                                 if (rfc3339_format((int64_t) time(NULL), when, sizeof(when)) >= 0)
                                         json_object_object_add(o, "time", json_object_new_string(when));
-                                job_event(req, "snapshot", o);
+                                /* Droppable: a subscriber that does not read pins at most
+                                 * OUT_SOFT_CAP here; when it reads again, the next
+                                 * snapshot is whole. */
+                                job_event_droppable(req, "snapshot", o);
                                 sent = now_monotonic_ms();
                                 /* Changes closer than this go out together, in the next one. */
                                 for (int64_t gap = SNAPSHOT_MIN_GAP_MS; gap > 0 && !job_cancelled(req); gap -= 50)
@@ -130,10 +133,14 @@ static int subscribe_job(Request *req, void *data, json_object **ret_result, Sea
                  * stopping seatd) frees its thread soon. */
                 seq = changes_wait(changes, seen, 1000);
         }
-        atomic_fetch_sub(&m->subscribers, 1);
         if (r < 0)
                 return r;
         return seat_error_set(ret_error, ECANCELED, "the subscription ended: its client went away or seatd is stopping");
+}
+
+static void subscriber_done(void *data) {
+        Manager *m = data;
+        atomic_fetch_sub(&m->subscribers, 1);
 }
 
 static int events_subscribe_method(Request *req) {
@@ -144,10 +151,9 @@ static int events_subscribe_method(Request *req) {
                                            "%d event subscriptions are open already: close one (seat-web needs one for all its dashboards)",
                                            SUBSCRIBERS_MAX);
         }
-        int r = request_start_job(req, subscribe_job, NULL, NULL);
-        if (r < 0)
-                atomic_fetch_sub(&m->subscribers, 1);
-        return r;
+        /* The slot is given back when the request is freed: after the job, and also when its
+         * thread could not start (request_start_job has answered then). */
+        return request_start_job(req, subscribe_job, m, subscriber_done);
 }
 
 static int metrics_job(Request *req, void *data, json_object **ret_result, SeatError **ret_error) {

@@ -5,6 +5,7 @@
  * nftables, cgroups, sVirt confinement of QEMU, free disk.
  */
 #include <fcntl.h>
+#include <pthread.h>
 #include <grp.h>
 #include <inttypes.h>
 #include <pwd.h>
@@ -127,7 +128,7 @@ static bool file_exists(const char *p) {
         return access(p, F_OK) == 0;
 }
 
-static int host_check_job(Request *req, void *data, json_object **ret_result, SeatError **ret_error) {
+static int host_check_run(Request *req, json_object **ret_result, SeatError **ret_error) {
         const SeatConfig *c = server_config(req->server);
         ImageStore *store = request_manager(req)->store;
         _cleanup_(virConnectClosep) virConnectPtr conn = NULL;
@@ -237,6 +238,42 @@ static int host_check_job(Request *req, void *data, json_object **ret_result, Se
         json_object_object_add(o, "checks", checks);
         json_object_object_add(o, "accel", json_object_new_string(accel));
         json_object_object_add(o, "ready", json_object_new_boolean(ready));
+        *ret_result = o;
+        return 0;
+}
+
+/* One check at a time: each boots a probe guest (one domain name per process, and the
+ * kvm-usable mark it writes decides accel = auto). The last result is kept: on the
+ * facilitator socket, where every open dashboard asks, a result younger than
+ * HOST_CHECK_SHARED_MS is answered without a new probe, so dashboards cannot make seatd
+ * boot probe guests on end; an operator's `seatctl host check` always probes. */
+#define HOST_CHECK_SHARED_MS 60000
+static pthread_mutex_t check_lock = PTHREAD_MUTEX_INITIALIZER;
+static char *last_result; /* under check_lock: the JSON text of the last check */
+static int64_t last_ms;
+
+static int host_check_job(Request *req, void *data, json_object **ret_result, SeatError **ret_error) {
+        _cleanup_(pthread_mutex_unlockp) pthread_mutex_t *locked = &check_lock;
+        pthread_mutex_lock(locked);
+        if (req->facilitator && last_result && now_monotonic_ms() - last_ms < HOST_CHECK_SHARED_MS) {
+                json_object *o = json_tokener_parse(last_result);
+                if (o) {
+                        json_object_object_add(o, "age_ms", json_object_new_int64(now_monotonic_ms() - last_ms));
+                        *ret_result = o;
+                        return 0;
+                }
+        }
+        json_object *o = NULL;
+        int r = host_check_run(req, &o, ret_error);
+        if (r < 0)
+                return r;
+        char *text = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+        if (text) {
+                free(last_result);
+                last_result = text;
+                last_ms = now_monotonic_ms();
+        }
+        json_object_object_add(o, "age_ms", json_object_new_int64(0));
         *ret_result = o;
         return 0;
 }

@@ -32,13 +32,6 @@
 #include "warm-state.h"
 #include "seal.h"
 
-/* _cleanup_(pthread_mutex_unlockp) pthread_mutex_t *held = &s->lock: unlocked on every
- * return from there on (seat_reset() has many early ones). */
-static inline void pthread_mutex_unlockp(pthread_mutex_t **m) {
-        if (*m)
-                pthread_mutex_unlock(*m);
-}
-
 /* Each seat slot alternates between two libvirt identities (domain name, UUID, saved
  * state): the generation's parity picks one, so a reset can boot one identity while the
  * other one's machine is still being destroyed. */

@@ -122,6 +122,7 @@ static char *argv_for_log(char **argv) {
 typedef struct ProvisionArgs {
         char *image, *participant, *egress;
         int64_t count;
+        bool capped; /* asked on the facilitator socket: within pool_max_seats */
 } ProvisionArgs;
 
 static void provision_args_free(void *p) {
@@ -156,6 +157,21 @@ static int provision_job(Request *req, void *data, json_object **ret_result, Sea
                 job_progress(req, "provision", (uint64_t) i, (uint64_t) a->count);
                 seat_boot_progress_set(&(SeatBootProgress) { .report = boot_progress_report,
                                                              .cancelled = boot_progress_cancelled, .userdata = req });
+                /* A facilitator (or a compromised seat-web) fills the host no further than the
+                 * pools may; past that is an operator's decision. */
+                unsigned running = 0;
+                uint64_t mem = 0;
+                seat_manager_usage(request_manager(req)->seats, &running, &mem);
+                long cap = request_manager(req)->config->pool_max_seats;
+                if (a->capped && (long) running + 1 > cap) {
+                        (void) seat_error_set(ret_error, ENOSPC,
+                                              "the host runs %u seats and pool_max_seats is %ld (seatd.conf): the dashboard provisions no more; an operator can (seatctl provision)",
+                                              running, cap);
+                        if (i > 0)
+                                (void) seat_error_wrap(ret_error, "%" PRId64 " of %" PRId64 " seats were provisioned before",
+                                                       i, a->count);
+                        return -ENOSPC;
+                }
                 int64_t started = now_monotonic_ms();
                 int r = seat_provision(request_manager(req)->seats, a->image, a->participant, a->egress, &s, &token, ret_error);
                 seat_boot_progress_set(NULL);
@@ -204,6 +220,9 @@ static int seat_provision_method(Request *req) {
                 return request_reply_error(req, CONTROL_ERR_INVALID,
                                            "seat.provision needs 'image', and takes 'participant' (≤ 64 characters), 'egress' (a profile name) and 'count' (1..%d)",
                                            PROVISION_COUNT_MAX);
+        if (egress && req->facilitator)
+                return request_reply_error(req, CONTROL_ERR_DENIED,
+                                           "'egress' is not taken on the facilitator socket: seats made there get seatd.conf's default profile (an operator chooses others)");
         if (egress && !seat_egress_name_valid(egress))
                 return request_reply_error(req, CONTROL_ERR_INVALID,
                                            "'egress' is a profile name: 1-32 of a-z, 0-9, '_' and '-' (files in egress_dir)");
@@ -214,6 +233,7 @@ static int seat_provision_method(Request *req) {
                 return -ENOMEM;
         }
         a->count = count;
+        a->capped = req->facilitator;
         return request_start_job(req, provision_job, a, provision_args_free);
 }
 
@@ -236,6 +256,11 @@ static int seat_status_method(Request *req) {
         _cleanup_error_ SeatError *err = NULL;
         SeatTicket t;
         json_object *o = NULL;
+        /* The dashboard reads status; it never records a tool call (that record says an agent
+         * of the seat's session asked, and it is sealed as evidence). */
+        if (req->facilitator && json_object_object_get_ex(req->params, "tool", NULL))
+                return request_reply_error(req, CONTROL_ERR_DENIED,
+                                           "'tool' (an agent's tool call, recorded in the seat's audit log) is not taken on the facilitator socket");
         if (seat_param(req, &s, &t) < 0)
                 return 0;
         /* Asked for an agent's tool call (seatctl mcp's seat_status): recorded like every

@@ -17,6 +17,8 @@
 #include "server.h"
 
 #define CONN_MAX 256
+#define CONN_RESERVED_CONTROL 32 /* of CONN_MAX, only for the control socket */
+#define FACILITATOR_CONN_MAX 64  /* seat-web needs a few: events, one call per worker */
 #define CONN_INFLIGHT_MAX 16
 #define OUT_SOFT_CAP (4u << 20)  /* above it, progress events are dropped */
 #define OUT_HARD_CAP (64u << 20) /* above it, the client is too slow: disconnect */

@@ -121,12 +121,20 @@ void job_progress(Request *req, const char *what, uint64_t done, uint64_t total)
         mail_post(req->server, req, line, len, false, true);
 }
 
-void job_event(Request *req, const char *type, json_object *body) {
+static void post_event(Request *req, const char *type, json_object *body, bool droppable) {
         char *line = NULL;
         size_t len;
         if (control_format_event(req->id, type, body, &line, &len) < 0)
                 return;
-        mail_post(req->server, req, line, len, false, false);
+        mail_post(req->server, req, line, len, false, droppable);
+}
+
+void job_event(Request *req, const char *type, json_object *body) {
+        post_event(req, type, body, false);
+}
+
+void job_event_droppable(Request *req, const char *type, json_object *body) {
+        post_event(req, type, body, true);
 }
 
 bool job_cancelled(Request *req) {

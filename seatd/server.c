@@ -397,6 +397,24 @@ int server_accept(EventSource *src, int fd, uint32_t revents, void *userdata) {
                 refuse(cfd, CONTROL_ERR_STATE, "seatd has too many clients connected: try again later");
                 return 0;
         }
+        /* The control socket keeps slots of its own: participants or a compromised seat-web
+         * filling the shared cap must not lock the operator out (a reset, a release). */
+        unsigned others = 0, facilitators = 0;
+        for (Conn *o = s->conns; o; o = o->next) {
+                others += o->participant || o->facilitator;
+                facilitators += o->facilitator;
+        }
+        if ((l->participant || l->facilitator) && others >= CONN_MAX - CONN_RESERVED_CONTROL) {
+                log_warning("refusing a client of the %s socket: %u participant and facilitator connections already",
+                            l->participant ? "participant" : "facilitator", others);
+                refuse(cfd, CONTROL_ERR_STATE, "seatd has too many clients connected: try again later");
+                return 0;
+        }
+        if (l->facilitator && facilitators >= FACILITATOR_CONN_MAX) {
+                log_warning("refusing a client of the facilitator socket: %u connections already", facilitators);
+                refuse(cfd, CONTROL_ERR_STATE, "the facilitator socket has too many clients connected: close one");
+                return 0;
+        }
         Conn *c = calloc(1, sizeof(*c));
         if (!c)
                 return 0;

@@ -89,6 +89,9 @@ void job_progress(Request *req, const char *what, uint64_t done, uint64_t total)
 bool job_cancelled(Request *req);
 /* From a job: an event the client must not miss (exec output); body is not consumed. */
 void job_event(Request *req, const char *type, json_object *body);
+/* An event that a client reading slowly may miss (like progress): for whole snapshots,
+ * where the next one says all; it never grows the client's buffer past OUT_SOFT_CAP. */
+void job_event_droppable(Request *req, const char *type, json_object *body);
 
 /*
  * Follow-up requests: a job that takes more requests on its own connection while it runs

@@ -106,6 +106,31 @@ out=$(as_nobody "$PY" "$t/call.py" "$t/facilitator.sock" 'evidence.read {"archiv
    && $(sed -n 5p <<<"$out") == "error invalid seat.audit takes"* ]] \
   && ok "evidence.read takes only a name from the archive directory; seat.audit's chunk is capped" \
   || { echo "$out" >"$t/out"; not_ok "evidence.read and seat.audit check their parameters"; }
+out=$(as_nobody "$PY" "$t/call.py" "$t/facilitator.sock" 'seat.provision {"image": "x", "egress": "open"}' \
+  'seat.status {"seat": "snosuch", "tool": {"name": "seat_status"}}' 2>&1)
+[[ $(sed -n 2p <<<"$out") == "error denied 'egress' is not taken on the facilitator socket"* \
+   && $(sed -n 3p <<<"$out") == "error denied 'tool' "*"is not taken on the facilitator socket" ]] \
+  && ok "the facilitator socket takes no egress profile for a provision and records no agent's tool call" \
+  || { echo "$out" >"$t/out"; not_ok "the facilitator socket refuses 'egress' and 'tool'"; }
+cat >"$t/hostcheck.py" <<'PY'
+import json, socket, sys
+s = socket.socket(socket.AF_UNIX); s.settimeout(120); s.connect(sys.argv[1]); f = s.makefile("rwb")
+f.write(b'{"id":1,"method":"hello","params":{"version":1}}\n'); f.flush(); f.readline()
+for i in (2, 3):
+    f.write(json.dumps({"id": i, "method": "host.check", "params": {}}).encode() + b"\n"); f.flush()
+    while True:
+        m = json.loads(f.readline())
+        if m.get("id") == i and m["type"] in ("result", "error"):
+            break
+    r = m.get("result", {})
+    print(m["type"], len(r.get("checks", [])), "cached" if r.get("age_ms", 0) > 0 else "fresh")
+PY
+chmod 0644 "$t/hostcheck.py"
+"$CTL" --json host check >/dev/null 2>&1 # an operator's check: always run, and kept
+out=$(as_nobody "$PY" "$t/hostcheck.py" "$t/facilitator.sock" 2>&1)
+[[ $(grep -c " cached$" <<<"$out") == 2 && $(grep -c "^result [1-9]" <<<"$out") == 2 ]] \
+  && ok "host.check on the facilitator socket answers the last check (under a minute old) and boots no probe of its own" \
+  || { echo "$out" >"$t/out"; not_ok "host.check on the facilitator socket answers the kept result"; }
 cat >"$t/events.py" <<'PY'
 import json, socket, sys
 s = socket.socket(socket.AF_UNIX); s.settimeout(20); s.connect(sys.argv[1]); f = s.makefile("rwb")
@@ -191,6 +216,10 @@ out=$(as_daemon "$PY" "$t/hold.py" "$t/participant.sock" 2 2>&1)
   || { echo "$out" >"$t/out"; not_ok "another uid still connects"; }
 "$CTL" list >/dev/null 2>&1 && ok "operators still connect meanwhile" || not_ok "operators still connect meanwhile"
 wait "$holder"
+out=$(as_nobody "$PY" "$t/hold.py" "$t/facilitator.sock" 65 2>&1)
+[[ $(grep -c "^result" <<<"$out") == 64 && $(sed -n 65p <<<"$out") == *"the facilitator socket has too many clients connected"* ]] \
+  && ok "a 65th facilitator connection is refused, saying why (a compromised seat-web cannot take every slot)" \
+  || { echo "$out" | sort | uniq -c >"$t/out"; not_ok "the facilitator socket's connection cap holds"; }
 
 # ---------------------------------------------------------------- hello and idle timeouts
 cat >"$t/silent.py" <<'PY'
