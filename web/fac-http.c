@@ -36,7 +36,7 @@
 #include "links.h"
 #include "seatd-link.h"
 
-#define FAC_COOKIE "__Host-seatfac"
+#define FAC_COOKIE WEB_FAC_COOKIE
 #define CSRF_HEADER "x-csrf-token:"
 #define ASSET_MAX (512u * 1024u)
 #define LONG_CALL_MS (600 * 1000) /* a provision, reset or release: a boot under TCG, a seal */

@@ -95,6 +95,11 @@ int web_forward_cookie_strip(const char *header, size_t len, const char *drop, c
                         /* (a name that only differs in case is another cookie to a browser,
                          * but a server might fold it: dropped too) */
                         bool ours = nlen == dlen && strncasecmp(header + a, drop, dlen) == 0;
+                        /* Every __Host-/__Secure- cookie is seat-web's: the facilitator's
+                         * session too (its Path is /, so the browser sends it here), and a
+                         * guest can never set one (web_forward_set_cookie refuses them). */
+                        ours = ours || (nlen >= 7 && strncasecmp(header + a, "__Host-", 7) == 0) ||
+                               (nlen >= 9 && strncasecmp(header + a, "__Secure-", 9) == 0);
                         if (!ours) {
                                 size_t need = (o ? 2 : 0) + (b - a);
                                 if (o + need + 1 > out_size)
@@ -221,11 +226,12 @@ int web_forward_response_parse(const char *buf, size_t len, WebForwardResponse *
 
 bool web_forward_response_header_allowed(const char *name, size_t len) {
         /* What a web page needs to render and a form to work; not the guest's say on CORS,
-         * framing, HSTS or anything about seat-web's origin. Set-Cookie and Location are
+         * framing, HSTS or anything about seat-web's origin, and no WWW-Authenticate (a
+         * password prompt under seat-web's name, for the facilitator's password). Set-Cookie and Location are
          * rewritten by their own functions first. */
         static const char *const keep[] = {
                 "content-type", "content-disposition", "content-language", "content-encoding", "last-modified",
-                "etag", "expires", "vary", "www-authenticate", "location", "set-cookie",
+                "etag", "expires", "vary", "location", "set-cookie",
         };
         for (size_t i = 0; i < sizeof(keep) / sizeof(keep[0]); i++)
                 if (len == strlen(keep[i]) && strncasecmp(name, keep[i], len) == 0)

@@ -99,7 +99,6 @@ static int build_head(struct lws *wsi, Web *w, ForwardReq *f, const char *method
                 { WSI_TOKEN_HTTP_ACCEPT, "Accept" },
                 { WSI_TOKEN_HTTP_ACCEPT_LANGUAGE, "Accept-Language" },
                 { WSI_TOKEN_HTTP_USER_AGENT, "User-Agent" },
-                { WSI_TOKEN_HTTP_AUTHORIZATION, "Authorization" },
                 { WSI_TOKEN_HTTP_IF_MODIFIED_SINCE, "If-Modified-Since" },
                 { WSI_TOKEN_HTTP_IF_NONE_MATCH, "If-None-Match" },
                 { WSI_TOKEN_HTTP_CONTENT_TYPE, "Content-Type" },
@@ -152,6 +151,21 @@ static int submit(struct lws *wsi, Web *w, Conn *c, WebSession *s) {
         return 0;
 }
 
+/* A seat's pages run the seat's own scripts under seat-web's origin, where the dashboard's
+ * API is same-origin: a browser that holds a facilitator session is not given them (the
+ * guest's script could read the CSRF token and reset or release any seat). Malformed or
+ * repeated cookies count as present: refused, never guessed at. */
+bool forward_facilitator_present(struct lws *wsi) {
+        char raw[WEB_COOKIE_HEADER_MAX + 1], id[128];
+        int n = lws_hdr_total_length(wsi, WSI_TOKEN_HTTP_COOKIE);
+        if (n <= 0)
+                return false;
+        if (n > WEB_COOKIE_HEADER_MAX || lws_hdr_copy(wsi, raw, sizeof(raw), WSI_TOKEN_HTTP_COOKIE) < 0)
+                return true;
+        int r = web_cookie_get(raw, strlen(raw), WEB_FAC_COOKIE, id, sizeof(id));
+        return r != -ENOENT;
+}
+
 int forward_request(struct lws *wsi, Web *w, Conn *c, const char *path) {
         char seat[WEB_SEAT_ID_MAX + 1], clen[32] = "";
         const char *rest = NULL, *method;
@@ -171,6 +185,13 @@ int forward_request(struct lws *wsi, Web *w, Conn *c, const char *path) {
                 method = "POST";
         else
                 return web_respond_text(wsi, w, c, 405, "A seat's pages take GET, HEAD and POST.\n");
+        if (forward_facilitator_present(wsi)) {
+                web_log_refusal(wsi, "a seat's forwarded page to a browser with a facilitator session", seat);
+                return web_respond_text(wsi, w, c, 403,
+                                        "This browser is logged in to the facilitator dashboard. A seat's pages run the seat's own "
+                                        "scripts, which must not reach the dashboard: open them in another browser profile, or log "
+                                        "out of the dashboard first.\n");
+        }
         WebSession *s = web_request_session(wsi, w);
         if (!s)
                 return web_respond_text(wsi, w, c, 401, "Log in to this seat first.\n");

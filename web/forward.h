@@ -19,4 +19,6 @@ void forward_closed(Conn *c);
 /* The request target for the guest: rest (the path under the prefix) and the query,
  * encoded again (libwebsockets hands them decoded). */
 int forward_request_target(struct lws *wsi, const char *rest, char *out, size_t size);
+/* Whether the request carries the facilitator's session cookie (then no seat page). */
+bool forward_facilitator_present(struct lws *wsi);
 bool forward_port_allowed(const WebConfig *conf, unsigned port);

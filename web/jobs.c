@@ -20,7 +20,9 @@ struct Jobs {
         pthread_mutex_t lock;
         pthread_cond_t cond;
         Job *pending, *pending_tail, *done, *done_tail;
+        Job *active; /* taken by a worker, linked by active_next */
         size_t queued, max_queued;
+        size_t per_seat_max; /* workers one seat may hold at once; 0: no limit */
         bool stop;
         size_t n_threads;
         pthread_t threads[JOBS_MAX_WORKERS];
@@ -103,19 +105,49 @@ static void run(Jobs *j, Job *job) {
                             job->code[0] ? job->code : "no reply", strerror(-job->r));
 }
 
+/* Under the lock: the first pending job whose seat holds fewer than per_seat_max workers,
+ * taken off the queue and marked active; NULL when none may start now. A seat whose
+ * server never answers then waits behind its own requests, not everyone's. */
+static Job *take_eligible(Jobs *j) {
+        Job *prev = NULL;
+        for (Job *job = j->pending; job; prev = job, job = job->next) {
+                size_t busy = 0;
+                for (Job *a = j->active; a && j->per_seat_max; a = a->active_next)
+                        busy += !strcmp(a->seat, job->seat);
+                if (j->per_seat_max && busy >= j->per_seat_max)
+                        continue;
+                if (prev)
+                        prev->next = job->next;
+                else
+                        j->pending = job->next;
+                if (j->pending_tail == job)
+                        j->pending_tail = prev;
+                job->next = NULL;
+                job->active_next = j->active;
+                j->active = job;
+                return job;
+        }
+        return NULL;
+}
+
+static void active_remove(Jobs *j, Job *job) {
+        for (Job **pp = &j->active; *pp; pp = &(*pp)->active_next)
+                if (*pp == job) {
+                        *pp = job->active_next;
+                        job->active_next = NULL;
+                        return;
+                }
+}
+
 static void *worker(void *arg) {
         Jobs *j = arg;
         pthread_mutex_lock(&j->lock);
         for (;;) {
-                while (!j->pending && !j->stop)
+                Job *job = NULL;
+                while (!j->stop && !(job = take_eligible(j)))
                         pthread_cond_wait(&j->cond, &j->lock);
                 if (j->stop)
                         break;
-                Job *job = j->pending;
-                j->pending = job->next;
-                if (!j->pending)
-                        j->pending_tail = NULL;
-                job->next = NULL;
                 bool skip = job->abandoned;
                 pthread_mutex_unlock(&j->lock);
                 if (!skip && job->work)
@@ -123,14 +155,18 @@ static void *worker(void *arg) {
                 else if (!skip)
                         run(j, job);
                 pthread_mutex_lock(&j->lock);
+                active_remove(j, job);
                 j->queued--;
+                if (j->per_seat_max)
+                        pthread_cond_broadcast(&j->cond); /* a seat under its share again */
                 if (j->done_tail)
                         j->done_tail->next = job;
                 else
                         j->done = job;
                 j->done_tail = job;
                 pthread_mutex_unlock(&j->lock);
-                lws_cancel_service(j->ctx); /* thread-safe: wakes the loop */
+                if (j->ctx) /* (none in the unit test) */
+                        lws_cancel_service(j->ctx); /* thread-safe: wakes the loop */
                 pthread_mutex_lock(&j->lock);
         }
         pthread_mutex_unlock(&j->lock);
@@ -179,6 +215,12 @@ void jobs_free(Jobs *j) {
         pthread_cond_destroy(&j->cond);
         pthread_mutex_destroy(&j->lock);
         free(j);
+}
+
+void jobs_set_per_seat_max(Jobs *j, size_t max) {
+        pthread_mutex_lock(&j->lock);
+        j->per_seat_max = max;
+        pthread_mutex_unlock(&j->lock);
 }
 
 int jobs_submit(Jobs *j, Job *job) {

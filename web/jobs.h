@@ -26,6 +26,7 @@ typedef enum JobKind { JOB_LOGIN, JOB_STATUS, JOB_MCP, JOB_MCP_CHECK, JOB_FILE_P
 
 typedef struct Job {
         struct Job *next;
+        struct Job *active_next; /* jobs.c: while a worker has it */
         JobKind kind;
         struct lws *wsi;  /* valid while !abandoned; loop thread only */
         bool abandoned;   /* under the queue's lock */
@@ -74,6 +75,9 @@ void jobs_free(Jobs *j);
 /* Queue a call for seat/token; -EBUSY when the queue is full. The job then belongs to
  * the queue until jobs_done() hands it back. */
 int jobs_submit(Jobs *j, Job *job);
+/* At most max workers on one seat's jobs at once (its later jobs wait their turn while
+ * other seats' go ahead); 0: no limit. */
+void jobs_set_per_seat_max(Jobs *j, size_t max);
 /* Mark a job whose connection closed: its answer is dropped when it comes back. */
 void jobs_abandon(Jobs *j, Job *job);
 /* The finished jobs, oldest first; the caller frees each with job_free(). */

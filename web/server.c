@@ -697,6 +697,10 @@ int web_server_run(const WebConfig *conf, SeatError **ret_error) {
          * guest holds up only its own pages. */
         w.fwd_jobs = jobs_new(conf->participant_socket, (int) conf->forward_timeout_ms, (size_t) conf->forward_workers,
                               (size_t) conf->max_connections, the_context);
+        /* ...which needs a share per seat: one seat's server that never answers holds at
+         * most half the workers, its other pages queue behind it. */
+        if (w.fwd_jobs)
+                jobs_set_per_seat_max(w.fwd_jobs, conf->forward_workers > 1 ? (size_t) conf->forward_workers / 2 : 1);
         r = fac_init(&w, the_context, ret_error);
         if (r < 0) {
                 fac_done(&w);

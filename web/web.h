@@ -15,6 +15,10 @@
 #include "ratelimit.h"
 #include "session.h"
 
+/* The facilitator's session cookie (fac-http.c). Path=/, as __Host- requires: the browser
+ * sends it with a seat's forwarded pages too (forward.c keeps it from them). */
+#define WEB_FAC_COOKIE "__Host-seatfac"
+
 typedef struct McpTable McpTable;
 typedef struct McpSession McpSession;
 typedef struct TermConn TermConn;

@@ -228,8 +228,12 @@ static int on_guest_bytes(WsForward *f, Rx *rx, const void *data, size_t len) {
                         return finish(f, "the server in the seat sent a %s WebSocket frame", r == -E2BIG ? "too large" : "malformed"), 1;
                 int q = 0;
                 if (fr.opcode == WEB_WS_OP_PING) {
+                        /* A pong only while the queue to the guest has room: a guest that
+                         * floods pings (and leaves its side unread) would grow it without
+                         * bound. A ping left unanswered then is the guest's own doing. */
                         pthread_mutex_lock(&f->lock);
-                        q = queue_frame(f, WEB_WS_OP_PONG, fr.payload, fr.payload_len);
+                        if (f->to_guest.len + fr.payload_len + 14 <= WS_FORWARD_QUEUE_MAX)
+                                q = queue_frame(f, WEB_WS_OP_PONG, fr.payload, fr.payload_len);
                         pthread_mutex_unlock(&f->lock);
                 } else if (fr.opcode == WEB_WS_OP_CLOSE) {
                         return finish(f, "the server in the seat closed the WebSocket"), 1;

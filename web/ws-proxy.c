@@ -37,6 +37,10 @@ static int filter(struct lws *wsi, Web *w, WsProxy *p) {
                 web_log_refusal(wsi, "a forwarded WebSocket without seat-web's own Origin", seat);
                 return -1;
         }
+        if (forward_facilitator_present(wsi)) {
+                web_log_refusal(wsi, "a forwarded WebSocket from a browser with a facilitator session", seat);
+                return -1;
+        }
         WebSession *s = web_request_session(wsi, w);
         if (!s) {
                 web_log_refusal(wsi, "a forwarded WebSocket without a session", seat);
@@ -50,14 +54,20 @@ static int filter(struct lws *wsi, Web *w, WsProxy *p) {
                 web_log_refusal(wsi, "a forwarded WebSocket to a port not in forward_ports", seat);
                 return -1;
         }
-        if (w->n_terms + w->n_wsp >= (size_t) w->conf->max_terminals) {
-                web_log_refusal(wsi, "a forwarded WebSocket over max_terminals", seat);
+        /* One page must not hold every relay: a session's forwarded WebSockets are capped
+         * like its terminals. */
+        size_t mine = 0;
+        for (WsProxy *o = w->wsp; o; o = o->next)
+                mine += !strcmp(o->session, s->id);
+        if (w->n_terms + w->n_wsp >= (size_t) w->conf->max_terminals || mine >= (size_t) w->conf->terminals_per_session) {
+                web_log_refusal(wsi, "a forwarded WebSocket over max_terminals or terminals_per_session", seat);
                 return -1;
         }
         if (forward_request_target(wsi, rest, target, sizeof(target)) < 0 || !(p->target = strdup(target)))
                 return -1;
         snprintf(p->seat, sizeof(p->seat), "%s", s->seat);
         snprintf(p->token, sizeof(p->token), "%s", s->token);
+        snprintf(p->session, sizeof(p->session), "%s", s->id);
         p->port = port;
         return 0;
 }

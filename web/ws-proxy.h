@@ -18,6 +18,7 @@ struct WsProxy {
         Web *w;
         char seat[WEB_SEAT_ID_MAX + 1];
         char token[WEB_TOKEN_HEX + 1];
+        char session[WEB_SESSION_ID_LEN + 1]; /* whose: terminals_per_session counts these too */
         unsigned port;
         char *target;
         WsForward *fwd;

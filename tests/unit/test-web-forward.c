@@ -78,9 +78,13 @@ static void test_cookie_strip(void **state) {
         /* given twice, or in another case: gone every time */
         assert_int_equal(strip("__host-SEATWEB=a; __Host-seatweb=b; k=v", out, sizeof(out)), 0);
         assert_string_equal(out, "k=v");
-        /* a name that only starts like ours is another cookie */
-        assert_int_equal(strip("__Host-seatwebx=1", out, sizeof(out)), 0);
-        assert_string_equal(out, "__Host-seatwebx=1");
+        /* every __Host-/__Secure- cookie is seat-web's (the facilitator's session too):
+         * a guest can never have set one */
+        assert_int_equal(strip("__Host-seatfac=f; __Host-seatwebx=1; __SECURE-x=2; app=3", out, sizeof(out)), 0);
+        assert_string_equal(out, "app=3");
+        /* a name that only looks like ours is the guest's */
+        assert_int_equal(strip("seatweb=1; x__Host-seatweb=2", out, sizeof(out)), 0);
+        assert_string_equal(out, "seatweb=1; x__Host-seatweb=2");
         assert_int_equal(strip("a=1\r\nX-Evil: 1", out, sizeof(out)), -EBADMSG);
         assert_int_equal(strip("app=1234567890", out, 8), -E2BIG);
 }
@@ -164,7 +168,7 @@ static void test_headers_allowed(void **state) {
         assert_true(web_forward_response_header_allowed("SET-COOKIE", 10));
         const char *no[] = { "Access-Control-Allow-Origin", "Content-Security-Policy", "Strict-Transport-Security",
                              "Connection", "Transfer-Encoding", "Content-Length", "Clear-Site-Data", "X-Frame-Options",
-                             "Refresh", "Link", "Server" };
+                             "Refresh", "Link", "Server", "WWW-Authenticate" };
         for (size_t i = 0; i < sizeof(no) / sizeof(no[0]); i++)
                 if (web_forward_response_header_allowed(no[i], strlen(no[i])))
                         fail_msg("'%s' passes", no[i]);

@@ -237,6 +237,24 @@ grep -q "^Host: 127.0.0.1:8080" "$t/guest-log" && grep -q "^Cookie: app=kept-for
         grep -q "^GET /hello HTTP/1.0" "$t/guest-log" && ! grep -q "$cookie2\|__Host-seatweb\|$tok2\|$tok1\|X-Seat-Web-Secret\|^Origin:" "$t/guest-log" &&
         ok "the guest got GET /hello with its own Host and cookie: never the session cookie, a token or other headers" ||
         { cp "$t/guest-log" "$t/out"; not_ok "what reached the guest"; }
+# The facilitator's session cookie has Path=/: a browser holding it sends it here too. The
+# seat's pages (the seat's own scripts, under seat-web's origin) are not served to it, and
+# no __Host-/__Secure- cookie ever reaches the guest.
+code=$("${C[@]}" -o "$t/body" -w '%{http_code}' -b "__Host-seatweb=$cookie2; __Host-seatfac=dashboard-session" "$url/seat/$S2/port/8080/hello")
+[[ $code == 403 ]] && grep -q "logged in to the facilitator dashboard" "$t/body" &&
+        grep -q "refused: a seat's forwarded page to a browser with a facilitator session (seat '$S2'" "$t/web.log" &&
+        ok "a browser with a facilitator session gets no seat page (403, says why, logged)" ||
+        not_ok "a forwarded page with the facilitator's cookie: $code $(head -c 200 "$t/body")"
+w_fac=$("${C[@]}" --http1.1 -o /dev/null -w '%{http_code}' -m 3 -b "__Host-seatweb=$cookie2; __Host-seatfac=dashboard-session" \
+        -H "Connection: Upgrade" -H "Upgrade: websocket" -H "Sec-WebSocket-Version: 13" \
+        -H "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==" -H "Origin: $url" "$url/seat/$S2/port/8080/echo")
+[[ $w_fac != 101 ]] && ok "nor a forwarded WebSocket ($w_fac)" || not_ok "a forwarded WebSocket with the facilitator's cookie opened"
+code=$("${C[@]}" -o /dev/null -w '%{http_code}' -b "__Host-seatweb=$cookie2; __Secure-probe=1; __host-other=2; app=second" \
+        -H "Authorization: Basic c2VjcmV0OnNlY3JldA==" "$url/seat/$S2/port/8080/hello")
+"$CTL" exec "$S2" -- cat /tmp/guest-web.log >"$t/guest-log" 2>&1
+[[ $code == 200 ]] && grep -q "^Cookie: app=second" "$t/guest-log" && ! grep -qi "__Secure-probe\|__host-other\|^Authorization" "$t/guest-log" &&
+        ok "__Host- and __Secure- cookies and Authorization never reach the guest" ||
+        { cp "$t/guest-log" "$t/out"; not_ok "prefixed cookies or Authorization reached the guest ($code)"; }
 code=$(fw 8080/redirect)
 [[ $code == 302 ]] && grep -qi "^location: /seat/$S2/port/8080/hello" "$t/h" && ok "a root-relative redirect is put under the prefix" ||
         not_ok "redirect: $code $(grep -i location "$t/h")"
