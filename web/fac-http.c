@@ -296,12 +296,18 @@ static void handout_work(Job *job) {
         sodium_memzero(e, (n ? n : 1) * sizeof(HandoutEntry));
 }
 
+static Jobs *pool_of(Fac *f, const Job *job) {
+        return job->fac_route == FR_LOGIN ? f->login_jobs : f->jobs;
+}
+
 static int submit(struct lws *wsi, Web *w, Conn *c, Job *job) {
         if (!job)
                 return -1;
-        if (jobs_submit(w->fac->jobs, job) < 0) {
+        if (jobs_submit(pool_of(w->fac, job), job) < 0) {
+                bool login = job->fac_route == FR_LOGIN;
                 job_free(job);
-                return web_respond_text(wsi, w, c, 503, "seat-web is busy: try again in a moment.\n");
+                return login ? web_respond_text(wsi, w, c, 429, "Too many facilitator logins at once: try again in a moment.\n")
+                             : web_respond_text(wsi, w, c, 503, "seat-web is busy: try again in a moment.\n");
         }
         /* seatd may take minutes (a provision under TCG): no timeout while it works. */
         lws_set_timeout(wsi, NO_PENDING_TIMEOUT, 0);
@@ -687,7 +693,10 @@ void fac_service(Web *w) {
                         lws_callback_on_writable_all_protocol(w->fac->ctx, p);
                 w->fac->seq_seen = seq;
         }
-        Job *l = jobs_done(w->fac->jobs);
+        Job *l = jobs_done(w->fac->jobs), **tail = &l;
+        while (*tail)
+                tail = &(*tail)->next;
+        *tail = jobs_done(w->fac->login_jobs);
         while (l) {
                 Job *job = l;
                 l = l->next;
@@ -705,7 +714,7 @@ void fac_http_closed(Web *w, Conn *c) {
         if (c->route != WEB_ROUTE_FAC)
                 return;
         if (c->job && w->fac && w->fac->jobs) {
-                jobs_abandon(w->fac->jobs, c->job);
+                jobs_abandon(pool_of(w->fac, c->job), c->job);
                 c->job = NULL;
         }
         free(c->fac_chunk);
@@ -742,7 +751,8 @@ int fac_init(Web *w, struct lws_context *ctx, SeatError **ret_error) {
         f->per_name = rate_limit_new(w->conf->facilitator_login_rate_per_name, (size_t) w->conf->rate_table_size);
         /* Two workers: a long provision or reset does not hold up the dashboard's reads. */
         f->jobs = jobs_new(w->conf->facilitator_socket, (int) w->conf->seatd_timeout_ms, 2, 64, ctx);
-        if (!f->sessions || !f->per_address || !f->per_name || !f->jobs)
+        f->login_jobs = jobs_new(w->conf->facilitator_socket, (int) w->conf->seatd_timeout_ms, 1, 8, ctx);
+        if (!f->sessions || !f->per_address || !f->per_name || !f->jobs || !f->login_jobs)
                 return seat_error_set(ret_error, ENOMEM, "cannot set up the facilitator's side (sessions, rate limits, workers)");
         f->ctx = ctx;
         if (w->conf->max_dashboards > 0 && !(f->events = fac_events_new(w->conf->facilitator_socket, ctx)))
@@ -758,6 +768,8 @@ void fac_done(Web *w) {
         f->events = NULL;
         jobs_free(f->jobs);
         f->jobs = NULL;
+        jobs_free(f->login_jobs);
+        f->login_jobs = NULL;
         for (size_t i = 0; i < ELEMENTSOF(f->assets); i++)
                 free(f->assets[i].data);
         fac_sessions_free(f->sessions);

@@ -18,6 +18,9 @@ struct Fac {
         FacSessions *sessions;
         RateLimit *per_address, *per_name;
         Jobs *jobs;
+        /* Password verifies, on a worker and a short queue of their own: logins from
+         * anywhere (no session needed) must not fill the dashboard's queue. */
+        Jobs *login_jobs;
         Asset assets[4];
         /* One argon2 verify at a time: a flood of logins holds FAC_PWHASH_MEMLIMIT, not
          * that times the workers. */
