@@ -200,7 +200,10 @@ function connect() {
 }
 
 let slow = 0;
+let refreshing = false; // one refresh at a time: a slow answer (a host check) must not pile them up
 async function refresh() {
+  if (refreshing) return;
+  refreshing = true;
   try {
     metrics = await get("/facilitator/api/call/metrics").catch(() => ({}));
     seal(metrics.seal);
@@ -219,6 +222,8 @@ async function refresh() {
     $("live").className = "badge";
     text($("live"), "stale");
     problem(e.message);
+  } finally {
+    refreshing = false;
   }
 }
 
