@@ -485,6 +485,13 @@ int ws_forward_send(WsForward *f, bool binary, const void *data, size_t len) {
         return r;
 }
 
+size_t ws_forward_to_guest_bytes(WsForward *f) {
+        pthread_mutex_lock(&f->lock);
+        size_t n = f->to_guest.len;
+        pthread_mutex_unlock(&f->lock);
+        return n;
+}
+
 bool ws_forward_room(WsForward *f) {
         pthread_mutex_lock(&f->lock);
         bool room = f->to_guest.len < WS_FORWARD_QUEUE_MAX / 2;

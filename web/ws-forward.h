@@ -45,6 +45,8 @@ WsForward *ws_forward_free(WsForward *f);
  * ws_forward_room()); -EMSGSIZE; -EPIPE after the end. */
 int ws_forward_send(WsForward *f, bool binary, const void *data, size_t len);
 bool ws_forward_room(WsForward *f);
+/* What waits to go to the guest (its pongs included): at most WS_FORWARD_QUEUE_MAX. */
+size_t ws_forward_to_guest_bytes(WsForward *f);
 /* The next whole message from the guest (malloc'd), or false. */
 bool ws_forward_take(WsForward *f, bool *ret_binary, uint8_t **ret_data, size_t *ret_len);
 bool ws_forward_has_message(WsForward *f);

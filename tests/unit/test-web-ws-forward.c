@@ -34,7 +34,7 @@
 
 #define TOKEN "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 
-typedef enum Script { SCRIPT_ECHO, SCRIPT_BAD_ACCEPT, SCRIPT_MASKED } Script;
+typedef enum Script { SCRIPT_ECHO, SCRIPT_BAD_ACCEPT, SCRIPT_MASKED, SCRIPT_PING_FLOOD } Script;
 
 typedef struct FakeSeatd {
         char path[108];
@@ -107,6 +107,26 @@ static void *fake_thread(void *p) {
         char resp[256];
         int rl = snprintf(resp, sizeof(resp), "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
                                               "Connection: Upgrade\r\nSec-WebSocket-Accept: %s\r\n\r\n", accept);
+        if (f->script == SCRIPT_PING_FLOOD) {
+                /* The 101, then pings whose pongs come to far more than the queue to the guest
+                 * holds (its sends are never answered: nothing drains), then "done". */
+                data(fd, resp, (size_t) rl);
+                enum { PINGS = 1400, PAYLOAD = 125 };
+                _cleanup_free_ uint8_t *flood = malloc(PINGS * (PAYLOAD + 2));
+                assert_non_null(flood);
+                for (size_t i = 0; i < PINGS; i++) {
+                        flood[i * (PAYLOAD + 2)] = 0x89;
+                        flood[i * (PAYLOAD + 2) + 1] = PAYLOAD;
+                        memset(flood + i * (PAYLOAD + 2) + 2, 'p', PAYLOAD);
+                }
+                for (int round = 0; round < 20; round++) /* 28000 pings: 3.5 MiB of pongs */
+                        data(fd, flood, PINGS * (PAYLOAD + 2));
+                const uint8_t done[] = { 0x81, 0x04, 'd', 'o', 'n', 'e' };
+                data(fd, done, sizeof(done));
+                while (fake_read_line(fd, line, sizeof(line)) >= 0) /* unanswered, until it goes */
+                        ;
+                goto done;
+        }
         /* the 101, a ping and a message in one go */
         uint8_t out[512];
         memcpy(out, resp, (size_t) rl);
@@ -247,10 +267,38 @@ static void test_refusals(void **state) {
         free(f);
 }
 
+/* A guest that floods pings while its side is not drained: the pongs stop at the queue's
+ * cap (they grew seat-web without bound). */
+static void test_ping_flood(void **state) {
+        FakeSeatd *f = calloc(1, sizeof(*f));
+        char got[256] = "";
+        assert_non_null(f);
+        fake_start(f, SCRIPT_PING_FLOOD);
+        WsForward *w = start(f);
+        for (int i = 0; i < 1000 && !strstr(got, "done"); i++) {
+                bool binary;
+                uint8_t *d;
+                size_t n;
+                while (ws_forward_take(w, &binary, &d, &n)) {
+                        snprintf(got, sizeof(got), "%.*s", (int) n, (const char *) d);
+                        free(d);
+                }
+                usleep(10000);
+        }
+        assert_string_equal(got, "done"); /* every ping before it was read */
+        size_t queued = ws_forward_to_guest_bytes(w);
+        assert_true(queued <= WS_FORWARD_QUEUE_MAX);
+        assert_true(queued > WS_FORWARD_QUEUE_MAX / 2); /* pongs were queued up to the cap */
+        ws_forward_free(w);
+        fake_join(f);
+        free(f);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_echo),
                 cmocka_unit_test(test_refusals),
+                cmocka_unit_test(test_ping_flood),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
