@@ -8,6 +8,8 @@
  * pipe whose write end only seatd has: when seatd exits, however it exits, the guard
  * sees the hang-up and exits too; an adopting seatd starts a new one.
  */
+#include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "common/error.h"
