@@ -497,23 +497,32 @@ void seatnet_guard_process(SeatNetManager *nm) {
 }
 
 /* The guard as seatnet_up() starts it, or seatnet_reinstall() (only_failed: when it
- * failed for good): supervised from here on, with a fresh budget of restarts. */
+ * failed for good): supervised from here on, with a fresh budget of restarts. Started
+ * outside guard_lock (it may take up to DNSGUARD_READY_TIMEOUT_MS; the loop and status
+ * need that lock): a new seat's network is not listed yet, and a failed guard is nothing
+ * the loop acts on; whoever calls this holds the seat, so nobody frees n meanwhile. */
 static int guard_start(SeatNetManager *nm, SeatNet *n, bool only_failed, SeatError **ret_error) {
-        int r = 0;
+        DnsGuardProc g = DNSGUARD_PROC_NONE;
         pthread_mutex_lock(&nm->guard_lock);
-        if (!only_failed || n->guard_state == SEATNET_GUARD_FAILED) {
-                n->n_guard_attempts = 0;
-                n->guard_error[0] = 0;
-                r = dnsguard_run_start(&n->ns, n->seat_id, &n->guard, ret_error);
-                if (r >= 0 && (r = guard_watch(nm, n)) < 0) {
-                        r = seat_error_set(ret_error, -r, "seat '%s': watch its DNS guard (epoll): %s", n->seat_id,
-                                           strerror(-r));
+        bool go = !only_failed || n->guard_state == SEATNET_GUARD_FAILED;
+        pthread_mutex_unlock(&nm->guard_lock);
+        if (!go)
+                return 0;
+        int r = dnsguard_run_start(&n->ns, n->seat_id, &g, ret_error);
+        if (r < 0)
+                return r;
+        pthread_mutex_lock(&nm->guard_lock);
+        n->guard = g;
+        n->n_guard_attempts = 0;
+        n->guard_error[0] = 0;
+        if ((r = guard_watch(nm, n)) < 0) {
+                r = seat_error_set(ret_error, -r, "seat '%s': watch its DNS guard (epoll): %s", n->seat_id, strerror(-r));
+                if (only_failed)
+                        dnsguard_run_stop(&n->guard); /* still failed (guard_watch() changed nothing else) */
+                else
                         guard_unwatch(nm, n);
-                }
-                if (r >= 0 && only_failed)
-                        log_seat_notice(n->seat_id, "seat '%s': DNS guard started again (pid %d)", n->seat_id,
-                                        (int) n->guard.pid);
-        }
+        } else if (only_failed)
+                log_seat_notice(n->seat_id, "seat '%s': DNS guard started again (pid %d)", n->seat_id, (int) g.pid);
         pthread_mutex_unlock(&nm->guard_lock);
         return r;
 }
