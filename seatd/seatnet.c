@@ -81,7 +81,8 @@ struct SeatNet {
         unsigned guard_restarts;  /* since the network came up (this seatd) */
         int64_t guard_attempts[DNSGUARD_RESTART_CAP]; /* restart times, oldest first */
         size_t n_guard_attempts;
-        int64_t guard_next_ms;    /* WAITING: when it is restarted */
+        int64_t guard_next_ms;    /* RESTARTING: when it is restarted */
+        bool guard_starting;      /* FAILED, and guard_start() is starting it again */
         char guard_last_exit[128];
         char guard_error[512];
         SeatNet *guard_prev, *guard_next;
@@ -504,14 +505,19 @@ void seatnet_guard_process(SeatNetManager *nm) {
 static int guard_start(SeatNetManager *nm, SeatNet *n, bool only_failed, SeatError **ret_error) {
         DnsGuardProc g = DNSGUARD_PROC_NONE;
         pthread_mutex_lock(&nm->guard_lock);
-        bool go = !only_failed || n->guard_state == SEATNET_GUARD_FAILED;
+        /* (a reset and the repair after a rule change may both come for a failed one) */
+        bool go = !only_failed || (n->guard_state == SEATNET_GUARD_FAILED && !n->guard_starting);
+        n->guard_starting = go;
         pthread_mutex_unlock(&nm->guard_lock);
         if (!go)
                 return 0;
         int r = dnsguard_run_start(&n->ns, n->seat_id, &g, ret_error);
-        if (r < 0)
-                return r;
         pthread_mutex_lock(&nm->guard_lock);
+        n->guard_starting = false;
+        if (r < 0) {
+                pthread_mutex_unlock(&nm->guard_lock);
+                return r;
+        }
         n->guard = g;
         n->n_guard_attempts = 0;
         n->guard_error[0] = 0;
@@ -964,6 +970,8 @@ int seatnet_to_json(SeatNetManager *nm, const SeatNet *n, json_object **ret) {
         if (egress_profile_has_names(n->profile)) {
                 char addr[INET_ADDRSTRLEN];
                 json_object *g = json_object_new_object();
+                if (!g)
+                        return -ENOMEM;
                 netdef_guard_address(&n->ns, addr);
                 pthread_mutex_lock(&nm->guard_lock);
                 json_object_object_add(g, "address", json_object_new_string(addr));
