@@ -128,6 +128,29 @@ static void print_names(json_object *net) {
         }
 }
 
+/* The seat's DNS guard (docs/egress.md, "The DNS guard"), when its profile has names. */
+static void print_dnsguard(json_object *net) {
+        json_object *g = NULL;
+        int64_t pid = 0, restarts = 0;
+        if (!json_object_object_get_ex(net, "dnsguard", &g) || !json_object_is_type(g, json_type_object))
+                return;
+        (void) json_get_int64(g, "pid", false, 0, INT64_MAX - 1, &pid);
+        (void) json_get_int64(g, "restarts", false, 0, INT64_MAX - 1, &restarts);
+        printf("dnsguard: %s on %s:53", str(g, "state"), str(g, "address"));
+        if (pid > 0)
+                printf(", pid %" PRId64, pid);
+        printf(", %" PRId64 " restarts", restarts);
+        if (*str(g, "last_exit")) {
+                _cleanup_free_ char *e = log_escape(str(g, "last_exit"), strlen(str(g, "last_exit")), 300);
+                printf(", last exit: %s", e ? e : "?");
+        }
+        printf("\n");
+        if (*str(g, "error")) {
+                _cleanup_free_ char *e = log_escape(str(g, "error"), strlen(str(g, "error")), 600);
+                printf("dnsguard: FAILED: %s\n", e ? e : "?");
+        }
+}
+
 /* The profile's packet capture (docs/egress.md, "Capture"), when it has one. */
 static void print_capture(json_object *net) {
         json_object *c = NULL;
@@ -157,14 +180,19 @@ static void print_network(json_object *seat) {
         print_cell(str(net, "profile"), 0);
         printf(", guest %s via %s on bridge %s, uplink %s\n", str(net, "guest"), str(net, "host"), str(net, "bridge"),
                *str(net, "uplink") ? str(net, "uplink") : "(none: nothing leaves the host)");
+        json_object *guard = NULL;
+        bool guard_failed = json_object_object_get_ex(net, "dnsguard", &guard) && !strcmp(str(guard, "state"), "failed");
         printf("egress: %" PRId64 " packets denied%s", denied,
-               json_object_get_boolean(json_object_object_get(net, "paused")) ? "; PAUSED: its rules were changed" : "");
+               !json_object_get_boolean(json_object_object_get(net, "paused")) ? ""
+               : guard_failed ? "; PAUSED: its DNS guard failed"
+                              : "; PAUSED: its rules were changed");
         if (events > 0 && json_object_object_get_ex(net, "last_tamper", &last))
                 printf("; %" PRId64 " tamper events, last: rules %s", events, str(last, "state"));
         printf("\n");
         if (*str(net, "rules_error"))
                 printf("rules: cannot read them: %s\n", str(net, "rules_error"));
         print_capture(net);
+        print_dnsguard(net);
         print_names(net);
         if (!json_object_object_get_ex(net, "rules", &rules) || !json_object_is_type(rules, json_type_array))
                 return;

@@ -8,6 +8,7 @@
 #include <spawn.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -54,7 +55,50 @@ void dnsguard_run_stop(DnsGuardProc *p) {
                 (void) kill(p->pid, SIGTERM);
                 reap(p->pid);
         }
+        if (p->pidfd >= 0)
+                close(p->pidfd);
         *p = DNSGUARD_PROC_NONE;
+}
+
+int64_t dnsguard_backoff(const int64_t *attempts, size_t n_attempts, int64_t now_ms) {
+        unsigned recent = 0;
+        for (size_t i = 0; i < n_attempts; i++)
+                if (now_ms - attempts[i] < DNSGUARD_RESTART_WINDOW_MS)
+                        recent++;
+        if (recent >= DNSGUARD_RESTART_CAP)
+                return -1;
+        int64_t delay = DNSGUARD_BACKOFF_FIRST_MS;
+        for (unsigned i = 0; i < recent && delay < DNSGUARD_BACKOFF_MAX_MS; i++)
+                delay *= 2;
+        return MIN(delay, (int64_t) DNSGUARD_BACKOFF_MAX_MS);
+}
+
+void dnsguard_describe_exit(int status, char *buf, size_t size) {
+        if (WIFEXITED(status))
+                (void) snprintf(buf, size, "exited with status %d", WEXITSTATUS(status));
+        else if (WIFSIGNALED(status))
+                (void) snprintf(buf, size, "killed by signal %d (%s)%s", WTERMSIG(status), strsignal(WTERMSIG(status)),
+                                WCOREDUMP(status) ? ", core dumped" : "");
+        else
+                (void) snprintf(buf, size, "stopped (wait status 0x%x)", (unsigned) status);
+}
+
+int dnsguard_run_reap(DnsGuardProc *p, char *buf, size_t size) {
+        int status = 0;
+        pid_t r;
+        if (p->pid <= 0)
+                return -ECHILD;
+        while ((r = waitpid(p->pid, &status, WNOHANG)) < 0 && errno == EINTR)
+                ;
+        if (r == 0)
+                return -EAGAIN;
+        if (r < 0)
+                (void) snprintf(buf, size, "gone (waitpid: %s)", strerror(errno));
+        else
+                dnsguard_describe_exit(status, buf, size);
+        p->pid = 0; /* reaped: stop must not signal a pid that may be reused */
+        dnsguard_run_stop(p);
+        return 0;
 }
 
 /* Its argv: the path, the seat's arguments, then ours. */
@@ -145,7 +189,16 @@ int dnsguard_run_start(const NetSeat *ns, const char *seat_id, DnsGuardProc *ret
                                       "names could not be resolved",
                                       seat_id, addr);
         }
+        /* Its exit, for the event loop (not reaped before: the pid is still ours). */
+        int pidfd = (int) syscall(SYS_pidfd_open, pid, 0);
+        if (pidfd < 0) {
+                r = errno;
+                (void) kill(pid, SIGKILL);
+                reap(pid);
+                return seat_error_set(ret_error, r, "seat '%s': pidfd_open for the DNS guard: %s", seat_id, strerror(r));
+        }
+        (void) fcntl(pidfd, F_SETFD, FD_CLOEXEC); /* pidfds are close-on-exec; to be sure */
         log_debug("seat '%s': DNS guard %d started", seat_id, (int) pid);
-        *ret = (DnsGuardProc) { .pid = pid, .lifeline = TAKE_FD(life_w) };
+        *ret = (DnsGuardProc) { .pid = pid, .lifeline = TAKE_FD(life_w), .pidfd = pidfd };
         return 0;
 }

@@ -8,6 +8,8 @@
  * pipe whose write end only seatd has: when seatd exits, however it exits, the guard
  * sees the hang-up and exits too; an adopting seatd starts a new one.
  */
+#include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "common/error.h"
@@ -19,9 +21,31 @@
 typedef struct DnsGuardProc {
         pid_t pid;     /* 0: none */
         int lifeline;  /* our end of the pipe; -1: none */
+        int pidfd;     /* readable once it exited (pidfd_open); -1: none */
 } DnsGuardProc;
 
-#define DNSGUARD_PROC_NONE ((DnsGuardProc) { .pid = 0, .lifeline = -1 })
+#define DNSGUARD_PROC_NONE ((DnsGuardProc) { .pid = 0, .lifeline = -1, .pidfd = -1 })
+
+/*
+ * Supervision (seatd/seatnet.c): a guard that exits is restarted on the same address after
+ * a delay that starts at DNSGUARD_BACKOFF_FIRST_MS and doubles with every restart in the
+ * last DNSGUARD_RESTART_WINDOW_MS, up to DNSGUARD_BACKOFF_MAX_MS; once it was restarted
+ * DNSGUARD_RESTART_CAP times in that window, it is not restarted again (the seat is paused).
+ */
+#define DNSGUARD_BACKOFF_FIRST_MS 200
+#define DNSGUARD_BACKOFF_MAX_MS 5000
+#define DNSGUARD_RESTART_CAP 10
+#define DNSGUARD_RESTART_WINDOW_MS 60000
+
+/* The policy, pure: attempts[] are the times (ms, monotonic) of the restarts so far, at most
+ * DNSGUARD_RESTART_CAP of them, the latest last. Returns the delay before the next restart,
+ * or -1 when the cap is reached within the window. */
+int64_t dnsguard_backoff(const int64_t *attempts, size_t n_attempts, int64_t now_ms);
+/* "exited with status 1", "killed by signal 9 (Killed)": from a wait status. */
+void dnsguard_describe_exit(int status, char *buf, size_t size);
+/* It exited (its pidfd is readable): reap it, describe why into buf, and forget it (fds
+ * closed, p NONE). Returns 0, or -EAGAIN when it has not exited after all. */
+int dnsguard_run_reap(DnsGuardProc *p, char *buf, size_t size);
 
 /* Starts the guard for the seat's network (ns->names set) and waits until it answers. */
 int dnsguard_run_start(const NetSeat *ns, const char *seat_id, DnsGuardProc *ret, SeatError **ret_error);

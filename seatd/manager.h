@@ -24,6 +24,7 @@ typedef struct Manager {
 
         /* The egress watch and its periodic backstop, on the server's loop. */
         EventSource *net_src, *tick_src;
+        EventSource *guard_src; /* the DNS guards' exits and restarts */
         int tick_fd;
         atomic_uint subscribers; /* events.subscribe streams open (each holds a worker thread) */
 } Manager;

@@ -20,7 +20,7 @@ static bool refuse_paused(Seat *s, int *r, SeatError **ret_error) {
         if (!__atomic_load_n(&s->net_paused, __ATOMIC_ACQUIRE))
                 return false;
         *r = seat_error_set(ret_error, EAGAIN,
-                            "seat '%s' is paused: its egress rules were changed behind seatd's back (see 'seatctl status'); reset it to restore them",
+                            "seat '%s' is paused: its egress rules were changed behind seatd's back, or its DNS guard failed (see 'seatctl status'); reset it to restore them",
                             s->rec.id);
         return true;
 }

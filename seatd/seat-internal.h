@@ -282,6 +282,7 @@ void deny_summary_flush_seat(Seat *s);
 char *egress_saved_path(const Seat *s);
 int handover_network(Seat *s, SeatError **ret_error);
 void on_net_tamper(const char *seat_id, NftSeatState st, void *userdata);
+void on_guard_failed(const char *seat_id, const char *why, void *userdata);
 void seat_net_down(SeatManager *m, Seat *s);
 int seat_net_up(SeatManager *m, Seat *s, const char *egress, SeatError **ret_error);
 

@@ -874,6 +874,12 @@ static int on_net_event(EventSource *src, int fd, uint32_t revents, void *userda
         return 0;
 }
 
+static int on_guard_event(EventSource *src, int fd, uint32_t revents, void *userdata) {
+        Manager *m = userdata;
+        seat_manager_guard_process(m->seats);
+        return 0;
+}
+
 static int on_tick(EventSource *src, int fd, uint32_t revents, void *userdata) {
         Manager *m = userdata;
         uint64_t n;
@@ -895,6 +901,11 @@ static int watch_networks(Manager *m, SeatError **ret_error) {
             event_add_io(server_loop(m->server), fd, EPOLLIN, on_net_event, m, &m->net_src) < 0 ||
             event_add_io(server_loop(m->server), m->tick_fd, EPOLLIN, on_tick, m, &m->tick_src) < 0)
                 return seat_error_set(ret_error, errno ?: EIO, "watch the egress rules: %m");
+        int gfd = seat_manager_guard_fd(m->seats);
+        if (gfd >= 0 && event_add_io(server_loop(m->server), gfd, EPOLLIN, on_guard_event, m, &m->guard_src) < 0)
+                return seat_error_set(ret_error, errno ?: EIO, "watch the DNS guards: %m");
+        /* Guards of adopted seats that exited before the loop ran are seen at its first turn
+         * (their pidfds are readable already). */
         return 0;
 }
 
@@ -914,6 +925,7 @@ int seat_methods_init(Manager *m, SeatError **ret_error) {
 void seat_methods_done(Manager *m) {
         m->net_src = event_source_free(m->net_src);
         m->tick_src = event_source_free(m->tick_src);
+        m->guard_src = event_source_free(m->guard_src);
         m->tick_fd = safe_close(m->tick_fd);
         m->seats = seat_manager_free(m->seats);
 }

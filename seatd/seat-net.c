@@ -123,6 +123,43 @@ void on_net_tamper(const char *seat_id, NftSeatState st, void *userdata) {
                 virConnectClose(c);
 }
 
+/* A seat's DNS guard kept exiting and is not restarted any more (seatnet.h): its names
+ * fail already (closed), and the seat is paused as after a rule flush, for the same reason:
+ * its network is not what its profile says, and a pause keeps the guest as it is for the
+ * operator while nothing of it runs. A reset starts the guard again (seatnet_reinstall())
+ * and resumes; a release stops the seat. Not a fault: that needs the seat's lock, which a
+ * reset may hold for minutes, and this runs on the event loop. */
+void on_guard_failed(const char *seat_id, const char *why, void *userdata) {
+        SeatManager *m = userdata;
+        _cleanup_(seat_unrefp) Seat *s = seat_manager_get(m, seat_id);
+        char name[64];
+        bool ok_pause = false;
+
+        if (!s)
+                return;
+        pthread_mutex_lock(&m->lock);
+        (void) snprintf(name, sizeof(name), "%s", s->live_domain);
+        pthread_mutex_unlock(&m->lock);
+        virConnectPtr c = manager_conn(m, NULL);
+        virDomainPtr d = c && name[0] ? virDomainLookupByName(c, name) : NULL;
+        __atomic_store_n(&s->net_paused, true, __ATOMIC_RELEASE);
+        if (d)
+                ok_pause = virDomainSuspend(d) == 0;
+        log_seat_error(seat_id, "seat '%s' %s: %s; reset it to start the guard again, or release it", seat_id,
+                       ok_pause ? "paused" : "could not be paused", why);
+        json_object *o = json_object_new_object();
+        if (o) {
+                json_object_object_add(o, "error", json_object_new_string(why));
+                json_object_object_add(o, "paused", json_object_new_boolean(ok_pause));
+                (void) seat_audit(s, "egress.dnsguard_failed", o);
+                json_object_put(o);
+        }
+        if (d)
+                virDomainFree(d);
+        if (c)
+                virConnectClose(c);
+}
+
 /* ---- denied flows (seatd/deny-summary.h) ---- */
 
 static void deny_emit(const char *seat, json_object *data, void *userdata) {
@@ -167,6 +204,14 @@ int seat_manager_net_fd(SeatManager *m) {
 
 void seat_manager_net_process(SeatManager *m) {
         seatnet_process(m->net);
+}
+
+int seat_manager_guard_fd(SeatManager *m) {
+        return seatnet_guard_fd(m->net);
+}
+
+void seat_manager_guard_process(SeatManager *m) {
+        seatnet_guard_process(m->net);
 }
 
 unsigned seat_manager_tick_ms(SeatManager *m) {

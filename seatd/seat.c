@@ -726,6 +726,8 @@ int seat_manager_new(const SeatConfig *config, ImageStore *store, SeatManager **
         if (r >= 0)
                 r = seatnet_manager_new(config, on_net_tamper, m, &m->net, ret_error);
         if (r >= 0)
+                seatnet_set_guard_fn(m->net, on_guard_failed, m);
+        if (r >= 0)
                 deny_summary_start(m);
         if (r >= 0)
                 r = seatnet_ensure_standby(m->net, m->conn, ret_error);

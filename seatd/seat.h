@@ -41,6 +41,9 @@ int seat_manager_adopt(SeatManager *m, SeatError **ret_error);
  * of every seat's filter and the denied-packet records. */
 int seat_manager_net_fd(SeatManager *m);
 void seat_manager_net_process(SeatManager *m);
+/* The seats' DNS guards: readable when one exited or is due for a restart (-1: no networks). */
+int seat_manager_guard_fd(SeatManager *m);
+void seat_manager_guard_process(SeatManager *m);
 unsigned seat_manager_tick_ms(SeatManager *m);
 void seat_manager_tick(SeatManager *m);
 /* Whether seats run under KVM (false: TCG), or why not at all. */

@@ -9,6 +9,8 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/timerfd.h>
 #include <unistd.h>
 
 #include "network/conntrack.h"
@@ -49,6 +51,16 @@ struct SeatNetManager {
         size_t n_pending;
         bool lockdown;            /* forwarding only on seat bridges and the uplink */
         uint16_t log_group;       /* the deny log's nfnetlink_log group; 0: the kernel log */
+        /* The DNS guards' supervision: an epoll set (for the daemon's loop) of each running
+         * guard's pidfd and a timerfd for pending restarts. Everything of a seat's guard
+         * (SeatNet.guard*) and the list of supervised seats are under guard_lock, a lock
+         * taken after nm->lock or the daemon's, never before them. */
+        pthread_mutex_t guard_lock;
+        int guard_epfd, guard_timer;
+        SeatNet *guards;
+        uint64_t guard_keys;
+        SeatNetGuardFn guard_fn;
+        void *guard_userdata;
 };
 
 struct SeatNet {
@@ -62,8 +74,30 @@ struct SeatNet {
         int index;
         bool rules, routed, watched;
         uint64_t denied_seen;
-        DnsGuardProc guard;       /* with "allow name": the seat's DNS guard */
+        /* With "allow name": the seat's DNS guard, supervised (under nm->guard_lock). */
+        DnsGuardProc guard;
+        SeatNetGuardState guard_state;
+        uint64_t guard_key;       /* its pidfd's epoll data; 0: not listed */
+        unsigned guard_restarts;  /* since the network came up (this seatd) */
+        int64_t guard_attempts[DNSGUARD_RESTART_CAP]; /* restart times, oldest first */
+        size_t n_guard_attempts;
+        int64_t guard_next_ms;    /* RESTARTING: when it is restarted */
+        bool guard_starting;      /* FAILED, and guard_start() is starting it again */
+        char guard_last_exit[128];
+        char guard_error[512];
+        SeatNet *guard_prev, *guard_next;
 };
+
+#define GUARD_TIMER_KEY UINT64_MAX
+
+static const char *const guard_state_names[] = {
+        [SEATNET_GUARD_NONE] = "none",         [SEATNET_GUARD_RUNNING] = "running",
+        [SEATNET_GUARD_RESTARTING] = "restarting", [SEATNET_GUARD_FAILED] = "failed",
+};
+
+const char *seatnet_guard_state_to_string(SeatNetGuardState st) {
+        return (size_t) st < ELEMENTSOF(guard_state_names) ? guard_state_names[st] : "?";
+}
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(virNetworkPtr, virNetworkFree)
 DEFINE_TRIVIAL_CLEANUP_FUNC(DIR *, closedir)
@@ -196,6 +230,8 @@ int seatnet_manager_new(const SeatConfig *config, SeatNetTamperFn fn, void *user
         if (!nm)
                 return -ENOMEM;
         pthread_mutex_init(&nm->lock, NULL);
+        pthread_mutex_init(&nm->guard_lock, NULL);
+        nm->guard_epfd = nm->guard_timer = -EBADF;
         nm->config = config;
         nm->fn = fn;
         nm->userdata = userdata;
@@ -219,6 +255,14 @@ int seatnet_manager_new(const SeatConfig *config, SeatNetTamperFn fn, void *user
                 forwarding_lockdown(nm);
         if (r >= 0)
                 sweep_stale_chains(nm);
+        if (r >= 0) {
+                struct epoll_event ev = { .events = EPOLLIN, .data.u64 = GUARD_TIMER_KEY };
+                nm->guard_epfd = epoll_create1(EPOLL_CLOEXEC);
+                nm->guard_timer = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+                if (nm->guard_epfd < 0 || nm->guard_timer < 0 ||
+                    epoll_ctl(nm->guard_epfd, EPOLL_CTL_ADD, nm->guard_timer, &ev) < 0)
+                        r = seat_error_set(ret_error, errno, "the DNS guards' supervision (epoll, timerfd): %m");
+        }
         if (r < 0)
                 return seat_error_wrap(ret_error, "seat networks (set network = false in seatd.conf to run seats without a NIC)");
         *ret = TAKE_PTR(nm);
@@ -232,6 +276,10 @@ void seatnet_set_log_group(SeatNetManager *nm, uint16_t group) {
 SeatNetManager *seatnet_manager_free(SeatNetManager *nm) {
         if (!nm)
                 return NULL;
+        /* (every SeatNet was freed before: none is listed) */
+        safe_close(nm->guard_timer);
+        safe_close(nm->guard_epfd);
+        pthread_mutex_destroy(&nm->guard_lock);
         nft_monitor_free(nm->mon);
         nft_context_free(nm->nft);
         free(nm->used);
@@ -273,6 +321,216 @@ void seatnet_check(SeatNetManager *nm) {
         if (nft_monitor_check(nm->mon, &err) < 0)
                 log_warning("checking table inet seatd: %s", err ? err->message : "?");
         deliver(nm);
+}
+
+/* ---- the DNS guards' supervision ---- */
+
+void seatnet_set_guard_fn(SeatNetManager *nm, SeatNetGuardFn fn, void *userdata) {
+        nm->guard_fn = fn;
+        nm->guard_userdata = userdata;
+}
+
+int seatnet_guard_fd(SeatNetManager *nm) {
+        return nm ? nm->guard_epfd : -1;
+}
+
+/* Under guard_lock: n's guard (n->guard, just started) on the list and its pidfd in the set. */
+static int guard_watch(SeatNetManager *nm, SeatNet *n) {
+        if (!n->guard_key) {
+                n->guard_key = ++nm->guard_keys;
+                n->guard_prev = NULL;
+                n->guard_next = nm->guards;
+                if (nm->guards)
+                        nm->guards->guard_prev = n;
+                nm->guards = n;
+        }
+        struct epoll_event ev = { .events = EPOLLIN, .data.u64 = n->guard_key };
+        if (epoll_ctl(nm->guard_epfd, EPOLL_CTL_ADD, n->guard.pidfd, &ev) < 0)
+                return -errno;
+        n->guard_state = SEATNET_GUARD_RUNNING;
+        return 0;
+}
+
+/* Under guard_lock: stopped (a deliberate stop: no restart follows) and off the list. */
+static void guard_unwatch(SeatNetManager *nm, SeatNet *n) {
+        if (n->guard.pidfd >= 0)
+                (void) epoll_ctl(nm->guard_epfd, EPOLL_CTL_DEL, n->guard.pidfd, NULL);
+        dnsguard_run_stop(&n->guard);
+        if (n->guard_key) {
+                if (n->guard_prev)
+                        n->guard_prev->guard_next = n->guard_next;
+                else
+                        nm->guards = n->guard_next;
+                if (n->guard_next)
+                        n->guard_next->guard_prev = n->guard_prev;
+                n->guard_prev = n->guard_next = NULL;
+                n->guard_key = 0;
+        }
+        n->guard_state = SEATNET_GUARD_NONE;
+}
+
+static void guard_note_attempt(SeatNet *n, int64_t now) {
+        if (n->n_guard_attempts == ELEMENTSOF(n->guard_attempts)) {
+                memmove(n->guard_attempts, n->guard_attempts + 1, sizeof(n->guard_attempts) - sizeof(n->guard_attempts[0]));
+                n->n_guard_attempts--;
+        }
+        n->guard_attempts[n->n_guard_attempts++] = now;
+}
+
+/* Under guard_lock: it is not running (exited, or a restart failed): when to try again,
+ * or, past the cap, failed for good (*ret_failed: the daemon is told). */
+static void guard_schedule(SeatNet *n, int64_t now, const char *why, bool *ret_failed) {
+        char addr[INET_ADDRSTRLEN];
+        netdef_guard_address(&n->ns, addr);
+        int64_t delay = dnsguard_backoff(n->guard_attempts, n->n_guard_attempts, now);
+        if (delay < 0) {
+                n->guard_state = SEATNET_GUARD_FAILED;
+                (void) snprintf(n->guard_error, sizeof(n->guard_error),
+                                "its DNS guard (seat-dnsguard on %s:53) %s after %d restarts within %d s: not restarted again",
+                                addr, why, DNSGUARD_RESTART_CAP, DNSGUARD_RESTART_WINDOW_MS / 1000);
+                log_seat_error(n->seat_id, "seat '%s': %s", n->seat_id, n->guard_error);
+                *ret_failed = true;
+                return;
+        }
+        n->guard_state = SEATNET_GUARD_RESTARTING;
+        n->guard_next_ms = now + delay;
+        log_seat_warning(n->seat_id, "seat '%s': its DNS guard (seat-dnsguard on %s:53) %s: restarting it in %" PRId64 " ms",
+                         n->seat_id, addr, why, delay);
+}
+
+/* Under guard_lock: a new guard on the same address. */
+static void guard_restart(SeatNetManager *nm, SeatNet *n, int64_t now, bool *ret_failed) {
+        _cleanup_error_ SeatError *err = NULL;
+        guard_note_attempt(n, now);
+        n->guard_restarts++;
+        int r = dnsguard_run_start(&n->ns, n->seat_id, &n->guard, &err);
+        if (r >= 0 && (r = guard_watch(nm, n)) < 0)
+                (void) seat_error_set(&err, -r, "watch its pidfd (epoll): %s", strerror(-r));
+        if (r >= 0) {
+                log_seat_notice(n->seat_id, "seat '%s': DNS guard restarted (pid %d, restart %u)", n->seat_id,
+                                (int) n->guard.pid, n->guard_restarts);
+                return;
+        }
+        dnsguard_run_stop(&n->guard);
+        (void) snprintf(n->guard_last_exit, sizeof(n->guard_last_exit), "did not start: %s",
+                        err ? err->message : strerror(-r));
+        guard_schedule(n, now, n->guard_last_exit, ret_failed);
+}
+
+static void guard_arm_timer(SeatNetManager *nm, int64_t now) {
+        int64_t next = INT64_MAX;
+        for (SeatNet *n = nm->guards; n; n = n->guard_next)
+                if (n->guard_state == SEATNET_GUARD_RESTARTING)
+                        next = MIN(next, n->guard_next_ms);
+        struct itimerspec its = {};
+        if (next != INT64_MAX) {
+                int64_t d = MAX(next - now, (int64_t) 1);
+                its.it_value = (struct timespec) { .tv_sec = d / 1000, .tv_nsec = (d % 1000) * 1000000L };
+        }
+        (void) timerfd_settime(nm->guard_timer, 0, &its, NULL);
+}
+
+typedef struct GuardReport {
+        char seat[NETDEF_SEAT_ID_MAX + 1];
+        char why[512];
+} GuardReport;
+
+void seatnet_guard_process(SeatNetManager *nm) {
+        struct epoll_event evs[16];
+        GuardReport *reports = NULL;
+        size_t n_reports = 0;
+        if (!nm || nm->guard_epfd < 0)
+                return;
+        int k = epoll_wait(nm->guard_epfd, evs, (int) ELEMENTSOF(evs), 0);
+        pthread_mutex_lock(&nm->guard_lock);
+        int64_t now = now_monotonic_ms();
+        size_t listed = 0;
+        for (SeatNet *n = nm->guards; n; n = n->guard_next)
+                listed++;
+        reports = calloc(listed + 1, sizeof(*reports));
+        for (int i = 0; i < k; i++) {
+                if (evs[i].data.u64 == GUARD_TIMER_KEY) {
+                        uint64_t ticks;
+                        (void) !read(nm->guard_timer, &ticks, sizeof(ticks));
+                        continue;
+                }
+                SeatNet *n = nm->guards;
+                while (n && n->guard_key != evs[i].data.u64)
+                        n = n->guard_next;
+                /* Stopped meanwhile (released, reset, seatd stopping): nothing to do. */
+                if (!n || n->guard_state != SEATNET_GUARD_RUNNING || n->guard.pidfd < 0)
+                        continue;
+                pid_t pid = n->guard.pid;
+                (void) epoll_ctl(nm->guard_epfd, EPOLL_CTL_DEL, n->guard.pidfd, NULL);
+                if (dnsguard_run_reap(&n->guard, n->guard_last_exit, sizeof(n->guard_last_exit)) < 0) {
+                        struct epoll_event ev = { .events = EPOLLIN, .data.u64 = n->guard_key };
+                        (void) epoll_ctl(nm->guard_epfd, EPOLL_CTL_ADD, n->guard.pidfd, &ev);
+                        continue;
+                }
+                char why[160];
+                (void) snprintf(why, sizeof(why), "(pid %d) %s", (int) pid, n->guard_last_exit);
+                bool failed = false;
+                guard_schedule(n, now, why, &failed);
+                if (failed && reports) {
+                        (void) snprintf(reports[n_reports].seat, sizeof(reports[n_reports].seat), "%s", n->seat_id);
+                        (void) snprintf(reports[n_reports].why, sizeof(reports[n_reports].why), "%s", n->guard_error);
+                        n_reports++;
+                }
+        }
+        for (SeatNet *n = nm->guards; n; n = n->guard_next) {
+                if (n->guard_state != SEATNET_GUARD_RESTARTING || n->guard_next_ms > now)
+                        continue;
+                bool failed = false;
+                guard_restart(nm, n, now, &failed);
+                if (failed && reports && n_reports < listed) {
+                        (void) snprintf(reports[n_reports].seat, sizeof(reports[n_reports].seat), "%s", n->seat_id);
+                        (void) snprintf(reports[n_reports].why, sizeof(reports[n_reports].why), "%s", n->guard_error);
+                        n_reports++;
+                }
+        }
+        guard_arm_timer(nm, now_monotonic_ms());
+        pthread_mutex_unlock(&nm->guard_lock);
+        /* Outside the lock: the daemon pauses the seat (and may call back into us). */
+        for (size_t i = 0; i < n_reports; i++)
+                if (nm->guard_fn)
+                        nm->guard_fn(reports[i].seat, reports[i].why, nm->guard_userdata);
+        free(reports);
+}
+
+/* The guard as seatnet_up() starts it, or seatnet_reinstall() (only_failed: when it
+ * failed for good): supervised from here on, with a fresh budget of restarts. Started
+ * outside guard_lock (it may take up to DNSGUARD_READY_TIMEOUT_MS; the loop and status
+ * need that lock): a new seat's network is not listed yet, and a failed guard is nothing
+ * the loop acts on; whoever calls this holds the seat, so nobody frees n meanwhile. */
+static int guard_start(SeatNetManager *nm, SeatNet *n, bool only_failed, SeatError **ret_error) {
+        DnsGuardProc g = DNSGUARD_PROC_NONE;
+        pthread_mutex_lock(&nm->guard_lock);
+        /* (a reset and the repair after a rule change may both come for a failed one) */
+        bool go = !only_failed || (n->guard_state == SEATNET_GUARD_FAILED && !n->guard_starting);
+        n->guard_starting = go;
+        pthread_mutex_unlock(&nm->guard_lock);
+        if (!go)
+                return 0;
+        int r = dnsguard_run_start(&n->ns, n->seat_id, &g, ret_error);
+        pthread_mutex_lock(&nm->guard_lock);
+        n->guard_starting = false;
+        if (r < 0) {
+                pthread_mutex_unlock(&nm->guard_lock);
+                return r;
+        }
+        n->guard = g;
+        n->n_guard_attempts = 0;
+        n->guard_error[0] = 0;
+        if ((r = guard_watch(nm, n)) < 0) {
+                r = seat_error_set(ret_error, -r, "seat '%s': watch its DNS guard (epoll): %s", n->seat_id, strerror(-r));
+                if (only_failed)
+                        dnsguard_run_stop(&n->guard); /* still failed (guard_watch() changed nothing else) */
+                else
+                        guard_unwatch(nm, n);
+        } else if (only_failed)
+                log_seat_notice(n->seat_id, "seat '%s': DNS guard started again (pid %d)", n->seat_id, (int) g.pid);
+        pthread_mutex_unlock(&nm->guard_lock);
+        return r;
 }
 
 /* ---- one seat ---- */
@@ -398,10 +656,14 @@ static void fill_spec(SeatNetManager *nm, SeatNet *n) {
         (void) inet_ntop(AF_INET, &n->ns.host, n->gateway, sizeof(n->gateway));
 }
 
-static void seatnet_free(SeatNet *n) {
+static void seatnet_free(SeatNetManager *nm, SeatNet *n) {
         if (!n)
                 return;
-        dnsguard_run_stop(&n->guard);
+        /* A deliberate stop: off the list first, under the lock the restarts take, so none
+         * follows it. */
+        pthread_mutex_lock(&nm->guard_lock);
+        guard_unwatch(nm, n);
+        pthread_mutex_unlock(&nm->guard_lock);
         egress_profile_free(n->profile);
         free(n->profile_text);
         free(n);
@@ -459,7 +721,7 @@ int seatnet_up(SeatNetManager *nm, virConnectPtr conn, const char *seat_id, cons
         /* The resolver's upstream for the names (a new one when adopting: the last seatd's
          * went with it), before the machine can ask. */
         if (r >= 0 && egress_profile_has_names(n->profile))
-                r = dnsguard_run_start(&n->ns, n->seat_id, &n->guard, ret_error);
+                r = guard_start(nm, n, false, ret_error);
         /* A new seat on this subnet: nothing tracked for its address may date from a seat
          * that had it before (released, or left by a seatd that was killed). An adopted seat
          * (index >= 0) keeps its own flows. */
@@ -469,7 +731,7 @@ int seatnet_up(SeatNetManager *nm, virConnectPtr conn, const char *seat_id, cons
                 if (n->index >= 0)
                         seatnet_down(nm, conn, n);
                 else
-                        seatnet_free(n);
+                        seatnet_free(nm, n);
                 return seat_error_wrap(ret_error, "network of seat '%s'", seat_id);
         }
         *ret = n;
@@ -496,18 +758,18 @@ void seatnet_down(SeatNetManager *nm, virConnectPtr conn, SeatNet *n) {
         if (n->ns.bridge[0] && seatnet_forget_flows(n, &ct_err) < 0)
                 log_seat_warning(n->seat_id, "%s", ct_err ? ct_err->message : "removing its connection tracking entries failed");
         free_index(nm, n->index);
-        seatnet_free(n);
+        seatnet_free(nm, n);
 }
 
 void seatnet_forget(SeatNetManager *nm, SeatNet *n) {
         if (!n)
                 return;
-        if (n->watched && nm && nm->mon) {
+        if (n->watched && nm->mon) {
                 pthread_mutex_lock(&nm->lock);
                 (void) nft_monitor_remove(nm->mon, n->ns.bridge);
                 pthread_mutex_unlock(&nm->lock);
         }
-        seatnet_free(n);
+        seatnet_free(nm, n);
 }
 
 void seatnet_remove_orphan(SeatNetManager *nm, virConnectPtr conn, const char *seat_id) {
@@ -529,6 +791,10 @@ int seatnet_reinstall(SeatNetManager *nm, SeatNet *n, SeatError **ret_error) {
         pthread_mutex_lock(&nm->lock);
         int r = nft_seat_install(nm->nft, &n->spec, ret_error);
         pthread_mutex_unlock(&nm->lock);
+        /* The seat's network as its profile says includes its guard: one that failed for
+         * good is started again, with a fresh budget of restarts. */
+        if (r >= 0 && egress_profile_has_names(n->profile))
+                r = guard_start(nm, n, true, ret_error);
         return r;
 }
 
@@ -702,6 +968,22 @@ int seatnet_to_json(SeatNetManager *nm, const SeatNet *n, json_object **ret) {
                 json_object_object_add(o, "rules_error", json_object_new_string(err ? err->message : strerror(-r)));
         json_object_object_add(o, "rules", rules);
         if (egress_profile_has_names(n->profile)) {
+                char addr[INET_ADDRSTRLEN];
+                json_object *g = json_object_new_object();
+                if (!g)
+                        return -ENOMEM;
+                netdef_guard_address(&n->ns, addr);
+                pthread_mutex_lock(&nm->guard_lock);
+                json_object_object_add(g, "address", json_object_new_string(addr));
+                json_object_object_add(g, "pid", json_object_new_int64(n->guard.pid));
+                json_object_object_add(g, "state", json_object_new_string(seatnet_guard_state_to_string(n->guard_state)));
+                json_object_object_add(g, "restarts", json_object_new_int64(n->guard_restarts));
+                if (n->guard_last_exit[0])
+                        json_object_object_add(g, "last_exit", json_object_new_string(n->guard_last_exit));
+                if (n->guard_error[0])
+                        json_object_object_add(g, "error", json_object_new_string(n->guard_error));
+                pthread_mutex_unlock(&nm->guard_lock);
+                json_object_object_add(o, "dnsguard", g);
                 json_object *names = NULL;
                 _cleanup_error_ SeatError *nerr = NULL;
                 pthread_mutex_lock(&nm->lock);

@@ -51,6 +51,26 @@ void seatnet_process(SeatNetManager *nm);
  * growth through the callback's owner (see seatnet_denied_delta()). */
 void seatnet_check(SeatNetManager *nm);
 
+/*
+ * The seats' DNS guards (seatd/dnsguard-run.h), supervised: seatnet_guard_fd() is readable
+ * when one exited or a restart is due; seatnet_guard_process() (on the daemon's loop)
+ * reaps, logs and restarts, with a growing delay; a guard restarted DNSGUARD_RESTART_CAP
+ * times within DNSGUARD_RESTART_WINDOW_MS is left stopped and fn is called (outside every
+ * lock of ours) with the seat and why. seatnet_reinstall() starts such a guard again.
+ * Release and seatd's exit stop a guard without a restart.
+ */
+typedef enum SeatNetGuardState {
+        SEATNET_GUARD_NONE,       /* no names, or stopped */
+        SEATNET_GUARD_RUNNING,
+        SEATNET_GUARD_RESTARTING, /* exited: a restart is due after the delay */
+        SEATNET_GUARD_FAILED,     /* past the cap: not restarted until a reinstall */
+} SeatNetGuardState;
+typedef void (*SeatNetGuardFn)(const char *seat_id, const char *why, void *userdata);
+void seatnet_set_guard_fn(SeatNetManager *nm, SeatNetGuardFn fn, void *userdata);
+int seatnet_guard_fd(SeatNetManager *nm);
+void seatnet_guard_process(SeatNetManager *nm);
+const char *seatnet_guard_state_to_string(SeatNetGuardState st);
+
 /* A profile name is [a-z0-9_-]{1,32}; it names <egress_dir>/<name>.profile. */
 bool seatnet_profile_name_valid(const char *name);
 

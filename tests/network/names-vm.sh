@@ -12,29 +12,27 @@
 # NXDOMAIN, its target's address lands in no set and stays dropped; malformed and
 # oversized answers fail the lookup and add nothing; good lookups work after them; the
 # guard goes with the seat.
+# Its supervision (issue 18): a guard killed is restarted on its address (status: pid,
+# state, restarts, why it exited; seatd's log); one that keeps dying is left stopped past
+# 10 restarts in 60 s and the seat is paused; a reset starts it again. Adoption: seatd
+# stopped (the guard goes with it) or killed (the guard exits by itself), then started:
+# the seat is adopted with a new guard, its sets read back and watched, names resolve and
+# connect, others get NXDOMAIN; the adopting seatd supervises the guard.
 #
 # usage: names-vm.sh BUILD_DIR
 set -uo pipefail
 
-build=$(realpath "${1:?usage: $0 BUILD_DIR}")
-src=$(cd "$(dirname "$0")/../.." && pwd)
-# shellcheck source=../lib/leftovers.sh
-. "$src/tests/lib/leftovers.sh"
-SEATD=$build/seatd/seatd
-CTL=$build/seatctl/seatctl
+# shellcheck source=../lib/seatd-harness.sh
+. "$(dirname "$0")/../lib/seatd-harness.sh"
+harness_build "${1:?usage: $0 BUILD_DIR}"
 PROBE=$build/tests/network/guest-probe
-for b in "$SEATD" "$CTL" "$PROBE" "$build/guest-init/guest-init" "$build/images/seat-manifest" "$build/signing/seat-sign"; do
-  [[ -x $b ]] || { echo "1..0 # SKIP $b not built"; exit 0; }
-done
-[[ $(id -u) == 0 ]] || { echo "1..0 # SKIP needs root (libvirt, nftables, namespaces)"; exit 0; }
-for c in virsh ip nft python3 dnsmasq; do
-  command -v "$c" >/dev/null || { echo "1..0 # SKIP $c is not installed"; exit 0; }
-done
-dnsmasq --version | grep -qw nftset || { echo "1..0 # SKIP this dnsmasq is built without nftset"; exit 0; }
+harness_vm_suite names-vm "$PROBE"
+need_cmd virsh ip nft python3 dnsmasq pgrep
+dnsmasq --version | grep -qw nftset || skip_all "this dnsmasq is built without nftset"
 
 # shellcheck source=world.sh
-. "$src/tests/network/world.sh"
-host_start_libvirt >/dev/null 2>&1 || { echo "Bail out! libvirtd does not answer"; exit 1; }
+. "$HARNESS_SRC/tests/network/world.sh"
+need_libvirt --start
 
 UPLINK=sdnv-up0
 POOL=10.216.0.0/24
@@ -44,36 +42,8 @@ HOSTUP=$WORLD_NET.1 # the host's end of the uplink: an address of the host
 WORLD_ZONE+=(a.wild.test=$WORLD_ALLOWED b.c.wild.test=$WORLD_ALLOWED hostaddr.test=$HOSTUP
   cname-in.allowed.test=cname:a.wild.test cname-out.allowed.test=cname:blocked.test
   malformed.allowed.test=malformed oversized.allowed.test=oversized)
-t=$(mktemp -d /var/tmp/seatd-namesvm.XXXXXX)
-chmod 0755 "$t"
-seatd_pid=
-export SEATD_SOCKET=$t/ctl.sock
 unset SEATD_TOKEN
 
-n=0 failed=0
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-not_ok() {
-  n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $1"
-  [[ -s $t/out ]] && sed 's/^/#   /' "$t/out" | head -20
-  return 0
-}
-diag() { echo "# $*"; }
-bail() { echo "Bail out! $*"; [[ -f $t/seatd.log ]] && tail -30 "$t/seatd.log" | sed 's/^/# /'; exit 1; }
-
-cleanup() {
-  if [[ -n $seatd_pid ]]; then kill "$seatd_pid" 2>/dev/null; wait "$seatd_pid" 2>/dev/null; fi
-  seat_leftovers_remove "$t/state"
-  while ip rule del lookup $TABLE 2>/dev/null; do :; done
-  ip route flush table $TABLE 2>/dev/null
-  ip route del $WORLD_DNS/32 2>/dev/null
-  world_down >/dev/null 2>&1
-  [[ -f $t/seatd.log ]] && cp "$t/seatd.log" "$build/meson-logs/names-vm-seatd.log" 2>/dev/null
-  rm -rf "$t"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-json_field() { python3 -c 'import json,sys; d=json.load(sys.stdin); print(eval(sys.argv[1]))' "$1"; }
 denied() { "$CTL" --json status "$1" | json_field 'd["network"]["denied_packets"]'; }
 probe() { local s=$1; shift; "$CTL" exec --timeout 60 "$s" -- /bin/guest-probe "$@" >"$t/out" 2>&1; }
 denied_case() {
@@ -87,15 +57,11 @@ denied_case() {
   if [[ $rc == 1 && $after -gt $before ]]; then ok "$d (denied: +$((after - before)))"; else not_ok "$d (probe rc $rc, denied $before -> $after)"; fi
 }
 
+world_seatd "$UPLINK" "$POOL" "$TABLE"
+harness_on_exit --late "ip route del $WORLD_DNS/32 2>/dev/null"
 world_up "$UPLINK" >"$t/out" 2>&1 || { cat "$t/out"; bail "the test world did not come up"; }
 # The seat's resolver runs on the host and asks the world's DNS server through the uplink.
 ip route replace $WORLD_DNS/32 via $WORLD_NET.2 dev $UPLINK || bail "no host route to the world's DNS server"
-mkdir -p "$t/keys" "$t/state" "$t/egress"
-"$build/signing/seat-sign" keygen -W -p "$t/test.pub" -s "$t/test.key" >/dev/null 2>&1 || bail "keygen failed"
-cp "$t/test.pub" "$t/keys/"
-"$src/images/recipes/test-image" --guest-init "$build/guest-init/guest-init" --out "$t/img" --quiet \
-  --sign-key "$t/test.key" --tools "$build/images:$build/signing" --guest-tool "$PROBE" \
-  >"$t/out" 2>&1 || { cat "$t/out"; bail "building the test image failed"; }
 cat >"$t/egress/names.profile" <<EOF
 dns $WORLD_DNS
 allow name allowed.test tcp port 8080
@@ -103,30 +69,9 @@ allow name *.wild.test tcp port 8080
 allow name metadata.test tcp port 80
 allow name hostaddr.test tcp port 8080
 EOF
-cat >"$t/seatd.conf" <<EOF
-state_dir = $t/state
-socket_path = $t/ctl.sock
-trusted_keys_dir = $t/keys
-accel = tcg
-allow_tcg = true
-inspect_images = false
-net_pool = $POOL
-uplink = $UPLINK
-uplink_gateway = $WORLD_NET.2
-route_table = $TABLE
-route_priority = $TABLE
-egress_dir = $t/egress
-egress_check_interval = 2
-tamper_resume = true
-EOF
-"$SEATD" -c "$t/seatd.conf" -l debug >>"$t/seatd.log" 2>&1 &
-seatd_pid=$!
-for _ in $(seq 1 600); do
-  kill -0 "$seatd_pid" 2>/dev/null || bail "seatd exited"
-  [[ -S $t/ctl.sock ]] && "$CTL" list >/dev/null 2>&1 && break
-  sleep 0.1
-done
-"$CTL" -q image import "$t/img/manifest.json" >"$t/out" 2>&1 || { cat "$t/out"; bail "image import failed"; }
+seatd_conf accel=tcg allow_tcg=true inspect_images=false "${world_seatd_keys[@]}" egress_check_interval=2 tamper_resume=true
+seatd_start
+image_import --guest-tool "$PROBE"
 "$CTL" -q provision --image test-image --egress names >"$t/prov" 2>"$t/out" || { cat "$t/out"; bail "provision with names failed"; }
 A=$(awk 'NR==2 {print $1}' "$t/prov")
 [[ -n $A ]] || bail "no seat"
@@ -214,6 +159,72 @@ probe "$A" "${T[@]}" --resolver "$HA" tcp allowed.test 8080 --send hi --expect h
   && ok "after the repair allowed.test resolves and connects again" || not_ok "after the repair allowed.test connects again"
 denied_case "$A" "after the repair blocked.test's address is still dropped" "${T[@]}" tcp "$WORLD_BLOCKED" 8080
 
+# ---------------------------------------------------------------- the guard supervised
+# A guard that dies is restarted on the same address, after a short delay, and says why.
+gfield() { "$CTL" --json status "$A" | json_field "d['network']['dnsguard'].get('$1', '')"; }
+guard_of() { pgrep -f "seat-dnsguard --listen $GA " | head -1; }
+# wait_guard OLD_PID: until the guard runs with another pid, or failed (10 s at most)
+wait_guard() {
+  local st
+  for _ in $(seq 1 100); do
+    st=$(gfield state)
+    [[ $st == failed ]] && return 0
+    [[ $st == running && $(gfield pid) != "$1" ]] && return 0
+    sleep 0.1
+  done
+  return 1
+}
+p0=$(gfield pid)
+[[ $(gfield state) == running && $p0 == "$(guard_of)" && $(gfield restarts) == 0 ]] \
+  && ok "status shows the guard running (pid $p0, 0 restarts)" || not_ok "status shows the guard running (pid $p0: $(gfield state))"
+kill -9 "$p0"
+if wait_guard "$p0"; then
+  p1=$(gfield pid)
+  [[ $(gfield state) == running && $p1 == "$(guard_of)" && $(ps -o user= -p "$p1" | tr -d ' ') == nobody ]] \
+    && ok "a guard killed with SIGKILL is restarted on $GA:53, as nobody (pid $p0 -> $p1)" \
+    || not_ok "a killed guard is restarted on $GA:53 as nobody ($(gfield state), pid $p1, running $(guard_of))"
+else not_ok "a guard killed with SIGKILL is restarted (status: $(gfield state))"; fi
+[[ $(gfield restarts) == 1 && $(gfield last_exit) == "killed by signal 9 (Killed)" ]] \
+  && ok "status counts the restart and says why it exited ($(gfield last_exit))" \
+  || not_ok "status counts the restart ($(gfield restarts)) and says why it exited ($(gfield last_exit))"
+grep -q "seat '$A': its DNS guard (seat-dnsguard on $GA:53) (pid $p0) killed by signal 9 (Killed): restarting it in 200 ms" "$t/seatd.log" \
+  && ok "seatd's log says the guard was killed and when it restarts it" || not_ok "seatd's log says the guard was killed"
+"$CTL" status "$A" >"$t/out" 2>&1
+grep -q "^dnsguard: running on $GA:53, pid $(gfield pid), 1 restarts, last exit: killed by signal 9 (Killed)$" "$t/out" \
+  && ok "seatctl status shows the guard's pid, state and restarts" || not_ok "seatctl status shows the guard"
+probe "$A" "${T[@]}" --resolver "$HA" tcp allowed.test 8080 --send hi --expect hi \
+  && ok "after the restart allowed.test resolves and connects" || not_ok "after the restart allowed.test resolves and connects"
+probe "$A" "${T[@]}" dns "$HA" cname-out.allowed.test && grep -q "rcode=NXDOMAIN" "$t/out" \
+  && ok "after the restart the guard still refuses a CNAME out of the names" || not_ok "after the restart cname-out gets NXDOMAIN"
+
+# A guard that keeps dying: past 10 restarts in 60 s it is not restarted, and the seat is
+# paused as after a rule flush (fail closed, and loud).
+kills=0 t0=$(ms)
+while [[ $(gfield state) == running ]] && ((kills < 15)); do
+  p=$(gfield pid)
+  kill -9 "$p"; kills=$((kills + 1))
+  wait_guard "$p" || break
+done
+st=$(gfield state)
+diag "guard: $st after $kills more kills in $(($(ms) - t0)) ms"
+[[ $st == failed && $kills -le 11 && -z $(guard_of) ]] \
+  && ok "past 10 restarts within 60 s the guard is not restarted (state failed after $kills more kills)" \
+  || not_ok "past the cap the guard is not restarted (state $st after $kills kills, running: $(guard_of))"
+[[ $(gfield error) == *"seat-dnsguard on $GA:53"*"after 10 restarts within 60 s"* ]] \
+  && ok "status says why, naming the guard ($(gfield error))" || not_ok "status says why, naming the guard ($(gfield error))"
+dom=$("$CTL" --json status "$A" | json_field 'd["domain"]')
+paused=$("$CTL" --json status "$A" | json_field 'd["network"]["paused"]')
+"$CTL" exec "$A" -- true >"$t/out" 2>&1; rc=$?
+[[ $paused == True && $("${VIRSH[@]}" domstate "$dom" 2>&1) == paused && $rc != 0 ]] && grep -q "DNS guard failed" "$t/out" \
+  && ok "the seat is paused (libvirt: paused) and exec says why" \
+  || not_ok "the seat is paused (paused $paused, libvirt $("${VIRSH[@]}" domstate "$dom" 2>&1), exec rc $rc)"
+grep -q "seat '$A' paused: its DNS guard (seat-dnsguard on $GA:53) .* after 10 restarts within 60 s: not restarted again; reset it" "$t/seatd.log" \
+  && ok "seatd's log says the seat is paused and names the guard" || not_ok "seatd's log says the seat is paused and names the guard"
+"$CTL" status "$A" >"$t/out" 2>&1
+grep -q "PAUSED: its DNS guard failed" "$t/out" && grep -q "^dnsguard: FAILED: its DNS guard" "$t/out" \
+  && ok "seatctl status shows the failed guard" || not_ok "seatctl status shows the failed guard"
+kill -0 "$seatd_pid" && ok "seatd is still there" || bail "seatd died"
+
 # The handover: a reset re-installs the rules, so the next guest starts with empty sets
 # (and the resolver keeps no cache).
 if "$CTL" -q reset "$A" >"$t/out" 2>&1; then
@@ -223,12 +234,60 @@ if "$CTL" -q reset "$A" >"$t/out" 2>&1; then
   denied_case "$A" "after the reset the allowed server's address is dropped until the name is looked up" "${T[@]}" tcp "$WORLD_ALLOWED" 8080
   probe "$A" "${T[@]}" --resolver "$HA" tcp allowed.test 8080 --send hi --expect hi \
     && ok "after the reset allowed.test resolves and connects" || not_ok "after the reset allowed.test connects"
+  [[ $(gfield state) == running && $(gfield pid) == "$(guard_of)" && -z $(gfield error) ]] \
+    && [[ $("$CTL" --json status "$A" | json_field 'd["network"]["paused"]') == False ]] \
+    && ok "the reset started the failed guard again and resumed the seat" \
+    || not_ok "the reset started the guard again ($(gfield state), pid $(gfield pid), running $(guard_of))"
 else not_ok "reset of the seat with names"; fi
+
+# ---------------------------------------------------------------- adoption
+# seatd stopped: the guard goes with it. A new seatd adopts the seat with a new guard, its
+# sets read back and watched; names resolve and connect, others do not.
+adopted_checks() { # WHAT
+  local what=$1 p
+  "$CTL" list | grep -q "^$A " && ok "$what: the seat is adopted" || not_ok "$what: the seat is adopted"
+  p=$(gfield pid)
+  [[ $(gfield state) == running && $p == "$(guard_of)" && $(ps -o user= -p "$p" | tr -d ' ') == nobody ]] \
+    && ok "$what: its guard runs again on $GA:53 as nobody (pid $p)" || not_ok "$what: its guard runs again ($(gfield state), pid $p)"
+  [[ $("$CTL" --json status "$A" | json_field '"names_error" not in d["network"] and len(d["network"]["names"])') == 4 ]] \
+    && ok "$what: its name sets are read back" || { "$CTL" status "$A" >"$t/out" 2>&1; not_ok "$what: its name sets are read back"; }
+  probe "$A" "${T[@]}" --resolver "$HA" tcp allowed.test 8080 --send hi --expect hi \
+    && ok "$what: allowed.test resolves and connects" || not_ok "$what: allowed.test resolves and connects"
+  probe "$A" "${T[@]}" dns "$HA" blocked.test && grep -q "rcode=NXDOMAIN" "$t/out" \
+    && ok "$what: blocked.test gets NXDOMAIN" || not_ok "$what: blocked.test gets NXDOMAIN"
+  probe "$A" "${T[@]}" dns "$HA" cname-out.allowed.test && grep -q "rcode=NXDOMAIN" "$t/out" \
+    && ok "$what: a CNAME out of the names gets NXDOMAIN" || not_ok "$what: a CNAME out of the names gets NXDOMAIN"
+  denied_case "$A" "$what: blocked.test's address is dropped" "${T[@]}" tcp "$WORLD_BLOCKED" 8080
+}
+gone() { for _ in $(seq 1 50); do kill -0 "$1" 2>/dev/null || return 0; sleep 0.1; done; return 1; }
+p=$(gfield pid)
+seatd_stop
+gone "$p" && [[ -z $(guard_of) ]] && ok "seatd stopping stops the seat's guard (no restart, nothing left)" \
+  || not_ok "seatd stopping stops the seat's guard (still running: $(guard_of))"
+seatd_start
+adopted_checks "after a seatd restart"
+e0=$("$CTL" --json status "$A" | json_field 'd["network"]["tamper_events"]')
+nft flush set inet seatd "n40-$BRA"
+for _ in $(seq 1 100); do (($("$CTL" --json status "$A" | json_field 'd["network"]["tamper_events"]') > e0)) && break; sleep 0.1; done
+(($("$CTL" --json status "$A" | json_field 'd["network"]["tamper_events"]') > e0)) \
+  && ok "after a seatd restart its name sets are watched (nft flush set: a tamper event)" \
+  || not_ok "after a seatd restart its name sets are watched"
+# Killed: the guard sees its lifeline hang up and exits by itself.
+p=$(gfield pid)
+seatd_kill
+gone "$p" && [[ -z $(guard_of) ]] && ok "seatd killed: its guard exits by itself (the lifeline)" \
+  || not_ok "seatd killed: its guard exits by itself (still running: $(guard_of))"
+seatd_start
+adopted_checks "after seatd was killed"
+p=$(gfield pid)
+kill -9 "$p"
+wait_guard "$p" && [[ $(gfield state) == running && $(gfield restarts) == 1 ]] \
+  && ok "the adopting seatd supervises the guard (killed: restarted, pid $p -> $(gfield pid))" \
+  || not_ok "the adopting seatd supervises the guard ($(gfield state), restarts $(gfield restarts))"
 
 "$CTL" -q release "$A" >"$t/out" 2>&1
 left=$(nft list table inet seatd 2>/dev/null | grep -c "seat-$A" || true)
 [[ $left == 0 ]] && ok "release removes the seat's chains and sets" || not_ok "release removes the seat's chains and sets ($left lines left)"
 pgrep -f "seat-dnsguard --listen $GA " >/dev/null && not_ok "release stops the seat's DNS guard" || ok "release stops the seat's DNS guard"
 
-echo "1..$n"
-((failed == 0))
+tap_end

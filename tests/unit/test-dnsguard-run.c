@@ -1,0 +1,106 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The DNS guards' supervision in seatd (seatd/dnsguard-run.c): the restart policy, and
+ * reaping an exited guard through its pidfd with the reason it exited. */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "common/macro.h"
+#include "seatd/dnsguard-run.h"
+
+static void test_backoff(void **state) {
+        int64_t at[DNSGUARD_RESTART_CAP];
+        int64_t now = 1000000;
+        /* 0.2 s, doubling with every restart in the window, at most 5 s */
+        static const int64_t want[] = { 200, 400, 800, 1600, 3200, 5000, 5000, 5000, 5000, 5000 };
+        for (size_t i = 0; i < ELEMENTSOF(want); i++) {
+                assert_int_equal(dnsguard_backoff(at, i, now), want[i]);
+                at[i] = now;
+                now += 100;
+        }
+        /* the cap: 10 restarts within 60 s */
+        assert_int_equal(dnsguard_backoff(at, DNSGUARD_RESTART_CAP, now), -1);
+        /* the oldest out of the window: one more allowed, at the longest delay */
+        assert_int_equal(dnsguard_backoff(at, DNSGUARD_RESTART_CAP, at[0] + DNSGUARD_RESTART_WINDOW_MS), 5000);
+        /* all of them out of it: a fresh start */
+        assert_int_equal(dnsguard_backoff(at, DNSGUARD_RESTART_CAP, at[9] + DNSGUARD_RESTART_WINDOW_MS), 200);
+        assert_int_equal(dnsguard_backoff(NULL, 0, 0), 200);
+}
+
+static void test_describe(void **state) {
+        char buf[128];
+        dnsguard_describe_exit(1 << 8, buf, sizeof(buf));
+        assert_string_equal(buf, "exited with status 1");
+        dnsguard_describe_exit(SIGKILL, buf, sizeof(buf));
+        assert_string_equal(buf, "killed by signal 9 (Killed)");
+        dnsguard_describe_exit(SIGSEGV | 0x80, buf, sizeof(buf));
+        assert_string_equal(buf, "killed by signal 11 (Segmentation fault), core dumped");
+}
+
+/* A child standing in for a guard, as dnsguard_run_start() hands it over. */
+static DnsGuardProc child(int exit_code) {
+        int p[2];
+        assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+                if (exit_code >= 0)
+                        _exit(exit_code);
+                for (;;)
+                        pause();
+        }
+        close(p[0]);
+        int pidfd = (int) syscall(SYS_pidfd_open, pid, 0);
+        assert_true(pidfd >= 0);
+        return (DnsGuardProc) { .pid = pid, .lifeline = p[1], .pidfd = pidfd };
+}
+
+static void test_reap(void **state) {
+        char why[128];
+        DnsGuardProc g = child(-1);
+        /* running: nothing to reap, nothing forgotten */
+        assert_int_equal(dnsguard_run_reap(&g, why, sizeof(why)), -EAGAIN);
+        assert_true(g.pid > 0);
+        assert_int_equal(kill(g.pid, SIGKILL), 0);
+        struct pollfd p = { .fd = g.pidfd, .events = POLLIN };
+        assert_int_equal(poll(&p, 1, 5000), 1); /* the pidfd says it exited */
+        assert_int_equal(dnsguard_run_reap(&g, why, sizeof(why)), 0);
+        assert_string_equal(why, "killed by signal 9 (Killed)");
+        assert_int_equal(g.pid, 0);
+        assert_int_equal(g.pidfd, -1);
+        assert_int_equal(g.lifeline, -1);
+
+        g = child(3);
+        p.fd = g.pidfd;
+        assert_int_equal(poll(&p, 1, 5000), 1);
+        assert_int_equal(dnsguard_run_reap(&g, why, sizeof(why)), 0);
+        assert_string_equal(why, "exited with status 3");
+
+        /* a deliberate stop of a running one: SIGTERM, reaped, fds closed */
+        g = child(-1);
+        pid_t pid = g.pid;
+        dnsguard_run_stop(&g);
+        assert_int_equal(g.pid, 0);
+        assert_int_equal(kill(pid, 0) < 0 ? errno : 0, ESRCH);
+        dnsguard_run_stop(&g); /* NONE: a no-op */
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_backoff),
+                cmocka_unit_test(test_describe),
+                cmocka_unit_test(test_reap),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
