@@ -26,6 +26,7 @@
 #include "common/log.h"
 #include "fac-events.h"
 #include "fac-session.h"
+#include "seatd-socket.h"
 
 #define EVENTS_FRAME_MAX (4u * 1024u * 1024u) /* a snapshot of a large room */
 #define RETRY_MAX_MS 10000
@@ -89,14 +90,11 @@ static void publish(FacEvents *e, json_object *snapshot, bool connected) {
 
 static int send_line(int fd, int64_t id, const char *method) {
         _cleanup_json_ json_object *p = json_object_new_object();
-        _cleanup_free_ char *line = NULL;
-        size_t len;
         if (!p)
                 return -ENOMEM;
         if (!strcmp(method, "hello"))
                 json_object_object_add(p, "version", json_object_new_int(CONTROL_PROTO_VERSION));
-        int r = control_format_request(id, method, p, &line, &len);
-        return r < 0 ? r : loop_send(fd, line, len);
+        return seatd_socket_send(fd, id, method, p);
 }
 
 /* One subscription until it fails or seat-web stops. */

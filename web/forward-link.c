@@ -1,12 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* forward-link.c: one HTTP exchange through seat.forward (forward-link.h). */
 #include <errno.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include "common/base64.h"
@@ -14,6 +11,7 @@
 #include "common/fileio.h"
 #include "common/jsonframe.h"
 #include "forward-link.h"
+#include "seatd-socket.h"
 
 /* A data event carries at most 64 KiB, in base64, in a JSON line. */
 #define LINK_FRAME_MAX (256u * 1024u)
@@ -36,13 +34,6 @@ typedef struct Exchange {
         char *code, *message;
         size_t message_size;
 } Exchange;
-
-static int send_request(int fd, int64_t id, const char *method, json_object *params) {
-        _cleanup_free_ char *line = NULL;
-        size_t len;
-        int r = control_format_request(id, method, params, &line, &len);
-        return r < 0 ? r : loop_send(fd, line, len);
-}
 
 static void set_message(Exchange *e, const ControlMsg *m) {
         snprintf(e->code, 32, "%s", m->error_code ? m->error_code : "");
@@ -81,7 +72,7 @@ static int send_next(Exchange *e) {
         e->req_off += n;
         json_object_object_add(p, "eof", json_object_new_boolean(e->req_off == e->req_len));
         e->send_id = e->next_id++;
-        return send_request(e->fd, e->send_id, "seat.forward.send", p);
+        return seatd_socket_send(e->fd, e->send_id, "seat.forward.send", p);
 }
 
 /* One message from seatd: 0 to go on, 1 when the stream is over, < 0 for a failure. */
@@ -130,18 +121,10 @@ static int on_message(Exchange *e, ControlMsg *m) {
 }
 
 static int start(Exchange *e) {
-        struct sockaddr_un sa = { .sun_family = AF_UNIX };
-        if (strlen(e->t->socket_path) >= sizeof(sa.sun_path))
-                return -ENAMETOOLONG;
-        strcpy(sa.sun_path, e->t->socket_path);
-        e->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        if (e->fd < 0)
-                return negative_errno();
         /* Writes are small; the timeout only guards a seatd that stopped reading. */
-        struct timeval tv = { .tv_sec = e->t->timeout_ms / 1000, .tv_usec = (e->t->timeout_ms % 1000) * 1000 };
-        (void) setsockopt(e->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-        if (connect(e->fd, (struct sockaddr *) &sa, sizeof(sa)) < 0)
-                return negative_errno();
+        e->fd = seatd_socket_connect(e->t->socket_path, e->t->timeout_ms);
+        if (e->fd < 0)
+                return e->fd;
         _cleanup_json_ json_object *hello = json_object_new_object(), *tun = json_object_new_object(),
                                    *open = json_object_new_object();
         if (!hello || !tun || !open)
@@ -153,11 +136,11 @@ static int start(Exchange *e) {
         json_object_object_add(tun, "port", json_object_new_int((int) e->t->port));
         json_object_object_add(open, "forward", json_object_new_int64(ID_TUNNEL));
         /* All three at once: seatd takes them in order, and the open finds its tunnel. */
-        int r = send_request(e->fd, ID_HELLO, "hello", hello);
+        int r = seatd_socket_send(e->fd, ID_HELLO, "hello", hello);
         if (r >= 0)
-                r = send_request(e->fd, ID_TUNNEL, "seat.forward", tun);
+                r = seatd_socket_send(e->fd, ID_TUNNEL, "seat.forward", tun);
         if (r >= 0)
-                r = send_request(e->fd, ID_OPEN, "seat.forward.open", open);
+                r = seatd_socket_send(e->fd, ID_OPEN, "seat.forward.open", open);
         return r;
 }
 
@@ -183,22 +166,9 @@ static int run(Exchange *e) {
                                 return r < 0 ? r : 0;
                         continue;
                 }
-                int64_t left = e->deadline - now_monotonic_ms();
-                if (left <= 0)
-                        return -ETIMEDOUT;
-                struct pollfd p = { .fd = e->fd, .events = POLLIN };
-                r = poll(&p, 1, (int) left);
-                if (r < 0 && errno == EINTR)
-                        continue;
+                r = seatd_socket_fill(e->fd, e->rd, e->deadline);
                 if (r < 0)
-                        return negative_errno();
-                if (r == 0)
-                        return -ETIMEDOUT;
-                ssize_t n = frame_reader_fill(e->rd, e->fd);
-                if (n == 0)
-                        return -ECONNRESET;
-                if (n < 0 && n != -EAGAIN)
-                        return (int) n;
+                        return r;
         }
 }
 

@@ -10,9 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include "common/base64.h"
@@ -21,6 +18,8 @@
 #include "common/jsonframe.h"
 #include "forward-parse.h"
 #include "ws-forward.h"
+#include "seatd-socket.h"
+#include "worker.h"
 
 #define LINK_FRAME_MAX (256u * 1024u)
 #define SEND_CHUNK (32u * 1024u)
@@ -41,9 +40,7 @@ typedef struct Msg {
 } Msg;
 
 struct WsForward {
-        pthread_t thread;
-        bool thread_started;
-        int wake_fd;
+        Worker worker;
         struct lws_context *ctx;
         char socket_path[108];
         char seat[WEB_SEAT_ID_MAX + 1];
@@ -113,27 +110,6 @@ static int queue_frame(WsForward *f, unsigned opcode, const void *data, size_t l
         return 0;
 }
 
-static int send_request(int fd, int64_t id, const char *method, json_object *params) {
-        _cleanup_free_ char *line = NULL;
-        size_t len;
-        int r = control_format_request(id, method, params, &line, &len);
-        return r < 0 ? r : loop_send(fd, line, len);
-}
-
-static int connect_seatd(WsForward *f) {
-        struct sockaddr_un sa = { .sun_family = AF_UNIX };
-        snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", f->socket_path);
-        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        if (fd < 0)
-                return negative_errno();
-        if (connect(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0) {
-                int r = negative_errno();
-                safe_close(fd);
-                return r;
-        }
-        return fd;
-}
-
 /* hello, the tunnel and its stream in one go (seatd takes them in order). */
 static int open_tunnel(WsForward *f, int fd) {
         _cleanup_json_ json_object *hello = json_object_new_object(), *tun = json_object_new_object(),
@@ -146,11 +122,11 @@ static int open_tunnel(WsForward *f, int fd) {
         json_object_object_add(tun, "host", json_object_new_string(f->host));
         json_object_object_add(tun, "port", json_object_new_int((int) f->port));
         json_object_object_add(open, "forward", json_object_new_int64(ID_TUNNEL));
-        int r = send_request(fd, ID_HELLO, "hello", hello);
+        int r = seatd_socket_send(fd, ID_HELLO, "hello", hello);
         if (r >= 0)
-                r = send_request(fd, ID_TUNNEL, "seat.forward", tun);
+                r = seatd_socket_send(fd, ID_TUNNEL, "seat.forward", tun);
         if (r >= 0)
-                r = send_request(fd, ID_OPEN, "seat.forward.open", open);
+                r = seatd_socket_send(fd, ID_OPEN, "seat.forward.open", open);
         return r;
 }
 
@@ -326,7 +302,7 @@ static int send_pending(WsForward *f, int fd, int64_t *next_id, int64_t *send_id
         json_object_object_add(p, "data", json_object_new_string(b64));
         *send_id = (*next_id)++;
         wake_loop(f); /* room for more from the browser */
-        return send_request(fd, *send_id, "seat.forward.send", p);
+        return seatd_socket_send(fd, *send_id, "seat.forward.send", p);
 }
 
 static void *ws_forward_thread(void *p) {
@@ -340,7 +316,7 @@ static void *ws_forward_thread(void *p) {
 
         if (!rd)
                 return finish(f, "out of memory"), NULL;
-        fd = connect_seatd(f);
+        fd = seatd_socket_connect(f->socket_path, 0);
         if (fd < 0)
                 return finish(f, "seatd cannot be reached (%s)", strerror(-fd)), NULL;
         r = open_tunnel(f, fd);
@@ -387,18 +363,12 @@ static void *ws_forward_thread(void *p) {
                         }
                         wait = (int) left;
                 }
-                struct pollfd pf[2] = { { .fd = fd, .events = room ? POLLIN : 0 }, { .fd = f->wake_fd, .events = POLLIN } };
-                if (poll(pf, 2, wait) < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        finish(f, "poll: %m");
+                int ev = worker_wait(&f->worker, fd, room ? POLLIN : 0, wait);
+                if (ev < 0) {
+                        finish(f, "poll: %s", strerror(-ev));
                         break;
                 }
-                if (pf[1].revents & POLLIN) {
-                        uint64_t v;
-                        (void) !read(f->wake_fd, &v, sizeof(v));
-                }
-                if (pf[0].revents & (POLLIN | POLLHUP | POLLERR)) {
+                if (ev & (POLLIN | POLLHUP | POLLERR)) {
                         ssize_t n = frame_reader_fill(rd, fd);
                         if (n == 0 || (n < 0 && n != -EAGAIN)) {
                                 finish(f, "seatd closed the connection");
@@ -429,33 +399,19 @@ int ws_forward_start(const WsForwardSpec *spec, WsForward **ret) {
         snprintf(f->token, sizeof(f->token), "%s", spec->token);
         snprintf(f->host, sizeof(f->host), "%s", spec->host);
         snprintf(f->target, sizeof(f->target), "%s", spec->target);
-        f->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-        int r = f->wake_fd < 0 ? negative_errno() : -pthread_create(&f->thread, NULL, ws_forward_thread, f);
+        int r = worker_start(&f->worker, ws_forward_thread, f);
         if (r < 0) {
                 ws_forward_free(f);
                 return r;
         }
-        f->thread_started = true;
         *ret = f;
         return 0;
-}
-
-static void wake_thread(WsForward *f) {
-        uint64_t one = 1;
-        (void) !write(f->wake_fd, &one, sizeof(one));
 }
 
 WsForward *ws_forward_free(WsForward *f) {
         if (!f)
                 return NULL;
-        if (f->thread_started) {
-                pthread_mutex_lock(&f->lock);
-                f->stop = true;
-                pthread_mutex_unlock(&f->lock);
-                wake_thread(f);
-                (void) pthread_join(f->thread, NULL);
-        }
-        safe_close(f->wake_fd);
+        worker_stop(&f->worker, &f->lock, &f->stop);
         sodium_memzero(f->token, sizeof(f->token));
         free(f->to_guest.data);
         for (Msg *m = f->msgs, *n; m; m = n) {
@@ -477,7 +433,7 @@ int ws_forward_send(WsForward *f, bool binary, const void *data, size_t len) {
                 : queue_frame(f, binary ? WEB_WS_OP_BINARY : WEB_WS_OP_TEXT, data, len);
         pthread_mutex_unlock(&f->lock);
         if (r >= 0)
-                wake_thread(f);
+                worker_wake(&f->worker);
         return r;
 }
 
@@ -502,7 +458,7 @@ bool ws_forward_take(WsForward *f, bool *ret_binary, uint8_t **ret_data, size_t 
         if (!m)
                 return false;
         if (was_full)
-                wake_thread(f); /* it may read seatd again */
+                worker_wake(&f->worker); /* it may read seatd again */
         *ret_binary = m->binary;
         *ret_data = m->data;
         *ret_len = m->len;
