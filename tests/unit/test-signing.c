@@ -16,6 +16,7 @@
 #include "signing/hash.h"
 #include "common/macro.h"
 #include "signing/minisign.h"
+#include "unit-source.h"
 
 /* Real minisign 0.11 output (minisign -G -W; -S; -S -l) over "hello\n". */
 static const char MS_PUB[] = "untrusted comment: minisign public key 70357A20CB3ADB78\n"
@@ -49,9 +50,7 @@ static int setup(void **state) {
 }
 
 static int teardown(void **state) {
-        char cmd[128];
-        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-        return system(cmd) == 0 ? 0 : -1;
+        return unit_remove_tree(dir);
 }
 
 /* The failure's code and that its message contains `needle`. */
