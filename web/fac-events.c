@@ -44,21 +44,6 @@ struct FacEvents {
         bool connected;
 };
 
-/* Drop every "token" a seat record might carry: the dashboard never needs one. */
-static void strip(json_object *o, int depth) {
-        if (!o || depth > 4)
-                return;
-        if (json_object_is_type(o, json_type_object)) {
-                json_object_object_del(o, "token");
-                json_object_object_foreach(o, k, v) {
-                        (void) k;
-                        strip(v, depth + 1);
-                }
-        } else if (json_object_is_type(o, json_type_array))
-                for (size_t i = 0; i < json_object_array_length(o); i++)
-                        strip(json_object_array_get_idx(o, i), depth + 1);
-}
-
 static void publish(FacEvents *e, json_object *snapshot, bool connected) {
         char *copy = NULL;
         size_t len = 0;
@@ -154,7 +139,7 @@ static int subscribe_once(FacEvents *e) {
                         continue; /* hello's reply */
                 if (!m->type || strcmp(m->type, "snapshot") != 0 || !json_object_is_type(m->body, json_type_object))
                         continue;
-                strip(m->body, 0);
+                fac_strip_tokens(m->body);
                 publish(e, m->body, true);
         }
 out:

@@ -192,22 +192,6 @@ static FacRoute route(const char *path, bool post, Conn *c) {
         return FR_NONE;
 }
 
-/* Strip every "token" from a seatd answer before a browser sees it: a seat's token is
- * for its participant (and the handout's one-time links), not for the dashboard. */
-static void strip_tokens(json_object *o, int depth) {
-        if (!o || depth > 4)
-                return;
-        if (json_object_is_type(o, json_type_object)) {
-                json_object_object_del(o, "token");
-                json_object_object_foreach(o, k, v) {
-                        (void) k;
-                        strip_tokens(v, depth + 1);
-                }
-        } else if (json_object_is_type(o, json_type_array))
-                for (size_t i = 0; i < json_object_array_length(o); i++)
-                        strip_tokens(json_object_array_get_idx(o, i), depth + 1);
-}
-
 /* ---------------------------------------------------------------- work on the workers */
 
 static void call_work(Job *job) {
@@ -589,7 +573,7 @@ static int finish_call(struct lws *wsi, Web *w, Conn *c, Job *job) {
         }
         if (!job->rec)
                 job->rec = json_object_new_object();
-        strip_tokens(job->rec, 0);
+        fac_strip_tokens(job->rec);
         return web_respond_json(wsi, w, c, 200, job->rec, NULL);
 }
 

@@ -16,6 +16,7 @@
 #include "common/control-proto.h"
 #include "common/fileio.h"
 #include "common/jsonframe.h"
+#include "forward-link.h"
 #include "forward-parse.h"
 #include "ws-forward.h"
 #include "seatd-socket.h"
@@ -23,9 +24,6 @@
 
 #define LINK_FRAME_MAX (256u * 1024u)
 #define SEND_CHUNK (32u * 1024u)
-#define ID_HELLO 1
-#define ID_TUNNEL 2
-#define ID_OPEN 3
 
 typedef struct Bytes {
         uint8_t *data;
@@ -108,26 +106,6 @@ static int queue_frame(WsForward *f, unsigned opcode, const void *data, size_t l
                 return r;
         web_ws_mask(f->to_guest.data + at + hl, len, mask, 0);
         return 0;
-}
-
-/* hello, the tunnel and its stream in one go (seatd takes them in order). */
-static int open_tunnel(WsForward *f, int fd) {
-        _cleanup_json_ json_object *hello = json_object_new_object(), *tun = json_object_new_object(),
-                                   *open = json_object_new_object();
-        if (!hello || !tun || !open)
-                return -ENOMEM;
-        json_object_object_add(hello, "version", json_object_new_int(CONTROL_PROTO_VERSION));
-        json_object_object_add(tun, "seat", json_object_new_string(f->seat));
-        json_object_object_add(tun, "token", json_object_new_string(f->token));
-        json_object_object_add(tun, "host", json_object_new_string(f->host));
-        json_object_object_add(tun, "port", json_object_new_int((int) f->port));
-        json_object_object_add(open, "forward", json_object_new_int64(ID_TUNNEL));
-        int r = seatd_socket_send(fd, ID_HELLO, "hello", hello);
-        if (r >= 0)
-                r = seatd_socket_send(fd, ID_TUNNEL, "seat.forward", tun);
-        if (r >= 0)
-                r = seatd_socket_send(fd, ID_OPEN, "seat.forward.open", open);
-        return r;
 }
 
 /* The upgrade request, first on the stream; accept gets what the guest must answer. */
@@ -249,15 +227,15 @@ static int on_guest_bytes(WsForward *f, Rx *rx, const void *data, size_t len) {
 
 /* A message from seatd: 1 when the WebSocket ended, 0 to go on. */
 static int on_message(WsForward *f, Rx *rx, ControlMsg *m, bool *opened, int64_t *send_id) {
-        if (m->id == ID_HELLO || m->id == ID_TUNNEL || m->id == ID_OPEN) {
+        if (m->id == FORWARD_ID_HELLO || m->id == FORWARD_ID_TUNNEL || m->id == FORWARD_ID_OPEN) {
                 if (m->kind == CONTROL_ERROR) {
                         if (m->error_code && !strcmp(m->error_code, "denied"))
                                 return finish(f, "seatd no longer accepts this session's token"), 1;
                         return finish(f, "%s", m->error_message ? m->error_message : "seatd refused the forward"), 1;
                 }
-                if (m->id == ID_OPEN)
+                if (m->id == FORWARD_ID_OPEN)
                         *opened = true;
-                if (m->id != ID_TUNNEL)
+                if (m->id != FORWARD_ID_TUNNEL)
                         return 0;
                 if (m->kind == CONTROL_RESULT)
                         return finish(f, "seatd ended the forward"), 1;
@@ -293,13 +271,9 @@ static int send_pending(WsForward *f, int fd, int64_t *next_id, int64_t *send_id
         pthread_mutex_unlock(&f->lock);
         if (n == 0)
                 return 0;
-        _cleanup_json_ json_object *p = json_object_new_object();
-        _cleanup_free_ char *b64 = NULL;
-        if (!p || base64_encode(chunk, n, &b64, NULL) < 0)
+        _cleanup_json_ json_object *p = forward_link_send_params(chunk, n);
+        if (!p)
                 return -ENOMEM;
-        json_object_object_add(p, "forward", json_object_new_int64(ID_TUNNEL));
-        json_object_object_add(p, "stream", json_object_new_int64(ID_OPEN));
-        json_object_object_add(p, "data", json_object_new_string(b64));
         *send_id = (*next_id)++;
         wake_loop(f); /* room for more from the browser */
         return seatd_socket_send(fd, *send_id, "seat.forward.send", p);
@@ -310,7 +284,7 @@ static void *ws_forward_thread(void *p) {
         _cleanup_(frame_reader_freep) FrameReader *rd = frame_reader_new(LINK_FRAME_MAX + 4096);
         _cleanup_close_ int fd = -EBADF;
         Rx rx = {};
-        int64_t next_id = ID_OPEN + 1, send_id = 0, deadline = now_monotonic_ms() + f->timeout_ms;
+        int64_t next_id = FORWARD_ID_OPEN + 1, send_id = 0, deadline = now_monotonic_ms() + f->timeout_ms;
         bool opened = false;
         int r;
 
@@ -319,7 +293,7 @@ static void *ws_forward_thread(void *p) {
         fd = seatd_socket_connect(f->socket_path, 0);
         if (fd < 0)
                 return finish(f, "seatd cannot be reached (%s)", strerror(-fd)), NULL;
-        r = open_tunnel(f, fd);
+        r = forward_link_open(fd, f->seat, f->token, f->host, f->port);
         sodium_memzero(f->token, sizeof(f->token));
         if (r < 0 || (r = queue_upgrade(f, rx.accept)) < 0) {
                 finish(f, "cannot ask seatd for the forward: %s", strerror(-r));
