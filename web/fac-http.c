@@ -91,14 +91,6 @@ static int redirect(struct lws *wsi, Web *w, Conn *c, const char *to, const char
         return web_respond(wsi, w, c, 303, "text/plain; charset=utf-8", to, strlen(to), cookie, to);
 }
 
-static int error_json(struct lws *wsi, Web *w, Conn *c, unsigned status, const char *message) {
-        _cleanup_json_ json_object *o = json_object_new_object();
-        if (!o)
-                return -1;
-        json_object_object_add(o, "error", json_object_new_string(message));
-        return web_respond_json(wsi, w, c, status, o, NULL);
-}
-
 static const char *clear_cookie(void) {
         return FAC_COOKIE "=; Path=/; Max-Age=0; HttpOnly; Secure; SameSite=Strict";
 }
@@ -560,10 +552,10 @@ static int finish_call(struct lws *wsi, Web *w, Conn *c, Job *job) {
         if (job->r == -EREMOTEIO) {
                 char msg[400];
                 snprintf(msg, sizeof(msg), "seatd refused %s (%s): %s", job->method, job->code, job->message);
-                return error_json(wsi, w, c, !strcmp(job->code, "not_found") ? 404 : 422, msg);
+                return web_respond_error_json(wsi, w, c, !strcmp(job->code, "not_found") ? 404 : 422, msg);
         }
         if (job->r < 0)
-                return error_json(wsi, w, c, 503, "seatd's facilitator socket cannot be reached now");
+                return web_respond_error_json(wsi, w, c, 503, "seatd's facilitator socket cannot be reached now");
         if (job->fac_route == FR_METRICS) {
                 _cleanup_free_ char *text = NULL;
                 size_t len;
@@ -605,11 +597,11 @@ static int finish_evidence(struct lws *wsi, Web *w, Conn *c, Job *job) {
         size_t n;
         const char *b64 = json_object_get_string(data);
         if (base64_decode(b64, strlen(b64), EVIDENCE_CHUNK, &raw, &n) < 0)
-                return first ? error_json(wsi, w, c, 502, "seatd sent a malformed chunk") : -1;
+                return first ? web_respond_error_json(wsi, w, c, 502, "seatd sent a malformed chunk") : -1;
         int64_t sz = json_object_get_int64(size);
         if (first) {
                 if (sz <= 0)
-                        return error_json(wsi, w, c, 502, "the archive is empty");
+                        return web_respond_error_json(wsi, w, c, 502, "the archive is empty");
                 c->fac_size = (uint64_t) sz;
                 if (evidence_headers(wsi, w, c) < 0)
                         return -1;
