@@ -26,6 +26,7 @@
 #include "common/log.h"
 #include "fac-events.h"
 #include "fac-session.h"
+#include "seatd-socket.h"
 
 #define EVENTS_FRAME_MAX (4u * 1024u * 1024u) /* a snapshot of a large room */
 #define RETRY_MAX_MS 10000
@@ -42,21 +43,6 @@ struct FacEvents {
         uint64_t seq;            /* bumped with each snapshot */
         bool connected;
 };
-
-/* Drop every "token" a seat record might carry: the dashboard never needs one. */
-static void strip(json_object *o, int depth) {
-        if (!o || depth > 4)
-                return;
-        if (json_object_is_type(o, json_type_object)) {
-                json_object_object_del(o, "token");
-                json_object_object_foreach(o, k, v) {
-                        (void) k;
-                        strip(v, depth + 1);
-                }
-        } else if (json_object_is_type(o, json_type_array))
-                for (size_t i = 0; i < json_object_array_length(o); i++)
-                        strip(json_object_array_get_idx(o, i), depth + 1);
-}
 
 static void publish(FacEvents *e, json_object *snapshot, bool connected) {
         char *copy = NULL;
@@ -89,14 +75,11 @@ static void publish(FacEvents *e, json_object *snapshot, bool connected) {
 
 static int send_line(int fd, int64_t id, const char *method) {
         _cleanup_json_ json_object *p = json_object_new_object();
-        _cleanup_free_ char *line = NULL;
-        size_t len;
         if (!p)
                 return -ENOMEM;
         if (!strcmp(method, "hello"))
                 json_object_object_add(p, "version", json_object_new_int(CONTROL_PROTO_VERSION));
-        int r = control_format_request(id, method, p, &line, &len);
-        return r < 0 ? r : loop_send(fd, line, len);
+        return seatd_socket_send(fd, id, method, p);
 }
 
 /* One subscription until it fails or seat-web stops. */
@@ -156,7 +139,7 @@ static int subscribe_once(FacEvents *e) {
                         continue; /* hello's reply */
                 if (!m->type || strcmp(m->type, "snapshot") != 0 || !json_object_is_type(m->body, json_type_object))
                         continue;
-                strip(m->body, 0);
+                fac_strip_tokens(m->body);
                 publish(e, m->body, true);
         }
 out:

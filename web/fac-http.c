@@ -91,14 +91,6 @@ static int redirect(struct lws *wsi, Web *w, Conn *c, const char *to, const char
         return web_respond(wsi, w, c, 303, "text/plain; charset=utf-8", to, strlen(to), cookie, to);
 }
 
-static int error_json(struct lws *wsi, Web *w, Conn *c, unsigned status, const char *message) {
-        _cleanup_json_ json_object *o = json_object_new_object();
-        if (!o)
-                return -1;
-        json_object_object_add(o, "error", json_object_new_string(message));
-        return web_respond_json(wsi, w, c, status, o, NULL);
-}
-
 static const char *clear_cookie(void) {
         return FAC_COOKIE "=; Path=/; Max-Age=0; HttpOnly; Secure; SameSite=Strict";
 }
@@ -190,22 +182,6 @@ static FacRoute route(const char *path, bool post, Conn *c) {
                                 return post ? seat_routes[i].post : seat_routes[i].get;
         }
         return FR_NONE;
-}
-
-/* Strip every "token" from a seatd answer before a browser sees it: a seat's token is
- * for its participant (and the handout's one-time links), not for the dashboard. */
-static void strip_tokens(json_object *o, int depth) {
-        if (!o || depth > 4)
-                return;
-        if (json_object_is_type(o, json_type_object)) {
-                json_object_object_del(o, "token");
-                json_object_object_foreach(o, k, v) {
-                        (void) k;
-                        strip_tokens(v, depth + 1);
-                }
-        } else if (json_object_is_type(o, json_type_array))
-                for (size_t i = 0; i < json_object_array_length(o); i++)
-                        strip_tokens(json_object_array_get_idx(o, i), depth + 1);
 }
 
 /* ---------------------------------------------------------------- work on the workers */
@@ -582,10 +558,10 @@ static int finish_call(struct lws *wsi, Web *w, Conn *c, Job *job) {
         if (job->r == -EREMOTEIO) {
                 char msg[400];
                 snprintf(msg, sizeof(msg), "seatd refused %s (%s): %s", job->method, job->code, job->message);
-                return error_json(wsi, w, c, !strcmp(job->code, "not_found") ? 404 : 422, msg);
+                return web_respond_error_json(wsi, w, c, !strcmp(job->code, "not_found") ? 404 : 422, msg);
         }
         if (job->r < 0)
-                return error_json(wsi, w, c, 503, "seatd's facilitator socket cannot be reached now");
+                return web_respond_error_json(wsi, w, c, 503, "seatd's facilitator socket cannot be reached now");
         if (job->fac_route == FR_METRICS) {
                 _cleanup_free_ char *text = NULL;
                 size_t len;
@@ -595,7 +571,7 @@ static int finish_call(struct lws *wsi, Web *w, Conn *c, Job *job) {
         }
         if (!job->rec)
                 job->rec = json_object_new_object();
-        strip_tokens(job->rec, 0);
+        fac_strip_tokens(job->rec);
         return web_respond_json(wsi, w, c, 200, job->rec, NULL);
 }
 
@@ -627,11 +603,11 @@ static int finish_evidence(struct lws *wsi, Web *w, Conn *c, Job *job) {
         size_t n;
         const char *b64 = json_object_get_string(data);
         if (base64_decode(b64, strlen(b64), EVIDENCE_CHUNK, &raw, &n) < 0)
-                return first ? error_json(wsi, w, c, 502, "seatd sent a malformed chunk") : -1;
+                return first ? web_respond_error_json(wsi, w, c, 502, "seatd sent a malformed chunk") : -1;
         int64_t sz = json_object_get_int64(size);
         if (first) {
                 if (sz <= 0)
-                        return error_json(wsi, w, c, 502, "the archive is empty");
+                        return web_respond_error_json(wsi, w, c, 502, "the archive is empty");
                 c->fac_size = (uint64_t) sz;
                 if (evidence_headers(wsi, w, c) < 0)
                         return -1;

@@ -64,3 +64,21 @@ int fac_names_parse(const char *text, size_t len, char names[][FAC_PARTICIPANT_M
         *ret_n = n;
         return 0;
 }
+
+static void strip_tokens(json_object *o, int depth) {
+        if (!o || depth > 4)
+                return;
+        if (json_object_is_type(o, json_type_object)) {
+                json_object_object_del(o, "token");
+                json_object_object_foreach(o, k, v) {
+                        (void) k;
+                        strip_tokens(v, depth + 1);
+                }
+        } else if (json_object_is_type(o, json_type_array))
+                for (size_t i = 0; i < json_object_array_length(o); i++)
+                        strip_tokens(json_object_array_get_idx(o, i), depth + 1);
+}
+
+void fac_strip_tokens(json_object *o) {
+        strip_tokens(o, 0);
+}

@@ -5,6 +5,7 @@
  * handout's list of participant names. Pure functions of a buffer with hard caps (fuzzed:
  * tests/fuzz/fuzz-web-csrf.c, fuzz-web-names.c). */
 
+#include <json-c/json.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -33,3 +34,8 @@ bool fac_participant_valid(const char *s);
  * lines skipped, into names (at most FAC_HANDOUT_MAX). -EBADMSG: a name seatd would
  * refuse, the same name twice; -E2BIG: more than FAC_HANDOUT_MAX. */
 int fac_names_parse(const char *text, size_t len, char names[][FAC_PARTICIPANT_MAX + 1], size_t *ret_n);
+
+/* Drops every "token" from a seatd answer (objects and arrays, 4 levels down) before a
+ * dashboard sees it: a seat's token is for its participant (and the handout's one-time
+ * links), never for a facilitator's browser. */
+void fac_strip_tokens(json_object *o);

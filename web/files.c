@@ -99,11 +99,7 @@ int files_request(struct lws *wsi, Web *w, Conn *c, bool post, bool get) {
 }
 
 int files_body(Conn *c, const void *in, size_t len) {
-        if (!c->fbody || len > c->fbody_want - c->fbody_len)
-                return -1; /* more than its Content-Length said: close */
-        memcpy(c->fbody + c->fbody_len, in, len);
-        c->fbody_len += len;
-        return 0;
+        return web_body_append(c->fbody, c->fbody_want, &c->fbody_len, in, len);
 }
 
 int files_body_done(struct lws *wsi, Web *w, Conn *c) {
@@ -123,32 +119,23 @@ int files_body_done(struct lws *wsi, Web *w, Conn *c) {
         return web_submit(wsi, w, c, job);
 }
 
-/* seatd's error for a chunk, as the page shows it. */
-static int respond_error(struct lws *wsi, Web *w, Conn *c, unsigned status, const char *message) {
-        _cleanup_json_ json_object *o = json_object_new_object();
-        if (!o)
-                return -1;
-        json_object_object_add(o, "error", json_object_new_string(message));
-        return web_respond_json(wsi, w, c, status, o, NULL);
-}
-
 int files_finish(struct lws *wsi, Web *w, Conn *c, Job *job) {
         WebSession *s;
         int r = web_job_session(w, job, &s);
         if (r == -ENOENT)
                 return web_respond(wsi, w, c, 401, "application/json", "{\"login\":true}", 14, NULL, NULL);
         if (r == -EACCES)
-                return respond_error(wsi, w, c, 401, "This seat was reset or released: your session has ended.");
+                return web_respond_error_json(wsi, w, c, 401, "This seat was reset or released: your session has ended.");
         if (job->r == -EREMOTEIO)
                 /* The guest's or seatd's reason (no such file, a limit, a busy seat). */
-                return respond_error(wsi, w, c, !strcmp(job->code, "invalid") ? 400 : 422,
+                return web_respond_error_json(wsi, w, c, !strcmp(job->code, "invalid") ? 400 : 422,
                                      job->message[0] ? job->message : job->code);
         if (job->r < 0)
-                return respond_error(wsi, w, c, 503, "seatd cannot be reached now: try again.");
+                return web_respond_error_json(wsi, w, c, 503, "seatd cannot be reached now: try again.");
         json_object *v;
         int64_t size = json_object_object_get_ex(job->rec, "size", &v) ? json_object_get_int64(v) : -1;
         if (job->kind == JOB_FILE_GET && size > w->conf->max_file_bytes)
-                return respond_error(wsi, w, c, 413, "The file is larger than seat-web's max_file_bytes.");
+                return web_respond_error_json(wsi, w, c, 413, "The file is larger than seat-web's max_file_bytes.");
         _cleanup_json_ json_object *o = json_object_new_object();
         if (!o)
                 return -1;

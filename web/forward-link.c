@@ -1,12 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* forward-link.c: one HTTP exchange through seat.forward (forward-link.h). */
 #include <errno.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include "common/base64.h"
@@ -14,13 +11,11 @@
 #include "common/fileio.h"
 #include "common/jsonframe.h"
 #include "forward-link.h"
+#include "seatd-socket.h"
 
 /* A data event carries at most 64 KiB, in base64, in a JSON line. */
 #define LINK_FRAME_MAX (256u * 1024u)
 #define SEND_CHUNK (32u * 1024u)
-#define ID_HELLO 1
-#define ID_TUNNEL 2
-#define ID_OPEN 3
 
 typedef struct Exchange {
         const ForwardTarget *t;
@@ -36,13 +31,6 @@ typedef struct Exchange {
         char *code, *message;
         size_t message_size;
 } Exchange;
-
-static int send_request(int fd, int64_t id, const char *method, json_object *params) {
-        _cleanup_free_ char *line = NULL;
-        size_t len;
-        int r = control_format_request(id, method, params, &line, &len);
-        return r < 0 ? r : loop_send(fd, line, len);
-}
 
 static void set_message(Exchange *e, const ControlMsg *m) {
         snprintf(e->code, 32, "%s", m->error_code ? m->error_code : "");
@@ -68,32 +56,58 @@ static int append(Exchange *e, const void *data, size_t n) {
         return 0;
 }
 
+int forward_link_open(int fd, const char *seat, const char *token, const char *host, unsigned port) {
+        _cleanup_json_ json_object *hello = json_object_new_object(), *tun = json_object_new_object(),
+                                   *open = json_object_new_object();
+        if (!hello || !tun || !open)
+                return -ENOMEM;
+        json_object_object_add(hello, "version", json_object_new_int(CONTROL_PROTO_VERSION));
+        json_object_object_add(tun, "seat", json_object_new_string(seat));
+        json_object_object_add(tun, "token", json_object_new_string(token));
+        json_object_object_add(tun, "host", json_object_new_string(host));
+        json_object_object_add(tun, "port", json_object_new_int((int) port));
+        json_object_object_add(open, "forward", json_object_new_int64(FORWARD_ID_TUNNEL));
+        int r = seatd_socket_send(fd, FORWARD_ID_HELLO, "hello", hello);
+        if (r >= 0)
+                r = seatd_socket_send(fd, FORWARD_ID_TUNNEL, "seat.forward", tun);
+        if (r >= 0)
+                r = seatd_socket_send(fd, FORWARD_ID_OPEN, "seat.forward.open", open);
+        return r;
+}
+
+json_object *forward_link_send_params(const void *data, size_t n) {
+        _cleanup_json_ json_object *p = json_object_new_object();
+        _cleanup_free_ char *b64 = NULL;
+        if (!p || base64_encode(data, n, &b64, NULL) < 0)
+                return NULL;
+        json_object_object_add(p, "forward", json_object_new_int64(FORWARD_ID_TUNNEL));
+        json_object_object_add(p, "stream", json_object_new_int64(FORWARD_ID_OPEN));
+        json_object_object_add(p, "data", json_object_new_string(b64));
+        return TAKE_PTR(p);
+}
+
 /* The next chunk of the request, the last one with eof (the guest then sees a FIN). */
 static int send_next(Exchange *e) {
         size_t n = MIN(e->req_len - e->req_off, (size_t) SEND_CHUNK);
-        _cleanup_json_ json_object *p = json_object_new_object();
-        _cleanup_free_ char *b64 = NULL;
-        if (!p || base64_encode(e->req + e->req_off, n, &b64, NULL) < 0)
+        _cleanup_json_ json_object *p = forward_link_send_params(e->req + e->req_off, n);
+        if (!p)
                 return -ENOMEM;
-        json_object_object_add(p, "forward", json_object_new_int64(ID_TUNNEL));
-        json_object_object_add(p, "stream", json_object_new_int64(ID_OPEN));
-        json_object_object_add(p, "data", json_object_new_string(b64));
         e->req_off += n;
         json_object_object_add(p, "eof", json_object_new_boolean(e->req_off == e->req_len));
         e->send_id = e->next_id++;
-        return send_request(e->fd, e->send_id, "seat.forward.send", p);
+        return seatd_socket_send(e->fd, e->send_id, "seat.forward.send", p);
 }
 
 /* One message from seatd: 0 to go on, 1 when the stream is over, < 0 for a failure. */
 static int on_message(Exchange *e, ControlMsg *m) {
-        if (m->id == ID_HELLO) {
+        if (m->id == FORWARD_ID_HELLO) {
                 if (m->kind == CONTROL_ERROR) {
                         set_message(e, m);
                         return -EREMOTEIO;
                 }
                 return 0;
         }
-        if (m->id == ID_TUNNEL) {
+        if (m->id == FORWARD_ID_TUNNEL) {
                 if (m->kind == CONTROL_ERROR) {
                         set_message(e, m);
                         return m->error_code && !strcmp(m->error_code, "denied") ? -EACCES : -EREMOTEIO;
@@ -113,7 +127,7 @@ static int on_message(Exchange *e, ControlMsg *m) {
                         return 1; /* Connection: close: the guest's end is the response's end */
                 return 0;
         }
-        if (m->id == ID_OPEN) {
+        if (m->id == FORWARD_ID_OPEN) {
                 if (m->kind == CONTROL_ERROR) {
                         set_message(e, m);
                         return m->error_code && !strcmp(m->error_code, "io") ? -ECONNREFUSED : -EREMOTEIO;
@@ -130,35 +144,11 @@ static int on_message(Exchange *e, ControlMsg *m) {
 }
 
 static int start(Exchange *e) {
-        struct sockaddr_un sa = { .sun_family = AF_UNIX };
-        if (strlen(e->t->socket_path) >= sizeof(sa.sun_path))
-                return -ENAMETOOLONG;
-        strcpy(sa.sun_path, e->t->socket_path);
-        e->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        if (e->fd < 0)
-                return negative_errno();
         /* Writes are small; the timeout only guards a seatd that stopped reading. */
-        struct timeval tv = { .tv_sec = e->t->timeout_ms / 1000, .tv_usec = (e->t->timeout_ms % 1000) * 1000 };
-        (void) setsockopt(e->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-        if (connect(e->fd, (struct sockaddr *) &sa, sizeof(sa)) < 0)
-                return negative_errno();
-        _cleanup_json_ json_object *hello = json_object_new_object(), *tun = json_object_new_object(),
-                                   *open = json_object_new_object();
-        if (!hello || !tun || !open)
-                return -ENOMEM;
-        json_object_object_add(hello, "version", json_object_new_int(CONTROL_PROTO_VERSION));
-        json_object_object_add(tun, "seat", json_object_new_string(e->t->seat));
-        json_object_object_add(tun, "token", json_object_new_string(e->t->token));
-        json_object_object_add(tun, "host", json_object_new_string(e->t->host));
-        json_object_object_add(tun, "port", json_object_new_int((int) e->t->port));
-        json_object_object_add(open, "forward", json_object_new_int64(ID_TUNNEL));
-        /* All three at once: seatd takes them in order, and the open finds its tunnel. */
-        int r = send_request(e->fd, ID_HELLO, "hello", hello);
-        if (r >= 0)
-                r = send_request(e->fd, ID_TUNNEL, "seat.forward", tun);
-        if (r >= 0)
-                r = send_request(e->fd, ID_OPEN, "seat.forward.open", open);
-        return r;
+        e->fd = seatd_socket_connect(e->t->socket_path, e->t->timeout_ms);
+        if (e->fd < 0)
+                return e->fd;
+        return forward_link_open(e->fd, e->t->seat, e->t->token, e->t->host, e->t->port);
 }
 
 static int run(Exchange *e) {
@@ -183,22 +173,9 @@ static int run(Exchange *e) {
                                 return r < 0 ? r : 0;
                         continue;
                 }
-                int64_t left = e->deadline - now_monotonic_ms();
-                if (left <= 0)
-                        return -ETIMEDOUT;
-                struct pollfd p = { .fd = e->fd, .events = POLLIN };
-                r = poll(&p, 1, (int) left);
-                if (r < 0 && errno == EINTR)
-                        continue;
+                r = seatd_socket_fill(e->fd, e->rd, e->deadline);
                 if (r < 0)
-                        return negative_errno();
-                if (r == 0)
-                        return -ETIMEDOUT;
-                ssize_t n = frame_reader_fill(e->rd, e->fd);
-                if (n == 0)
-                        return -ECONNRESET;
-                if (n < 0 && n != -EAGAIN)
-                        return (int) n;
+                        return r;
         }
 }
 
@@ -206,7 +183,7 @@ int forward_exchange(const ForwardTarget *t, const void *request, size_t request
                      size_t *ret_len, char ret_code[32], char *message, size_t message_size) {
         Exchange e = {
                 .t = t, .fd = -EBADF, .deadline = now_monotonic_ms() + t->timeout_ms, .req = request,
-                .req_len = request_len, .next_id = ID_OPEN + 1, .code = ret_code, .message = message,
+                .req_len = request_len, .next_id = FORWARD_ID_OPEN + 1, .code = ret_code, .message = message,
                 .message_size = message_size,
         };
         ret_code[0] = '\0';

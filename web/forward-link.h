@@ -10,6 +10,7 @@
  * Blocking, with a deadline for the whole exchange: run by a worker thread (jobs.c).
  */
 
+#include <json-c/json.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -31,3 +32,18 @@ typedef struct ForwardTarget {
  */
 int forward_exchange(const ForwardTarget *t, const void *request, size_t request_len, uint8_t **ret_response,
                      size_t *ret_len, char ret_code[32], char *message, size_t message_size);
+
+/* The request ids of a tunnel on one seatd connection (forward_exchange() and a relayed
+ * WebSocket, ws-forward.c): hello, seat.forward, and its one stream's seat.forward.open;
+ * the seat.forward.send requests take the ids after them. */
+#define FORWARD_ID_HELLO 1
+#define FORWARD_ID_TUNNEL 2
+#define FORWARD_ID_OPEN 3
+
+/* hello, the tunnel and its stream sent in one go (seatd takes them in order, and the
+ * open finds its tunnel): 0 or -errno. */
+int forward_link_open(int fd, const char *seat, const char *token, const char *host, unsigned port);
+
+/* A seat.forward.send's params for n bytes of data on the stream (the caller may add
+ * "eof"), or NULL (no memory). */
+json_object *forward_link_send_params(const void *data, size_t n);

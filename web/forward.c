@@ -251,11 +251,7 @@ int forward_request(struct lws *wsi, Web *w, Conn *c, const char *path) {
 
 int forward_body(Conn *c, const void *in, size_t len) {
         ForwardReq *f = c->fwd;
-        if (!f || !f->req || len > f->want - f->len)
-                return -1; /* more than its Content-Length said: close */
-        memcpy(f->req + f->len, in, len);
-        f->len += len;
-        return 0;
+        return f ? web_body_append(f->req, f->want, &f->len, in, len) : -1;
 }
 
 int forward_body_done(struct lws *wsi, Web *w, Conn *c) {

@@ -525,11 +525,7 @@ int mcp_http_request(struct lws *wsi, Web *w, Conn *c) {
 }
 
 int mcp_http_body(Conn *c, const void *in, size_t len) {
-        if (!c->mbody || len > c->mbody_want - c->mbody_len)
-                return -1; /* more than its Content-Length said: close */
-        memcpy(c->mbody + c->mbody_len, in, len);
-        c->mbody_len += len;
-        return 0;
+        return web_body_append(c->mbody, c->mbody_want, &c->mbody_len, in, len);
 }
 
 int mcp_http_body_done(struct lws *wsi, Web *w, Conn *c) {

@@ -1,16 +1,14 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
-#include <poll.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include "common/control-proto.h"
 #include "common/fileio.h"
 #include "common/jsonframe.h"
 #include "seatd-link.h"
+#include "seatd-socket.h"
 
 /* seatd's replies: a status record, or a file chunk of 512 KiB in base64 (under seatd's 1 MiB line cap). */
 #define LINK_MAX_FRAME (1024u * 1024u)
@@ -33,32 +31,10 @@ static int read_reply(int fd, FrameReader *rd, int64_t id, int64_t deadline_ms, 
                         *ret = TAKE_PTR(m);
                         return 0;
                 }
-                int64_t left = deadline_ms - now_monotonic_ms();
-                if (left <= 0)
-                        return -ETIMEDOUT;
-                struct pollfd p = { .fd = fd, .events = POLLIN };
-                r = poll(&p, 1, (int) left);
-                if (r < 0 && errno == EINTR)
-                        continue;
+                r = seatd_socket_fill(fd, rd, deadline_ms);
                 if (r < 0)
-                        return negative_errno();
-                if (r == 0)
-                        return -ETIMEDOUT;
-                ssize_t n = frame_reader_fill(rd, fd);
-                if (n == 0)
-                        return -ECONNRESET;
-                if (n < 0 && n != -EAGAIN)
-                        return (int) n;
+                        return r;
         }
-}
-
-static int send_request(int fd, int64_t id, const char *method, json_object *params) {
-        _cleanup_free_ char *line = NULL;
-        size_t len;
-        int r = control_format_request(id, method, params, &line, &len);
-        if (r < 0)
-                return r;
-        return loop_send(fd, line, len);
 }
 
 int seatd_call(const char *socket_path, int timeout_ms, const char *method, json_object *params,
@@ -68,7 +44,6 @@ int seatd_call(const char *socket_path, int timeout_ms, const char *method, json
 
 int seatd_call_message(const char *socket_path, int timeout_ms, const char *method, json_object *params,
                        json_object **ret_result, char ret_code[32], char *ret_message, size_t message_size) {
-        struct sockaddr_un sa = { .sun_family = AF_UNIX };
         int64_t deadline = now_monotonic_ms() + timeout_ms;
         _cleanup_(frame_reader_freep) FrameReader *rd = frame_reader_new(LINK_MAX_FRAME);
         _cleanup_close_ int fd = -EBADF;
@@ -76,25 +51,18 @@ int seatd_call_message(const char *socket_path, int timeout_ms, const char *meth
 
         if (!rd)
                 return -ENOMEM;
-        if (strlen(socket_path) >= sizeof(sa.sun_path))
-                return -ENAMETOOLONG;
-        strcpy(sa.sun_path, socket_path);
-        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        if (fd < 0)
-                return negative_errno();
         /* Writes are a few hundred bytes into an empty socket; the timeout only guards a
          * seatd that stopped reading. */
-        struct timeval tv = { .tv_sec = timeout_ms / 1000, .tv_usec = (timeout_ms % 1000) * 1000 };
-        (void) setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-        if (connect(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0)
-                return negative_errno();
+        fd = seatd_socket_connect(socket_path, timeout_ms);
+        if (fd < 0)
+                return fd;
 
         _cleanup_json_ json_object *hello = json_object_new_object();
         if (!hello)
                 return -ENOMEM;
         json_object_object_add(hello, "version", json_object_new_int(CONTROL_PROTO_VERSION));
         /* Both requests at once: one round trip. */
-        if ((r = send_request(fd, 1, "hello", hello)) < 0 || (r = send_request(fd, 2, method, params)) < 0)
+        if ((r = seatd_socket_send(fd, 1, "hello", hello)) < 0 || (r = seatd_socket_send(fd, 2, method, params)) < 0)
                 return r;
         for (int64_t id = 1; id <= 2; id++) {
                 _cleanup_control_msg_ ControlMsg *m = NULL;

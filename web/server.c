@@ -127,6 +127,14 @@ int web_respond(struct lws *wsi, Web *w, Conn *c, unsigned status, const char *c
         return 0;
 }
 
+int web_body_append(void *buf, size_t want, size_t *len, const void *in, size_t n) {
+        if (!buf || n > want - *len)
+                return -1;
+        memcpy((char *) buf + *len, in, n);
+        *len += n;
+        return 0;
+}
+
 int web_respond_text(struct lws *wsi, Web *w, Conn *c, unsigned status, const char *text) {
         return web_respond(wsi, w, c, status, "text/plain; charset=utf-8", text, strlen(text), NULL, NULL);
 }
@@ -134,6 +142,14 @@ int web_respond_text(struct lws *wsi, Web *w, Conn *c, unsigned status, const ch
 int web_respond_json(struct lws *wsi, Web *w, Conn *c, unsigned status, json_object *o, const char *set_cookie) {
         const char *s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
         return web_respond(wsi, w, c, status, "application/json", s, strlen(s), set_cookie, NULL);
+}
+
+int web_respond_error_json(struct lws *wsi, Web *w, Conn *c, unsigned status, const char *message) {
+        _cleanup_json_ json_object *o = json_object_new_object();
+        if (!o)
+                return -1;
+        json_object_object_add(o, "error", json_object_new_string(message));
+        return web_respond_json(wsi, w, c, status, o, NULL);
 }
 
 static int redirect(struct lws *wsi, Web *w, Conn *c, const char *to, const char *set_cookie) {
@@ -631,6 +647,18 @@ static void web_done(Web *w) {
         rate_limit_free(w->per_seat);
 }
 
+/* A failed start: the facilitator side, the job pools and the context go again (web_done
+ * frees the rest). */
+static void unstart(Web *w) {
+        fac_done(w);
+        jobs_free(w->jobs);
+        w->jobs = NULL;
+        jobs_free(w->fwd_jobs);
+        w->fwd_jobs = NULL;
+        lws_context_destroy(the_context);
+        the_context = NULL;
+}
+
 int web_server_run(const WebConfig *conf, SeatError **ret_error) {
         _cleanup_(web_done) Web w = { .conf = conf, .tls = !conf->plain_http };
         struct lws_context_creation_info info;
@@ -703,24 +731,12 @@ int web_server_run(const WebConfig *conf, SeatError **ret_error) {
                 jobs_set_per_seat_max(w.fwd_jobs, conf->forward_workers > 1 ? (size_t) conf->forward_workers / 2 : 1);
         r = fac_init(&w, the_context, ret_error);
         if (r < 0) {
-                fac_done(&w);
-                jobs_free(w.jobs);
-                w.jobs = NULL;
-                jobs_free(w.fwd_jobs);
-                w.fwd_jobs = NULL;
-                lws_context_destroy(the_context);
-                the_context = NULL;
+                unstart(&w);
                 return r;
         }
         w.mcp = w.fwd_jobs ? mcp_table_new(&w, the_context) : NULL;
         if (!w.mcp) {
-                fac_done(&w);
-                jobs_free(w.jobs);
-                w.jobs = NULL;
-                jobs_free(w.fwd_jobs);
-                w.fwd_jobs = NULL;
-                lws_context_destroy(the_context);
-                the_context = NULL;
+                unstart(&w);
                 return seat_error_set(ret_error, ENOMEM, "cannot allocate the MCP session table");
         }
         struct sigaction sa = { .sa_handler = on_signal };

@@ -9,9 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include "common/base64.h"
@@ -21,6 +18,8 @@
 #include "common/log.h"
 #include "http-parse.h"
 #include "terminal.h"
+#include "seatd-socket.h"
+#include "worker.h"
 
 /* An output event is a 64 KiB chunk at most, in base64, in a JSON line. */
 #define TERMINAL_FRAME_MAX (128u * 1024u)
@@ -33,9 +32,7 @@ typedef struct Bytes {
 } Bytes;
 
 struct Terminal {
-        pthread_t thread;
-        bool thread_started;
-        int wake_fd;      /* eventfd: the loop queued input, a resize, or asks to stop */
+        Worker worker;
         struct lws_context *ctx;
         char socket_path[108];
         char seat[WEB_SEAT_ID_MAX + 1];
@@ -94,27 +91,6 @@ static void finish(Terminal *t, int code, const char *fmt, ...) {
         wake_loop(t);
 }
 
-static int send_request(int fd, int64_t id, const char *method, json_object *params) {
-        _cleanup_free_ char *line = NULL;
-        size_t len;
-        int r = control_format_request(id, method, params, &line, &len);
-        return r < 0 ? r : loop_send(fd, line, len);
-}
-
-static int connect_seatd(Terminal *t) {
-        struct sockaddr_un sa = { .sun_family = AF_UNIX };
-        snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", t->socket_path);
-        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        if (fd < 0)
-                return negative_errno();
-        if (connect(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0) {
-                int r = negative_errno();
-                safe_close(fd);
-                return r;
-        }
-        return fd;
-}
-
 /* hello and the shell, in one round trip. */
 static int start_exec(Terminal *t, int fd, int rows, int cols) {
         _cleanup_json_ json_object *hello = json_object_new_object(), *p = json_object_new_object();
@@ -137,9 +113,9 @@ static int start_exec(Terminal *t, int fd, int rows, int cols) {
         json_object_object_add(p, "env", env);
         json_object_object_add(p, "pty", pty);
         json_object_object_add(p, "stdin_live", json_object_new_boolean(true));
-        int r = send_request(fd, 1, "hello", hello);
+        int r = seatd_socket_send(fd, 1, "hello", hello);
         if (r >= 0)
-                r = send_request(fd, EXEC_ID, "seat.exec", p);
+                r = seatd_socket_send(fd, EXEC_ID, "seat.exec", p);
         /* (the request's copy of the token goes with p) */
         return r;
 }
@@ -227,7 +203,7 @@ static int send_pending(Terminal *t, int fd, int64_t *next_id, unsigned *infligh
                                 return -ENOMEM;
                         json_object_object_add(p, "data", json_object_new_string(b64));
                 }
-                int r = send_request(fd, (*next_id)++, rows ? "seat.exec.resize" : "seat.exec.stdin", p);
+                int r = seatd_socket_send(fd, (*next_id)++, rows ? "seat.exec.resize" : "seat.exec.stdin", p);
                 sodium_memzero(chunk, n);
                 if (r < 0)
                         return r;
@@ -252,7 +228,7 @@ static void *terminal_thread(void *p) {
         pthread_mutex_unlock(&t->lock);
         if (!rd)
                 return finish(t, -1, "out of memory"), NULL;
-        fd = connect_seatd(t);
+        fd = seatd_socket_connect(t->socket_path, 0);
         if (fd < 0)
                 return finish(t, -1, "seatd cannot be reached now (%s): try again in a moment.", strerror(-fd)), NULL;
         r = start_exec(t, fd, rows, cols);
@@ -289,18 +265,12 @@ static void *terminal_thread(void *p) {
                                 break;
                         continue;
                 }
-                struct pollfd pf[2] = { { .fd = fd, .events = room ? POLLIN : 0 }, { .fd = t->wake_fd, .events = POLLIN } };
-                if (poll(pf, 2, -1) < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        finish(t, -1, "poll: %m");
+                int ev = worker_wait(&t->worker, fd, room ? POLLIN : 0, -1);
+                if (ev < 0) {
+                        finish(t, -1, "poll: %s", strerror(-ev));
                         break;
                 }
-                if (pf[1].revents & POLLIN) {
-                        uint64_t v;
-                        (void) !read(t->wake_fd, &v, sizeof(v));
-                }
-                if (pf[0].revents & (POLLIN | POLLHUP | POLLERR)) {
+                if (ev & (POLLIN | POLLHUP | POLLERR)) {
                         ssize_t n = frame_reader_fill(rd, fd);
                         if (n == 0 || (n < 0 && n != -EAGAIN)) {
                                 finish(t, -1, "seatd closed the terminal's connection.");
@@ -326,33 +296,19 @@ int terminal_start(const TerminalSpec *spec, Terminal **ret) {
         snprintf(t->socket_path, sizeof(t->socket_path), "%s", spec->socket_path);
         snprintf(t->seat, sizeof(t->seat), "%s", spec->seat);
         snprintf(t->token, sizeof(t->token), "%s", spec->token);
-        t->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-        int r = t->wake_fd < 0 ? negative_errno() : -pthread_create(&t->thread, NULL, terminal_thread, t);
+        int r = worker_start(&t->worker, terminal_thread, t);
         if (r < 0) {
                 terminal_free(t);
                 return r;
         }
-        t->thread_started = true;
         *ret = t;
         return 0;
-}
-
-static void wake_thread(Terminal *t) {
-        uint64_t one = 1;
-        (void) !write(t->wake_fd, &one, sizeof(one));
 }
 
 Terminal *terminal_free(Terminal *t) {
         if (!t)
                 return NULL;
-        if (t->thread_started) {
-                pthread_mutex_lock(&t->lock);
-                t->stop = true;
-                pthread_mutex_unlock(&t->lock);
-                wake_thread(t);
-                (void) pthread_join(t->thread, NULL);
-        }
-        safe_close(t->wake_fd);
+        worker_stop(&t->worker, &t->lock, &t->stop);
         sodium_memzero(t->token, sizeof(t->token));
         if (t->in.data)
                 sodium_memzero(t->in.data, t->in.cap); /* typed input: passwords too */
@@ -368,7 +324,7 @@ int terminal_input(Terminal *t, const void *data, size_t len) {
         int r = t->ended ? -EPIPE : bytes_append(&t->in, data, len, TERMINAL_IN_CAP);
         pthread_mutex_unlock(&t->lock);
         if (r >= 0)
-                wake_thread(t);
+                worker_wake(&t->worker);
         return r;
 }
 
@@ -386,7 +342,7 @@ int terminal_resize(Terminal *t, int rows, int cols) {
         t->rows = rows;
         t->cols = cols;
         pthread_mutex_unlock(&t->lock);
-        wake_thread(t);
+        worker_wake(&t->worker);
         return 0;
 }
 
@@ -401,7 +357,7 @@ size_t terminal_take_output(Terminal *t, void *buf, size_t max) {
         bool room = t->out.len < TERMINAL_OUT_CAP;
         pthread_mutex_unlock(&t->lock);
         if (was_full && room)
-                wake_thread(t); /* it may read seatd again */
+                worker_wake(&t->worker); /* it may read seatd again */
         return n;
 }
 

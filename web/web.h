@@ -96,11 +96,16 @@ typedef struct Conn {
         bool fac_eof;
 } Conn;
 
+/* A request body's next n bytes into buf (want bytes in all, *len so far): -1 when buf is
+ * NULL or they are more than its Content-Length said (the caller closes), else 0. */
+int web_body_append(void *buf, size_t want, size_t *len, const void *in, size_t n);
 /* Headers, then the body on the next writable callback. */
 int web_respond(struct lws *wsi, Web *w, Conn *c, unsigned status, const char *ctype, const char *body, size_t len,
                 const char *set_cookie, const char *location);
 int web_respond_text(struct lws *wsi, Web *w, Conn *c, unsigned status, const char *text);
 int web_respond_json(struct lws *wsi, Web *w, Conn *c, unsigned status, json_object *o, const char *set_cookie);
+/* {"error": message} with status, as the pages' scripts show a failure. */
+int web_respond_error_json(struct lws *wsi, Web *w, Conn *c, unsigned status, const char *message);
 /* The client's address as the rate limits key it. */
 void web_peer_key(struct lws *wsi, char *out, size_t size);
 void web_log_refusal(struct lws *wsi, const char *what, const char *seat);

@@ -10,23 +10,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include "common/base64.h"
 #include "common/control-proto.h"
 #include "common/fileio.h"
 #include "common/jsonframe.h"
+#include "forward-link.h"
 #include "forward-parse.h"
 #include "ws-forward.h"
+#include "seatd-socket.h"
+#include "worker.h"
 
 #define LINK_FRAME_MAX (256u * 1024u)
 #define SEND_CHUNK (32u * 1024u)
-#define ID_HELLO 1
-#define ID_TUNNEL 2
-#define ID_OPEN 3
 
 typedef struct Bytes {
         uint8_t *data;
@@ -41,9 +38,7 @@ typedef struct Msg {
 } Msg;
 
 struct WsForward {
-        pthread_t thread;
-        bool thread_started;
-        int wake_fd;
+        Worker worker;
         struct lws_context *ctx;
         char socket_path[108];
         char seat[WEB_SEAT_ID_MAX + 1];
@@ -111,47 +106,6 @@ static int queue_frame(WsForward *f, unsigned opcode, const void *data, size_t l
                 return r;
         web_ws_mask(f->to_guest.data + at + hl, len, mask, 0);
         return 0;
-}
-
-static int send_request(int fd, int64_t id, const char *method, json_object *params) {
-        _cleanup_free_ char *line = NULL;
-        size_t len;
-        int r = control_format_request(id, method, params, &line, &len);
-        return r < 0 ? r : loop_send(fd, line, len);
-}
-
-static int connect_seatd(WsForward *f) {
-        struct sockaddr_un sa = { .sun_family = AF_UNIX };
-        snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", f->socket_path);
-        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        if (fd < 0)
-                return negative_errno();
-        if (connect(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0) {
-                int r = negative_errno();
-                safe_close(fd);
-                return r;
-        }
-        return fd;
-}
-
-/* hello, the tunnel and its stream in one go (seatd takes them in order). */
-static int open_tunnel(WsForward *f, int fd) {
-        _cleanup_json_ json_object *hello = json_object_new_object(), *tun = json_object_new_object(),
-                                   *open = json_object_new_object();
-        if (!hello || !tun || !open)
-                return -ENOMEM;
-        json_object_object_add(hello, "version", json_object_new_int(CONTROL_PROTO_VERSION));
-        json_object_object_add(tun, "seat", json_object_new_string(f->seat));
-        json_object_object_add(tun, "token", json_object_new_string(f->token));
-        json_object_object_add(tun, "host", json_object_new_string(f->host));
-        json_object_object_add(tun, "port", json_object_new_int((int) f->port));
-        json_object_object_add(open, "forward", json_object_new_int64(ID_TUNNEL));
-        int r = send_request(fd, ID_HELLO, "hello", hello);
-        if (r >= 0)
-                r = send_request(fd, ID_TUNNEL, "seat.forward", tun);
-        if (r >= 0)
-                r = send_request(fd, ID_OPEN, "seat.forward.open", open);
-        return r;
 }
 
 /* The upgrade request, first on the stream; accept gets what the guest must answer. */
@@ -277,15 +231,15 @@ static int on_guest_bytes(WsForward *f, Rx *rx, const void *data, size_t len) {
 
 /* A message from seatd: 1 when the WebSocket ended, 0 to go on. */
 static int on_message(WsForward *f, Rx *rx, ControlMsg *m, bool *opened, int64_t *send_id) {
-        if (m->id == ID_HELLO || m->id == ID_TUNNEL || m->id == ID_OPEN) {
+        if (m->id == FORWARD_ID_HELLO || m->id == FORWARD_ID_TUNNEL || m->id == FORWARD_ID_OPEN) {
                 if (m->kind == CONTROL_ERROR) {
                         if (m->error_code && !strcmp(m->error_code, "denied"))
                                 return finish(f, "seatd no longer accepts this session's token"), 1;
                         return finish(f, "%s", m->error_message ? m->error_message : "seatd refused the forward"), 1;
                 }
-                if (m->id == ID_OPEN)
+                if (m->id == FORWARD_ID_OPEN)
                         *opened = true;
-                if (m->id != ID_TUNNEL)
+                if (m->id != FORWARD_ID_TUNNEL)
                         return 0;
                 if (m->kind == CONTROL_RESULT)
                         return finish(f, "seatd ended the forward"), 1;
@@ -321,16 +275,12 @@ static int send_pending(WsForward *f, int fd, int64_t *next_id, int64_t *send_id
         pthread_mutex_unlock(&f->lock);
         if (n == 0)
                 return 0;
-        _cleanup_json_ json_object *p = json_object_new_object();
-        _cleanup_free_ char *b64 = NULL;
-        if (!p || base64_encode(chunk, n, &b64, NULL) < 0)
+        _cleanup_json_ json_object *p = forward_link_send_params(chunk, n);
+        if (!p)
                 return -ENOMEM;
-        json_object_object_add(p, "forward", json_object_new_int64(ID_TUNNEL));
-        json_object_object_add(p, "stream", json_object_new_int64(ID_OPEN));
-        json_object_object_add(p, "data", json_object_new_string(b64));
         *send_id = (*next_id)++;
         wake_loop(f); /* room for more from the browser */
-        return send_request(fd, *send_id, "seat.forward.send", p);
+        return seatd_socket_send(fd, *send_id, "seat.forward.send", p);
 }
 
 static void *ws_forward_thread(void *p) {
@@ -338,16 +288,16 @@ static void *ws_forward_thread(void *p) {
         _cleanup_(frame_reader_freep) FrameReader *rd = frame_reader_new(LINK_FRAME_MAX + 4096);
         _cleanup_close_ int fd = -EBADF;
         Rx rx = {};
-        int64_t next_id = ID_OPEN + 1, send_id = 0, deadline = now_monotonic_ms() + f->timeout_ms;
+        int64_t next_id = FORWARD_ID_OPEN + 1, send_id = 0, deadline = now_monotonic_ms() + f->timeout_ms;
         bool opened = false;
         int r;
 
         if (!rd)
                 return finish(f, "out of memory"), NULL;
-        fd = connect_seatd(f);
+        fd = seatd_socket_connect(f->socket_path, 0);
         if (fd < 0)
                 return finish(f, "seatd cannot be reached (%s)", strerror(-fd)), NULL;
-        r = open_tunnel(f, fd);
+        r = forward_link_open(fd, f->seat, f->token, f->host, f->port);
         sodium_memzero(f->token, sizeof(f->token));
         if (r < 0 || (r = queue_upgrade(f, rx.accept)) < 0) {
                 finish(f, "cannot ask seatd for the forward: %s", strerror(-r));
@@ -391,18 +341,12 @@ static void *ws_forward_thread(void *p) {
                         }
                         wait = (int) left;
                 }
-                struct pollfd pf[2] = { { .fd = fd, .events = room ? POLLIN : 0 }, { .fd = f->wake_fd, .events = POLLIN } };
-                if (poll(pf, 2, wait) < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        finish(f, "poll: %m");
+                int ev = worker_wait(&f->worker, fd, room ? POLLIN : 0, wait);
+                if (ev < 0) {
+                        finish(f, "poll: %s", strerror(-ev));
                         break;
                 }
-                if (pf[1].revents & POLLIN) {
-                        uint64_t v;
-                        (void) !read(f->wake_fd, &v, sizeof(v));
-                }
-                if (pf[0].revents & (POLLIN | POLLHUP | POLLERR)) {
+                if (ev & (POLLIN | POLLHUP | POLLERR)) {
                         ssize_t n = frame_reader_fill(rd, fd);
                         if (n == 0 || (n < 0 && n != -EAGAIN)) {
                                 finish(f, "seatd closed the connection");
@@ -433,33 +377,19 @@ int ws_forward_start(const WsForwardSpec *spec, WsForward **ret) {
         snprintf(f->token, sizeof(f->token), "%s", spec->token);
         snprintf(f->host, sizeof(f->host), "%s", spec->host);
         snprintf(f->target, sizeof(f->target), "%s", spec->target);
-        f->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-        int r = f->wake_fd < 0 ? negative_errno() : -pthread_create(&f->thread, NULL, ws_forward_thread, f);
+        int r = worker_start(&f->worker, ws_forward_thread, f);
         if (r < 0) {
                 ws_forward_free(f);
                 return r;
         }
-        f->thread_started = true;
         *ret = f;
         return 0;
-}
-
-static void wake_thread(WsForward *f) {
-        uint64_t one = 1;
-        (void) !write(f->wake_fd, &one, sizeof(one));
 }
 
 WsForward *ws_forward_free(WsForward *f) {
         if (!f)
                 return NULL;
-        if (f->thread_started) {
-                pthread_mutex_lock(&f->lock);
-                f->stop = true;
-                pthread_mutex_unlock(&f->lock);
-                wake_thread(f);
-                (void) pthread_join(f->thread, NULL);
-        }
-        safe_close(f->wake_fd);
+        worker_stop(&f->worker, &f->lock, &f->stop);
         sodium_memzero(f->token, sizeof(f->token));
         free(f->to_guest.data);
         for (Msg *m = f->msgs, *n; m; m = n) {
@@ -481,7 +411,7 @@ int ws_forward_send(WsForward *f, bool binary, const void *data, size_t len) {
                 : queue_frame(f, binary ? WEB_WS_OP_BINARY : WEB_WS_OP_TEXT, data, len);
         pthread_mutex_unlock(&f->lock);
         if (r >= 0)
-                wake_thread(f);
+                worker_wake(&f->worker);
         return r;
 }
 
@@ -513,7 +443,7 @@ bool ws_forward_take(WsForward *f, bool *ret_binary, uint8_t **ret_data, size_t 
         if (!m)
                 return false;
         if (was_full)
-                wake_thread(f); /* it may read seatd again */
+                worker_wake(&f->worker); /* it may read seatd again */
         *ret_binary = m->binary;
         *ret_data = m->data;
         *ret_len = m->len;

@@ -11,6 +11,7 @@
 
 #include "common/macro.h"
 #include "network/dnsguard-parse.h"
+#include "fuzz-dns-names.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -22,7 +23,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                                          8, 'c', 'n', 'a', 'm', 'e', '-', 'i', 'n',
                                          7, 'a', 'l', 'l', 'o', 'w', 'e', 'd', 4, 't', 'e', 's', 't', 0, 0, 1, 0, 1 };
         static uint8_t out[DNSG_MSG_MAX], again[DNSG_MSG_MAX];
-        char name[DNSG_NAME_MAX + 1];
         DnsgQuery q, q2;
         size_t len = 0, len2 = 0;
         uint8_t rcode = 0;
@@ -40,13 +40,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                         abort();
         } else if (v != DNSG_RCODE && !why)
                 abort();
-        for (size_t off = 0; off < size && off < 512; off++) {
-                size_t o = off;
-                if (dnsg_read_name(data, size, &o, name) < 0)
-                        continue;
-                if (o <= off || o > size || strlen(name) > DNSG_NAME_MAX)
-                        abort();
-        }
+        fuzz_dns_names(data, size, DNSG_NAME_MAX, dnsg_read_name);
         if (dnsg_parse_query(data, size, &q2) == 0) {
                 if (q2.question_end > size || q2.udp_size < 512 || q2.udp_size > DNSG_UDP_MAX)
                         abort();

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "probe-dns.h"
+#include "fuzz-dns-names.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -19,13 +20,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 if (reply.n_a > DNS_MAX_A || reply.n_answers > DNS_MAX_RECORDS || reply.rcode > 15)
                         abort();
         }
-        for (size_t off = 0; off < size && off < 512; off++) {
-                size_t o = off;
-                if (dns_read_name(data, size, &o, name) < 0)
-                        continue;
-                if (o <= off || o > size || strlen(name) > DNS_NAME_MAX)
-                        abort();
-        }
+        fuzz_dns_names(data, size, DNS_NAME_MAX, dns_read_name);
 
         /* the query side: any text as a name either encodes within bounds or is refused */
         char text[300];

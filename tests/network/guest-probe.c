@@ -358,6 +358,24 @@ static ssize_t recv_bounded(int fd, char *buf, size_t size, bool stop_at_newline
         return (ssize_t) got;
 }
 
+/* host (resolved as the options say) at port, connected before deadline from o->bind and
+ * sport: the socket, or -1 with the exit code the command ends with in *ret_exit (its
+ * result already printed). */
+static int dial(const Options *o, const char *host, uint16_t port, int type, uint16_t sport, int64_t deadline,
+                int *ret_exit) {
+        Addr dst;
+        int r = resolve_host(host, o, deadline, &dst);
+        if (r < 0)
+                return *ret_exit = finish_resolve(r), -1;
+        addr_set_port(&dst, port);
+        int fd = connect_bounded(type, &dst, o->bind, sport, deadline);
+        if (fd == -EINVAL)
+                return *ret_exit = EXIT_USAGE, -1;
+        if (fd < 0)
+                return *ret_exit = finish_errno(-fd), -1;
+        return fd;
+}
+
 static bool contains(const char *hay, size_t len, const char *needle) {
         return memmem(hay, len, needle, strlen(needle)) != NULL;
 }
@@ -365,22 +383,15 @@ static bool contains(const char *hay, size_t len, const char *needle) {
 static int cmd_tcp(const Options *o, char **args) {
         int64_t deadline = now_ms() + o->timeout_ms;
         char reply[REPLY_MAX];
-        Addr dst;
         uint16_t port;
         int r;
 
         if (parse_port(args[1], &port) < 0)
                 return EXIT_USAGE;
-        r = resolve_host(args[0], o, deadline, &dst);
-        if (r < 0)
-                return finish_resolve(r);
-        addr_set_port(&dst, port);
-
-        _cleanup_close_ int fd = connect_bounded(SOCK_STREAM, &dst, o->bind, 0, deadline);
-        if (fd == -EINVAL)
-                return EXIT_USAGE;
+        int ex;
+        _cleanup_close_ int fd = dial(o, args[0], port, SOCK_STREAM, 0, deadline, &ex);
         if (fd < 0)
-                return finish_errno(-fd);
+                return ex;
         if (!o->send && !o->expect)
                 return finish(true, "connected");
 
@@ -416,24 +427,16 @@ static int cmd_udp(const Options *o, char **args) {
         int64_t deadline = now_ms() + o->timeout_ms;
         char reply[REPLY_MAX];
         _cleanup_free_ char *payload = NULL;
-        Addr dst;
         uint16_t port;
-        int r;
 
         if (parse_port(args[1], &port) < 0)
                 return EXIT_USAGE;
-        r = resolve_host(args[0], o, deadline, &dst);
-        if (r < 0)
-                return finish_resolve(r);
-        addr_set_port(&dst, port);
-
         /* connect(): only the peer's replies are taken, and an ICMP port unreachable shows
          * up as ECONNREFUSED. */
-        _cleanup_close_ int fd = connect_bounded(SOCK_DGRAM, &dst, o->bind, (uint16_t) o->sport, deadline);
-        if (fd == -EINVAL)
-                return EXIT_USAGE;
+        int ex;
+        _cleanup_close_ int fd = dial(o, args[0], port, SOCK_DGRAM, (uint16_t) o->sport, deadline, &ex);
         if (fd < 0)
-                return finish_errno(-fd);
+                return ex;
         if (o->send)
                 payload = strdup(o->send);
         else if (asprintf(&payload, "seatd-probe key=%s probe=udp", probe_key(o)) < 0)
@@ -504,22 +507,15 @@ static int cmd_listen_udp(const Options *o, char **args) {
 static int cmd_http(const Options *o, char **args) {
         int64_t deadline = now_ms() + o->timeout_ms;
         _cleanup_free_ char *req = NULL, *resp = NULL;
-        Addr dst;
         uint16_t port;
         int r;
 
         if (parse_port(args[1], &port) < 0 || args[2][0] != '/' || strpbrk(args[2], " \r\n"))
                 return EXIT_USAGE;
-        r = resolve_host(args[0], o, deadline, &dst);
-        if (r < 0)
-                return finish_resolve(r);
-        addr_set_port(&dst, port);
-
-        _cleanup_close_ int fd = connect_bounded(SOCK_STREAM, &dst, o->bind, 0, deadline);
-        if (fd == -EINVAL)
-                return EXIT_USAGE;
+        int ex;
+        _cleanup_close_ int fd = dial(o, args[0], port, SOCK_STREAM, 0, deadline, &ex);
         if (fd < 0)
-                return finish_errno(-fd);
+                return ex;
         if (asprintf(&req, "GET %s HTTP/1.0\r\nHost: %s\r\nUser-Agent: guest-probe\r\nConnection: close\r\n\r\n",
                      args[2], args[0]) < 0)
                 return finish_errno(ENOMEM);

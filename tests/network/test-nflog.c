@@ -66,6 +66,14 @@ static const uint8_t ip4_tcp[] = {
         0x9c, 0x40, 0x1f, 0x90, 0, 0, 0, 0, 0, 0, 0, 0, 0xa0, 0x02, 0, 0, 0, 0, 0, 0,
 };
 
+/* A packet message of family with payload and prefix, parsed into p. */
+static int parse_payload(Msg *m, uint8_t family, const void *payload, size_t len, const char *prefix, NflogPacket *p) {
+        msg_start(m, PKT_TYPE, family);
+        put(m, NFULA_PAYLOAD, payload, len);
+        put_prefix(m, prefix);
+        return nflog_packet_parse(bytes(m), msg_done(m), p);
+}
+
 static void test_ipv4_tcp(void **state) {
         (void) state;
         Msg m;
@@ -89,10 +97,8 @@ static void test_ipv4_udp_options_and_fragment(void **state) {
         /* IHL 6 (one option word), UDP to 203.0.113.7:53 */
         uint8_t pkt[] = { 0x46, 0, 0, 40, 0, 0, 0, 0, 64, IPPROTO_UDP, 0, 0, 10, 213, 0, 6, 203, 0, 113, 7,
                           1, 1, 1, 0, 0x9c, 0x40, 0, 53, 0, 8, 0, 0 };
-        msg_start(&m, PKT_TYPE, AF_INET);
-        put(&m, NFULA_PAYLOAD, pkt, sizeof(pkt)); /* no packet header: the payload decides */
-        put_prefix(&m, "seatd-deny seat_2-x ");
-        assert_int_equal(nflog_packet_parse(bytes(&m), msg_done(&m), &p), 1);
+        /* no packet header: the payload decides */
+        assert_int_equal(parse_payload(&m, AF_INET, pkt, sizeof(pkt), "seatd-deny seat_2-x ", &p), 1);
         assert_string_equal(p.seat, "seat_2-x");
         assert_int_equal(p.proto, IPPROTO_UDP);
         assert_int_equal(p.dport, 53);
@@ -100,19 +106,13 @@ static void test_ipv4_udp_options_and_fragment(void **state) {
         /* a later fragment: no ports */
         pkt[6] = 0x00;
         pkt[7] = 0x10;
-        msg_start(&m, PKT_TYPE, AF_INET);
-        put(&m, NFULA_PAYLOAD, pkt, sizeof(pkt));
-        put_prefix(&m, "seatd-deny s1 ");
-        assert_int_equal(nflog_packet_parse(bytes(&m), msg_done(&m), &p), 1);
+        assert_int_equal(parse_payload(&m, AF_INET, pkt, sizeof(pkt), "seatd-deny s1 ", &p), 1);
         assert_int_equal(p.family, AF_INET);
         assert_int_equal(p.proto, IPPROTO_UDP);
         assert_int_equal(p.dport, 0);
 
         /* the header cut before the ports: the address, no port */
-        msg_start(&m, PKT_TYPE, AF_INET);
-        put(&m, NFULA_PAYLOAD, pkt, 24);
-        put_prefix(&m, "seatd-deny s1 ");
-        assert_int_equal(nflog_packet_parse(bytes(&m), msg_done(&m), &p), 1);
+        assert_int_equal(parse_payload(&m, AF_INET, pkt, 24, "seatd-deny s1 ", &p), 1);
         assert_int_equal(p.family, AF_INET);
         assert_int_equal(p.dport, 0);
 }
@@ -170,10 +170,7 @@ static void test_not_ours(void **state) {
         const char *prefixes[] = { "other ", "seatd-deny ", "seatd-deny s1", "seatd-deny a/b ", "seatd-deny s 1 ",
                                    "seatd-deny 012345678901234567890123456789012 " };
         for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++) {
-                msg_start(&m, PKT_TYPE, AF_INET);
-                put(&m, NFULA_PAYLOAD, ip4_tcp, sizeof(ip4_tcp));
-                put_prefix(&m, prefixes[i]);
-                assert_int_equal(nflog_packet_parse(bytes(&m), msg_done(&m), &p), 0);
+                assert_int_equal(parse_payload(&m, AF_INET, ip4_tcp, sizeof(ip4_tcp), prefixes[i], &p), 0);
         }
         /* no prefix at all */
         msg_start(&m, PKT_TYPE, AF_INET);

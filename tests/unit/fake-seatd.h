@@ -10,6 +10,7 @@
  */
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,4 +74,26 @@ static inline void fake_unlisten(int fd, const char *path) {
         if (fd >= 0)
                 close(fd);
         (void) unlink(path);
+}
+
+/* A listening socket at a new path named after tag, and fn(arg) started in *thread (it
+ * accepts on *listen_fd): 0, or -errno with nothing left open. */
+static inline int fake_serve(char path[FAKE_SEATD_PATH_MAX], int *listen_fd, pthread_t *thread, const char *tag,
+                             void *(*fn)(void *), void *arg) {
+        *listen_fd = fake_listen(path, tag, 1);
+        if (*listen_fd < 0)
+                return *listen_fd;
+        int r = pthread_create(thread, NULL, fn, arg);
+        if (r != 0) {
+                fake_unlisten(*listen_fd, path);
+                *listen_fd = -1;
+                return -r;
+        }
+        return 0;
+}
+
+/* After fake_serve(): the script's thread joined, the socket gone. */
+static inline void fake_stop(pthread_t thread, int listen_fd, const char *path) {
+        pthread_join(thread, NULL);
+        fake_unlisten(listen_fd, path);
 }

@@ -54,19 +54,26 @@ static int hello_ms(Pair *p, bool fresh, int timeout_ms, char **ret_message, int
         return r;
 }
 
-static void expect_fresh_violation(const char *guest, const char *why) {
+/* hello_ms() on a new pair after the guest said guest (NULL: nothing). */
+static int hello_after(const char *guest, bool fresh, int timeout_ms, char **ret_message, int64_t *ret_ms) {
         Pair p;
+        pair_open(&p);
+        if (guest)
+                guest_says(&p, guest);
+        int r = hello_ms(&p, fresh, timeout_ms, ret_message, ret_ms);
+        pair_close(&p);
+        return r;
+}
+
+static void expect_fresh_violation(const char *guest, const char *why) {
         _cleanup_free_ char *msg = NULL;
         int64_t ms;
-        pair_open(&p);
-        guest_says(&p, guest);
-        int r = hello_ms(&p, true, LONG_MS, &msg, &ms);
+        int r = hello_after(guest, true, LONG_MS, &msg, &ms);
         if (r != -EPROTO)
                 fail_msg("'%s' (wanted '%s'): %d %s", guest, why, r, msg ? msg : "");
         if (!strstr(msg, "broke the protocol before answering hello") || !strstr(msg, why))
                 fail_msg("wanted '%s' in: %s", why, msg);
         assert_true(ms < 5000); /* at once, not after LONG_MS */
-        pair_close(&p);
 }
 
 static void test_fresh_violations_fail_at_once(void **state) {
@@ -109,57 +116,44 @@ static void test_fresh_oversize_fails_at_once(void **state) {
 
 /* Silence is a slow boot: the whole timeout, then a timeout error, nothing sooner. */
 static void test_fresh_silence_waits_the_timeout(void **state) {
-        Pair p;
         _cleanup_free_ char *msg = NULL;
         int64_t ms;
-        pair_open(&p);
-        assert_int_equal(hello_ms(&p, true, 1500, &msg, &ms), -ETIMEDOUT);
+        assert_int_equal(hello_after(NULL, true, 1500, &msg, &ms), -ETIMEDOUT);
         assert_non_null(strstr(msg, "did not answer hello in time"));
         assert_true(ms >= 1400);
-        pair_close(&p);
 }
 
 static void test_fresh_good_reply(void **state) {
-        Pair p;
         _cleanup_free_ char *msg = NULL;
         int64_t ms;
-        pair_open(&p);
-        guest_says(&p, "{\"type\":\"hello\",\"id\":1,\"version\":1,\"agent\":\"guest-init\"}\n");
-        assert_int_equal(hello_ms(&p, true, LONG_MS, &msg, &ms), 0);
-        pair_close(&p);
+        assert_int_equal(hello_after("{\"type\":\"hello\",\"id\":1,\"version\":1,\"agent\":\"guest-init\"}\n", true, LONG_MS,
+                                     &msg, &ms),
+                         0);
 }
 
 /* A reconnect may see the tail of a frame cut by it, then whole stale replies. */
 static void test_reconnect_drops_leftovers(void **state) {
-        Pair p;
         _cleanup_free_ char *msg = NULL;
         int64_t ms;
-        pair_open(&p);
-        guest_says(&p, "a\":\"b3V0cHV0\"}\n{\"type\":\"exit\",\"id\":41,\"code\":0}\n"
-                       "{\"type\":\"hello\",\"id\":1,\"version\":1,\"agent\":\"guest-init\"}\n");
-        assert_int_equal(hello_ms(&p, false, LONG_MS, &msg, &ms), 0);
-        pair_close(&p);
+        assert_int_equal(hello_after("a\":\"b3V0cHV0\"}\n{\"type\":\"exit\",\"id\":41,\"code\":0}\n"
+                                     "{\"type\":\"hello\",\"id\":1,\"version\":1,\"agent\":\"guest-init\"}\n",
+                                     false, LONG_MS, &msg, &ms),
+                         0);
 }
 
 /* ... but only one cut tail, and never a request: those are the agent's own doing. */
 static void test_reconnect_violations_fail(void **state) {
-        Pair p;
         _cleanup_free_ char *msg = NULL;
         int64_t ms;
-        pair_open(&p);
-        guest_says(&p, "cut tail\n{still not json\n");
-        assert_int_equal(hello_ms(&p, false, LONG_MS, &msg, &ms), -EPROTO);
+        assert_int_equal(hello_after("cut tail\n{still not json\n", false, LONG_MS, &msg, &ms), -EPROTO);
         assert_non_null(strstr(msg, "malformed JSON"));
         assert_true(ms < 5000);
-        pair_close(&p);
         free(msg);
         msg = NULL;
 
-        pair_open(&p);
-        guest_says(&p, "{\"type\":\"file_get\",\"id\":3,\"path\":\"/etc/passwd\"}\n");
-        assert_int_equal(hello_ms(&p, false, LONG_MS, &msg, &ms), -EPROTO);
+        assert_int_equal(hello_after("{\"type\":\"file_get\",\"id\":3,\"path\":\"/etc/passwd\"}\n", false, LONG_MS, &msg, &ms),
+                         -EPROTO);
         assert_non_null(strstr(msg, "'file_get' request"));
-        pair_close(&p);
 }
 
 int main(void) {

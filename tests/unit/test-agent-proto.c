@@ -60,46 +60,44 @@ static void test_exec_defaults(void **state) {
 }
 
 static void test_errors_name_the_field_and_keep_the_id(void **state) {
-        parse_fails("not json", -EBADMSG, 0, AGENT_ERR_MALFORMED, NULL);
-        parse_fails("{\"type\":\"exec\",\"id\":3}", -EINVAL, 3, AGENT_ERR_INVALID, "'argv'");
-        parse_fails("{\"type\":\"exec\",\"id\":3,\"argv\":\"ls\"}", -EINVAL, 3, AGENT_ERR_INVALID, "'argv'");
-        parse_fails("{\"type\":\"exec\",\"id\":3,\"argv\":[]}", -EINVAL, 3, AGENT_ERR_INVALID, "'argv'");
-        parse_fails("{\"type\":\"exec\",\"id\":3,\"argv\":[\"a\"],\"env\":[\"NOEQ\"]}", -EINVAL, 3,
-                    AGENT_ERR_INVALID, "'env'");
-        parse_fails("{\"type\":\"exec\",\"id\":3,\"argv\":[\"a\"],\"cwd\":\"rel\"}", -EINVAL, 3,
-                    AGENT_ERR_INVALID, "'cwd'");
-        parse_fails("{\"type\":\"exec\",\"id\":3,\"argv\":[\"a\"],\"timeout_ms\":-1}", -EINVAL, 3,
-                    AGENT_ERR_INVALID, "'timeout_ms'");
-        parse_fails("{\"type\":\"exec\",\"id\":3,\"argv\":[\"a\"],\"stdin\":\"!!!!\"}", -EINVAL, 3,
-                    AGENT_ERR_INVALID, "'stdin'");
-        parse_fails("{\"type\":\"frobnicate\",\"id\":9}", -EOPNOTSUPP, 9, AGENT_ERR_UNKNOWN_TYPE, NULL);
-        parse_fails("{\"type\":\"ping\"}", -EINVAL, 0, AGENT_ERR_INVALID, "'id'");
-        parse_fails("{\"type\":\"ping\",\"id\":0}", -EINVAL, 0, AGENT_ERR_INVALID, "'id'");
-        parse_fails("{\"type\":\"ping\",\"id\":\"1\"}", -EINVAL, 0, AGENT_ERR_INVALID, "'id'");
-        parse_fails("{\"type\":\"ping\",\"id\":9007199254740993}", -EINVAL, 0, AGENT_ERR_INVALID, "'id'");
-        parse_fails("{\"type\":5,\"id\":4}", -EINVAL, 4, AGENT_ERR_INVALID, "'type'");
-        parse_fails("{\"id\":4}", -EINVAL, 4, AGENT_ERR_INVALID, "'type'");
-        parse_fails("{\"type\":\"hello\",\"id\":1,\"version\":1.5}", -EINVAL, 1, AGENT_ERR_INVALID, "'version'");
-        parse_fails("{\"type\":\"configure\",\"id\":2,\"hostname\":\"a b\"}", -EINVAL, 2, AGENT_ERR_INVALID, "'hostname'");
-        parse_fails("{\"type\":\"configure\",\"id\":2,\"machine_id\":\"XYZ\"}", -EINVAL, 2, AGENT_ERR_INVALID,
-                    "'machine_id'");
-        parse_fails("{\"type\":\"configure\",\"id\":2,\"time\":1796000000}", -EINVAL, 2, AGENT_ERR_INVALID, "'time'");
-        parse_fails("{\"type\":\"configure\",\"id\":2,\"time\":{\"sec\":1796000000}}", -EINVAL, 2, AGENT_ERR_INVALID,
-                    "'time'");
-        parse_fails("{\"type\":\"configure\",\"id\":2,\"time\":{\"sec\":-1,\"nsec\":0}}", -EINVAL, 2,
-                    AGENT_ERR_INVALID, "'time'");
-        parse_fails("{\"type\":\"configure\",\"id\":2,\"time\":{\"sec\":1,\"nsec\":1000000000}}", -EINVAL, 2,
-                    AGENT_ERR_INVALID, "'time'");
-        parse_fails("{\"type\":\"configure\",\"id\":2,\"time\":{\"sec\":253402300800,\"nsec\":0}}", -EINVAL, 2,
-                    AGENT_ERR_INVALID, "'time'");
-        parse_fails("{\"type\":\"file_get\",\"id\":2,\"path\":\"etc/passwd\"}", -EINVAL, 2, AGENT_ERR_INVALID, "'path'");
-        parse_fails("{\"type\":\"file_get\",\"id\":2,\"path\":\"/x\",\"length\":999999999}", -EINVAL, 2,
-                    AGENT_ERR_INVALID, "'length'");
-        parse_fails("{\"type\":\"shutdown\",\"id\":2,\"action\":\"explode\"}", -EINVAL, 2, AGENT_ERR_INVALID,
-                    "'action'");
-        parse_fails("{\"type\":\"exit\",\"id\":2,\"code\":-1,\"signal\":0}", -EINVAL, 2, AGENT_ERR_INVALID, "'signal'");
-        parse_fails("{\"type\":\"output\",\"id\":2,\"stream\":\"stdfoo\",\"data\":\"\"}", -EINVAL, 2,
-                    AGENT_ERR_INVALID, "'stream'");
+        static const struct {
+                const char *frame;
+                int ret;
+                int64_t id;
+                const char *code;
+                const char *field; /* the message names it (NULL: not checked) */
+        } cases[] = {
+                { "not json", -EBADMSG, 0, AGENT_ERR_MALFORMED, NULL },
+                { "{\"type\":\"exec\",\"id\":3}", -EINVAL, 3, AGENT_ERR_INVALID, "'argv'" },
+                { "{\"type\":\"exec\",\"id\":3,\"argv\":\"ls\"}", -EINVAL, 3, AGENT_ERR_INVALID, "'argv'" },
+                { "{\"type\":\"exec\",\"id\":3,\"argv\":[]}", -EINVAL, 3, AGENT_ERR_INVALID, "'argv'" },
+                { "{\"type\":\"exec\",\"id\":3,\"argv\":[\"a\"],\"env\":[\"NOEQ\"]}", -EINVAL, 3, AGENT_ERR_INVALID, "'env'" },
+                { "{\"type\":\"exec\",\"id\":3,\"argv\":[\"a\"],\"cwd\":\"rel\"}", -EINVAL, 3, AGENT_ERR_INVALID, "'cwd'" },
+                { "{\"type\":\"exec\",\"id\":3,\"argv\":[\"a\"],\"timeout_ms\":-1}", -EINVAL, 3, AGENT_ERR_INVALID, "'timeout_ms'" },
+                { "{\"type\":\"exec\",\"id\":3,\"argv\":[\"a\"],\"stdin\":\"!!!!\"}", -EINVAL, 3, AGENT_ERR_INVALID, "'stdin'" },
+                { "{\"type\":\"frobnicate\",\"id\":9}", -EOPNOTSUPP, 9, AGENT_ERR_UNKNOWN_TYPE, NULL },
+                { "{\"type\":\"ping\"}", -EINVAL, 0, AGENT_ERR_INVALID, "'id'" },
+                { "{\"type\":\"ping\",\"id\":0}", -EINVAL, 0, AGENT_ERR_INVALID, "'id'" },
+                { "{\"type\":\"ping\",\"id\":\"1\"}", -EINVAL, 0, AGENT_ERR_INVALID, "'id'" },
+                { "{\"type\":\"ping\",\"id\":9007199254740993}", -EINVAL, 0, AGENT_ERR_INVALID, "'id'" },
+                { "{\"type\":5,\"id\":4}", -EINVAL, 4, AGENT_ERR_INVALID, "'type'" },
+                { "{\"id\":4}", -EINVAL, 4, AGENT_ERR_INVALID, "'type'" },
+                { "{\"type\":\"hello\",\"id\":1,\"version\":1.5}", -EINVAL, 1, AGENT_ERR_INVALID, "'version'" },
+                { "{\"type\":\"configure\",\"id\":2,\"hostname\":\"a b\"}", -EINVAL, 2, AGENT_ERR_INVALID, "'hostname'" },
+                { "{\"type\":\"configure\",\"id\":2,\"machine_id\":\"XYZ\"}", -EINVAL, 2, AGENT_ERR_INVALID, "'machine_id'" },
+                { "{\"type\":\"configure\",\"id\":2,\"time\":1796000000}", -EINVAL, 2, AGENT_ERR_INVALID, "'time'" },
+                { "{\"type\":\"configure\",\"id\":2,\"time\":{\"sec\":1796000000}}", -EINVAL, 2, AGENT_ERR_INVALID, "'time'" },
+                { "{\"type\":\"configure\",\"id\":2,\"time\":{\"sec\":-1,\"nsec\":0}}", -EINVAL, 2, AGENT_ERR_INVALID, "'time'" },
+                { "{\"type\":\"configure\",\"id\":2,\"time\":{\"sec\":1,\"nsec\":1000000000}}", -EINVAL, 2, AGENT_ERR_INVALID, "'time'" },
+                { "{\"type\":\"configure\",\"id\":2,\"time\":{\"sec\":253402300800,\"nsec\":0}}", -EINVAL, 2, AGENT_ERR_INVALID, "'time'" },
+                { "{\"type\":\"file_get\",\"id\":2,\"path\":\"etc/passwd\"}", -EINVAL, 2, AGENT_ERR_INVALID, "'path'" },
+                { "{\"type\":\"file_get\",\"id\":2,\"path\":\"/x\",\"length\":999999999}", -EINVAL, 2, AGENT_ERR_INVALID, "'length'" },
+                { "{\"type\":\"shutdown\",\"id\":2,\"action\":\"explode\"}", -EINVAL, 2, AGENT_ERR_INVALID, "'action'" },
+                { "{\"type\":\"exit\",\"id\":2,\"code\":-1,\"signal\":0}", -EINVAL, 2, AGENT_ERR_INVALID, "'signal'" },
+                { "{\"type\":\"output\",\"id\":2,\"stream\":\"stdfoo\",\"data\":\"\"}", -EINVAL, 2, AGENT_ERR_INVALID, "'stream'" },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++)
+                parse_fails(cases[i].frame, cases[i].ret, cases[i].id, cases[i].code, cases[i].field);
 }
 
 static void test_error_may_have_id_zero(void **state) {

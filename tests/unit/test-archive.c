@@ -15,6 +15,7 @@
 #include "evidence/archive.h"
 #include "common/fileio.h"
 #include "signing/hash.h"
+#include "unit-source.h"
 
 static char dir[] = "/tmp/seatd-test-archive-XXXXXX";
 static SeatSecretKey *host;
@@ -53,11 +54,9 @@ static int setup(void **state) {
 }
 
 static int teardown(void **state) {
-        char cmd[128];
         seat_secret_key_free(host);
         seat_box_secret_key_free(fac);
-        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-        return system(cmd) == 0 ? 0 : -1;
+        return unit_remove_tree(dir);
 }
 
 static int seal(const char *out, const ArchiveInput *in, size_t n, uint64_t cap, SeatError **e) {

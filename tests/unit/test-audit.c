@@ -15,6 +15,7 @@
 #include "common/fileio.h"
 #include "signing/hash.h"
 #include "common/jsonframe.h"
+#include "unit-source.h"
 
 static char dir[] = "/tmp/seatd-test-audit-XXXXXX";
 static uint8_t key[AUDIT_KEY_BYTES];
@@ -28,9 +29,7 @@ static int setup(void **state) {
 }
 
 static int teardown(void **state) {
-        char cmd[128];
-        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-        return system(cmd) == 0 ? 0 : -1;
+        return unit_remove_tree(dir);
 }
 
 static char *new_path(void) {

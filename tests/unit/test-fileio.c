@@ -11,6 +11,7 @@
 
 #include "common/fileio.h"
 #include "common/macro.h"
+#include "unit-source.h"
 
 static char dir[] = "/tmp/seatd-test-fileio-XXXXXX";
 
@@ -19,9 +20,7 @@ static int setup(void **state) {
 }
 
 static int teardown(void **state) {
-        char cmd[128];
-        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-        return system(cmd) == 0 ? 0 : -1;
+        return unit_remove_tree(dir);
 }
 
 static void test_atomic_write_and_read(void **state) {

@@ -17,6 +17,7 @@
 #include "common/macro.h"
 #include "common/utf8.h"
 #include "recording.h"
+#include "unit-source.h"
 
 static char dir[] = "/tmp/test-recording-XXXXXX";
 
@@ -130,9 +131,7 @@ static int setup(void **state) {
 }
 
 static int teardown(void **state) {
-        char cmd[64];
-        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-        return system(cmd) == 0 ? 0 : -1;
+        return unit_remove_tree(dir);
 }
 
 int main(void) {

@@ -16,6 +16,7 @@
 #include "signing/hash.h"
 #include "common/macro.h"
 #include "signing/minisign.h"
+#include "unit-source.h"
 
 /* Real minisign 0.11 output (minisign -G -W; -S; -S -l) over "hello\n". */
 static const char MS_PUB[] = "untrusted comment: minisign public key 70357A20CB3ADB78\n"
@@ -49,9 +50,7 @@ static int setup(void **state) {
 }
 
 static int teardown(void **state) {
-        char cmd[128];
-        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-        return system(cmd) == 0 ? 0 : -1;
+        return unit_remove_tree(dir);
 }
 
 /* The failure's code and that its message contains `needle`. */
@@ -264,6 +263,22 @@ static char *secret_text(const uint8_t blob[158]) {
         return t;
 }
 
+/* MS_KEY_W's secret key with tag written at offset at (NULL: one bit flipped there) is
+ * refused with code and a message holding needle, and no key comes back. */
+static void expect_blob_refused(size_t at, const char *tag, int code, const char *needle) {
+        _cleanup_error_ SeatError *e = NULL;
+        SeatSecretKey *none = NULL;
+        uint8_t blob[158];
+        secret_blob(MS_KEY_W, blob);
+        if (tag)
+                memcpy(blob + at, tag, strlen(tag));
+        else
+                blob[at] ^= 1;
+        _cleanup_free_ char *text = secret_text(blob);
+        expect_error(seat_secret_key_parse(text, strlen(text), NULL, NULL, &none, &e), &e, code, needle);
+        assert_null(none);
+}
+
 static void test_secret_key_minisign_unprotected(void **state) {
         _cleanup_(seat_secret_key_freep) SeatSecretKey *sk = NULL;
         _cleanup_error_ SeatError *e = NULL;
@@ -277,29 +292,10 @@ static void test_secret_key_minisign_unprotected(void **state) {
         assert_memory_equal(&pk, &want, sizeof(pk));
 
         /* One flipped bit in the secret part: the seed no longer gives the public half. */
-        uint8_t blob[158];
-        secret_blob(MS_KEY_W, blob);
-        blob[70] ^= 1;
-        _cleanup_free_ char *bad = secret_text(blob);
-        SeatSecretKey *none = NULL;
-        expect_error(seat_secret_key_parse(bad, strlen(bad), NULL, NULL, &none, &e), &e, EKEYREJECTED,
-                     "secret key is corrupt");
-        assert_null(none);
-        e = seat_error_free(e);
-
+        expect_blob_refused(70, NULL, EKEYREJECTED, "secret key is corrupt");
         /* Unknown KDF and checksum tags. */
-        secret_blob(MS_KEY_W, blob);
-        memcpy(blob + 2, "Zz", 2);
-        _cleanup_free_ char *kdf = secret_text(blob);
-        expect_error(seat_secret_key_parse(kdf, strlen(kdf), NULL, NULL, &none, &e), &e, EPROTONOSUPPORT,
-                     "unknown key derivation algorithm 'Zz'");
-        e = seat_error_free(e);
-        secret_blob(MS_KEY_W, blob);
-        memcpy(blob + 4, "B3", 2);
-        _cleanup_free_ char *chk = secret_text(blob);
-        expect_error(seat_secret_key_parse(chk, strlen(chk), NULL, NULL, &none, &e), &e, EPROTONOSUPPORT,
-                     "unknown secret key checksum algorithm 'B3'");
-        e = seat_error_free(e);
+        expect_blob_refused(2, "Zz", EPROTONOSUPPORT, "unknown key derivation algorithm 'Zz'");
+        expect_blob_refused(4, "B3", EPROTONOSUPPORT, "unknown secret key checksum algorithm 'B3'");
 }
 
 static void test_secret_key_password_roundtrip(void **state) {

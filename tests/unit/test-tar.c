@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "evidence/archive-internal.h"
+#include "unit-source.h"
 
 #define N_MEMBERS 3
 static const size_t sizes[N_MEMBERS] = { 0, 513, 1024 };
@@ -222,8 +223,6 @@ int main(void) {
         if (!mkdtemp(dir) || sodium_init() < 0)
                 return 1;
         int r = cmocka_run_group_tests(tests, NULL, NULL);
-        char cmd[300];
-        (void) snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-        (void) system(cmd);
+        (void) unit_remove_tree(dir);
         return r;
 }

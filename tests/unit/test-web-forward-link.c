@@ -122,14 +122,11 @@ done:
 static void fake_start(FakeSeatd *f, Script script) {
         memset(f, 0, sizeof(*f));
         f->script = script;
-        f->listen_fd = fake_listen(f->path, "forward", 1);
-        assert_true(f->listen_fd >= 0);
-        assert_int_equal(pthread_create(&f->thread, NULL, fake_thread, f), 0);
+        assert_int_equal(fake_serve(f->path, &f->listen_fd, &f->thread, "forward", fake_thread, f), 0);
 }
 
 static void fake_join(FakeSeatd *f) {
-        pthread_join(f->thread, NULL);
-        fake_unlisten(f->listen_fd, f->path);
+        fake_stop(f->thread, f->listen_fd, f->path);
 }
 
 static int exchange(FakeSeatd *f, const void *req, size_t len, size_t max, int timeout_ms, uint8_t **resp, size_t *resp_len,

@@ -11,7 +11,9 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "common/macro.h"
 #include "forward-parse.h"
+#include "unit-cases.h"
 
 static void test_path(void **state) {
         char seat[WEB_SEAT_ID_MAX + 1];
@@ -63,30 +65,27 @@ static void test_ports(void **state) {
                         fail_msg("'%s' was accepted", bad[i]);
 }
 
-static int strip(const char *h, char *out, size_t size) {
+static int strip(const char *h, const char *unused, char *out, size_t size) {
+        (void) unused;
         return web_forward_cookie_strip(h, strlen(h), "__Host-seatweb", out, size);
 }
 
 static void test_cookie_strip(void **state) {
-        char out[256];
-        assert_int_equal(strip("__Host-seatweb=abc; app=1; x=y", out, sizeof(out)), 0);
-        assert_string_equal(out, "app=1; x=y");
-        assert_int_equal(strip("app=1;__Host-seatweb=abc", out, sizeof(out)), 0);
-        assert_string_equal(out, "app=1");
-        assert_int_equal(strip("__Host-seatweb=abc", out, sizeof(out)), 0);
-        assert_string_equal(out, "");
-        /* given twice, or in another case: gone every time */
-        assert_int_equal(strip("__host-SEATWEB=a; __Host-seatweb=b; k=v", out, sizeof(out)), 0);
-        assert_string_equal(out, "k=v");
-        /* every __Host-/__Secure- cookie is seat-web's (the facilitator's session too):
-         * a guest can never have set one */
-        assert_int_equal(strip("__Host-seatfac=f; __Host-seatwebx=1; __SECURE-x=2; app=3", out, sizeof(out)), 0);
-        assert_string_equal(out, "app=3");
-        /* a name that only looks like ours is the guest's */
-        assert_int_equal(strip("seatweb=1; x__Host-seatweb=2", out, sizeof(out)), 0);
-        assert_string_equal(out, "seatweb=1; x__Host-seatweb=2");
-        assert_int_equal(strip("a=1\r\nX-Evil: 1", out, sizeof(out)), -EBADMSG);
-        assert_int_equal(strip("app=1234567890", out, 8), -E2BIG);
+        static const UnitStrCase cases[] = {
+                { "__Host-seatweb=abc; app=1; x=y", NULL, 0, "app=1; x=y", 0 },
+                { "app=1;__Host-seatweb=abc", NULL, 0, "app=1", 0 },
+                { "__Host-seatweb=abc", NULL, 0, "", 0 },
+                /* given twice, or in another case: gone every time */
+                { "__host-SEATWEB=a; __Host-seatweb=b; k=v", NULL, 0, "k=v", 0 },
+                /* every __Host-/__Secure- cookie is seat-web's (the facilitator's session
+                 * too): a guest can never have set one */
+                { "__Host-seatfac=f; __Host-seatwebx=1; __SECURE-x=2; app=3", NULL, 0, "app=3", 0 },
+                /* a name that only looks like ours is the guest's */
+                { "seatweb=1; x__Host-seatweb=2", NULL, 0, "seatweb=1; x__Host-seatweb=2", 0 },
+                { "a=1\r\nX-Evil: 1", NULL, -EBADMSG, NULL, 0 },
+                { "app=1234567890", NULL, -E2BIG, .size = 8 },
+        };
+        unit_check_str_cases(strip, cases, ELEMENTSOF(cases), 256);
 }
 
 static void test_url_encode(void **state) {
@@ -174,51 +173,54 @@ static void test_headers_allowed(void **state) {
                         fail_msg("'%s' passes", no[i]);
 }
 
-static int cookie(const char *v, char *out, size_t size) {
+static int cookie(const char *v, const char *unused, char *out, size_t size) {
+        (void) unused;
         return web_forward_set_cookie(v, strlen(v), "/seat/s1/port/80", out, size);
 }
 
 static void test_set_cookie(void **state) {
-        char out[256];
-        assert_int_equal(cookie("sid=abc; Path=/; Domain=evil.example; HttpOnly; SameSite=Lax", out, sizeof(out)), 0);
-        assert_string_equal(out, "sid=abc; HttpOnly; SameSite=Lax; Path=/seat/s1/port/80/");
-        assert_int_equal(cookie("a=b", out, sizeof(out)), 0);
-        assert_string_equal(out, "a=b; Path=/seat/s1/port/80/");
-        assert_int_equal(cookie("a=b;path =/x; pathology=1", out, sizeof(out)), 0);
-        assert_string_equal(out, "a=b; pathology=1; Path=/seat/s1/port/80/");
-        /* what could stand in for seat-web's session cookie */
-        assert_int_equal(cookie("__Host-seatweb=x; Path=/; Secure", out, sizeof(out)), -EPERM);
-        assert_int_equal(cookie("__host-other=x", out, sizeof(out)), -EPERM);
-        assert_int_equal(cookie("__Secure-x=1", out, sizeof(out)), -EPERM);
-        assert_int_equal(cookie("novalue", out, sizeof(out)), -EPERM);
-        assert_int_equal(cookie("=x", out, sizeof(out)), -EPERM);
-        assert_int_equal(cookie("a b=x", out, sizeof(out)), -EPERM);
-        assert_int_equal(cookie("a=b\r\nX: y", out, sizeof(out)), -EPERM);
-        assert_int_equal(cookie("a=b", out, 10), -E2BIG);
+        static const UnitStrCase cases[] = {
+                { "sid=abc; Path=/; Domain=evil.example; HttpOnly; SameSite=Lax", NULL, 0,
+                  "sid=abc; HttpOnly; SameSite=Lax; Path=/seat/s1/port/80/", 0 },
+                { "a=b", NULL, 0, "a=b; Path=/seat/s1/port/80/", 0 },
+                { "a=b;path =/x; pathology=1", NULL, 0, "a=b; pathology=1; Path=/seat/s1/port/80/", 0 },
+                /* what could stand in for seat-web's session cookie */
+                { "__Host-seatweb=x; Path=/; Secure", NULL, -EPERM, NULL, 0 },
+                { "__host-other=x", NULL, -EPERM, NULL, 0 },
+                { "__Secure-x=1", NULL, -EPERM, NULL, 0 },
+                { "novalue", NULL, -EPERM, NULL, 0 },
+                { "=x", NULL, -EPERM, NULL, 0 },
+                { "a b=x", NULL, -EPERM, NULL, 0 },
+                { "a=b\r\nX: y", NULL, -EPERM, NULL, 0 },
+                { "a=b", NULL, -E2BIG, .size = 10 },
+        };
+        unit_check_str_cases(cookie, cases, ELEMENTSOF(cases), 256);
 }
 
-static int loc(const char *v, char *out, size_t size) {
+static int loc(const char *v, const char *unused, char *out, size_t size) {
+        (void) unused;
         return web_forward_location(v, strlen(v), "/seat/s1/port/8080", "127.0.0.1", 8080, out, size);
 }
 
 static void test_location(void **state) {
+        static const UnitStrCase cases[] = {
+                { "/login?x=1", NULL, 0, "/seat/s1/port/8080/login?x=1", 0 },
+                { "next.html", NULL, 0, "next.html", 0 },
+                { "../a:b", NULL, 0, "../a:b", 0 },
+                { "http://127.0.0.1:8080/x", NULL, 0, "/seat/s1/port/8080/x", 0 },
+                { "http://127.0.0.1:8080", NULL, 0, "/seat/s1/port/8080/", 0 },
+                /* elsewhere: dropped */
+                { "//evil.example/x", NULL, -EPERM, NULL, 0 },
+                { "/\\evil.example", NULL, -EPERM, NULL, 0 },
+                { "https://evil.example/", NULL, -EPERM, NULL, 0 },
+                { "http://127.0.0.1:80/x", NULL, -EPERM, NULL, 0 },
+                { "http://127.0.0.1:8080@evil.example/", NULL, -EPERM, NULL, 0 },
+                { "javascript:alert(1)", NULL, -EPERM, NULL, 0 },
+                { "/a b", NULL, -EPERM, NULL, 0 },
+                { "/a\r\nX: y", NULL, -EPERM, NULL, 0 },
+        };
+        unit_check_str_cases(loc, cases, ELEMENTSOF(cases), 256);
         char out[256];
-        assert_int_equal(loc("/login?x=1", out, sizeof(out)), 0);
-        assert_string_equal(out, "/seat/s1/port/8080/login?x=1");
-        assert_int_equal(loc("next.html", out, sizeof(out)), 0);
-        assert_string_equal(out, "next.html");
-        assert_int_equal(loc("../a:b", out, sizeof(out)), 0);
-        assert_string_equal(out, "../a:b");
-        assert_int_equal(loc("http://127.0.0.1:8080/x", out, sizeof(out)), 0);
-        assert_string_equal(out, "/seat/s1/port/8080/x");
-        assert_int_equal(loc("http://127.0.0.1:8080", out, sizeof(out)), 0);
-        assert_string_equal(out, "/seat/s1/port/8080/");
-        /* elsewhere: dropped */
-        const char *no[] = { "//evil.example/x", "/\\evil.example", "https://evil.example/", "http://127.0.0.1:80/x",
-                             "http://127.0.0.1:8080@evil.example/", "javascript:alert(1)", "/a b", "/a\r\nX: y" };
-        for (size_t i = 0; i < sizeof(no) / sizeof(no[0]); i++)
-                if (loc(no[i], out, sizeof(out)) != -EPERM)
-                        fail_msg("'%s' kept as '%s'", no[i], out);
         assert_int_equal(web_forward_location("http://127.0.0.1/y", 18, "/p", "127.0.0.1", 80, out, sizeof(out)), 0);
         assert_string_equal(out, "/p/y");
 }

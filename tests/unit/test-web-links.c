@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "links.h"
+#include "unit-source.h"
 
 #define TOKEN "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 
@@ -91,8 +92,7 @@ static void test_life(void **state) {
         assert_int_equal(symlink("/etc/hostname", path), 0);
         assert_int_equal(web_link_take(&c, sym_id, 1, &got), -ENOENT);
 
-        snprintf(path, sizeof(path), "rm -rf '%s'", dir);
-        assert_int_equal(system(path), 0);
+        assert_int_equal(unit_remove_tree(dir), 0);
 }
 
 int main(void) {

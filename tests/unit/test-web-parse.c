@@ -8,38 +8,37 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "common/macro.h"
 #include "http-parse.h"
+#include "unit-cases.h"
 
 static int form(const char *body, const char *key, char *out, size_t size) {
         return web_form_get(body, strlen(body), key, out, size);
 }
 
 static void test_form(void **state) {
+        static const UnitStrCase cases[] = {
+                { "seat=s1&token=abc", "seat", 0, "s1", 0 },
+                { "seat=s1&token=abc", "token", 0, "abc", 0 },
+                { "a=b+c%20d%2Fe", "a", 0, "b c d/e", 0 },
+                { "seat=&x=1", "seat", 0, "", 0 },
+                { "seat", "seat", 0, "", 0 },
+                { "&&seat=x&&", "seat", 0, "x", 0 },
+                /* absent, twice, malformed, too long */
+                { "seats=x", "seat", -ENOENT, NULL, 0 },
+                { "", "seat", -ENOENT, NULL, 0 },
+                { "seat=a&seat=b", "seat", -ENOTUNIQ, NULL, 0 },
+                { "seat=%zz", "seat", -EBADMSG, NULL, 0 },
+                { "seat=%4", "seat", -EBADMSG, NULL, 0 },
+                { "seat=%", "seat", -EBADMSG, NULL, 0 },
+                { "seat=a%00b", "seat", -EBADMSG, NULL, 0 },
+                { "seat=a%0ab", "seat", -EBADMSG, NULL, 0 },
+                { "=x&seat=a", "seat", -EBADMSG, NULL, 0 },
+                { "other=%zz&seat=a", "seat", -EBADMSG, NULL, 0 },
+                { "seat=abcdef", "seat", -E2BIG, .size = 4 },
+        };
+        unit_check_str_cases(form, cases, ELEMENTSOF(cases), 80);
         char v[80];
-        assert_int_equal(form("seat=s1&token=abc", "seat", v, sizeof(v)), 0);
-        assert_string_equal(v, "s1");
-        assert_int_equal(form("seat=s1&token=abc", "token", v, sizeof(v)), 0);
-        assert_string_equal(v, "abc");
-        assert_int_equal(form("a=b+c%20d%2Fe", "a", v, sizeof(v)), 0);
-        assert_string_equal(v, "b c d/e");
-        assert_int_equal(form("seat=&x=1", "seat", v, sizeof(v)), 0);
-        assert_string_equal(v, "");
-        assert_int_equal(form("seat", "seat", v, sizeof(v)), 0);
-        assert_string_equal(v, "");
-        assert_int_equal(form("&&seat=x&&", "seat", v, sizeof(v)), 0);
-        assert_string_equal(v, "x");
-        /* absent, twice, malformed, too long */
-        assert_int_equal(form("seats=x", "seat", v, sizeof(v)), -ENOENT);
-        assert_int_equal(form("", "seat", v, sizeof(v)), -ENOENT);
-        assert_int_equal(form("seat=a&seat=b", "seat", v, sizeof(v)), -ENOTUNIQ);
-        assert_int_equal(form("seat=%zz", "seat", v, sizeof(v)), -EBADMSG);
-        assert_int_equal(form("seat=%4", "seat", v, sizeof(v)), -EBADMSG);
-        assert_int_equal(form("seat=%", "seat", v, sizeof(v)), -EBADMSG);
-        assert_int_equal(form("seat=a%00b", "seat", v, sizeof(v)), -EBADMSG);
-        assert_int_equal(form("seat=a%0ab", "seat", v, sizeof(v)), -EBADMSG);
-        assert_int_equal(form("=x&seat=a", "seat", v, sizeof(v)), -EBADMSG);
-        assert_int_equal(form("other=%zz&seat=a", "seat", v, sizeof(v)), -EBADMSG);
-        assert_int_equal(form("seat=abcdef", "seat", v, 4), -E2BIG);
         char big[WEB_FORM_MAX + 10];
         memset(big, 'a', sizeof(big) - 1);
         big[sizeof(big) - 1] = '\0';
@@ -52,49 +51,49 @@ static int cookie(const char *h, const char *name, char *out, size_t size) {
 }
 
 static void test_cookie(void **state) {
-        char v[64];
-        assert_int_equal(cookie("__Host-seatweb=abc", "__Host-seatweb", v, sizeof(v)), 0);
-        assert_string_equal(v, "abc");
-        assert_int_equal(cookie("a=1; __Host-seatweb=xyz;b=2", "__Host-seatweb", v, sizeof(v)), 0);
-        assert_string_equal(v, "xyz");
-        assert_int_equal(cookie("a=\"q\"", "a", v, sizeof(v)), 0);
-        assert_string_equal(v, "q");
-        assert_int_equal(cookie("a=1; ;  b=2 ", "b", v, sizeof(v)), 0);
-        assert_string_equal(v, "2");
-        assert_int_equal(cookie("a=1", "b", v, sizeof(v)), -ENOENT);
-        assert_int_equal(cookie("", "b", v, sizeof(v)), -ENOENT);
-        assert_int_equal(cookie("b=1; b=2", "b", v, sizeof(v)), -ENOTUNIQ);
-        assert_int_equal(cookie("b=1;b=1", "b", v, sizeof(v)), -ENOTUNIQ);
-        assert_int_equal(cookie("b", "b", v, sizeof(v)), -EBADMSG);
-        assert_int_equal(cookie("=1", "b", v, sizeof(v)), -EBADMSG);
-        assert_int_equal(cookie("b=a,b", "b", v, sizeof(v)), -EBADMSG);
-        assert_int_equal(cookie("b=a\\b", "b", v, sizeof(v)), -EBADMSG);
-        assert_int_equal(cookie("b=a b", "b", v, sizeof(v)), -EBADMSG);
-        assert_int_equal(cookie("b=abcdef", "b", v, 4), -E2BIG);
-        assert_int_equal(cookie("x y=1; b=2", "b", v, sizeof(v)), -EBADMSG);
+        static const UnitStrCase cases[] = {
+                { "__Host-seatweb=abc", "__Host-seatweb", 0, "abc", 0 },
+                { "a=1; __Host-seatweb=xyz;b=2", "__Host-seatweb", 0, "xyz", 0 },
+                { "a=\"q\"", "a", 0, "q", 0 },
+                { "a=1; ;  b=2 ", "b", 0, "2", 0 },
+                { "a=1", "b", -ENOENT, NULL, 0 },
+                { "", "b", -ENOENT, NULL, 0 },
+                { "b=1; b=2", "b", -ENOTUNIQ, NULL, 0 },
+                { "b=1;b=1", "b", -ENOTUNIQ, NULL, 0 },
+                { "b", "b", -EBADMSG, NULL, 0 },
+                { "=1", "b", -EBADMSG, NULL, 0 },
+                { "b=a,b", "b", -EBADMSG, NULL, 0 },
+                { "b=a\\b", "b", -EBADMSG, NULL, 0 },
+                { "b=a b", "b", -EBADMSG, NULL, 0 },
+                { "b=abcdef", "b", -E2BIG, .size = 4 },
+                { "x y=1; b=2", "b", -EBADMSG, NULL, 0 },
+        };
+        unit_check_str_cases(cookie, cases, ELEMENTSOF(cases), 64);
 }
 
-static int bearer(const char *h, char *out, size_t size) {
+static int bearer(const char *h, const char *unused, char *out, size_t size) {
+        (void) unused;
         return web_bearer_get(h, strlen(h), out, size);
 }
 
 static void test_bearer(void **state) {
+        static const UnitStrCase cases[] = {
+                { "Bearer abc", NULL, 0, "abc", 0 },
+                { "bearer   a-b._~+/c==  ", NULL, 0, "a-b._~+/c==", 0 },
+                { "Basic YTpi", NULL, -ENOENT, NULL, 0 },
+                { "BearerX abc", NULL, -ENOENT, NULL, 0 },
+                { "", NULL, -ENOENT, NULL, 0 },
+                { "Bearer", NULL, -EBADMSG, NULL, 0 },
+                { "Bearer ", NULL, -EBADMSG, NULL, 0 },
+                { "Bearer a b", NULL, -EBADMSG, NULL, 0 },
+                { "Bearer a,b", NULL, -EBADMSG, NULL, 0 },
+                { "Bearer a=b", NULL, -EBADMSG, NULL, 0 },
+                { "Bearer \"abc\"", NULL, -EBADMSG, NULL, 0 },
+                { "Bearer abcdef", NULL, -E2BIG, .size = 4 },
+        };
+        unit_check_str_cases(bearer, cases, ELEMENTSOF(cases), WEB_TOKEN_HEX + 2);
         char v[WEB_TOKEN_HEX + 2];
-        assert_int_equal(bearer("Bearer abc", v, sizeof(v)), 0);
-        assert_string_equal(v, "abc");
-        assert_int_equal(bearer("bearer   a-b._~+/c==  ", v, sizeof(v)), 0);
-        assert_string_equal(v, "a-b._~+/c==");
-        assert_int_equal(bearer("Basic YTpi", v, sizeof(v)), -ENOENT);
-        assert_int_equal(bearer("BearerX abc", v, sizeof(v)), -ENOENT);
-        assert_int_equal(bearer("", v, sizeof(v)), -ENOENT);
-        assert_int_equal(bearer("Bearer", v, sizeof(v)), -EBADMSG);
-        assert_int_equal(bearer("Bearer ", v, sizeof(v)), -EBADMSG);
-        assert_int_equal(bearer("Bearer a b", v, sizeof(v)), -EBADMSG);
-        assert_int_equal(bearer("Bearer a,b", v, sizeof(v)), -EBADMSG);
-        assert_int_equal(bearer("Bearer a=b", v, sizeof(v)), -EBADMSG);
-        assert_int_equal(bearer("Bearer \"abc\"", v, sizeof(v)), -EBADMSG);
         assert_int_equal(web_bearer_get("Bearer ab\0c", 11, v, sizeof(v)), -EBADMSG);
-        assert_int_equal(bearer("Bearer abcdef", v, 4), -E2BIG);
 }
 
 static void test_ids(void **state) {

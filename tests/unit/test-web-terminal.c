@@ -107,14 +107,11 @@ done:
 
 static void fake_start(FakeSeatd *f, Script script) {
         *f = (FakeSeatd) { .script = script };
-        f->listen_fd = fake_listen(f->path, "terminal", 1);
-        assert_true(f->listen_fd >= 0);
-        assert_int_equal(pthread_create(&f->thread, NULL, fake_thread, f), 0);
+        assert_int_equal(fake_serve(f->path, &f->listen_fd, &f->thread, "terminal", fake_thread, f), 0);
 }
 
 static void fake_join(FakeSeatd *f) {
-        pthread_join(f->thread, NULL);
-        fake_unlisten(f->listen_fd, f->path);
+        fake_stop(f->thread, f->listen_fd, f->path);
 }
 
 /* Everything the terminal printed until pred holds on it (10 s at most). */
@@ -187,29 +184,26 @@ static void test_session(void **state) {
         assert_int_equal(f.last_cols, 120);
 }
 
-static void test_denied(void **state) {
+/* A terminal against script: it ends with a message holding needle; its exit code. */
+static int expect_end(Script script, const char *needle) {
         FakeSeatd f;
         char msg[256];
         int code = 0;
-        fake_start(&f, SCRIPT_DENIED);
+        fake_start(&f, script);
         Terminal *t = start(&f);
         assert_true(wait_end(t, &code, msg, sizeof(msg)));
-        assert_int_equal(code, -1);
-        assert_non_null(strstr(msg, "reset or released"));
+        assert_non_null(strstr(msg, needle));
         terminal_free(t);
         fake_join(&f);
+        return code;
+}
+
+static void test_denied(void **state) {
+        assert_int_equal(expect_end(SCRIPT_DENIED, "reset or released"), -1);
 }
 
 static void test_vanish(void **state) {
-        FakeSeatd f;
-        char msg[256];
-        int code = 0;
-        fake_start(&f, SCRIPT_VANISH);
-        Terminal *t = start(&f);
-        assert_true(wait_end(t, &code, msg, sizeof(msg)));
-        assert_non_null(strstr(msg, "seatd closed"));
-        terminal_free(t);
-        fake_join(&f);
+        (void) expect_end(SCRIPT_VANISH, "seatd closed");
 }
 
 static void test_no_seatd(void **state) {

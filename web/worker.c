@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* worker.c: a seat-web thread woken by an eventfd (worker.h). */
+#include <errno.h>
+#include <poll.h>
+#include <stdint.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "common/macro.h"
+#include "worker.h"
+
+int worker_start(Worker *w, void *(*fn)(void *), void *arg) {
+        w->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        if (w->wake_fd < 0)
+                return negative_errno();
+        int r = -pthread_create(&w->thread, NULL, fn, arg);
+        if (r < 0)
+                return r;
+        w->started = true;
+        return 0;
+}
+
+void worker_wake(Worker *w) {
+        uint64_t one = 1;
+        (void) !write(w->wake_fd, &one, sizeof(one));
+}
+
+int worker_wait(Worker *w, int fd, short events, int timeout_ms) {
+        struct pollfd pf[2] = { { .fd = fd, .events = events }, { .fd = w->wake_fd, .events = POLLIN } };
+        if (poll(pf, 2, timeout_ms) < 0)
+                return errno == EINTR ? 0 : negative_errno();
+        if (pf[1].revents & POLLIN) {
+                uint64_t v;
+                (void) !read(w->wake_fd, &v, sizeof(v));
+        }
+        return pf[0].revents;
+}
+
+void worker_stop(Worker *w, pthread_mutex_t *lock, bool *stop) {
+        if (w->started) {
+                pthread_mutex_lock(lock);
+                *stop = true;
+                pthread_mutex_unlock(lock);
+                worker_wake(w);
+                (void) pthread_join(w->thread, NULL);
+                w->started = false;
+        }
+        w->wake_fd = safe_close(w->wake_fd);
+}

@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/*
+ * A thread of seat-web's own that sleeps in poll() on one socket and on its wake eventfd:
+ * the event loop queues work under its owner's lock, then wakes it (a browser terminal,
+ * a relayed WebSocket). The owner keeps its stop flag under its own lock; worker_stop()
+ * sets it, wakes the thread and joins it.
+ */
+
+#include <pthread.h>
+#include <stdbool.h>
+
+typedef struct Worker {
+        pthread_t thread;
+        bool started;
+        int wake_fd; /* eventfd: the loop queued something, or asks to stop */
+} Worker;
+
+/* Opens the wake eventfd and starts fn(arg): 0 or -errno. On failure worker_stop() still
+ * has to run (it closes what was opened). */
+int worker_start(Worker *w, void *(*fn)(void *), void *arg);
+
+/* From the loop: the thread looks at its queue again. */
+void worker_wake(Worker *w);
+
+/* From the thread: poll fd for events and the wake eventfd (drained here) up to timeout_ms
+ * (-1: no limit). fd's revents (0 when woken, timed out or interrupted) or -errno. */
+int worker_wait(Worker *w, int fd, short events, int timeout_ms);
+
+/* Sets *stop under lock, wakes and joins the thread, closes the eventfd. */
+void worker_stop(Worker *w, pthread_mutex_t *lock, bool *stop);
