@@ -93,20 +93,11 @@ static int adopt_one(SeatManager *m, virDomainPtr dom) {
                 virDomainFree(dom);
                 return 0;
         }
-        Seat *s = calloc(1, sizeof(*s));
+        Seat *s = seat_new(m, 0);
         if (!s) {
                 virDomainFree(dom);
                 return -ENOMEM;
         }
-        pthread_mutex_init(&s->lock, NULL);
-        pthread_cond_init(&s->calls_done, NULL);
-        pthread_mutex_init(&s->ticket_lock, NULL);
-        pthread_mutex_init(&s->audit_lock, NULL);
-        pthread_mutex_init(&s->warm_lock, NULL);
-        pthread_mutex_init(&s->view_lock, NULL);
-        s->m = m;
-        s->refs = 0;
-        s->uid_slot[0] = s->uid_slot[1] = -1;
         s->rec = rec;
         s->dom = dom;
         (void) snprintf(s->live_domain, sizeof(s->live_domain), "%s", name);

@@ -226,6 +226,7 @@ void random_hex(char *out, size_t bytes);
 void seat_domain_name(const SeatRecord *rec, char *buf, size_t size);
 void seat_fault(Seat *s, const char *why);
 void seat_free(Seat *s);
+Seat *seat_new(SeatManager *m, unsigned refs);
 int seat_identity(int64_t generation);
 int seat_paths(SeatManager *m, Seat *s);
 void seat_set_state(Seat *s, SeatState st);
