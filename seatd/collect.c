@@ -29,6 +29,7 @@
 #include "common/base64.h"
 #include "collect.h"
 #include "common/fileio.h"
+#include "common/strprintf.h"
 #include "common/jsonframe.h"
 #include "common/log.h"
 
@@ -417,11 +418,10 @@ static bool wait_exit(pid_t pid, int64_t deadline) {
 static int reason_set(char **ret_reason, const char *fmt, ...) _printf_(2, 3);
 static int reason_set(char **ret_reason, const char *fmt, ...) {
         va_list ap;
-        char *s = NULL;
         va_start(ap, fmt);
-        int r = vasprintf(&s, fmt, ap);
+        char *s = vstrprintf(fmt, ap);
         va_end(ap);
-        if (r < 0)
+        if (!s)
                 return -ENOMEM;
         *ret_reason = s;
         return 1;
