@@ -51,7 +51,6 @@ static void adopt_disk(SeatManager *m, Seat *s) {
 /* The network as the seat was made: its subnet, its saved profile, the rules put back. */
 static int adopt_net(SeatManager *m, Seat *s, SeatError **ret_error) {
         _cleanup_free_ char *path = NULL, *text = NULL;
-        SeatNet *n = NULL;
         if (s->rec.net_index < 0 || !m->config->network)
                 return 0;
         if (!(path = egress_saved_path(s)))
@@ -59,17 +58,7 @@ static int adopt_net(SeatManager *m, Seat *s, SeatError **ret_error) {
         int r = read_file_capped(path, 64 * 1024, &text, NULL);
         if (r < 0)
                 return seat_error_set(ret_error, -r, "the saved egress profile '%s': %s", path, strerror(-r));
-        virConnectPtr c = manager_conn(m, ret_error);
-        if (!c)
-                return -ECONNREFUSED;
-        r = seatnet_up(m->net, c, s->rec.id, s->rec.egress, (int) s->rec.net_index, text, &n, ret_error);
-        virConnectClose(c);
-        if (r < 0)
-                return r;
-        pthread_mutex_lock(&m->lock);
-        s->net = n;
-        pthread_mutex_unlock(&m->lock);
-        return 0;
+        return seat_net_attach(m, s, s->rec.egress, (int) s->rec.net_index, text, NULL, ret_error);
 }
 
 static int adopt_one(SeatManager *m, virDomainPtr dom) {

@@ -284,6 +284,8 @@ char *egress_saved_path(const Seat *s);
 int handover_network(Seat *s, SeatError **ret_error);
 void on_net_tamper(const char *seat_id, NftSeatState st, void *userdata);
 void seat_net_down(SeatManager *m, Seat *s);
+int seat_net_attach(SeatManager *m, Seat *s, const char *egress, int net_index, const char *profile_text,
+                    SeatNet **ret_net, SeatError **ret_error);
 int seat_net_up(SeatManager *m, Seat *s, const char *egress, SeatError **ret_error);
 
 /* seat-capture.c */
