@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <fcntl.h>
 #include <libgen.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -141,6 +142,22 @@ int fd_set_nonblock(int fd, int on) {
 
 int fd_set_cloexec(int fd, int on) {
         return fd_update_flag(fd, F_GETFD, F_SETFD, FD_CLOEXEC, on);
+}
+
+void sibling_program_path(const char *const *rel, size_t n_rel, const char *fallback, char *buf, size_t size) {
+        char self[PATH_MAX];
+        ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+        if (n > 0) {
+                self[n] = '\0';
+                char *slash = strrchr(self, '/');
+                if (slash) {
+                        *slash = '\0';
+                        for (size_t i = 0; i < n_rel; i++)
+                                if (snprintf(buf, size, "%s%s", self, rel[i]) < (int) size && access(buf, X_OK) == 0)
+                                        return;
+                }
+        }
+        (void) snprintf(buf, size, "%s", fallback);
 }
 
 static int64_t now_ms(clockid_t clock) {
