@@ -4,14 +4,7 @@
 #include <string.h>
 
 #include "error.h"
-
-static char *vformat(const char *fmt, va_list ap) _printf_(1, 0);
-static char *vformat(const char *fmt, va_list ap) {
-        char *s = NULL;
-        if (vasprintf(&s, fmt, ap) < 0)
-                return NULL;
-        return s;
-}
+#include "strprintf.h"
 
 int seat_error_set(SeatError **ret_error, int errnum, const char *fmt, ...) {
         va_list ap;
@@ -25,7 +18,7 @@ int seat_error_set(SeatError **ret_error, int errnum, const char *fmt, ...) {
         if (!e)
                 return -errnum;
         va_start(ap, fmt);
-        e->message = vformat(fmt, ap);
+        e->message = vstrprintf(fmt, ap);
         va_end(ap);
         if (!e->message) {
                 free(e);
@@ -44,7 +37,7 @@ int seat_error_wrap(SeatError **ret_error, const char *fmt, ...) {
 
         SeatError *e = *ret_error;
         va_start(ap, fmt);
-        _cleanup_free_ char *context = vformat(fmt, ap);
+        _cleanup_free_ char *context = vstrprintf(fmt, ap);
         va_end(ap);
         if (!context)
                 return -e->code;

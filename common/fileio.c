@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <fcntl.h>
 #include <libgen.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -123,24 +124,40 @@ int read_file_capped(const char *path, size_t max, char **ret, size_t *ret_len) 
         return 0;
 }
 
-int fd_set_nonblock(int fd, int on) {
-        int flags = fcntl(fd, F_GETFL);
+/* File status flags (F_GETFL/F_SETFL) and descriptor flags (F_GETFD/F_SETFD) are switched
+ * alike: read, change one bit, write back only when it changed. */
+static int fd_update_flag(int fd, int get_cmd, int set_cmd, int flag, int on) {
+        int flags = fcntl(fd, get_cmd);
         if (flags < 0)
                 return negative_errno();
-        int nflags = on ? flags | O_NONBLOCK : flags & ~O_NONBLOCK;
-        if (nflags != flags && fcntl(fd, F_SETFL, nflags) < 0)
+        int nflags = on ? flags | flag : flags & ~flag;
+        if (nflags != flags && fcntl(fd, set_cmd, nflags) < 0)
                 return negative_errno();
         return 0;
 }
 
+int fd_set_nonblock(int fd, int on) {
+        return fd_update_flag(fd, F_GETFL, F_SETFL, O_NONBLOCK, on);
+}
+
 int fd_set_cloexec(int fd, int on) {
-        int flags = fcntl(fd, F_GETFD);
-        if (flags < 0)
-                return negative_errno();
-        int nflags = on ? flags | FD_CLOEXEC : flags & ~FD_CLOEXEC;
-        if (nflags != flags && fcntl(fd, F_SETFD, nflags) < 0)
-                return negative_errno();
-        return 0;
+        return fd_update_flag(fd, F_GETFD, F_SETFD, FD_CLOEXEC, on);
+}
+
+void sibling_program_path(const char *const *rel, size_t n_rel, const char *fallback, char *buf, size_t size) {
+        char self[PATH_MAX];
+        ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+        if (n > 0) {
+                self[n] = '\0';
+                char *slash = strrchr(self, '/');
+                if (slash) {
+                        *slash = '\0';
+                        for (size_t i = 0; i < n_rel; i++)
+                                if (snprintf(buf, size, "%s%s", self, rel[i]) < (int) size && access(buf, X_OK) == 0)
+                                        return;
+                }
+        }
+        (void) snprintf(buf, size, "%s", fallback);
 }
 
 static int64_t now_ms(clockid_t clock) {

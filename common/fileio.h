@@ -32,5 +32,11 @@ int64_t now_monotonic_ms(void);
 int64_t now_boottime_ms(void);
 int64_t now_realtime_ms(void);
 
+/* The path of a program that seatd starts (seatd-collect, seat-dnsguard): the first of
+ * rel ("/name", "/../dir/name": relative to the directory of the running executable, so
+ * an installed seatd and a build tree both find theirs) that is executable, else fallback.
+ * Cut to size like snprintf(). */
+void sibling_program_path(const char *const *rel, size_t n_rel, const char *fallback, char *buf, size_t size);
+
 /* A new file `to` (O_EXCL, mode) with the bytes of `from`: copy_file_range, else read/write. -errno. */
 int file_copy(const char *from, const char *to, mode_t mode);

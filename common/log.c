@@ -51,6 +51,15 @@ static const char *level_word(LogLevel level) {
         }
 }
 
+int log_level_from_string(const char *s, LogLevel *ret) {
+        for (LogLevel l = LOG_LEVEL_ERR; l <= LOG_LEVEL_DEBUG; l++)
+                if (!strcmp(s, level_word(l))) {
+                        *ret = l;
+                        return 0;
+                }
+        return -EINVAL;
+}
+
 /*
  * systemd sets $JOURNAL_STREAM to "DEV:INODE" of the socket it connected a service's
  * stdout/stderr to. The variable is inherited by children whose stderr may point elsewhere

@@ -15,6 +15,9 @@ typedef enum LogLevel {
         LOG_LEVEL_DEBUG = 7,
 } LogLevel;
 
+/* The words a --log-level option takes (as printed before each line: "error", "warning",
+ * "notice", "info", "debug"), parsed in one place for every binary. 0 or -EINVAL. */
+int log_level_from_string(const char *s, LogLevel *ret);
 void log_set_max_level(LogLevel level);
 LogLevel log_get_max_level(void);
 /* "seatd", "guest-init", …: printed before every line. */

@@ -4,12 +4,11 @@
 #include <string.h>
 
 #include "config.h"
+#include "strprintf.h"
 #include "verbs.h"
 
 int verb_usage_errorv(SeatError **ret_error, const char *see, const char *fmt, va_list ap) {
-        _cleanup_free_ char *msg = NULL;
-        if (vasprintf(&msg, fmt, ap) < 0)
-                msg = NULL;
+        _cleanup_free_ char *msg = vstrprintf(fmt, ap);
         return seat_error_set(ret_error, EINVAL, "%s (see '%s')", msg ? msg : "usage error", see);
 }
 

@@ -27,10 +27,13 @@ static int add_hex(json_object *o, const char *key, const uint8_t *d, size_t n) 
         return json_add(o, key, json_object_new_string(hex));
 }
 
-static const struct {
+/* One count of "guest" or "capture": its key, and where it lives in the struct. */
+typedef struct CountField {
         const char *key;
         size_t offset;
-} collection_counts[] = {
+} CountField;
+
+static const CountField collection_counts[] = {
         { "files", offsetof(ArchiveCollection, files) },
         { "symlinks", offsetof(ArchiveCollection, symlinks) },
         { "bytes", offsetof(ArchiveCollection, bytes) },
@@ -41,10 +44,7 @@ static const struct {
         { "max_files", offsetof(ArchiveCollection, max_files) },
 };
 
-static const struct {
-        const char *key;
-        size_t offset;
-} capture_counts[] = {
+static const CountField capture_counts[] = {
         { "snaplen", offsetof(ArchiveCapture, snaplen) },
         { "max_bytes", offsetof(ArchiveCapture, max_bytes) },
         { "files", offsetof(ArchiveCapture, files) },
@@ -83,21 +83,28 @@ bool archive_capture_is_complete(const ArchiveCapture *c) {
                c->kernel_drops == 0 && c->restarts == 0 && !c->reason[0];
 }
 
-static int capture_to_json(const ArchiveCapture *c, json_object **ret) {
+/* "guest" and "capture" are written alike: "complete", their counts, then the reason if any. */
+static int counted_to_json(bool complete, const CountField *fields, size_t n_fields, const void *section,
+                           const char *reason, json_object **ret) {
         _cleanup_json_ json_object *o = json_object_new_object();
-        ArchiveCapture copy = *c;
         int r = 0;
         if (!o)
                 return -ENOMEM;
-        r |= json_add(o, "complete", json_object_new_boolean(c->complete));
-        for (size_t i = 0; i < ELEMENTSOF(capture_counts); i++)
-                r |= json_add(o, capture_counts[i].key, json_object_new_int64((int64_t) *capture_count(&copy, i)));
-        if (c->reason[0])
-                r |= json_add(o, "reason", json_object_new_string(c->reason));
+        r |= json_add(o, "complete", json_object_new_boolean(complete));
+        for (size_t i = 0; i < n_fields; i++) {
+                const uint64_t *v = (const uint64_t *) ((const char *) section + fields[i].offset);
+                r |= json_add(o, fields[i].key, json_object_new_int64((int64_t) *v));
+        }
+        if (reason[0])
+                r |= json_add(o, "reason", json_object_new_string(reason));
         if (r != 0)
                 return -ENOMEM;
         *ret = TAKE_PTR(o);
         return 0;
+}
+
+static int capture_to_json(const ArchiveCapture *c, json_object **ret) {
+        return counted_to_json(c->complete, capture_counts, ELEMENTSOF(capture_counts), c, c->reason, ret);
 }
 
 static uint64_t *collection_count(ArchiveCollection *c, size_t i) {
@@ -105,20 +112,7 @@ static uint64_t *collection_count(ArchiveCollection *c, size_t i) {
 }
 
 static int collection_to_json(const ArchiveCollection *c, json_object **ret) {
-        _cleanup_json_ json_object *o = json_object_new_object();
-        ArchiveCollection copy = *c;
-        int r = 0;
-        if (!o)
-                return -ENOMEM;
-        r |= json_add(o, "complete", json_object_new_boolean(c->complete));
-        for (size_t i = 0; i < ELEMENTSOF(collection_counts); i++)
-                r |= json_add(o, collection_counts[i].key, json_object_new_int64((int64_t) *collection_count(&copy, i)));
-        if (c->reason[0])
-                r |= json_add(o, "reason", json_object_new_string(c->reason));
-        if (r != 0)
-                return -ENOMEM;
-        *ret = TAKE_PTR(o);
-        return 0;
+        return counted_to_json(c->complete, collection_counts, ELEMENTSOF(collection_counts), c, c->reason, ret);
 }
 
 int archive_manifest_to_json(const ArchiveManifest *m, json_object **ret) {
@@ -275,26 +269,46 @@ static int member_parse(json_object *e, size_t i, ArchiveMember *a, SeatError **
         return 0;
 }
 
+/* The start of "guest" or "capture" (key): 0 when the manifest has none, 1 with *ret_g
+ * and *ret_complete set, or -EBADMSG. */
+static int counted_parse_begin(json_object *o, const char *key, json_object **ret_g, bool *ret_complete,
+                               SeatError **ret_error) {
+        if (!json_object_object_get_ex(o, key, ret_g))
+                return 0;
+        if (!json_object_is_type(*ret_g, json_type_object) || json_get_bool(*ret_g, "complete", true, ret_complete) < 0)
+                return mf_fail(ret_error, "manifest: bad \"%s\"", key);
+        return 1;
+}
+
+/* The optional reason of "guest" or "capture" (what: its name in messages), printable
+ * ASCII of at most ARCHIVE_REASON_MAX bytes; "" when absent. */
+static int counted_parse_reason(json_object *g, const char *what, char ret_reason[static ARCHIVE_REASON_MAX + 1],
+                                SeatError **ret_error) {
+        const char *reason = NULL;
+        if (json_get_string(g, "reason", false, ARCHIVE_REASON_MAX, &reason) < 0)
+                return mf_fail(ret_error, "manifest: bad \"%s\"", what);
+        for (const char *p = reason; p && *p; p++)
+                if (*p < 0x20 || *p > 0x7e)
+                        return mf_fail(ret_error, "manifest: bad \"%s\"", what);
+        snprintf(ret_reason, ARCHIVE_REASON_MAX + 1, "%s", reason ? reason : "");
+        return 0;
+}
+
 static int collection_parse(json_object *o, ArchiveManifest *m, SeatError **ret_error) {
         json_object *g = NULL;
         ArchiveCollection *c = &m->collection;
         int64_t v;
-        if (!json_object_object_get_ex(o, "guest", &g))
-                return 0;
-        if (!json_object_is_type(g, json_type_object) || json_get_bool(g, "complete", true, &c->complete) < 0)
-                return mf_fail(ret_error, "manifest: bad \"%s\"", "guest");
+        int r = counted_parse_begin(o, "guest", &g, &c->complete, ret_error);
+        if (r <= 0)
+                return r;
         for (size_t i = 0; i < ELEMENTSOF(collection_counts); i++) {
                 if (json_get_int64(g, collection_counts[i].key, true, 0, (int64_t) ARCHIVE_COUNT_MAX, &v) < 0)
                         return seat_error_set(ret_error, EBADMSG, "manifest: bad \"guest\".\"%s\"", collection_counts[i].key);
                 *collection_count(c, i) = (uint64_t) v;
         }
-        const char *reason = NULL;
-        if (json_get_string(g, "reason", false, ARCHIVE_REASON_MAX, &reason) < 0)
-                return mf_fail(ret_error, "manifest: bad \"%s\"", "guest.reason");
-        for (const char *p = reason; p && *p; p++)
-                if (*p < 0x20 || *p > 0x7e)
-                        return mf_fail(ret_error, "manifest: bad \"%s\"", "guest.reason");
-        snprintf(c->reason, sizeof(c->reason), "%s", reason ? reason : "");
+        r = counted_parse_reason(g, "guest.reason", c->reason, ret_error);
+        if (r < 0)
+                return r;
         if (c->complete != (c->truncated == 0 && c->skipped == 0 && !c->reason[0]))
                 return mf_fail(ret_error, "manifest: %s", "\"guest\".\"complete\" contradicts its counts");
         m->has_collection = true;
@@ -304,20 +318,15 @@ static int collection_parse(json_object *o, ArchiveManifest *m, SeatError **ret_
 static int capture_parse(json_object *o, ArchiveManifest *m, SeatError **ret_error) {
         json_object *g = NULL;
         ArchiveCapture *c = &m->capture;
-        if (!json_object_object_get_ex(o, "capture", &g))
-                return 0;
-        if (!json_object_is_type(g, json_type_object) || json_get_bool(g, "complete", true, &c->complete) < 0)
-                return mf_fail(ret_error, "manifest: bad \"%s\"", "capture");
+        int r = counted_parse_begin(o, "capture", &g, &c->complete, ret_error);
+        if (r <= 0)
+                return r;
         const char *bad = archive_capture_counts_parse(g, true, c);
         if (bad)
                 return seat_error_set(ret_error, EBADMSG, "manifest: bad \"capture\".\"%s\"", bad);
-        const char *reason = NULL;
-        if (json_get_string(g, "reason", false, ARCHIVE_REASON_MAX, &reason) < 0)
-                return mf_fail(ret_error, "manifest: bad \"%s\"", "capture.reason");
-        for (const char *p = reason; p && *p; p++)
-                if (*p < 0x20 || *p > 0x7e)
-                        return mf_fail(ret_error, "manifest: bad \"%s\"", "capture.reason");
-        snprintf(c->reason, sizeof(c->reason), "%s", reason ? reason : "");
+        r = counted_parse_reason(g, "capture.reason", c->reason, ret_error);
+        if (r < 0)
+                return r;
         if (c->complete != archive_capture_is_complete(c))
                 return mf_fail(ret_error, "manifest: %s", "\"capture\".\"complete\" contradicts its counts");
         if (c->packets_cut > c->packets || c->bytes_cut > c->bytes_on_wire)

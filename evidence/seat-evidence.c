@@ -229,16 +229,22 @@ static int verb_seal(int argc, char *argv[], SeatError **ret_error) {
 
 /* ---- audit logs -------------------------------------------------------------------- */
 
+/* Both audit verbs take LOG and --audit-key HEX; the key goes to key (the caller wipes it). */
+static int parse_audit_opts(int argc, char *argv[], const char *verb, EvidenceOptions *o,
+                            uint8_t key[AUDIT_KEY_BYTES], SeatError **ret_error) {
+        int r = parse_opts(argc, argv, o, ret_error);
+        if (r < 0)
+                return r;
+        if (!o->archive || !o->audit_key)
+                return usage_error(ret_error, "%s needs LOG and --audit-key HEX", verb);
+        return parse_key_hex(o->audit_key, key, ret_error);
+}
+
 static int verb_audit_verify(int argc, char *argv[], SeatError **ret_error) {
         uint8_t key[AUDIT_KEY_BYTES];
         uint64_t count = 0;
         EvidenceOptions o = {};
-        int r = parse_opts(argc, argv, &o, ret_error);
-        if (r < 0)
-                return r;
-        if (!o.archive || !o.audit_key)
-                return usage_error(ret_error, "audit-verify needs LOG and --audit-key HEX");
-        r = parse_key_hex(o.audit_key, key, ret_error);
+        int r = parse_audit_opts(argc, argv, "audit-verify", &o, key, ret_error);
         if (r >= 0)
                 r = audit_log_verify(o.archive, key, o.session_open ? AUDIT_VERIFY_SESSION_OPEN : 0, &count, ret_error);
         sodium_memzero(key, sizeof(key));
@@ -252,12 +258,7 @@ static int verb_audit_write(int argc, char *argv[], SeatError **ret_error) {
         _cleanup_(audit_log_freep) AuditLog *log = NULL;
         uint8_t key[AUDIT_KEY_BYTES];
         EvidenceOptions o = { .records = 5 };
-        int r = parse_opts(argc, argv, &o, ret_error);
-        if (r < 0)
-                return r;
-        if (!o.archive || !o.audit_key)
-                return usage_error(ret_error, "audit-write needs LOG and --audit-key HEX");
-        r = parse_key_hex(o.audit_key, key, ret_error);
+        int r = parse_audit_opts(argc, argv, "audit-write", &o, key, ret_error);
         if (r >= 0)
                 r = audit_log_open(o.archive, key, 0, &log, ret_error);
         sodium_memzero(key, sizeof(key));

@@ -21,6 +21,7 @@
 #include "agent.h"
 #include "common/fileio.h"
 #include "common/log.h"
+#include "common/sockaddr.h"
 
 struct Forward {
         Forward *next;
@@ -96,25 +97,9 @@ static void forward_fail_errno(Agent *a, Forward *f, const char *what, int err) 
 /* Only addresses are taken, and "localhost": a static PID 1 has no resolver library, and a
  * blocking DNS lookup would stall every exec on this loop. */
 static int forward_address(const char *host, int64_t port, struct sockaddr_storage *ret, socklen_t *ret_len) {
-        struct sockaddr_in *in4 = (struct sockaddr_in *) ret;
-        struct sockaddr_in6 *in6 = (struct sockaddr_in6 *) ret;
-
-        memset(ret, 0, sizeof(*ret));
         if (strcmp(host, "localhost") == 0)
                 host = "127.0.0.1";
-        if (inet_pton(AF_INET, host, &in4->sin_addr) == 1) {
-                in4->sin_family = AF_INET;
-                in4->sin_port = htons((uint16_t) port);
-                *ret_len = sizeof(*in4);
-                return 0;
-        }
-        if (inet_pton(AF_INET6, host, &in6->sin6_addr) == 1) {
-                in6->sin6_family = AF_INET6;
-                in6->sin6_port = htons((uint16_t) port);
-                *ret_len = sizeof(*in6);
-                return 0;
-        }
-        return -EADDRNOTAVAIL;
+        return sockaddr_from_ip(host, (uint16_t) port, ret, ret_len) < 0 ? -EADDRNOTAVAIL : 0;
 }
 
 static void forward_connected(Agent *a, Forward *f) {

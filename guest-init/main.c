@@ -81,21 +81,13 @@ static int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *ret) {
         return 0;
 }
 
+/* seatd's words, and syslog's "err" as well. */
 static int parse_log_level(const char *s, LogLevel *ret) {
-        static const struct {
-                const char *name;
-                LogLevel level;
-        } table[] = {
-                { "err", LOG_LEVEL_ERR },     { "error", LOG_LEVEL_ERR }, { "warning", LOG_LEVEL_WARNING },
-                { "notice", LOG_LEVEL_NOTICE }, { "info", LOG_LEVEL_INFO }, { "debug", LOG_LEVEL_DEBUG },
-        };
-
-        for (size_t i = 0; i < ELEMENTSOF(table); i++)
-                if (strcmp(s, table[i].name) == 0) {
-                        *ret = table[i].level;
-                        return 0;
-                }
-        return -EINVAL;
+        if (strcmp(s, "err") == 0) {
+                *ret = LOG_LEVEL_ERR;
+                return 0;
+        }
+        return log_level_from_string(s, ret);
 }
 
 /* Returns 1 to run, 0 to exit successfully (--help), -EINVAL on bad arguments. As PID 1

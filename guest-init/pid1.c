@@ -176,6 +176,23 @@ static int cmdline_get(const char *cmdline, const char *key, char **ret) {
         return 0;
 }
 
+/* The values of keys on the kernel command line (each left NULL when absent) into
+ * *ret_values[i]; logs why not. The switch to the root disk and the hand-over to the
+ * image's init both start here. */
+static int kernel_cmdline_values(const char *const *keys, char **ret_values[], size_t n) {
+        _cleanup_free_ char *cmdline = NULL;
+        size_t len;
+        int r = read_file_capped("/proc/cmdline", CMDLINE_MAX, &cmdline, &len);
+        if (r < 0)
+                return log_warning_errno(r, "Cannot read /proc/cmdline: %m");
+        for (size_t i = 0; i < n; i++) {
+                r = cmdline_get(cmdline, keys[i], ret_values[i]);
+                if (r < 0)
+                        return log_error_errno(r, "Cannot parse the kernel command line: %m");
+        }
+        return 0;
+}
+
 static int wait_for_block_device(const char *dev) {
         int64_t deadline = now_monotonic_ms() + ROOT_WAIT_MS;
         struct stat st;
@@ -201,21 +218,15 @@ static int sysroot_move_mount(const char *from) {
 }
 
 int pid1_switch_root(void) {
-        _cleanup_free_ char *cmdline = NULL, *dev = NULL, *fstype = NULL, *flags = NULL;
+        _cleanup_free_ char *dev = NULL, *fstype = NULL, *flags = NULL;
         static const MountEntry new_tmp = { "tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777" };
-        size_t len;
+        static const char *const keys[] = { "seatd.root", "seatd.rootfstype", "seatd.rootflags" };
+        char **values[] = { &dev, &fstype, &flags };
         int r;
 
-        r = read_file_capped("/proc/cmdline", CMDLINE_MAX, &cmdline, &len);
+        r = kernel_cmdline_values(keys, values, ELEMENTSOF(keys));
         if (r < 0)
-                return log_warning_errno(r, "Cannot read /proc/cmdline: %m");
-        r = cmdline_get(cmdline, "seatd.root", &dev);
-        if (r >= 0)
-                r = cmdline_get(cmdline, "seatd.rootfstype", &fstype);
-        if (r >= 0)
-                r = cmdline_get(cmdline, "seatd.rootflags", &flags);
-        if (r < 0)
-                return log_error_errno(r, "Cannot parse the kernel command line: %m");
+                return r;
         if (!dev) {
                 log_info("No seatd.root= on the kernel command line: staying in the initramfs");
                 return 0;
@@ -262,16 +273,14 @@ static bool init_path_ok(const char *p) {
 }
 
 int pid1_exec_init(void) {
-        _cleanup_free_ char *cmdline = NULL, *init = NULL;
-        size_t len;
+        _cleanup_free_ char *init = NULL;
+        static const char *const keys[] = { "seatd.init" };
+        char **values[] = { &init };
         int r;
 
-        r = read_file_capped("/proc/cmdline", CMDLINE_MAX, &cmdline, &len);
+        r = kernel_cmdline_values(keys, values, ELEMENTSOF(keys));
         if (r < 0)
-                return log_warning_errno(r, "Cannot read /proc/cmdline: %m");
-        r = cmdline_get(cmdline, "seatd.init", &init);
-        if (r < 0)
-                return log_error_errno(r, "Cannot parse the kernel command line: %m");
+                return r;
         if (!init)
                 return 0;
         if (!init_path_ok(init))

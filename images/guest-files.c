@@ -13,6 +13,7 @@
 #include "common/fileio.h"
 #include "guest-files.h"
 #include "common/log.h"
+#include "common/strprintf.h"
 
 GuestFiles *guest_files_free(GuestFiles *f) {
         if (!f)
@@ -65,8 +66,7 @@ static void index_line(Collector *c, const char *action, const char *type, const
         if (fmt) {
                 va_list ap;
                 va_start(ap, fmt);
-                if (vasprintf(&note, fmt, ap) < 0)
-                        note = NULL;
+                note = vstrprintf(fmt, ap);
                 va_end(ap);
         }
         int n = fprintf(c->index, "%s %s %s %s%s%s\n", action, type, size, esc ? esc : "?", note ? " " : "",

@@ -11,26 +11,25 @@
 
 /* ---- names ---------------------------------------------------------------------- */
 
-bool nft_ifname_valid(const char *s) {
+/* Interface and seat names share one alphabet (ASCII letters, digits, '-', '_'); only an
+ * interface name may also hold a '.'. */
+static bool name_valid(const char *s, size_t max, bool dot) {
         size_t n = s ? strlen(s) : 0;
-        if (n == 0 || n > NFT_IFNAME_MAX)
+        if (n == 0 || n > max)
                 return false;
         for (const char *c = s; *c; c++)
                 if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
-                      *c == '-' || *c == '_' || *c == '.'))
+                      *c == '-' || *c == '_' || (dot && *c == '.')))
                         return false;
         return true;
 }
 
+bool nft_ifname_valid(const char *s) {
+        return name_valid(s, NFT_IFNAME_MAX, true);
+}
+
 static bool seat_name_valid(const char *s) {
-        size_t n = s ? strlen(s) : 0;
-        if (n == 0 || n > NFT_SEAT_NAME_MAX)
-                return false;
-        for (const char *c = s; *c; c++)
-                if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
-                      *c == '-' || *c == '_'))
-                        return false;
-        return true;
+        return name_valid(s, NFT_SEAT_NAME_MAX, false);
 }
 
 const char *const nft_chain_prefix[_CHAIN_MAX] = {

@@ -3,6 +3,7 @@
  * <linux/in.h>. */
 #include "nftwatch.h"
 #include "nft-internal.h"
+#include "nlattr.h"
 
 #include <string.h>
 #include <sys/socket.h>
@@ -125,32 +126,34 @@ int nft_monitor_check(NftMonitor *m, SeatError **ret_error) {
         return check_seats(m, NULL);
 }
 
+/* The first attribute of type in an event whose attributes start hdr bytes in (the caller
+ * checked that many are there): 1 with *ret, 0 when there is none, -EBADMSG when an
+ * attribute's length does not fit. Both event readers below walk them this way. */
+static int event_find_attr(const struct nlmsghdr *h, size_t hdr, unsigned type, const struct nlattr **ret) {
+        const uint8_t *buf = (const uint8_t *) h + hdr;
+        size_t len = h->nlmsg_len - hdr, off = 0;
+        const struct nlattr *a;
+        int r;
+        while ((r = nlattr_next(buf, len, &off, &a)) > 0)
+                if (nlattr_type(a) == type) {
+                        *ret = a;
+                        return 1;
+                }
+        return r;
+}
+
 /* The string attribute of that type in an nftables event, or NULL. */
 static const char *event_attr(const struct nlmsghdr *h, unsigned type, char buf[static 257]) {
         size_t hdr = NLMSG_ALIGN(NLMSG_LENGTH(sizeof(struct nfgenmsg)));
-        if (h->nlmsg_len < hdr)
+        const struct nlattr *a;
+        if (h->nlmsg_len < hdr || event_find_attr(h, hdr, type, &a) <= 0)
                 return NULL;
-        const uint8_t *p = (const uint8_t *) h + hdr;
-        size_t left = h->nlmsg_len - hdr;
-        while (left >= sizeof(struct nlattr)) {
-                const struct nlattr *a = (const struct nlattr *) p;
-                if (a->nla_len < sizeof(*a) || a->nla_len > left)
-                        return NULL;
-                if ((a->nla_type & NLA_TYPE_MASK) == type) {
-                        size_t n = strnlen((const char *) (a + 1), a->nla_len - sizeof(*a));
-                        if (n > 256)
-                                return NULL;
-                        memcpy(buf, a + 1, n);
-                        buf[n] = 0;
-                        return buf;
-                }
-                size_t step = NLA_ALIGN(a->nla_len);
-                if (step >= left)
-                        break;
-                p += step;
-                left -= step;
-        }
-        return NULL;
+        size_t n = strnlen((const char *) nlattr_data(a), nlattr_len(a));
+        if (n > 256)
+                return NULL;
+        memcpy(buf, nlattr_data(a), n);
+        buf[n] = 0;
+        return buf;
 }
 
 /* Element deletions in one of a watched seat's name sets mark that seat. */
@@ -175,25 +178,12 @@ static bool event_touches_seatd(const struct nlmsghdr *h) {
         const struct nfgenmsg *g = NLMSG_DATA(h);
         if (g->nfgen_family != NFPROTO_INET)
                 return false;
-        const uint8_t *p = (const uint8_t *) h + NLMSG_ALIGN(hdr);
-        size_t left = h->nlmsg_len - NLMSG_ALIGN(MIN(hdr, (size_t) h->nlmsg_len));
-        while (left >= sizeof(struct nlattr)) {
-                const struct nlattr *a = (const struct nlattr *) p;
-                if (a->nla_len < sizeof(*a) || a->nla_len > left)
-                        return true;
-                if ((a->nla_type & NLA_TYPE_MASK) == 1) {
-                        const char *name = (const char *) (a + 1);
-                        size_t n = a->nla_len - sizeof(*a);
-                        return strnlen(name, n) == strlen(NFT_TABLE_NAME) &&
-                               memcmp(name, NFT_TABLE_NAME, strlen(NFT_TABLE_NAME)) == 0;
-                }
-                size_t step = NLA_ALIGN(a->nla_len);
-                if (step >= left)
-                        break;
-                p += step;
-                left -= step;
-        }
-        return true;
+        const struct nlattr *a;
+        if (h->nlmsg_len < NLMSG_ALIGN(hdr) || event_find_attr(h, NLMSG_ALIGN(hdr), 1, &a) <= 0)
+                return true; /* no table name, or a malformed one: verify */
+        const char *name = (const char *) nlattr_data(a);
+        return strnlen(name, nlattr_len(a)) == strlen(NFT_TABLE_NAME) &&
+               memcmp(name, NFT_TABLE_NAME, strlen(NFT_TABLE_NAME)) == 0;
 }
 
 int nft_monitor_process(NftMonitor *m, SeatError **ret_error) {

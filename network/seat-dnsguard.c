@@ -43,6 +43,7 @@
 #include <unistd.h>
 
 #include "common/macro.h"
+#include "common/sockaddr.h"
 #include "dnsguard-parse.h"
 
 #define DNSG_PENDING 64
@@ -131,10 +132,7 @@ static int parse_addr(const char *s, uint16_t default_port, struct sockaddr_stor
         char host[INET6_ADDRSTRLEN + 1];
         unsigned port = default_port;
         const char *colon = strrchr(s, ':');
-        struct sockaddr_in *a4 = (struct sockaddr_in *) ret;
-        struct sockaddr_in6 *a6 = (struct sockaddr_in6 *) ret;
 
-        memset(ret, 0, sizeof(*ret));
         /* IPv4 "A:P", IPv6 "[A]:P" or a bare address of either family */
         if (s[0] == '[') {
                 const char *close = strchr(s, ']');
@@ -156,19 +154,7 @@ static int parse_addr(const char *s, uint16_t default_port, struct sockaddr_stor
                 return -EINVAL;
         if (port == 0 || port > 65535)
                 return -EINVAL;
-        if (inet_pton(AF_INET, host, &a4->sin_addr) == 1) {
-                a4->sin_family = AF_INET;
-                a4->sin_port = htons((uint16_t) port);
-                *ret_len = sizeof(*a4);
-                return 0;
-        }
-        if (inet_pton(AF_INET6, host, &a6->sin6_addr) == 1) {
-                a6->sin6_family = AF_INET6;
-                a6->sin6_port = htons((uint16_t) port);
-                *ret_len = sizeof(*a6);
-                return 0;
-        }
-        return -EINVAL;
+        return sockaddr_from_ip(host, (uint16_t) port, ret, ret_len);
 }
 
 /* ---- setup ---- */

@@ -78,23 +78,13 @@ static void evidence_usage(FILE *f) {
 
 /* ---- talking to seatd ---- */
 
-static int call_seatd(const char *method, json_object *params, json_object **ret, SeatError **ret_error) {
-        _cleanup_(ctl_client_freep) CtlClient *c = NULL;
-        int r = ctl_connect(ctl_opts.socket, &c, ret_error);
-        if (r < 0)
-                return r;
-        r = ctl_call(c, method, params, ctl_opts.quiet ? NULL : ctl_progress_bar, NULL, ret, NULL, ret_error);
-        ctl_progress_end();
-        return r;
-}
-
 /* seatd's answer to evidence.list with limit (host key, archive directory, …). */
 static int seatd_evidence(int64_t limit, json_object **ret, SeatError **ret_error) {
         _cleanup_json_ json_object *p = json_object_new_object();
         if (!p)
                 return -ENOMEM;
         json_object_object_add(p, "limit", json_object_new_int64(limit));
-        return call_seatd("evidence.list", p, ret, ret_error);
+        return ctl_call_operator("evidence.list", p, true, ret, ret_error);
 }
 
 typedef struct Target {
@@ -264,7 +254,7 @@ static int evidence_retry(int argc, char *argv[], SeatError **ret_error) {
                 return 1;
         if (argc == 2)
                 json_object_object_add(p, "seat", json_object_new_string(argv[1]));
-        if (call_seatd("evidence.retry", p, &res, ret_error) < 0)
+        if (ctl_call_operator("evidence.retry", p, true, &res, ret_error) < 0)
                 return 1;
         if (ctl_opts.json) {
                 ctl_print_json(res);

@@ -24,6 +24,7 @@
 #include "common/fileio.h"
 #include "common/jsonframe.h"
 #include "common/log.h"
+#include "common/sockaddr.h"
 #include "forward.h"
 #include "seatctl.h"
 
@@ -365,19 +366,11 @@ static int forward_loop(Forwarder *f, SeatError **ret_error) {
 }
 
 static int listen_on(const ForwardSpec *s, int *ret_fd, unsigned *ret_port, SeatError **ret_error) {
-        struct sockaddr_storage sa = {};
+        struct sockaddr_storage sa;
         socklen_t sl;
         struct sockaddr_in *in4 = (struct sockaddr_in *) &sa;
         struct sockaddr_in6 *in6 = (struct sockaddr_in6 *) &sa;
-        if (inet_pton(AF_INET, s->bind, &in4->sin_addr) == 1) {
-                in4->sin_family = AF_INET;
-                in4->sin_port = htons(s->lport);
-                sl = sizeof(*in4);
-        } else if (inet_pton(AF_INET6, s->bind, &in6->sin6_addr) == 1) {
-                in6->sin6_family = AF_INET6;
-                in6->sin6_port = htons(s->lport);
-                sl = sizeof(*in6);
-        } else
+        if (sockaddr_from_ip(s->bind, s->lport, &sa, &sl) < 0)
                 return seat_error_set(ret_error, EINVAL, "'%s' is not an address to listen on", s->bind);
         _cleanup_close_ int fd = socket(sa.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
         int one = 1;

@@ -85,22 +85,12 @@ static void print_table(json_object *images) {
         }
 }
 
-static int call(const char *method, json_object *params, bool progress, json_object **ret, SeatError **ret_error) {
-        _cleanup_(ctl_client_freep) CtlClient *c = NULL;
-        int r = ctl_connect(ctl_opts.socket, &c, ret_error);
-        if (r < 0)
-                return r;
-        r = ctl_call(c, method, params, progress && !ctl_opts.quiet ? ctl_progress_bar : NULL, NULL, ret, NULL, ret_error);
-        ctl_progress_end();
-        return r;
-}
-
 static int one_image_verb(const char *method, const char *key, const char *value, SeatError **ret_error) {
         _cleanup_json_ json_object *params = json_object_new_object(), *result = NULL;
         if (!params)
                 return 1;
         json_object_object_add(params, key, json_object_new_string(value));
-        if (call(method, params, true, &result, ret_error) < 0)
+        if (ctl_call_operator(method, params, true, &result, ret_error) < 0)
                 return 1;
         if (ctl_opts.json) {
                 ctl_print_json(result);
@@ -138,7 +128,7 @@ int verb_image(int argc, char *argv[], SeatError **ret_error) {
                         image_usage(stderr);
                         return 2;
                 }
-                if (call("image.list", NULL, false, &result, ret_error) < 0)
+                if (ctl_call_operator("image.list", NULL, false, &result, ret_error) < 0)
                         return 1;
                 if (ctl_opts.json) {
                         ctl_print_json(result);

@@ -95,6 +95,17 @@ static int take_global_options(int argc, char *argv[]) {
         return n;
 }
 
+int ctl_call_operator(const char *method, json_object *params, bool progress, json_object **ret,
+                      SeatError **ret_error) {
+        _cleanup_(ctl_client_freep) CtlClient *c = NULL;
+        int r = ctl_connect(ctl_opts.socket, &c, ret_error);
+        if (r < 0)
+                return r;
+        r = ctl_call(c, method, params, progress && !ctl_opts.quiet ? ctl_progress_bar : NULL, NULL, ret, NULL, ret_error);
+        ctl_progress_end();
+        return r;
+}
+
 void ctl_print_json(json_object *o) {
         puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
 }

@@ -16,6 +16,7 @@
 #include "common/utf8.h"
 #include "common/base64.h"
 #include "common/fileio.h"
+#include "common/strprintf.h"
 #include "common/jsonframe.h"
 #include "common/log.h"
 #include "mcp-tools.h"
@@ -94,10 +95,10 @@ json_object *mcp_tool_fail(const char *fmt, ...) {
         _cleanup_free_ char *msg = NULL;
         va_list ap;
         va_start(ap, fmt);
-        int n = vasprintf(&msg, fmt, ap);
+        msg = vstrprintf(fmt, ap);
         va_end(ap);
         json_object *r = json_object_new_object();
-        if (n < 0 || !r) {
+        if (!msg || !r) {
                 json_object_put(r);
                 return NULL;
         }

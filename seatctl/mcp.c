@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "common/fileio.h"
+#include "common/strprintf.h"
 #include "common/jsonframe.h"
 #include "common/log.h"
 #include "config.h"
@@ -45,11 +46,11 @@ int mcp_send_error(McpServer *srv, json_object *id, int code, const char *fmt, .
         size_t len;
         va_list ap;
         va_start(ap, fmt);
-        int r = vasprintf(&msg, fmt, ap);
+        msg = vstrprintf(fmt, ap);
         va_end(ap);
-        if (r < 0)
+        if (!msg)
                 return -ENOMEM;
-        r = mcp_format_error(id, code, msg, &line, &len);
+        int r = mcp_format_error(id, code, msg, &line, &len);
         return r < 0 ? r : mcp_send(srv, line, len);
 }
 

@@ -31,14 +31,6 @@ static void pool_usage(FILE *f) {
                 "Options: --json (global) prints seatd's answer as JSON.\n");
 }
 
-static int call(const char *method, json_object *params, json_object **ret, SeatError **ret_error) {
-        _cleanup_(ctl_client_freep) CtlClient *c = NULL;
-        int r = ctl_connect(ctl_opts.socket, &c, ret_error);
-        if (r < 0)
-                return r;
-        return ctl_call(c, method, params, NULL, NULL, ret, NULL, ret_error);
-}
-
 static const char *str(json_object *o, const char *key) {
         const char *s = "";
         (void) json_get_string(o, key, false, 4096, &s);
@@ -82,7 +74,7 @@ static void print_header(void) {
 static int pool_status(SeatError **ret_error) {
         _cleanup_json_ json_object *res = NULL;
         json_object *pools = NULL, *host = NULL;
-        if (call("pool.status", NULL, &res, ret_error) < 0)
+        if (ctl_call_operator("pool.status", NULL, false, &res, ret_error) < 0)
                 return 1;
         if (ctl_opts.json) {
                 ctl_print_json(res);
@@ -147,7 +139,7 @@ static int pool_set(int argc, char *argv[], SeatError **ret_error) {
         json_object_object_add(params, "ready", json_object_new_int64(ready));
         if (egress)
                 json_object_object_add(params, "egress", json_object_new_string(egress));
-        if (call("pool.set", params, &res, ret_error) < 0)
+        if (ctl_call_operator("pool.set", params, false, &res, ret_error) < 0)
                 return 1;
         if (ctl_opts.json)
                 ctl_print_json(res);

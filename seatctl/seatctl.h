@@ -40,5 +40,11 @@ int verb_evidence(int argc, char *argv[], SeatError **ret_error);
 int verb_pool(int argc, char *argv[], SeatError **ret_error);
 int verb_mcp(int argc, char *argv[], SeatError **ret_error);
 
+/* One request on a connection of its own to the operator socket (--socket), with a
+ * progress bar when progress and not --quiet: the image, pool and evidence verbs each
+ * opened one this way. Returns ctl_call()'s result. */
+int ctl_call_operator(const char *method, json_object *params, bool progress, json_object **ret,
+                      SeatError **ret_error);
+
 /* Prints a JSON value (pretty) to stdout. */
 void ctl_print_json(json_object *o);

@@ -29,6 +29,7 @@
 #include "common/base64.h"
 #include "collect.h"
 #include "common/fileio.h"
+#include "common/strprintf.h"
 #include "common/jsonframe.h"
 #include "common/log.h"
 
@@ -65,19 +66,8 @@ static char helper_path[PATH_MAX];
 static pthread_once_t helper_once = PTHREAD_ONCE_INIT;
 
 static void helper_find(void) {
-        char self[PATH_MAX];
-        ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-        if (n > 0) {
-                self[n] = '\0';
-                char *slash = strrchr(self, '/');
-                if (slash) {
-                        *slash = '\0';
-                        if (snprintf(helper_path, sizeof(helper_path), "%s/seatd-collect", self) < (int) sizeof(helper_path) &&
-                            access(helper_path, X_OK) == 0)
-                                return;
-                }
-        }
-        snprintf(helper_path, sizeof(helper_path), "%s/seatd-collect", SEATD_COLLECT_DIR);
+        static const char *const rel[] = { "/seatd-collect" };
+        sibling_program_path(rel, ELEMENTSOF(rel), SEATD_COLLECT_DIR "/seatd-collect", helper_path, sizeof(helper_path));
 }
 
 const char *collect_helper_path(void) {
@@ -417,11 +407,10 @@ static bool wait_exit(pid_t pid, int64_t deadline) {
 static int reason_set(char **ret_reason, const char *fmt, ...) _printf_(2, 3);
 static int reason_set(char **ret_reason, const char *fmt, ...) {
         va_list ap;
-        char *s = NULL;
         va_start(ap, fmt);
-        int r = vasprintf(&s, fmt, ap);
+        char *s = vstrprintf(fmt, ap);
         va_end(ap);
-        if (r < 0)
+        if (!s)
                 return -ENOMEM;
         *ret_reason = s;
         return 1;

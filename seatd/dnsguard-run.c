@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/fileio.h"
 #include "common/macro.h"
 #include "dnsguard-run.h"
 
@@ -25,22 +26,8 @@ static pthread_once_t guard_once = PTHREAD_ONCE_INIT;
 
 /* Beside seatd (installed), in the build tree's network/ (seatd/seatd), else libexecdir. */
 static void guard_find(void) {
-        char self[PATH_MAX];
-        ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-        if (n > 0) {
-                self[n] = 0;
-                char *slash = strrchr(self, '/');
-                if (slash) {
-                        *slash = 0;
-                        static const char *const rel[] = { "/seat-dnsguard", "/../network/seat-dnsguard" };
-                        for (size_t i = 0; i < ELEMENTSOF(rel); i++)
-                                if (snprintf(guard_path, sizeof(guard_path), "%s%s", self, rel[i]) <
-                                            (int) sizeof(guard_path) &&
-                                    access(guard_path, X_OK) == 0)
-                                        return;
-                }
-        }
-        (void) snprintf(guard_path, sizeof(guard_path), "%s/seat-dnsguard", SEATD_COLLECT_DIR);
+        static const char *const rel[] = { "/seat-dnsguard", "/../network/seat-dnsguard" };
+        sibling_program_path(rel, ELEMENTSOF(rel), SEATD_COLLECT_DIR "/seat-dnsguard", guard_path, sizeof(guard_path));
 }
 
 static void reap(pid_t pid) {

@@ -31,29 +31,19 @@ static int image_record(const ImageManifest *m, json_object **ret) {
         return 0;
 }
 
-typedef struct ImportArgs {
-        char *manifest;
-} ImportArgs;
-
-static void import_args_free(void *p) {
-        ImportArgs *a = p;
-        if (!a)
-                return;
-        free(a->manifest);
-        free(a);
-}
-
+/* The import and verify jobs take one string (the manifest's path, the image's name): their
+ * data is that string, freed with free(). */
 static int import_job(Request *req, void *data, json_object **ret_result, SeatError **ret_error) {
-        ImportArgs *a = data;
+        const char *manifest = data;
         _cleanup_(image_manifest_freep) ImageManifest *m = NULL;
         StoreCallbacks cb = { .progress = job_progress_cb, .cancelled = job_cancelled_cb, .userdata = req };
 
-        int r = image_store_import(store_of(req), a->manifest, &cb, &m, ret_error);
+        int r = image_store_import(store_of(req), manifest, &cb, &m, ret_error);
         if (r < 0) {
-                log_warning("image import of '%s' refused: %s", a->manifest, *ret_error ? (*ret_error)->message : strerror(-r));
+                log_warning("image import of '%s' refused: %s", manifest, *ret_error ? (*ret_error)->message : strerror(-r));
                 return r;
         }
-        log_notice("imported image '%s' version %lld from '%s'", m->name, (long long) m->version, a->manifest);
+        log_notice("imported image '%s' version %lld from '%s'", m->name, (long long) m->version, manifest);
         return image_record(m, ret_result);
 }
 
@@ -61,12 +51,10 @@ static int image_import_method(Request *req) {
         const char *path = NULL;
         if (json_get_string(req->params, "manifest", true, 4096, &path) < 0 || path[0] != '/')
                 return request_reply_error(req, CONTROL_ERR_INVALID, "image.import needs 'manifest', an absolute path");
-        ImportArgs *a = calloc(1, sizeof(*a));
-        if (!a || !(a->manifest = strdup(path))) {
-                import_args_free(a);
+        char *manifest = strdup(path);
+        if (!manifest)
                 return -ENOMEM;
-        }
-        return request_start_job(req, import_job, a, import_args_free);
+        return request_start_job(req, import_job, manifest, free);
 }
 
 typedef struct PullArgs {
@@ -165,25 +153,13 @@ static int image_list_method(Request *req) {
         return request_reply_result(req, TAKE_PTR(res));
 }
 
-typedef struct NameArgs {
-        char *name;
-} NameArgs;
-
-static void name_args_free(void *p) {
-        NameArgs *a = p;
-        if (!a)
-                return;
-        free(a->name);
-        free(a);
-}
-
 static int verify_job(Request *req, void *data, json_object **ret_result, SeatError **ret_error) {
-        NameArgs *a = data;
+        const char *name = data;
         _cleanup_(image_manifest_freep) ImageManifest *m = NULL;
         _cleanup_error_ SeatError *problem = NULL;
         StoreCallbacks cb = { .progress = job_progress_cb, .cancelled = job_cancelled_cb, .userdata = req };
 
-        int r = image_store_verify(store_of(req), a->name, &cb, &m, &problem);
+        int r = image_store_verify(store_of(req), name, &cb, &m, &problem);
         if (!m) {
                 /* Not even the manifest: no such image, or its signature fails. */
                 *ret_error = TAKE_PTR(problem);
@@ -195,7 +171,7 @@ static int verify_job(Request *req, void *data, json_object **ret_result, SeatEr
         json_object_object_add(rec, "verified", json_object_new_boolean(r >= 0));
         if (r < 0) {
                 json_object_object_add(rec, "problem", json_object_new_string(problem ? problem->message : strerror(-r)));
-                log_warning("image '%s' failed verification: %s", a->name, problem ? problem->message : strerror(-r));
+                log_warning("image '%s' failed verification: %s", name, problem ? problem->message : strerror(-r));
         }
         *ret_result = rec;
         return 0;
@@ -212,15 +188,11 @@ static int name_param(Request *req, const char *method, char **ret) {
 }
 
 static int image_verify_method(Request *req) {
-        NameArgs *a = calloc(1, sizeof(*a));
-        if (!a)
-                return -ENOMEM;
-        int r = name_param(req, "image.verify", &a->name);
-        if (r < 0) {
-                name_args_free(a);
+        char *name = NULL;
+        int r = name_param(req, "image.verify", &name);
+        if (r < 0)
                 return r == -EINVAL ? 0 : r;
-        }
-        return request_start_job(req, verify_job, a, name_args_free);
+        return request_start_job(req, verify_job, name, free);
 }
 
 static int image_remove_method(Request *req) {

@@ -37,19 +37,6 @@ static void usage(FILE *f) {
                 "SIGTERM or SIGINT stop it after running operations have finished.\n");
 }
 
-static int parse_level(const char *s, LogLevel *ret) {
-        static const struct { const char *name; LogLevel level; } levels[] = {
-                { "error", LOG_LEVEL_ERR }, { "warning", LOG_LEVEL_WARNING }, { "notice", LOG_LEVEL_NOTICE },
-                { "info", LOG_LEVEL_INFO }, { "debug", LOG_LEVEL_DEBUG },
-        };
-        for (size_t i = 0; i < ELEMENTSOF(levels); i++)
-                if (!strcmp(s, levels[i].name)) {
-                        *ret = levels[i].level;
-                        return 0;
-                }
-        return -EINVAL;
-}
-
 static int on_signal(EventSource *src, int fd, uint32_t revents, void *userdata) {
         struct signalfd_siginfo si;
         if (read(fd, &si, sizeof(si)) == sizeof(si)) {
@@ -94,7 +81,7 @@ int main(int argc, char *argv[]) {
                         config_path = optarg;
                         break;
                 case 'l':
-                        if (parse_level(optarg, &level) < 0) {
+                        if (log_level_from_string(optarg, &level) < 0) {
                                 fprintf(stderr, "seatd: unknown log level '%s'\n", optarg);
                                 return 2;
                         }

@@ -10,6 +10,7 @@
 
 #include "common/fileio.h"
 #include "common/log.h"
+#include "common/strprintf.h"
 #include "pool-state.h"
 #include "pool.h"
 #include "seat-log.h"
@@ -55,11 +56,9 @@ static void pool_done(Pool *p) {
 
 static void set_text(char **field, const char *fmt, ...) _printf_(2, 3);
 static void set_text(char **field, const char *fmt, ...) {
-        char *t = NULL;
         va_list ap;
         va_start(ap, fmt);
-        if (vasprintf(&t, fmt, ap) < 0)
-                t = NULL;
+        char *t = vstrprintf(fmt, ap);
         va_end(ap);
         free(*field);
         *field = t;

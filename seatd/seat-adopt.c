@@ -51,7 +51,6 @@ static void adopt_disk(SeatManager *m, Seat *s) {
 /* The network as the seat was made: its subnet, its saved profile, the rules put back. */
 static int adopt_net(SeatManager *m, Seat *s, SeatError **ret_error) {
         _cleanup_free_ char *path = NULL, *text = NULL;
-        SeatNet *n = NULL;
         if (s->rec.net_index < 0 || !m->config->network)
                 return 0;
         if (!(path = egress_saved_path(s)))
@@ -59,17 +58,7 @@ static int adopt_net(SeatManager *m, Seat *s, SeatError **ret_error) {
         int r = read_file_capped(path, 64 * 1024, &text, NULL);
         if (r < 0)
                 return seat_error_set(ret_error, -r, "the saved egress profile '%s': %s", path, strerror(-r));
-        virConnectPtr c = manager_conn(m, ret_error);
-        if (!c)
-                return -ECONNREFUSED;
-        r = seatnet_up(m->net, c, s->rec.id, s->rec.egress, (int) s->rec.net_index, text, &n, ret_error);
-        virConnectClose(c);
-        if (r < 0)
-                return r;
-        pthread_mutex_lock(&m->lock);
-        s->net = n;
-        pthread_mutex_unlock(&m->lock);
-        return 0;
+        return seat_net_attach(m, s, s->rec.egress, (int) s->rec.net_index, text, NULL, ret_error);
 }
 
 static int adopt_one(SeatManager *m, virDomainPtr dom) {
@@ -93,20 +82,11 @@ static int adopt_one(SeatManager *m, virDomainPtr dom) {
                 virDomainFree(dom);
                 return 0;
         }
-        Seat *s = calloc(1, sizeof(*s));
+        Seat *s = seat_new(m, 0);
         if (!s) {
                 virDomainFree(dom);
                 return -ENOMEM;
         }
-        pthread_mutex_init(&s->lock, NULL);
-        pthread_cond_init(&s->calls_done, NULL);
-        pthread_mutex_init(&s->ticket_lock, NULL);
-        pthread_mutex_init(&s->audit_lock, NULL);
-        pthread_mutex_init(&s->warm_lock, NULL);
-        pthread_mutex_init(&s->view_lock, NULL);
-        s->m = m;
-        s->refs = 0;
-        s->uid_slot[0] = s->uid_slot[1] = -1;
         s->rec = rec;
         s->dom = dom;
         (void) snprintf(s->live_domain, sizeof(s->live_domain), "%s", name);
@@ -146,60 +126,57 @@ static int adopt_one(SeatManager *m, virDomainPtr dom) {
         return 0;
 }
 
-static void sweep_orphan_dirs(SeatManager *m) {
-        DIR *d = opendir(m->seats_dir);
+/* Both sweeps after adoption: fn for each entry of dir (dot files skipped; dirs_only:
+ * directories only) that names no seat seatd holds. fn < 0 ends the walk. */
+static void sweep_seatless(SeatManager *m, const char *dir, bool dirs_only, int (*fn)(SeatManager *m, const char *name)) {
+        DIR *d = opendir(dir);
         struct dirent *de;
         if (!d)
                 return;
         while ((de = readdir(d))) {
-                if (de->d_name[0] == '.')
+                if (de->d_name[0] == '.' || (dirs_only && de->d_type != DT_DIR))
                         continue;
                 _cleanup_(seat_unrefp) Seat *s = seat_manager_get(m, de->d_name);
                 if (s)
                         continue;
-                _cleanup_free_ char *dir = NULL, *q = NULL;
-                virConnectPtr c = manager_conn(m, NULL);
-                seatnet_remove_orphan(m->net, c, de->d_name);
-                if (c)
-                        virConnectClose(c);
-                if (asprintf(&dir, "%s/%s", m->seats_dir, de->d_name) < 0 ||
-                    asprintf(&q, "%s/%s-orphan-%lld", m->quarantine_dir, de->d_name, (long long) time(NULL)) < 0)
+                if (fn(m, de->d_name) < 0)
                         break;
-                /* Half-made or unhealthy: set aside whole for evidence, never reused, never
-                 * silently deleted (the same filesystem: a rename). */
-                log_seat_warning(de->d_name, "setting aside orphaned seat directory '%s' in '%s'", dir, q);
-                if (rename(dir, q) < 0) {
-                        log_seat_warning(de->d_name, "cannot set aside '%s': %m", dir);
-                        continue;
-                }
-                (void) rmdir(q); /* only when nothing was in it */
         }
         closedir(d);
 }
 
+static int sweep_orphan_dir(SeatManager *m, const char *name) {
+        _cleanup_free_ char *dir = NULL, *q = NULL;
+        virConnectPtr c = manager_conn(m, NULL);
+        seatnet_remove_orphan(m->net, c, name);
+        if (c)
+                virConnectClose(c);
+        if (asprintf(&dir, "%s/%s", m->seats_dir, name) < 0 ||
+            asprintf(&q, "%s/%s-orphan-%lld", m->quarantine_dir, name, (long long) time(NULL)) < 0)
+                return -ENOMEM;
+        /* Half-made or unhealthy: set aside whole for evidence, never reused, never
+         * silently deleted (the same filesystem: a rename). */
+        log_seat_warning(name, "setting aside orphaned seat directory '%s' in '%s'", dir, q);
+        if (rename(dir, q) < 0) {
+                log_seat_warning(name, "cannot set aside '%s': %m", dir);
+                return 0;
+        }
+        (void) rmdir(q); /* only when nothing was in it */
+        return 0;
+}
+
 /* Saved states of slots that are gone: nothing of them is evidence (no participant ever
  * used them), so they are deleted. */
-static void sweep_warm_dirs(SeatManager *m) {
-        DIR *d = opendir(m->warm_dir);
-        struct dirent *de;
-        if (!d)
-                return;
-        while ((de = readdir(d))) {
-                if (de->d_name[0] == '.' || de->d_type != DT_DIR)
-                        continue;
-                _cleanup_(seat_unrefp) Seat *s = seat_manager_get(m, de->d_name);
-                if (s)
-                        continue;
-                for (SeatIdentity k = 0; k < 2; k++) {
-                        _cleanup_(warm_paths_done) WarmPaths wp = {};
-                        if (warm_paths(m, de->d_name, k, &wp) >= 0) {
-                                warm_remove(&wp);
-                                (void) rmdir(wp.dir);
-                        }
+static int sweep_warm_dir(SeatManager *m, const char *name) {
+        for (SeatIdentity k = 0; k < 2; k++) {
+                _cleanup_(warm_paths_done) WarmPaths wp = {};
+                if (warm_paths(m, name, k, &wp) >= 0) {
+                        warm_remove(&wp);
+                        (void) rmdir(wp.dir);
                 }
-                log_seat_info(de->d_name, "removed the saved states of seat slot '%s' (no such seat)", de->d_name);
         }
-        closedir(d);
+        log_seat_info(name, "removed the saved states of seat slot '%s' (no such seat)", name);
+        return 0;
 }
 
 int seat_manager_adopt(SeatManager *m, SeatError **ret_error) {
@@ -215,8 +192,8 @@ int seat_manager_adopt(SeatManager *m, SeatError **ret_error) {
         for (size_t i = 0; i < n; i++)
                 (void) adopt_one(m, doms[i]);
         free(doms);
-        sweep_orphan_dirs(m);
-        sweep_warm_dirs(m);
+        sweep_seatless(m, m->seats_dir, false, sweep_orphan_dir);
+        sweep_seatless(m, m->warm_dir, true, sweep_warm_dir);
         resume_pending_seals(m);
         return 0;
 }

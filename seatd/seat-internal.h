@@ -226,6 +226,7 @@ void random_hex(char *out, size_t bytes);
 void seat_domain_name(const SeatRecord *rec, char *buf, size_t size);
 void seat_fault(Seat *s, const char *why);
 void seat_free(Seat *s);
+Seat *seat_new(SeatManager *m, unsigned refs);
 int seat_identity(int64_t generation);
 int seat_paths(SeatManager *m, Seat *s);
 void seat_set_state(Seat *s, SeatState st);
@@ -284,6 +285,8 @@ int handover_network(Seat *s, SeatError **ret_error);
 void on_net_tamper(const char *seat_id, NftSeatState st, void *userdata);
 void on_guard_failed(const char *seat_id, const char *why, void *userdata);
 void seat_net_down(SeatManager *m, Seat *s);
+int seat_net_attach(SeatManager *m, Seat *s, const char *egress, int net_index, const char *profile_text,
+                    SeatNet **ret_net, SeatError **ret_error);
 int seat_net_up(SeatManager *m, Seat *s, const char *egress, SeatError **ret_error);
 
 /* seat-capture.c */

@@ -13,23 +13,36 @@ char *egress_saved_path(const Seat *s) {
         return asprintf(&p, "%s/egress.profile", s->dir) < 0 ? NULL : p;
 }
 
-/* The network before the machine: a seat whose filter cannot be installed and read back
- * does not boot. Its profile is kept beside it so a restarted seatd restores the same. */
-int seat_net_up(SeatManager *m, Seat *s, const char *egress, SeatError **ret_error) {
-        _cleanup_free_ char *saved_path = NULL;
+/* Brings up the seat's network (a new one, or net_index with its saved profile text) and
+ * hangs it on the seat: provisioning and adoption differ only in those two arguments. */
+int seat_net_attach(SeatManager *m, Seat *s, const char *egress, int net_index, const char *profile_text,
+                    SeatNet **ret_net, SeatError **ret_error) {
         SeatNet *n = NULL;
-        if (!m->config->network)
-                return 0;
         virConnectPtr c = manager_conn(m, ret_error);
         if (!c)
                 return -ECONNREFUSED;
-        int r = seatnet_up(m->net, c, s->rec.id, egress, -1, NULL, &n, ret_error);
+        int r = seatnet_up(m->net, c, s->rec.id, egress, net_index, profile_text, &n, ret_error);
         virConnectClose(c);
         if (r < 0)
                 return r;
         pthread_mutex_lock(&m->lock);
         s->net = n;
         pthread_mutex_unlock(&m->lock);
+        if (ret_net)
+                *ret_net = n;
+        return 0;
+}
+
+/* The network before the machine: a seat whose filter cannot be installed and read back
+ * does not boot. Its profile is kept beside it so a restarted seatd restores the same. */
+int seat_net_up(SeatManager *m, Seat *s, const char *egress, SeatError **ret_error) {
+        _cleanup_free_ char *saved_path = NULL;
+        if (!m->config->network)
+                return 0;
+        SeatNet *n = NULL;
+        int r = seat_net_attach(m, s, egress, -1, NULL, &n, ret_error);
+        if (r < 0)
+                return r;
         s->rec.net_index = seatnet_index(n);
         (void) snprintf(s->rec.egress, sizeof(s->rec.egress), "%s", seatnet_profile_name(n));
         const char *text = seatnet_profile_text(n);

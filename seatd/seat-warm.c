@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* seat-warm.c: warm reset: each slot identity's saved state, made and checked in the background, and restore. */
+#include "common/strprintf.h"
 #include "seat-internal.h"
 
 /* ---- warm reset: saved states per slot identity ---- */
@@ -37,11 +38,9 @@ void warm_remove(const WarmPaths *p) {
         (void) unlink(p->console);
 }
 void warm_set_standby(Seat *s, const char *fmt, ...) {
-        char *t = NULL;
         va_list ap;
         va_start(ap, fmt);
-        if (vasprintf(&t, fmt, ap) < 0)
-                t = NULL;
+        char *t = vstrprintf(fmt, ap);
         va_end(ap);
         pthread_mutex_lock(&s->warm_lock);
         free(s->warm_standby);

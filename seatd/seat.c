@@ -355,15 +355,11 @@ static void seat_teardown(Seat *s) {
 
 /* ---- transitions ---- */
 
-/* A new seat, booted cold. pooled: for a pool, nobody's (its token is never handed out). */
-int provision_new(SeatManager *m, const char *image, const char *participant, const char *egress, bool pooled,
-                         Seat **ret, char **ret_token, SeatError **ret_error) {
-        _cleanup_free_ char *token = NULL;
-        int r;
-
+/* A provisioned and an adopted seat start from the same zeroed seat with its locks. */
+Seat *seat_new(SeatManager *m, unsigned refs) {
         Seat *s = calloc(1, sizeof(*s));
         if (!s)
-                return -ENOMEM;
+                return NULL;
         pthread_mutex_init(&s->lock, NULL);
         pthread_cond_init(&s->calls_done, NULL);
         pthread_mutex_init(&s->ticket_lock, NULL);
@@ -371,8 +367,21 @@ int provision_new(SeatManager *m, const char *image, const char *participant, co
         pthread_mutex_init(&s->warm_lock, NULL);
         pthread_mutex_init(&s->view_lock, NULL);
         s->m = m;
-        s->refs = 1;
+        s->refs = refs;
         s->uid_slot[0] = s->uid_slot[1] = -1;
+        return s;
+}
+
+
+/* A new seat, booted cold. pooled: for a pool, nobody's (its token is never handed out). */
+int provision_new(SeatManager *m, const char *image, const char *participant, const char *egress, bool pooled,
+                         Seat **ret, char **ret_token, SeatError **ret_error) {
+        _cleanup_free_ char *token = NULL;
+        int r;
+
+        Seat *s = seat_new(m, 1);
+        if (!s)
+                return -ENOMEM;
         s->rec.net_index = -1;
         snprintf(s->rec.id, sizeof(s->rec.id), "s");
         random_hex(s->rec.id + 1, 4);

@@ -303,24 +303,24 @@ static void deliver(SeatNetManager *nm) {
                 nm->fn(p[i].seat, p[i].state, nm->userdata);
 }
 
-void seatnet_process(SeatNetManager *nm) {
+/* Reading the monitor's events and the periodic check both run one monitor step under
+ * the lock, then hand what it found to the callback (what: the warning's subject). */
+static void monitor_step(SeatNetManager *nm, int (*step)(NftMonitor *m, SeatError **ret_error), const char *what) {
         _cleanup_error_ SeatError *err = NULL;
         if (!nm->mon)
                 return;
         pthread_mutex_lock(&nm->lock);
-        if (nft_monitor_process(nm->mon, &err) < 0)
-                log_warning("watching table inet seatd: %s", err ? err->message : "?");
+        if (step(nm->mon, &err) < 0)
+                log_warning("%s: %s", what, err ? err->message : "?");
         deliver(nm);
 }
 
+void seatnet_process(SeatNetManager *nm) {
+        monitor_step(nm, nft_monitor_process, "watching table inet seatd");
+}
+
 void seatnet_check(SeatNetManager *nm) {
-        _cleanup_error_ SeatError *err = NULL;
-        if (!nm->mon)
-                return;
-        pthread_mutex_lock(&nm->lock);
-        if (nft_monitor_check(nm->mon, &err) < 0)
-                log_warning("checking table inet seatd: %s", err ? err->message : "?");
-        deliver(nm);
+        monitor_step(nm, nft_monitor_check, "checking table inet seatd");
 }
 
 /* ---- the DNS guards' supervision ---- */

@@ -10,6 +10,7 @@
 
 #include "common/control-proto.h"
 #include "common/fileio.h"
+#include "common/strprintf.h"
 #include "common/log.h"
 #include "server-internal.h"
 
@@ -262,10 +263,8 @@ void job_reply_error(Request *follow, const char *code, const char *fmt, ...) {
         size_t len = 0;
         va_list ap;
         va_start(ap, fmt);
-        int r = vasprintf(&message, fmt, ap);
+        message = vstrprintf(fmt, ap);
         va_end(ap);
-        if (r < 0)
-                message = NULL;
         (void) control_format_error(follow->id, code, message ? message : "failed", &line, &len);
         mail_post_item(follow->server, follow, line, len, true, false, false);
 }

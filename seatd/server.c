@@ -14,6 +14,7 @@
 
 #include "common/control-proto.h"
 #include "common/fileio.h"
+#include "common/strprintf.h"
 #include "common/log.h"
 #include "server-internal.h"
 
@@ -189,11 +190,11 @@ int request_reply_error(Request *req, const char *code, const char *fmt, ...) {
         size_t len;
         va_list ap;
         va_start(ap, fmt);
-        int r = vasprintf(&message, fmt, ap);
+        message = vstrprintf(fmt, ap);
         va_end(ap);
-        if (r < 0)
+        if (!message)
                 return -ENOMEM;
-        r = control_format_error(req->id, code, message, &line, &len);
+        int r = control_format_error(req->id, code, message, &line, &len);
         if (r < 0)
                 return r;
         request_send_final(req, line, len);

@@ -8,6 +8,7 @@
 #include "boxkey.h"
 #include "common/fileio.h"
 #include "hash.h"
+#include "minisign.h"
 
 #define BOX_TAG "BX"
 #define BOX_TAG_BYTES 2U
@@ -161,20 +162,10 @@ out:
         return r;
 }
 
-static int load_text(const char *path, const char *what, char **ret, size_t *ret_len, SeatError **ret_error) {
-        int r = read_file_capped(path, BOX_FILE_MAX, ret, ret_len);
-        if (r == -EFBIG)
-                return seat_error_set(ret_error, EFBIG, "%s file '%s' is larger than %u bytes: not a key", what, path,
-                                      BOX_FILE_MAX);
-        if (r < 0)
-                return seat_error_set(ret_error, -r, "cannot read %s file '%s': %s", what, path, strerror(-r));
-        return 0;
-}
-
 int seat_box_public_key_load(const char *path, SeatBoxPublicKey *ret, SeatError **ret_error) {
         _cleanup_free_ char *buf = NULL;
         size_t n;
-        int r = load_text(path, "box public key", &buf, &n, ret_error);
+        int r = seat_sign_file_read(path, "box public key", "key", BOX_FILE_MAX, &buf, &n, ret_error);
         if (r < 0)
                 return r;
         r = seat_box_public_key_parse(buf, n, ret, ret_error);
@@ -184,7 +175,7 @@ int seat_box_public_key_load(const char *path, SeatBoxPublicKey *ret, SeatError 
 int seat_box_secret_key_load(const char *path, SeatBoxSecretKey **ret, SeatError **ret_error) {
         char *buf = NULL;
         size_t n = 0;
-        int r = load_text(path, "box secret key", &buf, &n, ret_error);
+        int r = seat_sign_file_read(path, "box secret key", "key", BOX_FILE_MAX, &buf, &n, ret_error);
         if (r < 0)
                 return r;
         r = seat_box_secret_key_parse(buf, n, ret, ret_error);

@@ -243,15 +243,23 @@ int seat_public_key_parse(const char *buf, size_t len, SeatPublicKey *ret, SeatE
         return 0;
 }
 
+int seat_sign_file_read(const char *path, const char *what, const char *kind, size_t max, char **ret, size_t *ret_len,
+                        SeatError **ret_error) {
+        int r = read_file_capped(path, max, ret, ret_len);
+        if (r == -EFBIG)
+                return seat_error_set(ret_error, EFBIG, "%s file '%s' is larger than %zu bytes: not a %s", what, path, max,
+                                      kind);
+        if (r < 0)
+                return seat_error_set(ret_error, -r, "cannot read %s file '%s': %s", what, path, strerror(-r));
+        return 0;
+}
+
 int seat_public_key_load(const char *path, SeatPublicKey *ret, SeatError **ret_error) {
         _cleanup_free_ char *buf = NULL;
         size_t n;
-        int r = read_file_capped(path, SEAT_KEY_FILE_MAX, &buf, &n);
-        if (r == -EFBIG)
-                return seat_error_set(ret_error, EFBIG, "public key file '%s' is larger than %u bytes: not a key",
-                                      path, SEAT_KEY_FILE_MAX);
+        int r = seat_sign_file_read(path, "public key", "key", SEAT_KEY_FILE_MAX, &buf, &n, ret_error);
         if (r < 0)
-                return seat_error_set(ret_error, -r, "cannot read public key file '%s': %s", path, strerror(-r));
+                return r;
         r = seat_public_key_parse(buf, n, ret, ret_error);
         if (r < 0)
                 return seat_error_wrap(ret_error, "public key file '%s'", path);
@@ -546,12 +554,9 @@ int seat_secret_key_load(const char *path, SeatPasswordFn get_password, void *us
                          SeatError **ret_error) {
         char *buf = NULL;
         size_t n = 0;
-        int r = read_file_capped(path, SEAT_KEY_FILE_MAX, &buf, &n);
-        if (r == -EFBIG)
-                return seat_error_set(ret_error, EFBIG, "secret key file '%s' is larger than %u bytes: not a key",
-                                      path, SEAT_KEY_FILE_MAX);
+        int r = seat_sign_file_read(path, "secret key", "key", SEAT_KEY_FILE_MAX, &buf, &n, ret_error);
         if (r < 0)
-                return seat_error_set(ret_error, -r, "cannot read secret key file '%s': %s", path, strerror(-r));
+                return r;
         r = seat_secret_key_parse(buf, n, get_password, userdata, ret, ret_error);
         sodium_memzero(buf, n); /* an unprotected key file is the secret itself */
         free(buf);

@@ -50,6 +50,12 @@
 /* Legacy "Ed" signatures need the whole data in memory: capped. */
 #define SEAT_LEGACY_DATA_MAX (1ULL << 30)
 
+/* A key or signature file read whole, for every loader of signing/ and seat-sign: one
+ * larger than max is refused as "<what> file 'PATH' is larger than MAX bytes: not a
+ * <kind>" (what: "public key", kind: "key"). 0 or -errno with ret_error set. */
+int seat_sign_file_read(const char *path, const char *what, const char *kind, size_t max, char **ret, size_t *ret_len,
+                        SeatError **ret_error);
+
 typedef struct SeatPublicKey {
         uint8_t key_id[SEAT_KEY_ID_BYTES];
         uint8_t pk[SEAT_PUBLIC_KEY_BYTES];

@@ -114,12 +114,9 @@ int verb_verify(int argc, char *argv[], SeatError **ret_error) {
 
         if (signature_path(file, sig_arg, &sig_path) < 0)
                 return seat_error_set(ret_error, ENOMEM, "out of memory");
-        r = read_file_capped(sig_path, SEAT_SIG_FILE_MAX, &sig_text, &sig_len);
-        if (r == -EFBIG)
-                return seat_error_set(ret_error, EFBIG, "signature file '%s' is larger than %u bytes: not a signature",
-                                      sig_path, SEAT_SIG_FILE_MAX);
+        r = seat_sign_file_read(sig_path, "signature", "signature", SEAT_SIG_FILE_MAX, &sig_text, &sig_len, ret_error);
         if (r < 0)
-                return seat_error_set(ret_error, -r, "cannot read signature file '%s': %s", sig_path, strerror(-r));
+                return r;
 
         r = seat_verify_file(&pk, file, sig_text, sig_len, flags, &tc, ret_error);
         if (r < 0)

@@ -1,0 +1,112 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The small helpers of common/ that several components took over from their own copies:
+ * strprintf(), sockaddr_from_ip(), log_level_from_string(), the fd flag setters. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "common/fileio.h"
+#include "common/log.h"
+#include "common/macro.h"
+#include "common/sockaddr.h"
+#include "common/strprintf.h"
+
+static void test_strprintf(void **state) {
+        _cleanup_free_ char *s = strprintf("%s-%d", "seat", 7);
+        assert_non_null(s);
+        assert_string_equal(s, "seat-7");
+        _cleanup_free_ char *empty = strprintf("%s", "");
+        assert_non_null(empty);
+        assert_string_equal(empty, "");
+}
+
+static void test_sockaddr_from_ip(void **state) {
+        struct sockaddr_storage sa;
+        socklen_t len = 0;
+        char text[INET6_ADDRSTRLEN];
+
+        assert_int_equal(sockaddr_from_ip("127.0.0.1", 53, &sa, &len), 0);
+        const struct sockaddr_in *in4 = (const struct sockaddr_in *) &sa;
+        assert_int_equal(sa.ss_family, AF_INET);
+        assert_int_equal(len, sizeof(*in4));
+        assert_int_equal(ntohs(in4->sin_port), 53);
+        assert_non_null(inet_ntop(AF_INET, &in4->sin_addr, text, sizeof(text)));
+        assert_string_equal(text, "127.0.0.1");
+
+        assert_int_equal(sockaddr_from_ip("fd00::1", 8080, &sa, &len), 0);
+        const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *) &sa;
+        assert_int_equal(sa.ss_family, AF_INET6);
+        assert_int_equal(len, sizeof(*in6));
+        assert_int_equal(ntohs(in6->sin6_port), 8080);
+        assert_int_equal(in6->sin6_scope_id, 0); /* zeroed, not left over */
+        assert_non_null(inet_ntop(AF_INET6, &in6->sin6_addr, text, sizeof(text)));
+        assert_string_equal(text, "fd00::1");
+
+        /* Addresses only: no names, no brackets, no ports. */
+        assert_int_equal(sockaddr_from_ip("localhost", 1, &sa, &len), -EINVAL);
+        assert_int_equal(sockaddr_from_ip("[::1]", 1, &sa, &len), -EINVAL);
+        assert_int_equal(sockaddr_from_ip("127.0.0.1:53", 1, &sa, &len), -EINVAL);
+        assert_int_equal(sockaddr_from_ip("", 1, &sa, &len), -EINVAL);
+}
+
+static void test_log_level_from_string(void **state) {
+        static const struct {
+                const char *word;
+                LogLevel level;
+        } ok[] = {
+                { "error", LOG_LEVEL_ERR },   { "warning", LOG_LEVEL_WARNING }, { "notice", LOG_LEVEL_NOTICE },
+                { "info", LOG_LEVEL_INFO },   { "debug", LOG_LEVEL_DEBUG },
+        };
+        LogLevel l;
+        for (size_t i = 0; i < ELEMENTSOF(ok); i++) {
+                l = LOG_LEVEL_ERR;
+                assert_int_equal(log_level_from_string(ok[i].word, &l), 0);
+                assert_int_equal(l, ok[i].level);
+        }
+        /* The words seatd always refused stay refused ("err" is guest-init's alone). */
+        l = LOG_LEVEL_INFO;
+        assert_int_equal(log_level_from_string("err", &l), -EINVAL);
+        assert_int_equal(log_level_from_string("DEBUG", &l), -EINVAL);
+        assert_int_equal(log_level_from_string("", &l), -EINVAL);
+        assert_int_equal(l, LOG_LEVEL_INFO);
+}
+
+static void test_fd_flags(void **state) {
+        int p[2];
+        assert_int_equal(pipe2(p, 0), 0);
+
+        assert_int_equal(fd_set_nonblock(p[0], true), 0);
+        assert_true(fcntl(p[0], F_GETFL) & O_NONBLOCK);
+        assert_int_equal(fd_set_nonblock(p[0], true), 0); /* already: nothing to do */
+        assert_int_equal(fd_set_nonblock(p[0], false), 0);
+        assert_false(fcntl(p[0], F_GETFL) & O_NONBLOCK);
+
+        assert_int_equal(fd_set_cloexec(p[1], true), 0);
+        assert_true(fcntl(p[1], F_GETFD) & FD_CLOEXEC);
+        assert_false(fcntl(p[1], F_GETFL) & O_NONBLOCK); /* the other kind of flag untouched */
+        assert_int_equal(fd_set_cloexec(p[1], false), 0);
+        assert_false(fcntl(p[1], F_GETFD) & FD_CLOEXEC);
+
+        safe_close(p[0]);
+        safe_close(p[1]);
+        assert_int_equal(fd_set_nonblock(p[0], true), -EBADF);
+        assert_int_equal(fd_set_cloexec(p[1], true), -EBADF);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_strprintf),
+                cmocka_unit_test(test_sockaddr_from_ip),
+                cmocka_unit_test(test_log_level_from_string),
+                cmocka_unit_test(test_fd_flags),
+        };
+        return cmocka_run_group_tests_name("common-util", tests, NULL, NULL);
+}
