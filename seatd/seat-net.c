@@ -92,6 +92,22 @@ int handover_network(Seat *s, SeatError **ret_error) {
         return r < 0 ? r : 0;
 }
 
+/* Mark the seat's network paused and suspend its live domain: what a rule flush and a
+ * failed DNS guard both do first. The domain and connection are the caller's to free (a
+ * tamper repair resumes through them). */
+static virDomainPtr net_pause(SeatManager *m, Seat *s, virConnectPtr *ret_conn, bool *ret_paused) {
+        char name[64];
+        pthread_mutex_lock(&m->lock);
+        (void) snprintf(name, sizeof(name), "%s", s->live_domain);
+        pthread_mutex_unlock(&m->lock);
+        virConnectPtr c = manager_conn(m, NULL);
+        virDomainPtr d = c && name[0] ? virDomainLookupByName(c, name) : NULL;
+        __atomic_store_n(&s->net_paused, true, __ATOMIC_RELEASE);
+        *ret_paused = d && virDomainSuspend(d) == 0;
+        *ret_conn = c;
+        return d;
+}
+
 /* Pause first (the filter is open or wrong right now), then, if the config says so, put
  * the rules back, read them back, and resume. Runs on the event loop: suspending a domain
  * takes milliseconds. */
@@ -99,22 +115,15 @@ void on_net_tamper(const char *seat_id, NftSeatState st, void *userdata) {
         SeatManager *m = userdata;
         _cleanup_(seat_unrefp) Seat *s = seat_manager_get(m, seat_id);
         _cleanup_error_ SeatError *err = NULL;
-        char name[64];
         int64_t detected = now_realtime_ms(), paused = 0, resumed = 0;
         bool ok_pause = false;
 
         if (!s)
                 return;
-        pthread_mutex_lock(&m->lock);
-        (void) snprintf(name, sizeof(name), "%s", s->live_domain);
-        pthread_mutex_unlock(&m->lock);
-        virConnectPtr c = manager_conn(m, NULL);
-        virDomainPtr d = c && name[0] ? virDomainLookupByName(c, name) : NULL;
-        __atomic_store_n(&s->net_paused, true, __ATOMIC_RELEASE);
-        if (d) {
-                ok_pause = virDomainSuspend(d) == 0;
+        virConnectPtr c = NULL;
+        virDomainPtr d = net_pause(m, s, &c, &ok_pause);
+        if (d)
                 paused = now_realtime_ms();
-        }
         log_seat_warning(seat_id, "seat '%s': its egress rules are %s (changed behind seatd's back): %s", seat_id,
                          nft_seat_state_to_string(st), ok_pause ? "paused" : "could not pause it");
         if (m->config->tamper_resume) {
@@ -145,19 +154,12 @@ void on_net_tamper(const char *seat_id, NftSeatState st, void *userdata) {
 void on_guard_failed(const char *seat_id, const char *why, void *userdata) {
         SeatManager *m = userdata;
         _cleanup_(seat_unrefp) Seat *s = seat_manager_get(m, seat_id);
-        char name[64];
         bool ok_pause = false;
 
         if (!s)
                 return;
-        pthread_mutex_lock(&m->lock);
-        (void) snprintf(name, sizeof(name), "%s", s->live_domain);
-        pthread_mutex_unlock(&m->lock);
-        virConnectPtr c = manager_conn(m, NULL);
-        virDomainPtr d = c && name[0] ? virDomainLookupByName(c, name) : NULL;
-        __atomic_store_n(&s->net_paused, true, __ATOMIC_RELEASE);
-        if (d)
-                ok_pause = virDomainSuspend(d) == 0;
+        virConnectPtr c = NULL;
+        virDomainPtr d = net_pause(m, s, &c, &ok_pause);
         log_seat_error(seat_id, "seat '%s' %s: %s; reset it to start the guard again, or release it", seat_id,
                        ok_pause ? "paused" : "could not be paused", why);
         json_object *o = json_object_new_object();
