@@ -6,7 +6,9 @@
 # and booted in a real TCG seat: systemd, dockerd, compose, four containers from images
 # that were in /var/lib/docker before the guest first booted. Then, through seatctl exec:
 # nmap from the attacker finds the victim's 22 and 80, hydra finds the weak SSH password,
-# the backend answers the victim and not the attacker (suricata: skipped, see below).
+# the backend answers the victim and not the attacker (suricata: skipped, see below); the
+# attacker container's traffic out of the guest meets the host's egress filter (an allowed
+# server of the egress tests' world answers, a blocked one is dropped and counted).
 # Speaks TAP.   usage: range.sh BUILD_DIR
 # Long (a cold build is ~15 min, a cached one ~1, the boot to READY minutes under TCG):
 # not in scripts/test's default run; `scripts/test --suite range` runs it.
@@ -96,13 +98,26 @@ fi
 diag "root.qcow2 $(du -m "$t/img/root.qcow2" | cut -f1) MiB on disk; $(wc -l <"$t/img/packages.txt") packages in the guest ($(grep -E '^(docker.io|docker-compose) ' "$t/img/packages.txt" | tr '\n' ' '))"
 
 # ---------------------------------------------------------------- 3. boot to READY
-seatd_conf accel=tcg allow_tcg=true inspect_images=false network=false warm_reset=false ready_timeout=900
+# The seat is on a network of its own with an uplink into the egress tests' world
+# (tests/network/world.sh: an allowed server on 198.51.100.10, a blocked one on
+# 203.0.113.10, in a namespace; the guard loaded first), so that the range's containers
+# can be checked against the host's egress filter (section 5).
+# shellcheck source=../network/world.sh
+. "$HARNESS_SRC/tests/network/world.sh"
+UPLINK=sdw-up4
+world_seatd "$UPLINK" 10.224.0.0/24 5224
+world_up "$UPLINK" >"$t/out" 2>&1 || { diag_file "$t/out"; bail "the test world did not come up"; }
+cat >"$t/egress/range.profile" <<EOF
+# what the range may reach in the test world
+allow tcp $WORLD_ALLOWED port 8080
+EOF
+seatd_conf accel=tcg allow_tcg=true inspect_images=false "${world_seatd_keys[@]}" warm_reset=false ready_timeout=900
 seatd_start
 "$CTL" -q image import "$t/img/manifest.json" >"$t/out" 2>&1 && ok "seatctl image import takes the range bundle" ||
 	{ not_ok "seatctl image import takes the range bundle"; diag_file "$t/out"; bail "image import failed"; }
 
 s0=$(date +%s%N)
-S=$("$CTL" -q --json provision --image purple-range --participant alice 2>"$t/out" |
+S=$("$CTL" -q --json provision --image purple-range --participant alice --egress range 2>"$t/out" |
 	python3 -c 'import json,sys; print(json.load(sys.stdin)["seats"][0]["id"])' 2>>"$t/out")
 rc=$?
 ready_ms=$((($(date +%s%N) - s0) / 1000000))
@@ -174,7 +189,25 @@ peers=$(awk '{print $2}' <<<"$out" | sort -u | tr '\n' ' ')
 [[ $peers == "$VIC_INT " ]] && ok "the backend's log: every request came from the victim ($peers)" ||
 	not_ok "the backend's log shows only the victim as a peer (got '$peers')"
 
-# ---------------------------------------------------------------- 5. release
+# ---------------------------------------------------------------- 5. container egress
+# Traffic that leaves the guest from a container (docker masquerades the DMZ behind the
+# guest's address) meets the host's egress filter like any other traffic of the seat: the
+# profile's server is reached from the attacker, the blocked one is dropped, and the seat's
+# denied counter moves.
+denied() { "$CTL" --json status "$S" | json_field 'd["network"]["denied_packets"]'; }
+out=$(x docker exec attacker curl -sS -m 20 "http://$WORLD_ALLOWED:8080/ok" 2>&1; echo "rc=$?")
+[[ $out == *seatd-world* && $out == *rc=0 ]] &&
+	ok "from the attacker container, the profile's server $WORLD_ALLOWED:8080 answers through the seat's filter" ||
+	{ not_ok "the attacker container reaches the allowed server $WORLD_ALLOWED:8080 (got '$out')"; "$CTL" status "$S" | diag_file /dev/stdin; }
+before=$(denied)
+out=$(x docker exec attacker curl -sS -m 8 "http://$WORLD_BLOCKED:8080/" 2>&1; echo "rc=$?")
+sleep 0.5
+after=$(denied)
+[[ $out != *seatd-world* && $out == *rc=[1-9]* && $after -gt $before ]] &&
+	ok "from the attacker container, the blocked server $WORLD_BLOCKED:8080 is dropped by the host (denied $before -> $after)" ||
+	not_ok "the attacker container's traffic to $WORLD_BLOCKED:8080 is dropped and counted (denied $before -> $after, got '$out')"
+
+# ---------------------------------------------------------------- 6. release
 "$CTL" release "$S" >"$t/out" 2>&1 && ok "release $S" || { not_ok "release $S"; diag_file "$t/out"; }
 [[ -z $(seat_domains) ]] && ok "no domain left after release" || not_ok "no domain left after release: $(seat_domains)"
 diag "range: image_build_s=$build_s cold_ready_ms=$ready_ms nmap_s=$nmap_s hydra_s=$hydra_s"
