@@ -55,10 +55,13 @@ echo "reset: $mode in $warm ms ($(field "$seat" reset_reason))"
 grep -E "seat '$seat': (restored at|agent up at|the image's readiness check passed)|saved the ready state" "$t/seatd.log" |
 	sed 's/^/  /'
 save=0
-for f in "$t/state/warm/$seat"/g*; do
+# The finished states only: the next identity's preparation is already under way beside
+# them (its .tmp files come and go).
+for f in "$t/state/warm/$seat"/g*.{save,qcow2,meta}; do
 	[[ -f $f ]] || continue
-	echo "slot $seat: ${f##*/} $(du -m "$f" | cut -f1) MiB on disk ($(($(stat -c %s "$f") / 1048576)) MiB apparent)"
-	[[ $f == *.save ]] && save=$((save > $(du -m "$f" | cut -f1) ? save : $(du -m "$f" | cut -f1)))
+	mib=$(du -m "$f" | cut -f1) bytes=$(stat -c %s "$f")
+	echo "slot $seat: ${f##*/} $mib MiB on disk ($((bytes / 1048576)) MiB apparent)"
+	[[ $f == *.save ]] && save=$((save > mib ? save : mib))
 done
 "$CTL" -q release "$seat" >/dev/null
 echo "range: cold_ready_ms=$cold warm_reset_ms=$warm warm_over_cold=$(awk -v w="$warm" -v c="$cold" 'BEGIN {printf "%.3f", w / c}') save_mib=$save qemu_rss_mib=$rss image_build_s=$build_s"
