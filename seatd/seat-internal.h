@@ -268,6 +268,11 @@ void set_reset_mode(Seat *s, const char *mode, const char *why);
  * agent is configured; 0 at once for agents without it. set_progress: what status shows
  * while a seat comes up (NULL: nothing), also told to the thread's job. */
 int seat_wait_ready(SeatManager *m, Seat *s, SeatError **ret_error);
+/* The same loop on any agent (warm_make's standby machine): id for the log, who names the
+ * machine in messages; p->report is told each wait and NULL at the end, p->cancelled
+ * (may be NULL) stops it with -ECANCELED. */
+int ready_check_wait(SeatManager *m, AgentClient *agent, const char *id, const char *who, const SeatBootProgress *p,
+                     SeatError **ret_error);
 void set_progress(Seat *s, const char *what);
 void warm_forget(SeatManager *m, Seat *s);
 int warm_init(SeatManager *m, const SeatConfig *config, SeatError **ret_error);

@@ -47,8 +47,12 @@ static void sleep_ms(int64_t ms) {
                 ;
 }
 
-int seat_wait_ready(SeatManager *m, Seat *s, SeatError **ret_error) {
-        if (!agent_client_has_capability(s->agent, AGENT_CAP_READY_CHECK))
+/* The loop: run the check through agent until it passes, reporting each wait through
+ * p->report (NULL when the wait ends, either way) and stopping when p->cancelled says so.
+ * who names the machine in messages ("seat 'ID'"). */
+int ready_check_wait(SeatManager *m, AgentClient *agent, const char *id, const char *who, const SeatBootProgress *p,
+                     SeatError **ret_error) {
+        if (!agent_client_has_capability(agent, AGENT_CAP_READY_CHECK))
                 return 0;
         const long limit_s = m->config->ready_timeout;
         const int64_t t0 = now_monotonic_ms(), deadline = t0 + (int64_t) limit_s * 1000;
@@ -67,12 +71,12 @@ int seat_wait_ready(SeatManager *m, Seat *s, SeatError **ret_error) {
                 char what[160];
 
                 tries++;
-                int r = agent_client_exec(s->agent, &req, ready_output, &out, READY_CHECK_EXEC_MS + 5000, &res, &err);
+                int r = agent_client_exec(agent, &req, ready_output, &out, READY_CHECK_EXEC_MS + 5000, &res, &err);
                 if (r < 0) {
                         agent_exec_result_done(&res);
-                        set_progress(s, NULL);
-                        return seat_error_set(ret_error, -r, "seat '%s': the image's readiness check could not run: %s",
-                                              s->rec.id, err ? err->message : strerror(-r));
+                        p->report(p->userdata, NULL);
+                        return seat_error_set(ret_error, -r, "%s: the image's readiness check could not run: %s", who,
+                                              err ? err->message : strerror(-r));
                 }
                 bool passed = !res.error && !res.timed_out && res.signal == 0 && res.code == 0;
                 last_code = res.code;
@@ -81,29 +85,47 @@ int seat_wait_ready(SeatManager *m, Seat *s, SeatError **ret_error) {
                 agent_exec_result_done(&res);
                 int64_t now = now_monotonic_ms();
                 if (passed) {
-                        set_progress(s, NULL);
-                        log_seat_info(s->rec.id, "seat '%s': the image's readiness check passed after %u tries (%" PRId64 " ms)",
-                                      s->rec.id, tries, now - t0);
+                        p->report(p->userdata, NULL);
+                        log_seat_info(id, "%s: the image's readiness check passed after %u tries (%" PRId64 " ms)", who,
+                                      tries, now - t0);
                         return 0;
                 }
                 if (now + READY_CHECK_PAUSE_MS >= deadline) {
-                        set_progress(s, NULL);
+                        p->report(p->userdata, NULL);
                         return seat_error_set(ret_error, ETIMEDOUT,
-                                              "seat '%s': the image's readiness check (%s) did not pass within %ld s "
+                                              "%s: the image's readiness check (%s) did not pass within %ld s "
                                               "(ready_timeout in seatd.conf): %u tries, the last exited %" PRId64
                                               " with output '%s'",
-                                              s->rec.id, AGENT_READY_CHECK_PATH, limit_s, tries, last_code,
-                                              last ? last : "?");
+                                              who, AGENT_READY_CHECK_PATH, limit_s, tries, last_code, last ? last : "?");
                 }
-                if (boot_progress.cancelled && boot_progress.cancelled(boot_progress.userdata)) {
-                        set_progress(s, NULL);
+                if (p->cancelled && p->cancelled(p->userdata)) {
+                        p->report(p->userdata, NULL);
                         return seat_error_set(ret_error, ECANCELED,
-                                              "seat '%s': cancelled while waiting for the image's readiness check", s->rec.id);
+                                              "%s: cancelled while waiting for the image's readiness check", who);
                 }
                 (void) snprintf(what, sizeof(what),
                                 "waiting for the image's readiness check: %" PRId64 " of %ld s, %u tries, last exit %" PRId64,
                                 (now - t0) / 1000, limit_s, tries, last_code);
-                set_progress(s, what);
+                p->report(p->userdata, what);
                 sleep_ms(READY_CHECK_PAUSE_MS);
         }
+}
+
+static void seat_ready_report(void *userdata, const char *what) {
+        set_progress(userdata, what);
+}
+
+/* The thread's job's cancel (boot_progress is this thread's). */
+static bool seat_ready_cancelled(void *userdata) {
+        (void) userdata;
+        return boot_progress.cancelled && boot_progress.cancelled(boot_progress.userdata);
+}
+
+/* The seat's own machine, through s->agent: status and the thread's job are told how the
+ * wait goes, and the job may cancel it. */
+int seat_wait_ready(SeatManager *m, Seat *s, SeatError **ret_error) {
+        const SeatBootProgress p = { .report = seat_ready_report, .cancelled = seat_ready_cancelled, .userdata = s };
+        char who[96];
+        (void) snprintf(who, sizeof(who), "seat '%s'", s->rec.id);
+        return ready_check_wait(m, s->agent, s->rec.id, who, &p, ret_error);
 }

@@ -101,8 +101,32 @@ static int warm_check(SeatManager *m, Seat *s, SeatIdentity k, const char *image
         return 0;
 }
 
-/* Boot identity k from the verified image to agent-ready, before anyone is configured in
- * it, and save it (the domain stops): the slot's saved state for k. The host end of the
+typedef struct WarmReadyWait {
+        SeatManager *m;
+        Seat *s;
+} WarmReadyWait;
+
+static void warm_ready_report(void *userdata, const char *what) {
+        WarmReadyWait *w = userdata;
+        if (what)
+                warm_set_standby(w->s, "preparing: %s", what);
+        else
+                warm_set_standby(w->s, "preparing");
+}
+
+/* A reset or release that comes meanwhile does not wait for the range to come up. */
+static bool warm_ready_cancelled(void *userdata) {
+        WarmReadyWait *w = userdata;
+        pthread_mutex_lock(&w->m->prep_lock);
+        bool c = w->s->prep_cancel;
+        pthread_mutex_unlock(&w->m->prep_lock);
+        return c;
+}
+
+/* Boot identity k from the verified image until its agent answers and the image's
+ * readiness check passes in it (the same check and ready_timeout as a seat's boot: a
+ * restore is then ready at once), before anyone is configured in it, and save it (the
+ * domain stops): the slot's saved state for k. The host end of the
  * agent channel stays connected through the save and is closed only once the machine is
  * gone: a host that hangs up just before the save leaves the guest with that hang-up still
  * unseen (virtio-serial tells the guest through a control queue, behind its data), and a
@@ -145,6 +169,14 @@ static int warm_make(SeatManager *m, Seat *s, SeatIdentity k, const SeatRecord *
         if (r >= 0 && (r = agent_client_hello_fresh(agent, kvm ? AGENT_BOOT_TIMEOUT_KVM_MS : AGENT_BOOT_TIMEOUT_TCG_MS,
                                                     &hello, ret_error)) < 0)
                 (void) hello_failed("machine", name, rec->image, man->version, ret_error);
+        if (r >= 0) {
+                WarmReadyWait w = { .m = m, .s = s };
+                const SeatBootProgress p = { .report = warm_ready_report, .cancelled = warm_ready_cancelled,
+                                             .userdata = &w };
+                char who[160];
+                (void) snprintf(who, sizeof(who), "seat '%s', standby machine '%s'", rec->id, name);
+                r = ready_check_wait(m, agent, rec->id, who, &p, ret_error);
+        }
         if (r >= 0 && virDomainGetUUIDString(dom, uuid) < 0)
                 r = seat_error_set(ret_error, EIO, "the UUID of domain '%s': %s", name, domain_last_error());
         if (r >= 0)

@@ -5,7 +5,8 @@
 #   cold_ready_ms  provision to READY: boot through systemd, dockerd and compose to the
 #                  readiness check (every service running and healthy)
 #   warm_reset_ms  seatctl reset to READY, restored from the slot's saved state (what a
-#                  participant waits for), then the readiness check again
+#                  participant waits for; the state is saved once the readiness check
+#                  passed in the standby machine), then the readiness check again
 #   save_mib       the slot's saved state on disk (the .save file; the saved overlay apart)
 #   qemu_rss_mib   the seat's QEMU resident set once READY
 # Ends with: range: cold_ready_ms=N warm_reset_ms=N warm_over_cold=R save_mib=N qemu_rss_mib=N image_build_s=N
@@ -31,7 +32,7 @@ build_s=$((($(ms) - a) / 1000))
 grep -q "using the cached image" "$t/build.log" && how="from the cache" || how="built"
 echo "image: $how in $build_s s; root.qcow2 $(du -m "$t/img/root.qcow2" | cut -f1) MiB on disk"
 
-SEATD_LOG_LEVEL=info
+SEATD_LOG_LEVEL=debug # the reset's phases, below
 seatd_conf accel=tcg allow_tcg=true inspect_images=false network=false ready_timeout=900
 seatd_start
 "$CTL" -q image import "$t/img/manifest.json" >/dev/null
@@ -50,11 +51,17 @@ warm=$(($(ms) - a))
 mode=$(field "$seat" reset_mode)
 echo "reset: $mode in $warm ms ($(field "$seat" reset_reason))"
 [[ $mode == warm ]] || { echo "the reset was not warm" >&2; exit 1; }
+# Where the reset's time went (seatd's log): the restore, the agent, the readiness check.
+grep -E "seat '$seat': (restored at|agent up at|the image's readiness check passed)|saved the ready state" "$t/seatd.log" |
+	sed 's/^/  /'
 save=0
-for f in "$t/state/warm/$seat"/g*; do
+# The finished states only: the next identity's preparation is already under way beside
+# them (its .tmp files come and go).
+for f in "$t/state/warm/$seat"/g*.{save,qcow2,meta}; do
 	[[ -f $f ]] || continue
-	echo "slot $seat: ${f##*/} $(du -m "$f" | cut -f1) MiB on disk ($(($(stat -c %s "$f") / 1048576)) MiB apparent)"
-	[[ $f == *.save ]] && save=$((save > $(du -m "$f" | cut -f1) ? save : $(du -m "$f" | cut -f1)))
+	mib=$(du -m "$f" | cut -f1) bytes=$(stat -c %s "$f")
+	echo "slot $seat: ${f##*/} $mib MiB on disk ($((bytes / 1048576)) MiB apparent)"
+	[[ $f == *.save ]] && save=$((save > mib ? save : mib))
 done
 "$CTL" -q release "$seat" >/dev/null
 echo "range: cold_ready_ms=$cold warm_reset_ms=$warm warm_over_cold=$(awk -v w="$warm" -v c="$cold" 'BEGIN {printf "%.3f", w / c}') save_mib=$save qemu_rss_mib=$rss image_build_s=$build_s"

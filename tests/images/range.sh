@@ -6,7 +6,11 @@
 # and booted in a real TCG seat: systemd, dockerd, compose, four containers from images
 # that were in /var/lib/docker before the guest first booted. Then, through seatctl exec:
 # nmap from the attacker finds the victim's 22 and 80, hydra finds the weak SSH password,
-# the backend answers the victim and not the attacker (suricata: skipped, see below).
+# the backend answers the victim and not the attacker (suricata: skipped, see below); the
+# attacker container's traffic out of the guest meets the host's egress filter (an allowed
+# server of the egress tests' world answers, a blocked one is dropped and counted); a warm
+# reset gives a session with nothing of the first one, whose sealed archive opens with the
+# range's logs.
 # Speaks TAP.   usage: range.sh BUILD_DIR
 # Long (a cold build is ~15 min, a cached one ~1, the boot to READY minutes under TCG):
 # not in scripts/test's default run; `scripts/test --suite range` runs it.
@@ -96,13 +100,31 @@ fi
 diag "root.qcow2 $(du -m "$t/img/root.qcow2" | cut -f1) MiB on disk; $(wc -l <"$t/img/packages.txt") packages in the guest ($(grep -E '^(docker.io|docker-compose) ' "$t/img/packages.txt" | tr '\n' ' '))"
 
 # ---------------------------------------------------------------- 3. boot to READY
-seatd_conf accel=tcg allow_tcg=true inspect_images=false network=false warm_reset=false ready_timeout=900
+# The seat is on a network of its own with an uplink into the egress tests' world
+# (tests/network/world.sh: an allowed server on 198.51.100.10, a blocked one on
+# 203.0.113.10, in a namespace; the guard loaded first), so that the range's containers
+# can be checked against the host's egress filter (section 5).
+# shellcheck source=../network/world.sh
+. "$HARNESS_SRC/tests/network/world.sh"
+UPLINK=sdw-up4
+world_seatd "$UPLINK" 10.224.0.0/24 5224
+world_up "$UPLINK" >"$t/out" 2>&1 || { diag_file "$t/out"; bail "the test world did not come up"; }
+cat >"$t/egress/range.profile" <<EOF
+# what the range may reach in the test world
+allow tcp $WORLD_ALLOWED port 8080
+EOF
+# Sessions sealed to a facilitator key of the suite's own (section 6 opens the first one).
+"$SIGN" keygen --box -p "$t/facilitator.pub" -s "$t/facilitator.key" >/dev/null 2>&1 || bail "seat-sign keygen --box failed"
+# The sealing appliance's cache, kept between runs (as the evidence-vm suite keeps its own).
+mkdir -p "$t/state" /var/tmp/seatd-range-guestfs-cache && ln -sfn /var/tmp/seatd-range-guestfs-cache "$t/state/guestfs-cache"
+seatd_conf accel=tcg allow_tcg=true inspect_images=false "${world_seatd_keys[@]}" ready_timeout=900 \
+	"facilitator_key=$t/facilitator.pub" "evidence_archive_dir=$t/archives"
 seatd_start
 "$CTL" -q image import "$t/img/manifest.json" >"$t/out" 2>&1 && ok "seatctl image import takes the range bundle" ||
 	{ not_ok "seatctl image import takes the range bundle"; diag_file "$t/out"; bail "image import failed"; }
 
 s0=$(date +%s%N)
-S=$("$CTL" -q --json provision --image purple-range --participant alice 2>"$t/out" |
+S=$("$CTL" -q --json provision --image purple-range --participant alice --egress range 2>"$t/out" |
 	python3 -c 'import json,sys; print(json.load(sys.stdin)["seats"][0]["id"])' 2>>"$t/out")
 rc=$?
 ready_ms=$((($(date +%s%N) - s0) / 1000000))
@@ -117,6 +139,13 @@ fi
 grep -Eo "seat '$S': the image's readiness check passed after [0-9]+ tries" "$t/seatd.log" | tail -n1 | diag_file /dev/stdin
 
 x() { "$CTL" exec --timeout 600 "$S" -- "$@"; }
+# The slot's standby machine boots the range beside the seat until its state is saved
+# (section 6 resets from it): wait for it, so that the checks below (hydra's SSH logins
+# time out) do not share the two cores with a second TCG boot.
+field() { "$CTL" --json status "$S" | json_field "d.get('$1', '')"; }
+s0=$(date +%s)
+for _ in $(seq 1 900); do [[ $(field warm_standby) == ready ]] && break; sleep 1; done
+diag "the standby's saved state: '$(field warm_standby)' after $(($(date +%s) - s0)) s more"
 out=$(x docker images --format '{{.Repository}}:{{.Tag}}' 2>"$t/out" | sort | tr '\n' ' ')
 [[ $out == "range/attacker:latest range/backend:latest range/sensor:latest range/victim:latest " ]] &&
 	ok "the four images were in the guest's docker store from the build (no registry, no load at boot): $out" ||
@@ -174,7 +203,59 @@ peers=$(awk '{print $2}' <<<"$out" | sort -u | tr '\n' ' ')
 [[ $peers == "$VIC_INT " ]] && ok "the backend's log: every request came from the victim ($peers)" ||
 	not_ok "the backend's log shows only the victim as a peer (got '$peers')"
 
-# ---------------------------------------------------------------- 5. release
+# ---------------------------------------------------------------- 5. container egress
+# Traffic that leaves the guest from a container (docker masquerades the DMZ behind the
+# guest's address) meets the host's egress filter like any other traffic of the seat: the
+# profile's server is reached from the attacker, the blocked one is dropped, and the seat's
+# denied counter moves.
+denied() { "$CTL" --json status "$S" | json_field 'd["network"]["denied_packets"]'; }
+out=$(x docker exec attacker curl -sS -m 20 "http://$WORLD_ALLOWED:8080/ok" 2>&1; echo "rc=$?")
+[[ $out == *seatd-world* && $out == *rc=0 ]] &&
+	ok "from the attacker container, the profile's server $WORLD_ALLOWED:8080 answers through the seat's filter" ||
+	{ not_ok "the attacker container reaches the allowed server $WORLD_ALLOWED:8080 (got '$out')"; "$CTL" status "$S" | diag_file /dev/stdin; }
+before=$(denied)
+out=$(x docker exec attacker curl -sS -m 8 "http://$WORLD_BLOCKED:8080/" 2>&1; echo "rc=$?")
+sleep 0.5
+after=$(denied)
+[[ $out != *seatd-world* && $out == *rc=[1-9]* && $after -gt $before ]] &&
+	ok "from the attacker container, the blocked server $WORLD_BLOCKED:8080 is dropped by the host (denied $before -> $after)" ||
+	not_ok "the attacker container's traffic to $WORLD_BLOCKED:8080 is dropped and counted (denied $before -> $after, got '$out')"
+
+# ---------------------------------------------------------------- 6. warm reset: a new session
+# The first session leaves a file, a container and a log line of its own; the seat is reset
+# from its saved state (made beside it, once the range was up in the standby machine). The
+# new session has none of them, and the first one's archive opens with the range's logs.
+mark=alice-$RANDOM$RANDOM
+x sh -c "echo $mark >/root/alice.txt && echo $mark >>/var/log/range/alice.log &&
+	docker run -d --name alice-box range/attacker sleep infinity >/dev/null && sync && echo written" >"$t/out" 2>&1
+grep -q written "$t/out" && ok "the first session wrote /root/alice.txt, /var/log/range/alice.log and started a container alice-box" ||
+	{ not_ok "the first session leaves a file, a log line and a container"; diag_file "$t/out"; }
+standby=$(field warm_standby)
+s0=$(date +%s%N)
+"$CTL" reset "$S" >"$t/out" 2>&1
+rc=$?
+reset_ms=$((($(date +%s%N) - s0) / 1000000))
+mode=$(field reset_mode)
+[[ $rc == 0 && $mode == warm ]] && ok "reset $S: warm, READY again in $reset_ms ms" ||
+	{ not_ok "reset $S warm (rc=$rc, mode '$mode', standby was '$standby', reason '$(field reset_reason)')"; diag_file "$t/out"; }
+out=$(x sh -c 'ls /root; cat /var/log/range/alice.log 2>/dev/null; docker ps -a --format "{{.Names}}"; grep -c . /var/log/range/backend/backend.log 2>/dev/null' 2>&1)
+[[ $out != *alice* && $out == *attacker* && $out == *victim* && $out == *backend* ]] &&
+	ok "the new session has none of the first one's file, log line or container (the range is there): $(tr '\n' ' ' <<<"$out")" ||
+	not_ok "the new session has nothing of the first one (got '$(tr '\n' ' ' <<<"$out")')"
+arch=
+for _ in $(seq 1 600); do arch=$(ls "$t/archives/$S-g1-"*.seatdev 2>/dev/null | head -n1); [[ -n $arch ]] && break; sleep 1; done
+if [[ -n $arch ]] && "$CTL" evidence open "$arch" --key "$t/facilitator.key" --out "$t/opened" >"$t/out" 2>&1; then
+	member() { ls "$t/opened" | grep -E -- "^[0-9]{4}-$1\$" | head -n1; }
+	b=$(member guest_var_log_range_backend_backend.log) a=$(member guest_var_log_range_alice.log)
+	[[ -n $b && $(cat "$t/opened/$b") == *"$VIC_INT"* && -n $a && $(cat "$t/opened/$a") == "$mark" ]] &&
+		ok "the first session's archive opens and holds the range's logs (backend's log with the victim's request, $mark)" ||
+		{ not_ok "the first session's archive holds the range's logs (backend '$b', alice '$a')"; ls "$t/opened" | head -n 40 | diag_file /dev/stdin; }
+else
+	not_ok "the first session's archive ($S-g1-*.seatdev) is sealed and opens (archive '${arch:-none}')"
+	diag_file "$t/out"
+fi
+
+# ---------------------------------------------------------------- 7. release
 "$CTL" release "$S" >"$t/out" 2>&1 && ok "release $S" || { not_ok "release $S"; diag_file "$t/out"; }
 [[ -z $(seat_domains) ]] && ok "no domain left after release" || not_ok "no domain left after release: $(seat_domains)"
 diag "range: image_build_s=$build_s cold_ready_ms=$ready_ms nmap_s=$nmap_s hydra_s=$hydra_s"
