@@ -35,11 +35,40 @@ static void reap(pid_t pid) {
                 ;
 }
 
+/* Until its pidfd says it exited, or TIMEOUT_MS. Without a pidfd: WNOHANG looks. */
+static bool exited_within(pid_t pid, int pidfd, int timeout_ms) {
+        if (pidfd >= 0) {
+                struct pollfd p = { .fd = pidfd, .events = POLLIN };
+                int64_t end = now_monotonic_ms() + timeout_ms;
+                for (;;) {
+                        int64_t left = end - now_monotonic_ms();
+                        int k = poll(&p, 1, left > 0 ? (int) left : 0);
+                        if (k > 0)
+                                return true;
+                        if (k == 0 || errno != EINTR)
+                                return false;
+                }
+        }
+        for (int waited = 0; waited < timeout_ms; waited += 20) {
+                if (waitpid(pid, NULL, WNOHANG) != 0) /* reaped here (reap() then finds none) */
+                        return true;
+                (void) usleep(20 * 1000);
+        }
+        return false;
+}
+
+/* SIGTERM, and SIGKILL after DNSGUARD_STOP_GRACE_MS: a guard that is stopped or stuck must
+ * not hold a release, a failed provision or seatd's exit (which all stop guards) forever. */
 void dnsguard_run_stop(DnsGuardProc *p) {
         if (p->lifeline >= 0)
                 close(p->lifeline);
         if (p->pid > 0) {
                 (void) kill(p->pid, SIGTERM);
+                if (!exited_within(p->pid, p->pidfd, DNSGUARD_STOP_GRACE_MS)) {
+                        log_warning("DNS guard %d did not exit within %d ms of SIGTERM: killed", (int) p->pid,
+                                    DNSGUARD_STOP_GRACE_MS);
+                        (void) kill(p->pid, SIGKILL);
+                }
                 reap(p->pid);
         }
         if (p->pidfd >= 0)

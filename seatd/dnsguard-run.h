@@ -17,6 +17,8 @@
 
 #define DNSGUARD_USER "nobody"
 #define DNSGUARD_READY_TIMEOUT_MS 5000
+/* How long a stop waits after SIGTERM before SIGKILL. */
+#define DNSGUARD_STOP_GRACE_MS 2000
 
 typedef struct DnsGuardProc {
         pid_t pid;     /* 0: none */
@@ -49,5 +51,6 @@ int dnsguard_run_reap(DnsGuardProc *p, char *buf, size_t size);
 
 /* Starts the guard for the seat's network (ns->names set) and waits until it answers. */
 int dnsguard_run_start(const NetSeat *ns, const char *seat_id, DnsGuardProc *ret, SeatError **ret_error);
-/* Stops and reaps it; a no-op for DNSGUARD_PROC_NONE. */
+/* Stops (SIGTERM, SIGKILL after DNSGUARD_STOP_GRACE_MS) and reaps it; a no-op for
+ * DNSGUARD_PROC_NONE. */
 void dnsguard_run_stop(DnsGuardProc *p);

@@ -13,6 +13,9 @@ set -uo pipefail
 
 # shellcheck source=../lib/seatd-harness.sh
 . "$(dirname "$0")/../lib/seatd-harness.sh"
+# CI saw seatd unreachable after one failure and every later check wait minutes: bail once it
+# is gone, and show its log after each failure.
+harness_seatd_must_live=1 harness_not_ok_log=30
 harness_build "${1:?usage: $0 BUILD_DIR}"
 NAMES=$build/tests/evidence/guest-names
 harness_vm_suite evidence-vm "$NAMES"

@@ -136,6 +136,7 @@ harness_build() {
 harness_workdir() {
         t=$(mktemp -d "$1.XXXXXX") || bail "cannot make a work directory $1.XXXXXX"
         [[ -n ${2-} ]] && chmod "$2" "$t"
+        harness_main_pid=$BASHPID
         trap harness_cleanup EXIT
         trap 'exit 130' INT TERM
 }
@@ -167,6 +168,11 @@ kill_wait() { local p; for p; do [[ -n $p ]] && kill "$p" 2>/dev/null && wait "$
 
 harness_cleanup() {
         local rc=$? h
+        # Only the script itself cleans up. A background job (cmd &) killed with SIGTERM
+        # just after its fork still has these traps (bash resets them in the child a little
+        # later): it ran this, killing seatd and removing $t under the running script (CI's
+        # evidence-vm, after its throttler was killed). tests/lib/test-harness-trap.sh.
+        [[ $BASHPID == "${harness_main_pid:-$BASHPID}" ]] || exit "$rc"
         set +e
         trap - INT TERM
         for h in "${harness_hooks[@]}"; do eval "$h"; done

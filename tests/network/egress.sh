@@ -94,7 +94,8 @@ cleanup_all() {
         fi
         rm -rf "$TMP"
 }
-trap cleanup_all EXIT
+main_pid=$BASHPID # a background job killed just after its fork runs these traps too: not the cleanup
+trap '[[ $BASHPID == "$main_pid" ]] && cleanup_all' EXIT
 trap 'exit 130' INT TERM
 
 setup() {

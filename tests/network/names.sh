@@ -93,7 +93,8 @@ cleanup() {
         fi
         rm -rf "$TMP"
 }
-trap cleanup EXIT
+main_pid=$BASHPID # a background job killed just after its fork runs these traps too: not the cleanup
+trap '[[ $BASHPID == "$main_pid" ]] && cleanup' EXIT
 trap 'exit 130' INT TERM
 
 cat >"$TMP/names.profile" <<EOF

@@ -15,6 +15,7 @@ set -uo pipefail
 
 # shellcheck source=../lib/seatd-harness.sh
 . "$(dirname "$0")/../lib/seatd-harness.sh"
+harness_seatd_must_live=1 harness_not_ok_log=20
 harness_build "${1:?usage: $0 BUILD_DIR}"
 harness_vm_suite resources
 need_cmd virsh

@@ -16,6 +16,7 @@
 
 #include <cmocka.h>
 
+#include "common/fileio.h"
 #include "common/macro.h"
 #include "seatd/dnsguard-run.h"
 
@@ -50,17 +51,27 @@ static void test_describe(void **state) {
 
 /* A child standing in for a guard, as dnsguard_run_start() hands it over. */
 static DnsGuardProc child(int exit_code) {
-        int p[2];
+        int p[2], s[2]; /* s: the child says its signals are set */
         assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+        assert_int_equal(pipe2(s, O_CLOEXEC), 0);
         pid_t pid = fork();
         assert_true(pid >= 0);
         if (pid == 0) {
                 if (exit_code >= 0)
                         _exit(exit_code);
+                if (exit_code == -2) /* a guard deaf to SIGTERM */
+                        signal(SIGTERM, SIG_IGN);
+                (void) !write(s[1], "1", 1);
                 for (;;)
                         pause();
         }
         close(p[0]);
+        close(s[1]);
+        if (exit_code < 0) {
+                char c;
+                assert_int_equal(read(s[0], &c, 1), 1);
+        }
+        close(s[0]);
         int pidfd = (int) syscall(SYS_pidfd_open, pid, 0);
         assert_true(pidfd >= 0);
         return (DnsGuardProc) { .pid = pid, .lifeline = p[1], .pidfd = pidfd };
@@ -94,6 +105,22 @@ static void test_reap(void **state) {
         assert_int_equal(g.pid, 0);
         assert_int_equal(kill(pid, 0) < 0 ? errno : 0, ESRCH);
         dnsguard_run_stop(&g); /* NONE: a no-op */
+
+        /* one that ignores SIGTERM is killed after the grace time, and stopping returns */
+        g = child(-2);
+        pid = g.pid;
+        int64_t t0 = now_monotonic_ms();
+        dnsguard_run_stop(&g);
+        int64_t took = now_monotonic_ms() - t0;
+        assert_int_equal(kill(pid, 0) < 0 ? errno : 0, ESRCH);
+        assert_true(took >= DNSGUARD_STOP_GRACE_MS - 50);
+
+        /* and a stopped (SIGSTOP) one too: SIGKILL ends a stopped process */
+        g = child(-1);
+        pid = g.pid;
+        assert_int_equal(kill(pid, SIGSTOP), 0);
+        dnsguard_run_stop(&g);
+        assert_int_equal(kill(pid, 0) < 0 ? errno : 0, ESRCH);
 }
 
 int main(void) {

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# The harness's cleanup runs in the script only. bash resets a background job's traps a
+# little after its fork, so a job killed with SIGTERM at once ran the script's 'exit 130'
+# trap and then its EXIT trap, harness_cleanup: seatd killed and the work directory removed
+# under the running suite (CI's evidence-vm, once its throttler was killed). Here: many
+# jobs killed at once and soon after their start, and the work directory must still be
+# there; then the script's own exit removes it.
+# shellcheck source=seatd-harness.sh
+. "$(dirname "$0")/seatd-harness.sh"
+harness_workdir /tmp/seatd-harness-trap
+echo keep >"$t/marker"
+job() { while :; do sleep 0.05; done; }
+# (a job killed that early says "wait_for: No record of process" on stderr: not shown)
+for i in $(seq 1 300); do
+  job & p=$!
+  ((i % 3)) && sleep 0.00$((i % 9))
+  kill "$p" 2>/dev/null; wait "$p" 2>/dev/null
+done 2>/dev/null
+[[ -f $t/marker ]] && ok "300 background jobs killed just after their start: the work directory is still there" \
+  || not_ok "a killed background job ran the harness's cleanup (the work directory is gone)"
+# And the script's own exit still cleans up: a child run of the same harness exits, and
+# its work directory is gone.
+out=$(bash -c '. "$1"; harness_workdir /tmp/seatd-harness-trap-child; echo "$t"' _ "$(dirname "$0")/seatd-harness.sh")
+[[ -n $out && ! -e $out ]] && ok "the script's own exit removes its work directory" || not_ok "the script's own exit removes its work directory ($out)"
+tap_end
