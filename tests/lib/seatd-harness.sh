@@ -3,7 +3,8 @@
 #
 # The one harness of seatd's shell suites and benches (systemd's test/units/util.sh is the
 # model): sourced, never run. It gives
-#   - TAP: ok, not_ok, check, check_cmd, skip, skip_all, bail, diag, diag_file, tap_end;
+#   - TAP: ok, not_ok, check, check_cmd, skip, skip_all, bail, diag, diag_file, tap_end,
+#     pass_fail_tap;
 #   - need_* checks that skip the whole suite with the reason when the host cannot run it;
 #   - a work directory (harness_workdir) and ONE cleanup on EXIT, INT and TERM that stops
 #     the private seatd, runs the suite's own harness_on_exit steps, removes the domains,
@@ -66,6 +67,19 @@ check_cmd() { local d=$1; shift; if "$@" >"$t/out" 2>&1; then ok "$d"; else not_
 skip() { n=$((n + 1)); echo "ok $n - $1 # SKIP $2"; }
 diag() { echo "# $*"; }
 diag_file() { sed 's/^/# /' "$@"; }
+# pass_fail_tap: a Python driver's "PASS what" / "FAIL what" lines on stdin as ok / not_ok,
+# any other line as a diag. Feed it with `pass_fail_tap < <(COMMAND)`: behind a pipe it
+# would run in a subshell and its counts would be lost.
+pass_fail_tap() {
+        local line
+        while IFS= read -r line; do
+                case $line in
+                PASS\ *) ok "${line#PASS }" ;;
+                FAIL\ *) not_ok "${line#FAIL }" ;;
+                *) diag "$line" ;;
+                esac
+        done
+}
 # skip_all REASON: the whole suite cannot run here (in a bench: an error).
 skip_all() {
         if ((harness_tap)); then echo "1..0 # SKIP $*"; exit 0; fi
