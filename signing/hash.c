@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "common/fileio.h"
+#include "common/hex.h"
 #include "hash.h"
 
 #define READ_BUFFER_SIZE (64U * 1024U)
@@ -224,21 +225,11 @@ int digest_to_hex(const uint8_t *digest, size_t len, char *out, size_t out_size)
         return 0;
 }
 
-static int unhex_char(char c) {
-        if (c >= '0' && c <= '9')
-                return c - '0';
-        if (c >= 'a' && c <= 'f')
-                return c - 'a' + 10;
-        if (c >= 'A' && c <= 'F')
-                return c - 'A' + 10;
-        return -EINVAL;
-}
-
 int digest_from_hex(const char *hex, size_t hex_len, uint8_t *out, size_t out_len) {
         if (!hex || !out || out_len > SIZE_MAX / 2 || hex_len != 2 * out_len)
                 return -EINVAL;
         for (size_t i = 0; i < out_len; i++) {
-                int hi = unhex_char(hex[2 * i]), lo = unhex_char(hex[2 * i + 1]);
+                int hi = hex_digit_value(hex[2 * i]), lo = hex_digit_value(hex[2 * i + 1]);
                 if (hi < 0 || lo < 0)
                         return -EINVAL;
                 out[i] = (uint8_t) (hi << 4 | lo);

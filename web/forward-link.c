@@ -13,10 +13,6 @@
 #include "forward-link.h"
 #include "seatd-socket.h"
 
-/* A data event carries at most 64 KiB, in base64, in a JSON line. */
-#define LINK_FRAME_MAX (256u * 1024u)
-#define SEND_CHUNK (32u * 1024u)
-
 typedef struct Exchange {
         const ForwardTarget *t;
         int fd;
@@ -86,9 +82,21 @@ json_object *forward_link_send_params(const void *data, size_t n) {
         return TAKE_PTR(p);
 }
 
+int forward_link_event(const ControlMsg *m, void **ret_data, size_t *ret_len) {
+        if (m->kind != CONTROL_EVENT || !m->type)
+                return FORWARD_LINK_NONE;
+        if (!strcmp(m->type, "data"))
+                return json_get_base64(m->body, "data", true, FORWARD_LINK_FRAME_MAX, ret_data, ret_len) < 0
+                               ? -EPROTO
+                               : FORWARD_LINK_DATA;
+        if (!strcmp(m->type, "eof") || !strcmp(m->type, "closed"))
+                return FORWARD_LINK_END;
+        return FORWARD_LINK_NONE;
+}
+
 /* The next chunk of the request, the last one with eof (the guest then sees a FIN). */
 static int send_next(Exchange *e) {
-        size_t n = MIN(e->req_len - e->req_off, (size_t) SEND_CHUNK);
+        size_t n = MIN(e->req_len - e->req_off, (size_t) FORWARD_LINK_SEND_CHUNK);
         _cleanup_json_ json_object *p = forward_link_send_params(e->req + e->req_off, n);
         if (!p)
                 return -ENOMEM;
@@ -114,18 +122,14 @@ static int on_message(Exchange *e, ControlMsg *m) {
                 }
                 if (m->kind == CONTROL_RESULT)
                         return 1; /* the tunnel ended: whatever came, came */
-                if (m->kind != CONTROL_EVENT || !m->type)
-                        return 0;
-                if (!strcmp(m->type, "data")) {
-                        _cleanup_free_ void *d = NULL;
-                        size_t n = 0;
-                        if (json_get_base64(m->body, "data", true, LINK_FRAME_MAX, &d, &n) < 0)
-                                return -EPROTO;
+                _cleanup_free_ void *d = NULL;
+                size_t n = 0;
+                int r = forward_link_event(m, &d, &n);
+                if (r == FORWARD_LINK_DATA)
                         return append(e, d, n);
-                }
-                if (!strcmp(m->type, "eof") || !strcmp(m->type, "closed"))
+                if (r == FORWARD_LINK_END)
                         return 1; /* Connection: close: the guest's end is the response's end */
-                return 0;
+                return r; /* -EPROTO, or 0: nothing to act on */
         }
         if (m->id == FORWARD_ID_OPEN) {
                 if (m->kind == CONTROL_ERROR) {
@@ -187,7 +191,7 @@ int forward_exchange(const ForwardTarget *t, const void *request, size_t request
                 .message_size = message_size,
         };
         ret_code[0] = '\0';
-        e.rd = frame_reader_new(LINK_FRAME_MAX + 4096);
+        e.rd = frame_reader_new(FORWARD_LINK_FRAME_MAX + 4096);
         int r = e.rd ? run(&e) : -ENOMEM;
         /* Closing the connection ends the tunnel: seatd resets the guest's connection if it
          * is still open and records forward.end. */

@@ -14,6 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/control-proto.h"
+
 typedef struct ForwardTarget {
         const char *socket_path; /* seatd's participant socket */
         const char *seat, *token;
@@ -47,3 +49,20 @@ int forward_link_open(int fd, const char *seat, const char *token, const char *h
 /* A seat.forward.send's params for n bytes of data on the stream (the caller may add
  * "eof"), or NULL (no memory). */
 json_object *forward_link_send_params(const void *data, size_t n);
+
+/* A data event carries at most 64 KiB, in base64, in a JSON line; a seat.forward.send
+ * carries at most FORWARD_LINK_SEND_CHUNK bytes. */
+#define FORWARD_LINK_FRAME_MAX (256u * 1024u)
+#define FORWARD_LINK_SEND_CHUNK (32u * 1024u)
+
+typedef enum ForwardLinkEvent {
+        FORWARD_LINK_NONE, /* nothing to act on */
+        FORWARD_LINK_DATA, /* the guest's bytes */
+        FORWARD_LINK_END,  /* the guest's end of the stream: "eof" or "closed" */
+} ForwardLinkEvent;
+
+/* What a message on the tunnel (id FORWARD_ID_TUNNEL, not an error) brings: its "data",
+ * decoded, in *ret_data (malloc'd) and *ret_len, or the stream's end. The tunnel's own
+ * result is not asked here: the callers tell it apart from the guest's end. -EPROTO when
+ * the data is not base64 of at most a frame. */
+int forward_link_event(const ControlMsg *m, void **ret_data, size_t *ret_len);

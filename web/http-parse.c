@@ -3,17 +3,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "common/hex.h"
 #include "http-parse.h"
-
-static int hexval(char c) {
-        if (c >= '0' && c <= '9')
-                return c - '0';
-        if (c >= 'a' && c <= 'f')
-                return c - 'a' + 10;
-        if (c >= 'A' && c <= 'F')
-                return c - 'A' + 10;
-        return -1;
-}
 
 /* Decode [s, s+n) into out (NULL: check only); -EBADMSG for a bad escape or a control
  * byte (but CR, LF and TAB when lines), -E2BIG. */
@@ -26,7 +17,7 @@ static int form_decode(const char *s, size_t n, char *out, size_t out_size, bool
                 else if (c == '%') {
                         if (i + 2 >= n)
                                 return -EBADMSG;
-                        int h = hexval(s[i + 1]), l = hexval(s[i + 2]);
+                        int h = hex_digit_value(s[i + 1]), l = hex_digit_value(s[i + 2]);
                         if (h < 0 || l < 0)
                                 return -EBADMSG;
                         c = h * 16 + l;

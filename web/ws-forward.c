@@ -22,9 +22,6 @@
 #include "seatd-socket.h"
 #include "worker.h"
 
-#define LINK_FRAME_MAX (256u * 1024u)
-#define SEND_CHUNK (32u * 1024u)
-
 typedef struct Bytes {
         uint8_t *data;
         size_t len;
@@ -243,16 +240,14 @@ static int on_message(WsForward *f, Rx *rx, ControlMsg *m, bool *opened, int64_t
                         return 0;
                 if (m->kind == CONTROL_RESULT)
                         return finish(f, "seatd ended the forward"), 1;
-                if (m->kind != CONTROL_EVENT || !m->type)
-                        return 0;
-                if (!strcmp(m->type, "data")) {
-                        _cleanup_free_ void *d = NULL;
-                        size_t n = 0;
-                        if (json_get_base64(m->body, "data", true, LINK_FRAME_MAX, &d, &n) < 0)
-                                return finish(f, "seatd sent bad data"), 1;
+                _cleanup_free_ void *d = NULL;
+                size_t n = 0;
+                int r = forward_link_event(m, &d, &n);
+                if (r < 0)
+                        return finish(f, "seatd sent bad data"), 1;
+                if (r == FORWARD_LINK_DATA)
                         return on_guest_bytes(f, rx, d, n);
-                }
-                if (!strcmp(m->type, "eof") || !strcmp(m->type, "closed"))
+                if (r == FORWARD_LINK_END)
                         return finish(f, "the server in the seat closed the connection"), 1;
                 return 0;
         }
@@ -265,7 +260,7 @@ static int on_message(WsForward *f, Rx *rx, ControlMsg *m, bool *opened, int64_t
 }
 
 static int send_pending(WsForward *f, int fd, int64_t *next_id, int64_t *send_id) {
-        uint8_t chunk[SEND_CHUNK];
+        uint8_t chunk[FORWARD_LINK_SEND_CHUNK];
         pthread_mutex_lock(&f->lock);
         size_t n = MIN(f->upgraded ? f->to_guest.len : f->preupgrade, sizeof(chunk));
         memcpy(chunk, f->to_guest.data, n);
@@ -285,7 +280,7 @@ static int send_pending(WsForward *f, int fd, int64_t *next_id, int64_t *send_id
 
 static void *ws_forward_thread(void *p) {
         WsForward *f = p;
-        _cleanup_(frame_reader_freep) FrameReader *rd = frame_reader_new(LINK_FRAME_MAX + 4096);
+        _cleanup_(frame_reader_freep) FrameReader *rd = frame_reader_new(FORWARD_LINK_FRAME_MAX + 4096);
         _cleanup_close_ int fd = -EBADF;
         Rx rx = {};
         int64_t next_id = FORWARD_ID_OPEN + 1, send_id = 0, deadline = now_monotonic_ms() + f->timeout_ms;

@@ -3,7 +3,8 @@
 #
 # The one harness of seatd's shell suites and benches (systemd's test/units/util.sh is the
 # model): sourced, never run. It gives
-#   - TAP: ok, not_ok, check, check_cmd, skip, skip_all, bail, diag, diag_file, tap_end;
+#   - TAP: ok, not_ok, check, check_cmd, skip, skip_all, bail, diag, diag_file, tap_end,
+#     pass_fail_tap, tap_relay;
 #   - need_* checks that skip the whole suite with the reason when the host cannot run it;
 #   - a work directory (harness_workdir) and ONE cleanup on EXIT, INT and TERM that stops
 #     the private seatd, runs the suite's own harness_on_exit steps, removes the domains,
@@ -66,6 +67,38 @@ check_cmd() { local d=$1; shift; if "$@" >"$t/out" 2>&1; then ok "$d"; else not_
 skip() { n=$((n + 1)); echo "ok $n - $1 # SKIP $2"; }
 diag() { echo "# $*"; }
 diag_file() { sed 's/^/# /' "$@"; }
+# pass_fail_tap: a Python driver's "PASS what" / "FAIL what" lines on stdin as ok / not_ok,
+# any other line as a diag. Feed it with `pass_fail_tap < <(COMMAND)`: behind a pipe it
+# would run in a subshell and its counts would be lost.
+pass_fail_tap() {
+        local line
+        while IFS= read -r line; do
+                case $line in
+                PASS\ *) ok "${line#PASS }" ;;
+                FAIL\ *) not_ok "${line#FAIL }" ;;
+                *) diag "$line" ;;
+                esac
+        done
+}
+# tap_relay FILE PREFIX NAME: the TAP lines a node driver (mcp's client.mjs, web's
+# browser.mjs) wrote to FILE as ours: "ok - X" and "not ok - X" with PREFIX before X
+# (unless X begins with it already), "#" lines as they are, anything else dropped. A
+# relayed not_ok shows no $t/out: the driver's own comments say why. A driver that wrote
+# no result at all gets one not_ok "NAME ran", with its stderr (FILE.err).
+tap_relay() {
+        local file=$1 prefix=$2 name=$3 line d
+        while IFS= read -r line; do
+                case $line in
+                "ok - "* | "not ok - "*)
+                        d=${line#*ok - }
+                        [[ $d == "$prefix"* ]] || d=$prefix$d
+                        if [[ $line == "ok - "* ]]; then ok "$d"; else : >"$t/out"; not_ok "$d"; fi
+                        ;;
+                "#"*) echo "$line" ;;
+                esac
+        done <"$file"
+        grep -q "^ok - \|^not ok - " "$file" || { cp "$file.err" "$t/out"; not_ok "$name ran"; }
+}
 # skip_all REASON: the whole suite cannot run here (in a bench: an error).
 skip_all() {
         if ((harness_tap)); then echo "1..0 # SKIP $*"; exit 0; fi

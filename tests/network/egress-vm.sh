@@ -23,6 +23,8 @@ need_cmd virsh ip nft python3
 
 # shellcheck source=world.sh
 . "$HARNESS_SRC/tests/network/world.sh"
+# shellcheck source=seat-probe.sh
+. "$HARNESS_SRC/tests/network/seat-probe.sh"
 need_libvirt --start
 
 UPLINK=sdw-up0
@@ -35,28 +37,10 @@ holder_pid=
 harness_on_exit 'kill_wait "$holder_pid"'
 unset SEATD_TOKEN
 
-denied() { "$CTL" --json status "$1" | json_field 'd["network"]["denied_packets"]'; }
-guest_ip() { "$CTL" --json status "$1" | json_field 'd["network"]["guest"].split("/")[0]'; }
-host_ip() { "$CTL" --json status "$1" | json_field 'd["network"]["host"]'; }
-bridge_of() { "$CTL" --json status "$1" | json_field 'd["network"]["bridge"]'; }
-# probe SEAT ARGS...: guest-probe in the guest; its one result line goes to $t/out
-probe() { local s=$1; shift; "$CTL" exec --timeout 60 "$s" -- /bin/guest-probe "$@" >"$t/out" 2>&1; }
-
-# allowed SEAT DESC ARGS...: the probe must succeed
+# allowed SEAT DESC ARGS...: the probe must succeed (denied_case, seat-probe.sh: it must fail)
 allowed() {
   local s=$1 d=$2; shift 2
   if probe "$s" "$@"; then ok "$d"; else not_ok "$d"; fi
-}
-# denied SEAT DESC ARGS...: the probe must fail, and the seat's denied counter must grow
-denied_case() {
-  local s=$1 d=$2; shift 2
-  local before after
-  before=$(denied "$s")
-  probe "$s" "$@"; local rc=$?
-  sleep 0.2
-  after=$(denied "$s")
-  echo "denied packets: $before -> $after" >>"$t/out"
-  if [[ $rc == 1 && $after -gt $before ]]; then ok "$d (denied: +$((after - before)))"; else not_ok "$d (probe rc $rc, denied $before -> $after)"; fi
 }
 
 # ---------------------------------------------------------------- the world and seatd

@@ -24,6 +24,8 @@ need_cmd -h "scripts/lib/host.sh installs it" virsh ip bridge nft python3 conntr
 
 # shellcheck source=world.sh
 . "$HARNESS_SRC/tests/network/world.sh"
+# shellcheck source=seat-probe.sh
+. "$HARNESS_SRC/tests/network/seat-probe.sh"
 need_libvirt --start
 
 UPLINK=sdw-up1
@@ -35,10 +37,6 @@ export WORLD_NS=seatd-w-hand WORLD_NET=10.255.1
 sampler=
 harness_on_exit 'kill_wait "$sampler"'
 unset SEATD_TOKEN
-
-guest_ip() { "$CTL" --json status "$1" | json_field 'd["network"]["guest"].split("/")[0]'; }
-bridge_of() { "$CTL" --json status "$1" | json_field 'd["network"]["bridge"]'; }
-probe() { local s=$1; shift; "$CTL" exec --timeout 60 "$s" -- /bin/guest-probe "$@" >"$t/out" 2>&1; }
 
 # ---------------------------------------------------------------- the world and seatd
 world_seatd "$UPLINK" "$POOL" "$TABLE"

@@ -32,6 +32,8 @@ dnsmasq --version | grep -qw nftset || skip_all "this dnsmasq is built without n
 
 # shellcheck source=world.sh
 . "$HARNESS_SRC/tests/network/world.sh"
+# shellcheck source=seat-probe.sh
+. "$HARNESS_SRC/tests/network/seat-probe.sh"
 need_libvirt --start
 
 UPLINK=sdnv-up0
@@ -43,19 +45,6 @@ WORLD_ZONE+=(a.wild.test=$WORLD_ALLOWED b.c.wild.test=$WORLD_ALLOWED hostaddr.te
   cname-in.allowed.test=cname:a.wild.test cname-out.allowed.test=cname:blocked.test
   malformed.allowed.test=malformed oversized.allowed.test=oversized)
 unset SEATD_TOKEN
-
-denied() { "$CTL" --json status "$1" | json_field 'd["network"]["denied_packets"]'; }
-probe() { local s=$1; shift; "$CTL" exec --timeout 60 "$s" -- /bin/guest-probe "$@" >"$t/out" 2>&1; }
-denied_case() {
-  local s=$1 d=$2; shift 2
-  local before after
-  before=$(denied "$s")
-  probe "$s" "$@"; local rc=$?
-  sleep 0.2
-  after=$(denied "$s")
-  echo "denied packets: $before -> $after" >>"$t/out"
-  if [[ $rc == 1 && $after -gt $before ]]; then ok "$d (denied: +$((after - before)))"; else not_ok "$d (probe rc $rc, denied $before -> $after)"; fi
-}
 
 world_seatd "$UPLINK" "$POOL" "$TABLE"
 harness_on_exit --late "ip route del $WORLD_DNS/32 2>/dev/null"

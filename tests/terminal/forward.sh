@@ -29,16 +29,7 @@ seatd_start
 image_import
 
 # scenario ARGS...: forward-client.py's PASS/FAIL lines as TAP.
-scenario() {
-        local line
-        while IFS= read -r line; do
-                case $line in
-                PASS\ *) ok "${line#PASS }" ;;
-                FAIL\ *) not_ok "${line#FAIL }" ;;
-                *) diag "$line" ;;
-                esac
-        done < <(timeout 600 python3 "$client" "$@" 2>&1)
-}
+scenario() { pass_fail_tap < <(timeout 600 python3 "$client" "$@" 2>&1); }
 fwd_pids=()
 harness_on_exit 'kill_wait "${fwd_pids[@]}"'
 # forward NAME SEATCTL-ARGS...: seatctl forward in the background (stderr in $t/NAME.err);

@@ -33,14 +33,7 @@ seatd_start_sealing record_input=true recording_max_bytes=1048576
 
 # drive SCENARIO SEATCTL-ARGS...: the scenario's checks as TAP lines.
 drive() {
-        local line
-        while IFS= read -r line; do
-                case $line in
-                PASS\ *) ok "${line#PASS }" ;;
-                FAIL\ *) not_ok "${line#FAIL }" ;;
-                *) diag "$line" ;;
-                esac
-        done < <(PTY_TRANSCRIPT=$build/meson-logs/pty-transcript.log python3 "$drive" "$1" -- "${@:2}" 2>&1)
+        pass_fail_tap < <(PTY_TRANSCRIPT=$build/meson-logs/pty-transcript.log python3 "$drive" "$1" -- "${@:2}" 2>&1)
 }
 # sleepers SEAT: how many 'sleep 300' run in the seat's guest.
 sleepers() { "$CTL" exec "$1" -- sh -c 'ps | grep -c "[s]leep 300"' 2>/dev/null; }

@@ -128,17 +128,9 @@ tls1=$(openssl s_client -connect "127.0.0.1:$port" -tls1_1 </dev/null 2>&1 | gre
 
 # ---------------------------------------------------------------- the browser
 browser() { # SCENARIO SEAT TOKEN OTHER_SEAT: its TAP lines become ours (RESET_CMD resets SEAT)
-        local line
         FAC_NAME=${FAC_NAME-} FAC_PASSWORD=${FAC_PASSWORD-} node "$here/browser.mjs" "$1" "$url" "$pin" "$2" "$3" "$4" "$build" \
                 env "SEATD_SOCKET=$SEATD_SOCKET" "$CTL" -q reset "$2" >"$t/browser-$1" 2>"$t/browser-$1.err" </dev/null
-        while IFS= read -r line; do
-                case $line in
-                "ok - "*) ok "browser: ${line#ok - }" ;;
-                "not ok - "*) : >"$t/out"; not_ok "browser: ${line#not ok - }" ;;
-                "#"*) echo "$line" ;;
-                esac
-        done <"$t/browser-$1"
-        grep -q "^ok - \|^not ok - " "$t/browser-$1" || { cp "$t/browser-$1.err" "$t/out"; not_ok "browser.mjs $1 ran"; }
+        tap_relay "$t/browser-$1" "browser: " "browser.mjs $1"
 }
 # One-time links: root makes one for S2 with its token (checked with seatd first); the
 # browser opens it into the seat's page; it works once.
