@@ -73,6 +73,8 @@ void dnsguard_run_stop(DnsGuardProc *p) {
         }
         if (p->pidfd >= 0)
                 close(p->pidfd);
+        if (p->ready >= 0)
+                close(p->ready);
         *p = DNSGUARD_PROC_NONE;
 }
 
@@ -148,7 +150,7 @@ static int make_argv(const NetSeat *ns, char ***ret) {
         return 0;
 }
 
-int dnsguard_run_start(const NetSeat *ns, const char *seat_id, DnsGuardProc *ret, SeatError **ret_error) {
+int dnsguard_run_spawn(const NetSeat *ns, const char *seat_id, DnsGuardProc *ret, SeatError **ret_error) {
         _cleanup_strv_free_ char **argv = NULL;
         _cleanup_close_ int life_r = -EBADF, life_w = -EBADF, ready_r = -EBADF, ready_w = -EBADF;
         int life[2], ready[2];
@@ -188,23 +190,6 @@ int dnsguard_run_start(const NetSeat *ns, const char *seat_id, DnsGuardProc *ret
         if (r != 0)
                 return seat_error_set(ret_error, r, "seat '%s': cannot start the DNS guard '%s': %s", seat_id, guard_path,
                                       strerror(r));
-        ready_w = safe_close(ready_w);
-        life_r = safe_close(life_r);
-
-        /* Ready: one byte once bound and unprivileged; EOF: it exited. */
-        struct pollfd p = { .fd = ready_r, .events = POLLIN };
-        char c = 0;
-        int k = poll(&p, 1, DNSGUARD_READY_TIMEOUT_MS);
-        if (k <= 0 || read(ready_r, &c, 1) != 1 || c != '1') {
-                (void) kill(pid, SIGKILL);
-                reap(pid);
-                char addr[INET_ADDRSTRLEN];
-                netdef_guard_address(ns, addr);
-                return seat_error_set(ret_error, k == 0 ? ETIMEDOUT : EIO,
-                                      "seat '%s': the DNS guard for %s did not start (see seatd's log): the seat's "
-                                      "names could not be resolved",
-                                      seat_id, addr);
-        }
         /* Its exit, for the event loop (not reaped before: the pid is still ours). */
         int pidfd = (int) syscall(SYS_pidfd_open, pid, 0);
         if (pidfd < 0) {
@@ -214,7 +199,55 @@ int dnsguard_run_start(const NetSeat *ns, const char *seat_id, DnsGuardProc *ret
                 return seat_error_set(ret_error, r, "seat '%s': pidfd_open for the DNS guard: %s", seat_id, strerror(r));
         }
         (void) fcntl(pidfd, F_SETFD, FD_CLOEXEC); /* pidfds are close-on-exec; to be sure */
+        (void) fd_set_nonblock(ready_r, true); /* read by the event loop too */
         log_debug("seat '%s': DNS guard %d started", seat_id, (int) pid);
-        *ret = (DnsGuardProc) { .pid = pid, .lifeline = TAKE_FD(life_w), .pidfd = pidfd };
+        *ret = (DnsGuardProc) { .pid = pid, .lifeline = TAKE_FD(life_w), .pidfd = pidfd, .ready = TAKE_FD(ready_r) };
+        return 0;
+}
+
+int dnsguard_run_ready(DnsGuardProc *p) {
+        char c = 0;
+        ssize_t k;
+        if (p->ready < 0)
+                return 0;
+        while ((k = read(p->ready, &c, 1)) < 0 && errno == EINTR)
+                ;
+        if (k < 0 && errno == EAGAIN)
+                return -EAGAIN;
+        if (k != 1 || c != '1') /* EOF: it exited before it was ready */
+                return -EIO;
+        safe_close(p->ready);
+        p->ready = -1;
+        return 0;
+}
+
+int dnsguard_run_start(const NetSeat *ns, const char *seat_id, DnsGuardProc *ret, SeatError **ret_error) {
+        DnsGuardProc g = DNSGUARD_PROC_NONE;
+        int r = dnsguard_run_spawn(ns, seat_id, &g, ret_error);
+        if (r < 0)
+                return r;
+        /* Ready: one byte once bound and unprivileged; EOF: it exited. */
+        struct pollfd p = { .fd = g.ready, .events = POLLIN };
+        int64_t end = now_monotonic_ms() + DNSGUARD_READY_TIMEOUT_MS;
+        int k = 0;
+        for (;;) {
+                int64_t left = end - now_monotonic_ms();
+                k = poll(&p, 1, left > 0 ? (int) left : 0);
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k <= 0 || (r = dnsguard_run_ready(&g)) != -EAGAIN)
+                        break;
+        }
+        if (k <= 0 || r < 0) {
+                (void) kill(g.pid, SIGKILL);
+                dnsguard_run_stop(&g);
+                char addr[INET_ADDRSTRLEN];
+                netdef_guard_address(ns, addr);
+                return seat_error_set(ret_error, k == 0 ? ETIMEDOUT : EIO,
+                                      "seat '%s': the DNS guard for %s did not start (see seatd's log): the seat's "
+                                      "names could not be resolved",
+                                      seat_id, addr);
+        }
+        *ret = g;
         return 0;
 }

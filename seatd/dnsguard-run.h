@@ -24,9 +24,10 @@ typedef struct DnsGuardProc {
         pid_t pid;     /* 0: none */
         int lifeline;  /* our end of the pipe; -1: none */
         int pidfd;     /* readable once it exited (pidfd_open); -1: none */
+        int ready;     /* spawned, not ready yet: its ready pipe (a byte, or EOF); -1: none */
 } DnsGuardProc;
 
-#define DNSGUARD_PROC_NONE ((DnsGuardProc) { .pid = 0, .lifeline = -1, .pidfd = -1 })
+#define DNSGUARD_PROC_NONE ((DnsGuardProc) { .pid = 0, .lifeline = -1, .pidfd = -1, .ready = -1 })
 
 /*
  * Supervision (seatd/seatnet.c): a guard that exits is restarted on the same address after
@@ -51,6 +52,12 @@ int dnsguard_run_reap(DnsGuardProc *p, char *buf, size_t size);
 
 /* Starts the guard for the seat's network (ns->names set) and waits until it answers. */
 int dnsguard_run_start(const NetSeat *ns, const char *seat_id, DnsGuardProc *ret, SeatError **ret_error);
+/* The same without the wait (the event loop's restarts): *ret has its ready pipe in
+ * ret->ready, for dnsguard_run_ready() once it is readable (or DNSGUARD_READY_TIMEOUT_MS). */
+int dnsguard_run_spawn(const NetSeat *ns, const char *seat_id, DnsGuardProc *ret, SeatError **ret_error);
+/* Its ready pipe is readable: 0, ready (the pipe closed, ready -1); -EIO: it exited or said
+ * something else (p stays as it is, for dnsguard_run_stop()); -EAGAIN: nothing yet. */
+int dnsguard_run_ready(DnsGuardProc *p);
 /* Stops (SIGTERM, SIGKILL after DNSGUARD_STOP_GRACE_MS) and reaps it; a no-op for
  * DNSGUARD_PROC_NONE. */
 void dnsguard_run_stop(DnsGuardProc *p);

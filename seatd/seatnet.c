@@ -7,6 +7,7 @@
 #include <limits.h>
 #include <net/if.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -81,7 +82,7 @@ struct SeatNet {
         unsigned guard_restarts;  /* since the network came up (this seatd) */
         int64_t guard_attempts[DNSGUARD_RESTART_CAP]; /* restart times, oldest first */
         size_t n_guard_attempts;
-        int64_t guard_next_ms;    /* RESTARTING: when it is restarted */
+        int64_t guard_next_ms;    /* RESTARTING: when it is restarted; STARTING: its deadline to be ready */
         bool guard_starting;      /* FAILED, and guard_start() is starting it again */
         char guard_last_exit[128];
         char guard_error[512];
@@ -89,10 +90,13 @@ struct SeatNet {
 };
 
 #define GUARD_TIMER_KEY UINT64_MAX
+/* A restarted guard's ready pipe in the epoll set: its guard_key with this bit. */
+#define GUARD_READY_BIT (UINT64_C(1) << 62)
 
 static const char *const guard_state_names[] = {
         [SEATNET_GUARD_NONE] = "none",         [SEATNET_GUARD_RUNNING] = "running",
         [SEATNET_GUARD_RESTARTING] = "restarting", [SEATNET_GUARD_FAILED] = "failed",
+        [SEATNET_GUARD_STARTING] = "starting",
 };
 
 const char *seatnet_guard_state_to_string(SeatNetGuardState st) {
@@ -355,6 +359,8 @@ static int guard_watch(SeatNetManager *nm, SeatNet *n) {
 static void guard_unwatch(SeatNetManager *nm, SeatNet *n) {
         if (n->guard.pidfd >= 0)
                 (void) epoll_ctl(nm->guard_epfd, EPOLL_CTL_DEL, n->guard.pidfd, NULL);
+        if (n->guard.ready >= 0)
+                (void) epoll_ctl(nm->guard_epfd, EPOLL_CTL_DEL, n->guard.ready, NULL);
         dnsguard_run_stop(&n->guard);
         if (n->guard_key) {
                 if (n->guard_prev)
@@ -398,29 +404,65 @@ static void guard_schedule(SeatNet *n, int64_t now, const char *why, bool *ret_f
                          n->seat_id, addr, why, delay);
 }
 
-/* Under guard_lock: a new guard on the same address. */
+/* Under guard_lock: a guard that did not start is ended at once (SIGKILL: on the event loop
+ * no stop may wait out a grace time), and its restart is scheduled. */
+static void guard_start_failed(SeatNet *n, int64_t now, const char *why, bool *ret_failed) {
+        if (n->guard.pid > 0)
+                (void) kill(n->guard.pid, SIGKILL);
+        dnsguard_run_stop(&n->guard);
+        (void) snprintf(n->guard_last_exit, sizeof(n->guard_last_exit), "did not start: %s", why);
+        guard_schedule(n, now, n->guard_last_exit, ret_failed);
+}
+
+/* Under guard_lock: a new guard on the same address. It is spawned here and its ready pipe
+ * joins the epoll set (guard_started()): the event loop never waits for a guard to come up
+ * (DNSGUARD_READY_TIMEOUT_MS each time, for one that hangs). */
 static void guard_restart(SeatNetManager *nm, SeatNet *n, int64_t now, bool *ret_failed) {
         _cleanup_error_ SeatError *err = NULL;
         guard_note_attempt(n, now);
         n->guard_restarts++;
-        int r = dnsguard_run_start(&n->ns, n->seat_id, &n->guard, &err);
-        if (r >= 0 && (r = guard_watch(nm, n)) < 0)
-                (void) seat_error_set(&err, -r, "watch its pidfd (epoll): %s", strerror(-r));
+        int r = dnsguard_run_spawn(&n->ns, n->seat_id, &n->guard, &err);
         if (r >= 0) {
+                struct epoll_event ev = { .events = EPOLLIN, .data.u64 = n->guard_key | GUARD_READY_BIT };
+                if (epoll_ctl(nm->guard_epfd, EPOLL_CTL_ADD, n->guard.ready, &ev) == 0) {
+                        n->guard_state = SEATNET_GUARD_STARTING;
+                        n->guard_next_ms = now + DNSGUARD_READY_TIMEOUT_MS;
+                        return;
+                }
+                r = -errno;
+                (void) seat_error_set(&err, -r, "watch its ready pipe (epoll): %s", strerror(-r));
+        }
+        guard_start_failed(n, now, err ? err->message : strerror(-r), ret_failed);
+}
+
+/* Under guard_lock: a restarted guard's ready pipe is readable, or (timed_out) its time to
+ * be ready ran out. */
+static void guard_started(SeatNetManager *nm, SeatNet *n, int64_t now, bool timed_out, bool *ret_failed) {
+        int ready_fd = n->guard.ready;
+        int r = timed_out ? -ETIMEDOUT : dnsguard_run_ready(&n->guard);
+        if (r == -EAGAIN)
+                return;
+        if (ready_fd >= 0)
+                (void) epoll_ctl(nm->guard_epfd, EPOLL_CTL_DEL, ready_fd, NULL); /* before a close */
+        if (r == 0 && (r = guard_watch(nm, n)) == 0) {
                 log_seat_notice(n->seat_id, "seat '%s': DNS guard restarted (pid %d, restart %u)", n->seat_id,
                                 (int) n->guard.pid, n->guard_restarts);
                 return;
         }
-        dnsguard_run_stop(&n->guard);
-        (void) snprintf(n->guard_last_exit, sizeof(n->guard_last_exit), "did not start: %s",
-                        err ? err->message : strerror(-r));
-        guard_schedule(n, now, n->guard_last_exit, ret_failed);
+        char why[96];
+        if (r == -ETIMEDOUT)
+                (void) snprintf(why, sizeof(why), "not ready within %d ms: killed", DNSGUARD_READY_TIMEOUT_MS);
+        else if (r == -EIO)
+                (void) snprintf(why, sizeof(why), "it exited before it was ready (see seatd's log)");
+        else
+                (void) snprintf(why, sizeof(why), "watch its pidfd (epoll): %s", strerror(-r));
+        guard_start_failed(n, now, why, ret_failed);
 }
 
 static void guard_arm_timer(SeatNetManager *nm, int64_t now) {
         int64_t next = INT64_MAX;
         for (SeatNet *n = nm->guards; n; n = n->guard_next)
-                if (n->guard_state == SEATNET_GUARD_RESTARTING)
+                if (n->guard_state == SEATNET_GUARD_RESTARTING || n->guard_state == SEATNET_GUARD_STARTING)
                         next = MIN(next, n->guard_next_ms);
         struct itimerspec its = {};
         if (next != INT64_MAX) {
@@ -434,6 +476,16 @@ typedef struct GuardReport {
         char seat[NETDEF_SEAT_ID_MAX + 1];
         char why[512];
 } GuardReport;
+
+/* n failed for good: the daemon is told once guard_lock is let go (at most one per seat
+ * and call: a failed guard is not acted on again in the same call). */
+static void guard_report(GuardReport *reports, size_t *n_reports, size_t cap, const SeatNet *n) {
+        if (!reports || *n_reports >= cap)
+                return;
+        (void) snprintf(reports[*n_reports].seat, sizeof(reports[*n_reports].seat), "%s", n->seat_id);
+        (void) snprintf(reports[*n_reports].why, sizeof(reports[*n_reports].why), "%s", n->guard_error);
+        (*n_reports)++;
+}
 
 void seatnet_guard_process(SeatNetManager *nm) {
         struct epoll_event evs[16];
@@ -454,9 +506,18 @@ void seatnet_guard_process(SeatNetManager *nm) {
                         (void) !read(nm->guard_timer, &ticks, sizeof(ticks));
                         continue;
                 }
+                uint64_t key = evs[i].data.u64 & ~GUARD_READY_BIT;
                 SeatNet *n = nm->guards;
-                while (n && n->guard_key != evs[i].data.u64)
+                while (n && n->guard_key != key)
                         n = n->guard_next;
+                if (n && (evs[i].data.u64 & GUARD_READY_BIT)) {
+                        bool failed = false;
+                        if (n->guard_state == SEATNET_GUARD_STARTING)
+                                guard_started(nm, n, now, false, &failed);
+                        if (failed)
+                                guard_report(reports, &n_reports, listed, n);
+                        continue;
+                }
                 /* Stopped meanwhile (released, reset, seatd stopping): nothing to do. */
                 if (!n || n->guard_state != SEATNET_GUARD_RUNNING || n->guard.pidfd < 0)
                         continue;
@@ -471,22 +532,20 @@ void seatnet_guard_process(SeatNetManager *nm) {
                 (void) snprintf(why, sizeof(why), "(pid %d) %s", (int) pid, n->guard_last_exit);
                 bool failed = false;
                 guard_schedule(n, now, why, &failed);
-                if (failed && reports) {
-                        (void) snprintf(reports[n_reports].seat, sizeof(reports[n_reports].seat), "%s", n->seat_id);
-                        (void) snprintf(reports[n_reports].why, sizeof(reports[n_reports].why), "%s", n->guard_error);
-                        n_reports++;
-                }
+                if (failed)
+                        guard_report(reports, &n_reports, listed, n);
         }
         for (SeatNet *n = nm->guards; n; n = n->guard_next) {
-                if (n->guard_state != SEATNET_GUARD_RESTARTING || n->guard_next_ms > now)
+                if ((n->guard_state != SEATNET_GUARD_RESTARTING && n->guard_state != SEATNET_GUARD_STARTING) ||
+                    n->guard_next_ms > now)
                         continue;
                 bool failed = false;
-                guard_restart(nm, n, now, &failed);
-                if (failed && reports && n_reports < listed) {
-                        (void) snprintf(reports[n_reports].seat, sizeof(reports[n_reports].seat), "%s", n->seat_id);
-                        (void) snprintf(reports[n_reports].why, sizeof(reports[n_reports].why), "%s", n->guard_error);
-                        n_reports++;
-                }
+                if (n->guard_state == SEATNET_GUARD_STARTING)
+                        guard_started(nm, n, now, true, &failed);
+                else
+                        guard_restart(nm, n, now, &failed);
+                if (failed)
+                        guard_report(reports, &n_reports, listed, n);
         }
         guard_arm_timer(nm, now_monotonic_ms());
         pthread_mutex_unlock(&nm->guard_lock);

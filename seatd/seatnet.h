@@ -64,6 +64,7 @@ typedef enum SeatNetGuardState {
         SEATNET_GUARD_RUNNING,
         SEATNET_GUARD_RESTARTING, /* exited: a restart is due after the delay */
         SEATNET_GUARD_FAILED,     /* past the cap: not restarted until a reinstall */
+        SEATNET_GUARD_STARTING,   /* restarted, not ready yet (the event loop waits on its pipe) */
 } SeatNetGuardState;
 typedef void (*SeatNetGuardFn)(const char *seat_id, const char *why, void *userdata);
 void seatnet_set_guard_fn(SeatNetManager *nm, SeatNetGuardFn fn, void *userdata);

@@ -123,11 +123,42 @@ static void test_reap(void **state) {
         assert_int_equal(kill(pid, 0) < 0 ? errno : 0, ESRCH);
 }
 
+/* The event loop's side of a restart: the ready pipe read without blocking. */
+static void test_ready(void **state) {
+        int p[2];
+        DnsGuardProc g = DNSGUARD_PROC_NONE;
+        assert_int_equal(dnsguard_run_ready(&g), 0); /* no pipe: started the blocking way */
+
+        assert_int_equal(pipe2(p, O_CLOEXEC | O_NONBLOCK), 0);
+        g.ready = p[0];
+        assert_int_equal(dnsguard_run_ready(&g), -EAGAIN); /* nothing yet */
+        assert_int_equal(write(p[1], "1", 1), 1);
+        assert_int_equal(dnsguard_run_ready(&g), 0);
+        assert_int_equal(g.ready, -1); /* closed once ready */
+        close(p[1]);
+
+        assert_int_equal(pipe2(p, O_CLOEXEC | O_NONBLOCK), 0);
+        g.ready = p[0];
+        close(p[1]); /* it exited before it was ready */
+        assert_int_equal(dnsguard_run_ready(&g), -EIO);
+        assert_int_equal(g.ready, p[0]); /* kept for dnsguard_run_stop() */
+
+        assert_int_equal(pipe2(p, O_CLOEXEC | O_NONBLOCK), 0);
+        close(g.ready);
+        g.ready = p[0];
+        assert_int_equal(write(p[1], "x", 1), 1); /* anything but '1' */
+        assert_int_equal(dnsguard_run_ready(&g), -EIO);
+        close(p[1]);
+        dnsguard_run_stop(&g); /* closes it */
+        assert_int_equal(g.ready, -1);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_backoff),
                 cmocka_unit_test(test_describe),
                 cmocka_unit_test(test_reap),
+                cmocka_unit_test(test_ready),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
