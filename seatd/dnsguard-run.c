@@ -35,40 +35,35 @@ static void reap(pid_t pid) {
                 ;
 }
 
-/* Until its pidfd says it exited, or TIMEOUT_MS. Without a pidfd: WNOHANG looks. */
-static bool exited_within(pid_t pid, int pidfd, int timeout_ms) {
-        if (pidfd >= 0) {
-                struct pollfd p = { .fd = pidfd, .events = POLLIN };
-                int64_t end = now_monotonic_ms() + timeout_ms;
-                for (;;) {
-                        int64_t left = end - now_monotonic_ms();
-                        int k = poll(&p, 1, left > 0 ? (int) left : 0);
-                        if (k > 0)
-                                return true;
-                        if (k == 0 || errno != EINTR)
-                                return false;
-                }
-        }
-        for (int waited = 0; waited < timeout_ms; waited += 20) {
-                if (waitpid(pid, NULL, WNOHANG) != 0) /* reaped here (reap() then finds none) */
+/* Until its pidfd (made at spawn, always there) says it exited, or TIMEOUT_MS. */
+static bool exited_within(int pidfd, int timeout_ms) {
+        struct pollfd p = { .fd = pidfd, .events = POLLIN };
+        int64_t end = now_monotonic_ms() + timeout_ms;
+        for (;;) {
+                int64_t left = end - now_monotonic_ms();
+                int k = poll(&p, 1, left > 0 ? (int) left : 0);
+                if (k > 0)
                         return true;
-                (void) usleep(20 * 1000);
+                if (k == 0 || errno != EINTR)
+                        return false;
         }
-        return false;
 }
 
-/* SIGTERM, and SIGKILL after DNSGUARD_STOP_GRACE_MS: a guard that is stopped or stuck must
- * not hold a release, a failed provision or seatd's exit (which all stop guards) forever. */
-void dnsguard_run_stop(DnsGuardProc *p) {
+/* Ends it (SIGTERM, then SIGKILL after grace_ms; at once with 0), reaps it, closes its fds. */
+static void stop(DnsGuardProc *p, int grace_ms) {
         if (p->lifeline >= 0)
                 close(p->lifeline);
         if (p->pid > 0) {
-                (void) kill(p->pid, SIGTERM);
-                if (!exited_within(p->pid, p->pidfd, DNSGUARD_STOP_GRACE_MS)) {
-                        log_warning("DNS guard %d did not exit within %d ms of SIGTERM: killed", (int) p->pid,
-                                    DNSGUARD_STOP_GRACE_MS);
-                        (void) kill(p->pid, SIGKILL);
+                bool gone = false;
+                if (grace_ms > 0) {
+                        (void) kill(p->pid, SIGTERM);
+                        gone = p->pidfd >= 0 && exited_within(p->pidfd, grace_ms);
+                        if (!gone)
+                                log_warning("DNS guard %d did not exit within %d ms of SIGTERM: killed", (int) p->pid,
+                                            grace_ms);
                 }
+                if (!gone)
+                        (void) kill(p->pid, SIGKILL);
                 reap(p->pid);
         }
         if (p->pidfd >= 0)
@@ -76,6 +71,16 @@ void dnsguard_run_stop(DnsGuardProc *p) {
         if (p->ready >= 0)
                 close(p->ready);
         *p = DNSGUARD_PROC_NONE;
+}
+
+/* SIGTERM, and SIGKILL after DNSGUARD_STOP_GRACE_MS: a guard that is stopped or stuck must
+ * not hold a release, a failed provision or seatd's exit (which all stop guards) forever. */
+void dnsguard_run_stop(DnsGuardProc *p) {
+        stop(p, DNSGUARD_STOP_GRACE_MS);
+}
+
+void dnsguard_run_kill(DnsGuardProc *p) {
+        stop(p, 0);
 }
 
 int64_t dnsguard_backoff(const int64_t *attempts, size_t n_attempts, int64_t now_ms) {
@@ -239,8 +244,7 @@ int dnsguard_run_start(const NetSeat *ns, const char *seat_id, DnsGuardProc *ret
                         break;
         }
         if (k <= 0 || r < 0) {
-                (void) kill(g.pid, SIGKILL);
-                dnsguard_run_stop(&g);
+                dnsguard_run_kill(&g);
                 char addr[INET_ADDRSTRLEN];
                 netdef_guard_address(ns, addr);
                 return seat_error_set(ret_error, k == 0 ? ETIMEDOUT : EIO,

@@ -61,3 +61,5 @@ int dnsguard_run_ready(DnsGuardProc *p);
 /* Stops (SIGTERM, SIGKILL after DNSGUARD_STOP_GRACE_MS) and reaps it; a no-op for
  * DNSGUARD_PROC_NONE. */
 void dnsguard_run_stop(DnsGuardProc *p);
+/* The same at once (SIGKILL, no grace): one that never came up, on the event loop. */
+void dnsguard_run_kill(DnsGuardProc *p);

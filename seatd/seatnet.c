@@ -7,7 +7,6 @@
 #include <limits.h>
 #include <net/if.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -407,9 +406,7 @@ static void guard_schedule(SeatNet *n, int64_t now, const char *why, bool *ret_f
 /* Under guard_lock: a guard that did not start is ended at once (SIGKILL: on the event loop
  * no stop may wait out a grace time), and its restart is scheduled. */
 static void guard_start_failed(SeatNet *n, int64_t now, const char *why, bool *ret_failed) {
-        if (n->guard.pid > 0)
-                (void) kill(n->guard.pid, SIGKILL);
-        dnsguard_run_stop(&n->guard);
+        dnsguard_run_kill(&n->guard);
         (void) snprintf(n->guard_last_exit, sizeof(n->guard_last_exit), "did not start: %s", why);
         guard_schedule(n, now, n->guard_last_exit, ret_failed);
 }
