@@ -6,7 +6,8 @@
 # and booted in a real TCG seat: systemd, dockerd, compose, four containers from images
 # that were in /var/lib/docker before the guest first booted. Then, through seatctl exec:
 # nmap from the attacker finds the victim's 22 and 80, hydra finds the weak SSH password,
-# the backend answers the victim and not the attacker (suricata: skipped, see below); the
+# suricata on the DMZ bridge logs the scan in eve.json, the backend answers the victim and
+# not the attacker; the
 # attacker container's traffic out of the guest meets the host's egress filter (an allowed
 # server of the egress tests' world answers, a blocked one is dropped and counted); a warm
 # reset gives a session with nothing of the first one, whose sealed archive opens with the
@@ -155,8 +156,8 @@ out=$(x /usr/lib/seatd/compose-ready 2>&1; echo "rc=$?")
 	not_ok "compose-ready passes in the READY seat (got '$out')"
 out=$(x docker ps --format '{{.Names}} {{.Status}}' 2>"$t/out" | sort | tr '\n' ';')
 diag "containers: $out"
-[[ $out == *"attacker Up"* && $out == *"backend Up"*"(healthy)"* && $out == *"victim Up"*"(healthy)"* ]] &&
-	ok "attacker, backend and victim are up (backend and victim healthy)" ||
+[[ $out == *"attacker Up"* && $out == *"backend Up"*"(healthy)"* && $out == *"sensor Up"*"(healthy)"* && $out == *"victim Up"*"(healthy)"* ]] &&
+	ok "attacker, backend, sensor and victim are up (backend, sensor and victim healthy)" ||
 	not_ok "the four containers are up and healthy (got '$out')"
 
 # ---------------------------------------------------------------- 4. the range works
@@ -183,9 +184,23 @@ else
 	diag_file "$t/hydra" "$t/out"
 fi
 
-# The sensor is not started (images/recipes/purple-range/compose.yaml): suricata 7 dies
-# with SIGILL in DPDK's librte_eal on seatd's qemu64 vCPU.
-skip "suricata logs the scan in eve.json" "the sensor is not started: suricata 7 (bookworm-backports) dies with SIGILL on seatd's qemu64 TCG vCPU"
+# The sensor watches br-dmz (suricata 7, af-packet): the scan above is its rule 9000001
+# (many SYNs from one source), hydra's logins its rule 9000002. eve.json is on the
+# guest's /var/log, in the seat's evidence_paths (section 6 opens it from the archive).
+EVE=/var/log/range/suricata/eve.json
+for _ in $(seq 1 60); do
+	x grep -c '"signature_id":9000001' "$EVE" >"$t/eve-n" 2>/dev/null
+	[[ $(<"$t/eve-n") =~ ^[1-9] ]] && break
+	sleep 2
+done
+x grep -m3 '"event_type":"alert"' "$EVE" >"$t/eve" 2>&1
+if [[ $(<"$t/eve-n") =~ ^[1-9] ]] && grep -q "\"src_ip\":\"$ATT\"" "$t/eve" && grep -q "\"dest_ip\":\"$VIC\"" "$t/eve"; then
+	ok "suricata logs the scan in eve.json: $(<"$t/eve-n") alerts 'RANGE port scan' from $ATT to $VIC"
+else
+	not_ok "suricata logs the scan in eve.json (alerts of rule 9000001: '$(<"$t/eve-n")')"
+	diag_file "$t/eve"
+	x docker logs --tail 30 sensor 2>&1 | diag_file /dev/stdin
+fi
 
 get_flag='exec 3<>/dev/tcp/'$BACK'/8080 && printf "GET /flag HTTP/1.0\r\n\r\n" >&3 && cat <&3'
 out=$(x docker exec victim timeout 20 bash -c "$get_flag" 2>"$t/out")
@@ -224,7 +239,8 @@ after=$(denied)
 # ---------------------------------------------------------------- 6. warm reset: a new session
 # The first session leaves a file, a container and a log line of its own; the seat is reset
 # from its saved state (made beside it, once the range was up in the standby machine). The
-# new session has none of them, and the first one's archive opens with the range's logs.
+# new session has none of them, and the first one's archive opens with the range's logs and
+# suricata's eve.json.
 mark=alice-$RANDOM$RANDOM
 x sh -c "echo $mark >/root/alice.txt && echo $mark >>/var/log/range/alice.log &&
 	docker run -d --name alice-box range/attacker sleep infinity >/dev/null && sync && echo written" >"$t/out" 2>&1
@@ -250,6 +266,10 @@ if [[ -n $arch ]] && "$CTL" evidence open "$arch" --key "$t/facilitator.key" --o
 	[[ -n $b && $(cat "$t/opened/$b") == *"$VIC_INT"* && -n $a && $(cat "$t/opened/$a") == "$mark" ]] &&
 		ok "the first session's archive opens and holds the range's logs (backend's log with the victim's request, $mark)" ||
 		{ not_ok "the first session's archive holds the range's logs (backend '$b', alice '$a')"; ls "$t/opened" | head -n 40 | diag_file /dev/stdin; }
+	e=$(member guest_var_log_range_suricata_eve.json)
+	[[ -n $e ]] && grep -q '"signature_id":9000001' "$t/opened/$e" &&
+		ok "the archive holds suricata's eve.json with the scan's alerts ($e)" ||
+		{ not_ok "the archive holds suricata's eve.json with the scan's alerts ('$e')"; ls "$t/opened" | grep -i -e suri -e eve | diag_file /dev/stdin; }
 else
 	not_ok "the first session's archive ($S-g1-*.seatdev) is sealed and opens (archive '${arch:-none}')"
 	diag_file "$t/out"
