@@ -69,10 +69,10 @@ watch_appliance() {
   local h q
   while :; do
     for h in $(pgrep -P "$seatd_pid" -x seatd-collect 2>/dev/null); do
-      [[ -z ${2:-} ]] || tr '\0' '\n' <"/proc/$h/cmdline" 2>/dev/null | grep -q -- "$2" || continue
+      [[ -z ${2:-} ]] || grep -q -- "$2" <<<"$(tr '\0' '\n' <"/proc/$h/cmdline" 2>/dev/null)" || continue
       for q in $(pgrep -P "$h" 2>/dev/null); do
         # the appliance itself, not libguestfs' earlier qemu -help/-version probes
-        [[ $(cat "/proc/$q/comm" 2>/dev/null) == qemu* ]] && tr '\0' '\n' <"/proc/$q/cmdline" 2>/dev/null | grep -qx -- -kernel || continue
+        [[ $(cat "/proc/$q/comm" 2>/dev/null) == qemu* ]] && grep -qx -- -kernel <<<"$(tr '\0' '\n' <"/proc/$q/cmdline" 2>/dev/null)" || continue
         { echo "helper_pid=$h"
           echo "helper_uid=$(awk '/^Uid:/ {print $2}' "/proc/$h/status")"
           echo "qemu_pid=$q"
@@ -175,14 +175,14 @@ nl=$(member 'guest_root_ev_new_line')
   && ok "names with '..' stay inside the directory as plain names" || { ls "$t/opened" >"$t/out"; not_ok "names with '..' stay plain names"; }
 sl=$(member guest_root_ev_shadowlink)
 [[ -n $sl && $(cat "$t/opened/$sl") == /etc/shadow ]] \
-  && man "[m for m in d['manifest']['members'] if m['name']=='$sl'][0]['role']" | grep -qx symlink \
+  && grep -qx symlink <<<"$(man "[m for m in d['manifest']['members'] if m['name']=='$sl'][0]['role']")" \
   && ok "a symlink to /etc/shadow is kept as a record of its target, never followed" || not_ok "a symlink to /etc/shadow is kept as a record, never followed"
 rl=$(member guest_root_ev_rootlink)
-[[ -n $rl && $(cat "$t/opened/$rl") == / ]] && ! ls "$t/opened" | grep -q guest_root_ev_rootlink_ \
+[[ -n $rl && $(cat "$t/opened/$rl") == / ]] && ! grep -q guest_root_ev_rootlink_ <<<"$(ls "$t/opened")" \
   && ok "a symlink to / is a record too: the walk does not go through it" || not_ok "a symlink to / is a record, not walked"
 big=$(member guest_root_ev_big)
 [[ -n $big && $(stat -c %s "$t/opened/$big") == 1048576 ]] \
-  && man "[m for m in d['manifest']['members'] if m['name']=='$big'][0]" | grep -q "'truncated': True, 'original_size': 3145728" \
+  && grep -q "'truncated': True, 'original_size': 3145728" <<<"$(man "[m for m in d['manifest']['members'] if m['name']=='$big'][0]")" \
   && ok "a 3 MiB file is cut at evidence_max_file_bytes (1 MiB), marked truncated, its real size kept" || { man "[m for m in d['manifest']['members'] if 'big' in m['name']]" >"$t/out"; not_ok "a 3 MiB file is cut at the per-file cap"; }
 big3=$(member guest_root_ev_zz-big3)
 total=$(man "d['manifest']['guest']['bytes']")
@@ -309,7 +309,7 @@ incomplete_with() { # ARCHIVE PATTERN OUTDIR: verifies; opens; guest incomplete,
   "$CTL" evidence verify "$1" --host-key "$t/state/trust/host.pub" >"$t/out" 2>&1 && grep -qE "^reason: +.*$2" "$t/out" &&
     "$CTL" --json evidence open "$1" --key "$t/facilitator.key" --out "$3" >"$3.json" 2>>"$t/out" &&
     [[ $(json_field "d['manifest']['guest']['complete']" <"$3.json") == False ]] &&
-    json_field "d['manifest']['guest']['reason']" <"$3.json" | grep -qE "$2"
+    grep -qE "$2" <<<"$(json_field "d['manifest']['guest']['reason']" <"$3.json")"
 }
 "$CTL" exec "$A" -- sh -c 'mkdir -p /root/ev && i=0; while [ $i -lt 40 ]; do dd if=/dev/urandom of=/root/ev/k$i bs=60k count=1 2>/dev/null; i=$((i + 1)); done; sync; echo written' >"$t/out" 2>&1
 grep -q written "$t/out" || not_ok "the guest wrote 40 files"

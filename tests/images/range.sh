@@ -129,7 +129,7 @@ S=$("$CTL" -q --json provision --image purple-range --participant alice --egress
 	python3 -c 'import json,sys; print(json.load(sys.stdin)["seats"][0]["id"])' 2>>"$t/out")
 rc=$?
 ready_ms=$((($(date +%s%N) - s0) / 1000000))
-if [[ $S =~ ^s[0-9a-f]{8}$ ]] && "$CTL" status "$S" 2>/dev/null | grep -Eq "^$S +ready "; then
+if [[ $S =~ ^s[0-9a-f]{8}$ ]] && grep -Eq "^$S +ready " <<<"$("$CTL" status "$S" 2>/dev/null)"; then
 	ok "provision --image purple-range: seat $S READY after $ready_ms ms (TCG: systemd, dockerd, compose, the readiness check)"
 else
 	not_ok "provision --image purple-range (rc=$rc, seat '$S')"

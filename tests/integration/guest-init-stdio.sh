@@ -36,7 +36,7 @@ run() {
 }
 # The reply lines with this id and type.
 reply() { grep -E "\"id\":$1[,}]" "$tmp/out" | grep -F "\"type\":\"$2\""; }
-has() { reply "$1" "$2" | grep -qF -- "$3"; }
+has() { grep -qF -- "$3" <<<"$(reply "$1" "$2")"; }
 b64() { printf '%s' "$1" | base64 -w0; }
 # All stdout data of an exec, decoded.
 stdout_of() {

@@ -310,7 +310,7 @@ audit=$(ls "$t/opened/"*audit* 2>/dev/null | head -1)
   && grep -q '"stdout_blake2b"' "$audit" && grep -q '"type":"end"' "$audit" \
   && ok "the archive's audit log holds the session's tool calls with their argv, results and output digests" \
   || { cp "$audit" "$t/out" 2>/dev/null; not_ok "the archive's audit log holds the session's tool calls"; }
-grep -qs "$MARK" "$t/opened/"*-guest_root_canary-lc && ! ls "$t/opened" | grep -qE -- '-guest_(etc_|var_|home_|usr_local_bin_)?canary-lc$' \
+grep -qs "$MARK" "$t/opened/"*-guest_root_canary-lc && ! grep -qE -- '-guest_(etc_|var_|home_|usr_local_bin_)?canary-lc$' <<<"$(ls "$t/opened")" \
   && ok "the archive holds the canary of /root (an evidence path) read from the old disk, not the others" || { ls "$t/opened" >"$t/out" 2>&1; not_ok "the archive holds the canary of /root read from the old disk"; }
 cp "$arch" "$t/flipped.seatdev"
 python3 -c 'import sys; p=sys.argv[1]; b=bytearray(open(p,"rb").read()); b[len(b)//2]^=1; open(p,"wb").write(b)' "$t/flipped.seatdev"
@@ -415,7 +415,7 @@ echo "killed seatd during the provision of ${new:-?} (paused; seatctl provision 
   && ok "seatd SIGKILLed while provisioning ${new:-?} (domain started, no token handed out)" || not_ok "seatd SIGKILLed while provisioning"
 seatd_start
 check_cmd "after restart: every seatd-* domain of ours has a seat in list, no orphaned seat directory, network or egress rules; every seat has both" consistent
-[[ -n $new ]] && ! seat_domains | grep -qx "$new" && nid=${new#seatd-}; ls -d "$t/state/evidence/quarantine/${nid%-g*}-orphan-"* >/dev/null 2>&1 \
+[[ -n $new ]] && ! grep -qx "$new" <<<"$(seat_domains)" && nid=${new#seatd-}; ls -d "$t/state/evidence/quarantine/${nid%-g*}-orphan-"* >/dev/null 2>&1 \
   && ok "the half-made seat's domain is gone and its files are set aside" || not_ok "the half-made seat's domain is gone and its files are set aside"
 good=1; : >"$t/out"
 for s in "$A" "$B" "$C"; do [[ $(state_of "$s") == ready ]] && seat_works "$s" || { good=0; echo "$s not adopted/working" >>"$t/out"; }; done
@@ -439,7 +439,7 @@ echo "killed seatd during the reset of $C (domain $old_id -> ${cur:-none}, pause
 [[ -n $cur && $cur != "$old_id" && $rrc != 0 ]] && ok "seatd SIGKILLed while resetting $C (new domain booting)" || not_ok "seatd SIGKILLed while resetting $C"
 seatd_start
 check_cmd "after restart: every seatd-* domain of ours has a seat in list, no orphaned seat directory, network or egress rules; every seat has both" consistent
-! listed_ids | grep -qx "$C" && ! seat_domains | grep -qE "^seatd-$C-g[0-9]+$" && kept "$C" \
+! grep -qx "$C" <<<"$(listed_ids)" && ! grep -qE "^seatd-$C-g[0-9]+$" <<<"$(seat_domains)" && kept "$C" \
   && ok "the half-reset seat is removed (not adopted), its old session kept in quarantine" || not_ok "the half-reset seat is removed, its old session kept in quarantine"
 good=1; : >"$t/out"
 for s in "$A" "$B"; do [[ $(state_of "$s") == ready ]] && seat_works "$s" || { good=0; echo "$s not adopted/working" >>"$t/out"; }; done

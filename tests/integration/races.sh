@@ -103,7 +103,7 @@ seatd_alive && ok "seatd still serves" || bail "seatd (pid $seatd_pid) is gone"
 if grep -q 'ThreadSanitizer' "$t/seatd.log"; then
   tsan_report; not_ok "no ThreadSanitizer report in seatd's log"
 else
-  if ldd "$SEATD" 2>/dev/null | grep -q libtsan; then ok "no ThreadSanitizer report in seatd's log (TSAN_OPTIONS=${TSAN_OPTIONS:-})"
+  if grep -q libtsan <<<"$(ldd "$SEATD" 2>/dev/null)"; then ok "no ThreadSanitizer report in seatd's log (TSAN_OPTIONS=${TSAN_OPTIONS:-})"
   else ok "no ThreadSanitizer report in seatd's log # SKIP this seatd is not built with -fsanitize=thread"; fi
 fi
 

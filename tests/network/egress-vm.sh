@@ -75,7 +75,7 @@ if ! nft list table inet seatd >/dev/null 2>&1 || [[ -z $(nft list table inet se
   nets=$("${VIRSH[@]}" net-list --name | grep -c '^seatd-s' || true)
   doms=$(seat_domains | wc -l)
   [[ $rc != 0 && $doms == 0 ]] && grep -qi 'egress\|nftables\|rules' "$t/out" && [[ -z $(ls "$t/state/seats") ]] &&
-    ! ip rule | grep -q "lookup $TABLE" \
+    ! grep -q "lookup $TABLE" <<<"$(ip rule)" \
     && ok "rules that cannot be installed: the seat does not start, nothing is left (domains $doms)" \
     || not_ok "rules that cannot be installed: the seat does not start (rc $rc, domains $doms, networks $nets)"
   kill "$holder_pid" 2>/dev/null; wait "$holder_pid" 2>/dev/null; holder_pid=
@@ -283,7 +283,7 @@ denied_case "$A" "after that restore the blocked server is dropped again" "${T[@
 seatd_stop
 write_conf false 600
 seatd_start
-"$CTL" list | grep -q "^$A " && ok "a restarted seatd adopts the seats with their networks" || not_ok "a restarted seatd adopts the seats"
+grep -q "^$A " <<<"$("$CTL" list)" && ok "a restarted seatd adopts the seats with their networks" || not_ok "a restarted seatd adopts the seats"
 allowed "$A" "after adoption the allowed server works" "${T[@]}" tcp "$WORLD_ALLOWED" 8080
 denied_case "$A" "after adoption the blocked server is dropped" "${T[@]}" tcp "$WORLD_BLOCKED" 8080
 nft flush chain inet seatd "out-$BRA"
@@ -341,7 +341,7 @@ C=$(awk 'NR==2 {print $1}' "$t/prov")
 GC=$(guest_ip "$C") HC=$(host_ip "$C") BRC=$(bridge_of "$C")
 UPH=${WORLD_NET:-10.255.0}.1 # the host's end of the test world's uplink: another address of the host
 diag "seat $C: guest $GC host $HC bridge $BRC; another host address: $UPH"
-nft list chain inet seatd "out-$BRC" | grep 'log prefix' | grep -q "seatd-deny $C \"\$" \
+grep -q "seatd-deny $C \"\$" <<<"$(nft list chain inet seatd "out-$BRC" | grep 'log prefix')" \
   && ok "without the group the seat's deny rules log to the kernel log (no group)" \
   || not_ok "without the group the seat's deny rules log to the kernel log: $(nft list chain inet seatd "out-$BRC" | grep 'log prefix')"
 dhcp_accepted() { # packets counted by the DHCP accept rule of the seat's host chain

@@ -28,7 +28,7 @@ harness_build "${1:?usage: $0 BUILD_DIR}"
 PROBE=$build/tests/network/guest-probe
 harness_vm_suite names-vm "$PROBE"
 need_cmd virsh ip nft python3 dnsmasq pgrep
-dnsmasq --version | grep -qw nftset || skip_all "this dnsmasq is built without nftset"
+grep -qw nftset <<<"$(dnsmasq --version)" || skip_all "this dnsmasq is built without nftset"
 
 # shellcheck source=world.sh
 . "$HARNESS_SRC/tests/network/world.sh"
@@ -234,7 +234,7 @@ else not_ok "reset of the seat with names"; fi
 # sets read back and watched; names resolve and connect, others do not.
 adopted_checks() { # WHAT
   local what=$1 p
-  "$CTL" list | grep -q "^$A " && ok "$what: the seat is adopted" || not_ok "$what: the seat is adopted"
+  grep -q "^$A " <<<"$("$CTL" list)" && ok "$what: the seat is adopted" || not_ok "$what: the seat is adopted"
   p=$(gfield pid)
   [[ $(gfield state) == running && $p == "$(guard_of)" && $(ps -o user= -p "$p" | tr -d ' ') == nobody ]] \
     && ok "$what: its guard runs again on $GA:53 as nobody (pid $p)" || not_ok "$what: its guard runs again ($(gfield state), pid $p)"

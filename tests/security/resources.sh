@@ -47,7 +47,7 @@ seatd_stop
 # This host has no AppArmor or SELinux driver for libvirt: a config that requires one
 # must refuse seats (and say why); one that requires DAC gets unprivileged, seccomp'd QEMUs.
 reserve=$((256 * 1024 * 1024))
-if virsh -c qemu:///system capabilities | grep -qE '<model>(apparmor|selinux)</model>'; then
+if grep -qE '<model>(apparmor|selinux)</model>' <<<"$(virsh -c qemu:///system capabilities)"; then
   diag "this host has MAC confinement for QEMU: the refusal case does not apply"
 else
   write_conf $reserve require_confinement=mac
@@ -103,7 +103,7 @@ as_qemu() { local u=$1 g=$2; shift 2; setpriv --reuid="$u" --regid="$g" --clear-
 [[ -n $uidA && $rA != 0 && $rB != 0 && $wA != 0 ]] \
   && ok "seat $A's QEMU uid cannot open seat $B's overlay, nor the other way round, nor write it" \
   || not_ok "one seat's QEMU uid opens the other's overlay (read $rA/$rB, write $wA)"
-as_qemu "$uidB" "$gidB" head -c 4 "$ovB" 2>"$t/out" | grep -q QFI \
+grep -q QFI <<<"$(as_qemu "$uidB" "$gidB" head -c 4 "$ovB" 2>"$t/out")" \
   && [[ $(stat -c '%u:%g %a' "$ovA" "$ovB" | sort -u | wc -l) == 2 && $(stat -c '%u:%g %a' "$ovB") == "$uidB:$gidB 600" ]] \
   && ok "control: seat $B's own QEMU uid opens its overlay (owned $uidB:$gidB, 0600; nobody else's)" \
   || not_ok "control: each overlay belongs to its own seat's QEMU uid, 0600"

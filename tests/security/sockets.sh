@@ -156,7 +156,7 @@ out=$(as_nobody timeout 20 "$CTL" --socket "$t/facilitator.sock" events --count 
 out=$(as_nobody "$CTL" --socket "$t/facilitator.sock" --json metrics 2>&1)
 json_field '",".join(sorted(d)) + " " + str(d["latency"]["reset"]["buckets"][-1])' <<<"$out" >"$t/m" 2>&1
 [[ $(cat "$t/m") == "calls_total,egress_denied_packets,host,latency,pools,seal,seats_by_state ['+Inf', 0]" ]] \
-  && "$CTL" metrics | grep -q "^sealing    0 waiting, 0 failed" \
+  && grep -q "^sealing    0 waiting, 0 failed" <<<"$("$CTL" metrics)" \
   && ok "seatctl metrics (--json, and as text for the operator): latencies, calls, denied packets, seal queue, pools, host" \
   || { { echo "$out"; cat "$t/m"; } >"$t/out"; not_ok "seatctl metrics"; }
 cat >"$t/events9.py" <<'PY'

@@ -35,7 +35,7 @@ shell_cmd="env SEATD_SOCKET=$SEATD_SOCKET $CTL --token-file $t/token shell $seat
 # pane_has WINDOW REGEX: until the window shows it (3 minutes at most).
 pane_has() {
         for _ in $(seq 1 1800); do
-                tm capture-pane -p -t "$1" 2>/dev/null | grep -Eq -- "$2" && return 0
+                grep -Eq -- "$2" <<<"$(tm capture-pane -p -t "$1" 2>/dev/null)" && return 0
                 sleep 0.1
         done
         return 1
@@ -59,7 +59,7 @@ sleep 2
 tm send-keys -t w1 C-c
 keys w1 'echo INTR-$((1 + 1))'
 check "Ctrl-C interrupts the sleep (the shell is back)" 'pane_has w1 "^INTR-2"' || dump_pane w1
-check "... and the command after the interrupted sleep did not run" '! tm capture-pane -p -t w1 | grep -q "^AFTER-42"'
+check "... and the command after the interrupted sleep did not run" '! grep -q "^AFTER-42" <<<"$(tm capture-pane -p -t w1)"'
 keys w1 'vi /tmp/vi-test'
 # busybox vi fills the rows below the text with '~' and shows the file's name.
 check "vi draws its full screen" 'pane_has w1 "^~" && (( $(tm capture-pane -p -t w1 | grep -c "^~") > 20 ))' || dump_pane w1
