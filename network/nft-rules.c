@@ -116,8 +116,14 @@ int nft_seat_spec_validate(const NftSeatSpec *spec, SeatError **ret_error) {
 const char *const nft_name_refused_ipv4[] = {
         "10.0.0.0/8", "100.64.0.0/10", "172.16.0.0/12", "192.168.0.0/16", NULL,
 };
+/* IPv6: unique-local (fc00::/7, where clouds put their IPv6 metadata service,
+ * fd00:ec2::254) and the deprecated site-local fec0::/10; the unspecified address; and
+ * prefixes that carry an IPv4 address, so that an AAAA answer cannot smuggle a private or
+ * metadata IPv4 destination past the IPv4 lists: IPv4-mapped (::ffff:0:0/96) and the
+ * NAT64 prefixes (64:ff9b::/96, 64:ff9b:1::/48). Written as nft prints them ("::ffff:
+ * 0.0.0.0"), since the rules are read back and compared as text. */
 const char *const nft_name_refused_ipv6[] = {
-        "fc00::/7", NULL,
+        "::", "::ffff:0.0.0.0/96", "64:ff9b::/96", "64:ff9b:1::/48", "fc00::/7", "fec0::/10", NULL,
 };
 
 void nft_name_set_name(int family, int index, const char *bridge, char buf[static NFT_SET_NAME_MAX + 1]) {

@@ -68,10 +68,13 @@ fi
 world_lock || { echo "Bail out! cannot take the egress test lock"; exit 1; }
 WORLD_NS=seatd-nn-out WORLD_NET=10.255.214
 PRIVATE=$WORLD_NET.2 # the world's end of the uplink: private, and reachable behind it
+V6_PUBLIC=2001:db8:10::10 # only ever an answer's data: no packet is sent to it
 WORLD_ZONE+=(a.wild.test=$WORLD_ALLOWED b.c.wild.test=$WORLD_ALLOWED wild.test=$WORLD_ALLOWED
         private.test=$PRIVATE hostaddr.test=$HOST
         cname-in.allowed.test=cname:a.wild.test cname-out.allowed.test=cname:blocked.test
-        malformed.allowed.test=malformed oversized.allowed.test=oversized)
+        malformed.allowed.test=malformed oversized.allowed.test=oversized
+        v6.test=$V6_PUBLIC ula.test=fd00:ec2::254 mapped.test=::ffff:169.254.169.254
+        nat64.test=64:ff9b::a9fe:a9fe linklocal.test=fe80::1)
 TMP=$(mktemp -d /tmp/seatd-names.XXXXXX)
 WORLD_DIR=$TMP/world
 DNSMASQ_PID= GUARD_PID=
@@ -99,11 +102,17 @@ trap 'exit 130' INT TERM
 
 cat >"$TMP/names.profile" <<EOF
 dns $WORLD_DNS
+ipv6 allow
 allow name allowed.test tcp port 8080
 allow name *.wild.test tcp port 8080
 allow name metadata.test tcp port 80
 allow name private.test tcp port 8080
 allow name hostaddr.test tcp port 2222
+allow name v6.test tcp port 8080
+allow name ula.test tcp port 8080
+allow name mapped.test tcp port 8080
+allow name nat64.test tcp port 8080
+allow name linklocal.test tcp port 8080
 EOF
 SEAT+=(--profile "$TMP/names.profile")
 
@@ -322,6 +331,37 @@ if in_any_set "$WORLD_BLOCKED|198.51.100.1[12]"; then
 else ok "over TCP: nothing of those answers was added to a set"; fi
 if ps -o user= -p "$GUARD_PID" | grep -qx nobody; then ok "the guard runs as nobody"
 else not_ok "the guard runs as nobody: $(ps -o user=,cmd= -p "$GUARD_PID")"; fi
+
+# 4c. IPv6 names ("ipv6 allow"): an AAAA answer's address goes into the name's IPv6 set
+# (n6<I>-BR), and status lists it; AAAA answers with the IPv6 metadata address (a ULA),
+# an IPv4-mapped or NAT64 form of 169.254.169.254, or a link-local address get NXDOMAIN
+# and add nothing. Only DNS is sent (over IPv4, to the seat's resolver): the world has no
+# IPv6, so no connection to the address is tried.
+set6_of() { local s; s=$(set_of "$1"); echo "n6${s#n4}"; }
+aaaa() { ip netns exec $NS python3 "$HERE/netprobe.py" query-aaaa $HOST "$1" >"$TMP/probe.out" 2>&1; }
+if aaaa v6.test && grep -qx "rcode=NOERROR" "$TMP/probe.out" && grep -qx "aaaa=$V6_PUBLIC" "$TMP/probe.out"; then
+        ok "v6.test: the AAAA answer ($V6_PUBLIC) reaches the guest"
+else not_ok "v6.test: the AAAA answer reaches the guest: $(out)"; fi
+if in_set "$(set6_of v6.test)" "$V6_PUBLIC"; then ok "v6.test: $V6_PUBLIC is in the name's IPv6 set $(set6_of v6.test)"
+else not_ok "v6.test: $V6_PUBLIC is in its IPv6 set: $(nft list set inet seatd "$(set6_of v6.test)" 2>&1)"; fi
+if "$NFTEST" names "${SEAT[@]}" >"$TMP/names6.json" &&
+        python3 - "$TMP/names6.json" "$V6_PUBLIC" <<'EOF'; then
+import json, sys
+names = {n["name"]: n for n in json.load(open(sys.argv[1]))}
+a = names["v6.test"]
+assert [x["address"] for x in a["addresses"]] == [sys.argv[2]], a
+assert 0 < a["addresses"][0]["expires_s"] <= 300, a
+EOF
+        ok "status lists v6.test's IPv6 address with its expiry"
+else not_ok "status lists v6.test's IPv6 address: $(cat "$TMP/names6.json")"; fi
+for case in ula.test=fd00:ec2::254 mapped.test=::ffff:169.254.169.254 nat64.test=64:ff9b::a9fe:a9fe linklocal.test=fe80::1; do
+        name=${case%%=*} addr=${case#*=}
+        if aaaa $name && grep -qx "rcode=NXDOMAIN" "$TMP/probe.out"; then ok "$name (AAAA $addr) gets NXDOMAIN"
+        else not_ok "$name (AAAA $addr) gets NXDOMAIN: $(out)"; fi
+        if nft list set inet seatd "$(set6_of $name)" 2>/dev/null | grep -q "elements"; then
+                not_ok "$name: something was added to its IPv6 set: $(nft list set inet seatd "$(set6_of $name)")"
+        else ok "$name: its IPv6 set stays empty"; fi
+done
 
 # 5. Tamper: the set flushed behind seatd's back is detected, and installing repairs it.
 "$NFTEST" watch "${SEAT[@]}" --timeout-ms 5000 --interval-ms 60000 >"$TMP/watch.out" 2>&1 &

@@ -17,9 +17,12 @@ is bounded and every connection has a timeout. The clients are guest-probe's.
   serve-dns ADDR NAME=VALUE...
                              UDP and TCP 53: A queries for the NAMEs answered (TTL 60),
                              NXDOMAIN for any other name, FORMERR for what is not a plain
-                             query. VALUE: an IPv4 address; "cname:TARGET" (the chain
+                             query. VALUE: an IPv4 address; an IPv6 address (answers
+                             AAAA queries; an A query gets no records); "cname:TARGET" (the chain
                              followed through the zone in one answer); "malformed" (a
                              count that lies); "oversized" (6000 bytes)
+  query-aaaa SERVER NAME     one AAAA query over UDP (2 s): prints "rcode=N" and one
+                             "aaaa=ADDR" a record; exits 0 when an answer came
   serve-record ADDR PORT LOG UDP: appends one line per datagram to LOG:
                              "key=KEY port=PORT src=ADDR" (KEY from a guest-probe payload
                              "seatd-probe key=KEY ...", "-" otherwise); never replies
@@ -196,9 +199,13 @@ def dns_reply(names, q, qd_end, name, qtype):
         count += 1
         owner = dns_name(name)
         value = names.get(name)
-    if qtype == 1 and value is not None and not value.startswith("cname:"):
-        answers += dns_rr(owner, 1, socket.inet_aton(value))
-        count += 1
+    if value is not None and not value.startswith("cname:"):
+        if qtype == 1 and ":" not in value:
+            answers += dns_rr(owner, 1, socket.inet_aton(value))
+            count += 1
+        elif qtype == 28 and ":" in value:
+            answers += dns_rr(owner, 28, socket.inet_pton(socket.AF_INET6, value))
+            count += 1
     return q[:2] + b"\x81\x80" + struct.pack("!HHHH", 1, count, 0, 0) + question + answers
 
 
@@ -272,7 +279,50 @@ def serve_record(addr, port, log):
         os.write(fd, ("key=%s port=%s src=%s\n" % (key, port, peer[0])).encode())
 
 
+def query_aaaa(server, name):
+    """The guest's side of an AAAA lookup (guest-probe asks for A records only)."""
+    qid = os.getpid() & 0xFFFF
+    q = struct.pack("!HHHHHH", qid, 0x0100, 1, 0, 0, 0) + dns_name(name) + struct.pack("!HH", 28, 1)
+    fam, sa = sockaddr(server, 53)
+    s = socket.socket(fam, socket.SOCK_DGRAM)
+    s.settimeout(2)
+    s.sendto(q, sa)
+    try:
+        m = s.recv(4096)
+    except OSError as e:
+        print("reason=timeout (%s)" % e)
+        return 1
+    if len(m) < 12 or struct.unpack("!H", m[:2])[0] != qid:
+        print("reason=malformed")
+        return 1
+    print("rcode=%s" % {0: "NOERROR", 2: "SERVFAIL", 3: "NXDOMAIN", 5: "REFUSED"}.get(m[3] & 15, m[3] & 15))
+    an = struct.unpack("!H", m[6:8])[0]
+    off = 12
+    while off < len(m) and m[off] != 0:  # the question's name (no pointers in a question)
+        off += 1 + m[off]
+    off += 5
+    for _ in range(min(an, 64)):
+        if off + 2 > len(m):
+            break
+        if m[off] & 0xC0 == 0xC0:
+            off += 2
+        else:
+            while off < len(m) and m[off] != 0:
+                off += 1 + m[off]
+            off += 1
+        if off + 10 > len(m):
+            break
+        rtype, _, _, rdlen = struct.unpack("!HHIH", m[off:off + 10])
+        off += 10
+        if rtype == 28 and rdlen == 16 and off + 16 <= len(m):
+            print("aaaa=%s" % socket.inet_ntop(socket.AF_INET6, m[off:off + 16]))
+        off += rdlen
+    return 0
+
+
 def main(argv):
+    if len(argv) == 4 and argv[1] == "query-aaaa":
+        return query_aaaa(argv[2], argv[3])
     servers = {"serve-tcp": serve_tcp, "serve-udp": serve_udp, "serve-udp-stream": serve_udp_stream, "serve-dns": serve_dns, "serve-record": serve_record}
     if len(argv) < 2 or argv[1] not in servers:
         sys.stderr.write(__doc__)

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <arpa/inet.h>
 #include <string.h>
 #include <cmocka.h>
 
@@ -311,6 +312,50 @@ static void test_outside_chain_and_rebinding(void **state) {
         }
 }
 
+/* AAAA answers: a public address passes; the IPv6 ranges a name may not open get NXDOMAIN,
+ * among them the prefixes that carry an IPv4 address (mapped, NAT64) and the ULA where
+ * clouds serve their IPv6 metadata (fd00:ec2::254). */
+static void test_aaaa(void **state) {
+        static const struct {
+                const char *addr;
+                DnsgVerdict want;
+        } cases[] = {
+                { "2001:db8:10::10", DNSG_PASS },         { "2a00:1450::1", DNSG_PASS },
+                { "fd00:ec2::254", DNSG_NXDOMAIN },       { "fc00::1", DNSG_NXDOMAIN },
+                { "fe80::1", DNSG_NXDOMAIN },             { "::1", DNSG_NXDOMAIN },
+                { "::", DNSG_NXDOMAIN },                  { "ff02::1", DNSG_NXDOMAIN },
+                { "::ffff:169.254.169.254", DNSG_NXDOMAIN }, { "::ffff:10.0.0.1", DNSG_NXDOMAIN },
+                { "64:ff9b::a9fe:a9fe", DNSG_NXDOMAIN },  { "64:ff9b:1::a00:1", DNSG_NXDOMAIN },
+                { "fec0::1", DNSG_NXDOMAIN },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                static uint8_t out[DNSG_MSG_MAX];
+                uint8_t a6[16], rcode = 0;
+                size_t len = 0;
+                const char *why = NULL;
+                Msg q, m;
+                DnsgQuery dq;
+
+                header(&q, CLIENT_ID, 0x01, 0, 0, 0);
+                q.b[3] = 0;
+                put_name(&q, "allowed.test");
+                put16(&q, 28), put16(&q, 1);
+                assert_int_equal(dnsg_parse_query(q.b, q.n, &dq), 0);
+                assert_int_equal(dq.qtype, 28);
+
+                assert_int_equal(inet_pton(AF_INET6, cases[i].addr, a6), 1);
+                header(&m, UP_ID, 0x81, 1, 0, 0);
+                put_name(&m, "allowed.test");
+                put16(&m, 28), put16(&m, 1);
+                rr(&m, "", 28, 16);
+                memcpy(m.b + m.n, a6, 16);
+                m.n += 16;
+                DnsgVerdict v = dnsg_check_answer(&policy, &dq, UP_ID, m.b, m.n, out, &len, &rcode, &why);
+                if (v != cases[i].want)
+                        fail_msg("AAAA %s: verdict %d, want %d (%s)", cases[i].addr, v, cases[i].want, why ? why : "-");
+        }
+}
+
 static void test_header_checks(void **state) {
         const char *why = NULL;
         Msg m;
@@ -364,7 +409,7 @@ int main(void) {
                 cmocka_unit_test(test_cname_allowed), cmocka_unit_test(test_cname_disallowed),
                 cmocka_unit_test(test_cname_loops),   cmocka_unit_test(test_pointer_loops),
                 cmocka_unit_test(test_counts_lie),    cmocka_unit_test(test_oversize),
-                cmocka_unit_test(test_outside_chain_and_rebinding),
+                cmocka_unit_test(test_outside_chain_and_rebinding), cmocka_unit_test(test_aaaa),
                 cmocka_unit_test(test_header_checks), cmocka_unit_test(test_queries),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
