@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -19,6 +21,27 @@ struct CtlClient {
         FrameReader *reader;
         int64_t next_id;
 };
+
+int ctl_parse_user(const char *s, int64_t *ret_uid, int64_t *ret_gid) {
+        char *end = NULL;
+        errno = 0;
+        unsigned long long u = strtoull(s, &end, 10), g;
+        /* strtoull takes "-1" as ULLONG_MAX and leading blanks: digits only */
+        if (errno || end == s || *s < '0' || *s > '9' || u > 4294967294ULL)
+                return -EINVAL;
+        g = u;
+        if (*end == ':') {
+                const char *gs = end + 1;
+                g = strtoull(gs, &end, 10);
+                if (errno || end == gs || *gs < '0' || *gs > '9' || g > 4294967294ULL)
+                        return -EINVAL;
+        }
+        if (*end)
+                return -EINVAL;
+        *ret_uid = (int64_t) u;
+        *ret_gid = (int64_t) g;
+        return 0;
+}
 
 /* A participant's token comes from a file or the environment, never from argv (argv is
  * visible to every user of the host in /proc). */

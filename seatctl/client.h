@@ -21,6 +21,9 @@ void ctl_client_shutdown(CtlClient *c);
 /* A participant's token: token_file (--token-file), else $SEATD_TOKEN; *ret = NULL when
  * neither is given (the caller is an operator). */
 int ctl_load_token(const char *token_file, char **ret, SeatError **ret_error);
+/* --user UID[:GID] of exec, shell and mcp: the guest user a command runs as (a UID alone
+ * brings the GID of the same number). -EINVAL unless numbers up to 4294967294. */
+int ctl_parse_user(const char *s, int64_t *ret_uid, int64_t *ret_gid);
 DEFINE_TRIVIAL_CLEANUP_FUNC(CtlClient *, ctl_client_free)
 
 /* Called for progress and other events of the request; < 0 aborts. */

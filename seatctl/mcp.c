@@ -355,27 +355,6 @@ static void mcp_usage(FILE *f) {
                 "See docs/mcp.md for the JSON block an MCP client's configuration takes.\n");
 }
 
-static int parse_user(const char *s, McpServer *srv) {
-        char *end = NULL;
-        errno = 0;
-        unsigned long long u = strtoull(s, &end, 10), g;
-        if (errno || end == s || u > 4294967294ULL)
-                return -EINVAL;
-        g = u;
-        if (*end == ':') {
-                const char *gs = end + 1;
-                g = strtoull(gs, &end, 10);
-                if (errno || end == gs || g > 4294967294ULL)
-                        return -EINVAL;
-        }
-        if (*end)
-                return -EINVAL;
-        srv->have_uid = true;
-        srv->uid = (int64_t) u;
-        srv->gid = (int64_t) g;
-        return 0;
-}
-
 int verb_mcp(int argc, char *argv[], SeatError **ret_error) {
         static const struct option options[] = {
                 { "user", required_argument, NULL, 'u' },
@@ -389,8 +368,9 @@ int verb_mcp(int argc, char *argv[], SeatError **ret_error) {
         while ((c = getopt_long(argc, argv, "+hu:", options, NULL)) >= 0)
                 switch (c) {
                 case 'u':
-                        if (parse_user(optarg, &srv) < 0)
+                        if (ctl_parse_user(optarg, &srv.uid, &srv.gid) < 0)
                                 return seat_error_set(ret_error, EINVAL, "mcp: --user takes UID or UID:GID (numbers up to 4294967294), not '%s'", optarg), 2;
+                        srv.have_uid = true;
                         break;
                 case 'T':
                         if (mcp_transfer_enable(optarg) < 0)

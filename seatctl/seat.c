@@ -376,6 +376,9 @@ static void exec_usage(FILE *f) {
                 "                      agent's, 16 MiB; beyond it output is dropped, 'truncated')\n"
                 "  --cwd DIR           its working directory in the guest (default /)\n"
                 "  --env NAME=VALUE    set a variable for it (repeatable)\n"
+                "  --user UID[:GID]    the guest user it runs as (default 0, the guest's root; a\n"
+                "                      UID alone brings the GID of the same number): the image's\n"
+                "                      own permissions then apply, e.g. a read-only system\n"
                 "  -i, --interactive   stream stdin to the command as it comes (no size cap)\n"
                 "  -t, --tty           run the command on a terminal (window size follows this one;\n"
                 "                      implies -i)\n"
@@ -444,10 +447,11 @@ static int exec_options(int argc, char *argv[], json_object *p, json_object *env
                 { "env", required_argument, NULL, 'e' },     { "json", no_argument, NULL, 'j' },
                 { "quiet", no_argument, NULL, 'q' },         { "help", no_argument, NULL, 'h' },
                 { "interactive", no_argument, NULL, 'i' },   { "tty", no_argument, NULL, 't' },
-                { "max-output", required_argument, NULL, 'M' },
+                { "max-output", required_argument, NULL, 'M' }, { "user", required_argument, NULL, 'u' },
                 {},
         };
         uint64_t max_output;
+        int64_t uid, gid;
         int c;
         optind = 0;
         /* ':' and opterr = 0: our own messages; getopt's would name SEAT as the program
@@ -468,6 +472,15 @@ static int exec_options(int argc, char *argv[], json_object *p, json_object *env
                                 return CTL_EXEC_FAILED;
                         }
                         json_object_object_add(p, "max_output", json_object_new_int64((int64_t) max_output));
+                        break;
+                case 'u':
+                        if (ctl_parse_user(optarg, &uid, &gid) < 0) {
+                                fprintf(stderr, "seatctl: exec: --user takes UID or UID:GID (numbers up to 4294967294), not '%s'\n",
+                                        optarg);
+                                return CTL_EXEC_FAILED;
+                        }
+                        json_object_object_add(p, "uid", json_object_new_int64(uid));
+                        json_object_object_add(p, "gid", json_object_new_int64(gid));
                         break;
                 case 'j': ctl_opts.json = true; break;
                 case 'q': ctl_opts.quiet = true; break;
@@ -601,6 +614,7 @@ static void shell_usage(FILE *f) {
                 "\n"
                 "  --cwd DIR           its working directory in the guest (default /)\n"
                 "  --env NAME=VALUE    set a variable for it (repeatable)\n"
+                "  --user UID[:GID]    the guest user it runs as (default 0, the guest's root)\n"
                 "  --timeout SECONDS   end it then (default: seatd's exec_max_timeout)\n");
 }
 

@@ -139,7 +139,15 @@ else
 fi
 grep -Eo "seat '$S': the image's readiness check passed after [0-9]+ tries" "$t/seatd.log" | tail -n1 | diag_file /dev/stdin
 
-x() { "$CTL" exec --timeout 600 "$S" -- "$@"; }
+# x [--OPTION VALUE]... [--] COMMAND...: seatctl exec in the seat; every call is counted in
+# $t/calls (section 6: each is in the session's audit log).
+x() {
+	local o=()
+	while [[ ${1-} == --?* ]]; do o+=("$1" "$2"); shift 2; done
+	[[ ${1-} == -- ]] && shift
+	echo "$*" >>"$t/calls"
+	"$CTL" exec --timeout 600 "${o[@]}" "$S" -- "$@"
+}
 # The slot's standby machine boots the range beside the seat until its state is saved
 # (section 6 resets from it): wait for it, so that the checks below (hydra's SSH logins
 # time out) do not share the two cores with a second TCG boot.
@@ -246,6 +254,20 @@ x sh -c "echo $mark >/root/alice.txt && echo $mark >>/var/log/range/alice.log &&
 	docker run -d --name alice-box range/attacker sleep infinity >/dev/null && sync && echo written" >"$t/out" 2>&1
 grep -q written "$t/out" && ok "the first session wrote /root/alice.txt, /var/log/range/alice.log and started a container alice-box" ||
 	{ not_ok "the first session leaves a file, a log line and a container"; diag_file "$t/out"; }
+# The seed's acceptance tests (../shared/seeds, as lifecycle.sh runs them on the test
+# image) on the range image: a tool run as the guest's unprivileged user finds the system
+# read-only and /tmp writable; what it writes is gone after the reset; every call of the
+# session is in its audit log (checked in the archive below).
+out=$(x --user 65534 -- sh -c 'id -u; echo x >/usr/local/bin/pwned-range' 2>&1; echo "rc=$?")
+x test -e /usr/local/bin/pwned-range
+rc=$?
+[[ $out == 65534*"Permission denied"* && $out != *rc=0 && $rc == 1 ]] &&
+	ok "seed acceptance 1: a tool as the guest's user 65534 cannot write /usr/local/bin ($(grep -o 'Permission denied' <<<"$out" | head -n1))" ||
+	not_ok "seed acceptance 1: writing /usr/local/bin as 65534 is denied (got '$(tr '\n' ' ' <<<"$out")', test -e rc=$rc)"
+out=$(x --user 65534 -- sh -c "echo $mark >/tmp/volatile-range && cat /tmp/volatile-range" 2>&1)
+[[ $out == "$mark" ]] && ok "the same user writes /tmp (/tmp/volatile-range)" ||
+	not_ok "the same user writes /tmp (got '$out')"
+calls_s1=$(grep -c . "$t/calls")
 standby=$(field warm_standby)
 s0=$(date +%s%N)
 "$CTL" reset "$S" >"$t/out" 2>&1
@@ -258,6 +280,12 @@ out=$(x sh -c 'ls /root; cat /var/log/range/alice.log 2>/dev/null; docker ps -a 
 [[ $out != *alice* && $out == *attacker* && $out == *victim* && $out == *backend* ]] &&
 	ok "the new session has none of the first one's file, log line or container (the range is there): $(tr '\n' ' ' <<<"$out")" ||
 	not_ok "the new session has nothing of the first one (got '$(tr '\n' ' ' <<<"$out")')"
+out=$(x sh -c 'ls /tmp/volatile-range /usr/local/bin/pwned-range 2>&1; echo listed')
+if [[ $out == *volatile-range*"No such file"*"pwned-range"*"No such file"*listed ]]; then
+	ok "seed acceptance 3: the first session's /tmp/volatile-range is gone after the reset"
+else
+	not_ok "seed acceptance 3: the first session's /tmp file is gone after the reset (got '$(tr '\n' ' ' <<<"$out")')"
+fi
 arch=
 for _ in $(seq 1 600); do arch=$(ls "$t/archives/$S-g1-"*.seatdev 2>/dev/null | head -n1); [[ -n $arch ]] && break; sleep 1; done
 if [[ -n $arch ]] && "$CTL" evidence open "$arch" --key "$t/facilitator.key" --out "$t/opened" >"$t/out" 2>&1; then
@@ -266,6 +294,23 @@ if [[ -n $arch ]] && "$CTL" evidence open "$arch" --key "$t/facilitator.key" --o
 	[[ -n $b && $(cat "$t/opened/$b") == *"$VIC_INT"* && -n $a && $(cat "$t/opened/$a") == "$mark" ]] &&
 		ok "the first session's archive opens and holds the range's logs (backend's log with the victim's request, $mark)" ||
 		{ not_ok "the first session's archive holds the range's logs (backend '$b', alice '$a')"; ls "$t/opened" | head -n 40 | diag_file /dev/stdin; }
+	au=$(ls "$t/opened" | grep -m1 audit)
+	if [[ -n $au ]] && python3 - "$t/opened/$au" "$calls_s1" >"$t/out" 2>&1 <<'EOF'; then
+import json, sys
+recs = [json.loads(l) for l in open(sys.argv[1])]
+starts = [r for r in recs if r["type"] == "exec.start"]
+ends = [r["data"]["start"] for r in recs if r["type"] == "exec.end"]
+assert sorted(ends) == sorted(r["seq"] for r in starts), ("every exec.start has its exec.end", len(starts), len(ends))
+assert len(starts) == int(sys.argv[2]), ("calls made", sys.argv[2], "exec.start records", len(starts))
+as_user = [r["data"] for r in starts if r["data"].get("guest_uid") == 65534]
+assert len(as_user) == 2 and "/usr/local/bin/pwned-range" in " ".join(as_user[0]["argv"]), as_user
+print(len(starts))
+EOF
+		ok "seed acceptance 2: the archive's audit log holds every call of the first session ($(<"$t/out") exec.start, each with its exec.end; the two as user 65534 say so)"
+	else
+		not_ok "seed acceptance 2: every call of the first session ($calls_s1) is in the archive's audit log ('$au')"
+		diag_file "$t/out"
+	fi
 	e=$(member guest_var_log_range_suricata_eve.json)
 	[[ -n $e ]] && grep -q '"signature_id":9000001' "$t/opened/$e" &&
 		ok "the archive holds suricata's eve.json with the scan's alerts ($e)" ||

@@ -82,6 +82,15 @@ done
 run exec-token "${NONE[@]}" --token x exec s1 -- true
 [[ $(rc exec-token) == 125 ]] || bad+=" '--token x exec' gave $(rc exec-token);"
 [[ -z $bad ]] && ok "exec bad usage (before or after the verb, --token): 125" || not_ok "exec bad usage: 125 ($bad)"
+# --user: numbers only, checked before anything is sent (seatd is not even asked).
+bad=
+for u in abc -1 " 5" 4294967295 1:x 1: :1 1:2:3 ""; do
+        run exec-user "${NONE[@]}" exec --user "$u" s1 -- true
+        [[ $(rc exec-user) == 125 ]] && grep -q "exec: --user takes UID or UID:GID" "$t/exec-user.err" || bad+=" '$u' gave $(rc exec-user);"
+done
+run exec-user-ok "${NONE[@]}" exec --user 65534:65534 s1 -- true
+grep -q "seatd is not running" "$t/exec-user-ok.err" || bad+=" '65534:65534' was refused: $(head -c 200 "$t/exec-user-ok.err");"
+[[ -z $bad ]] && ok "exec --user: a bad UID[:GID] is refused with 125 and what it takes" || not_ok "exec --user refuses bad values ($bad)"
 run exec-help "${NONE[@]}" exec --help
 [[ $(rc exec-help) == 0 ]] && grep -q "125" "$t/exec-help.out" && ok "exec --help: 0, and it documents 125" \
         || not_ok "exec --help: 0, and it documents 125 (got $(rc exec-help))"
