@@ -145,7 +145,8 @@ x() {
 	local o=()
 	while [[ ${1-} == --?* ]]; do o+=("$1" "$2"); shift 2; done
 	[[ ${1-} == -- ]] && shift
-	echo "$*" >>"$t/calls"
+	local c="$*"
+	printf '%s\n' "${c//$'\n'/\\n}" >>"$t/calls" # one line a call (a script may hold newlines)
 	"$CTL" exec --timeout 600 "${o[@]}" "$S" -- "$@"
 }
 # The slot's standby machine boots the range beside the seat until its state is saved
@@ -295,12 +296,16 @@ if [[ -n $arch ]] && "$CTL" evidence open "$arch" --key "$t/facilitator.key" --o
 		ok "the first session's archive opens and holds the range's logs (backend's log with the victim's request, $mark)" ||
 		{ not_ok "the first session's archive holds the range's logs (backend '$b', alice '$a')"; ls "$t/opened" | head -n 40 | diag_file /dev/stdin; }
 	au=$(ls "$t/opened" | grep -m1 audit)
-	if [[ -n $au ]] && python3 - "$t/opened/$au" "$calls_s1" >"$t/out" 2>&1 <<'EOF'; then
+	if [[ -n $au ]] && python3 - "$t/opened/$au" "$calls_s1" "$t/calls" >"$t/out" 2>&1 <<'EOF'; then
 import json, sys
 recs = [json.loads(l) for l in open(sys.argv[1])]
 starts = [r for r in recs if r["type"] == "exec.start"]
 ends = [r["data"]["start"] for r in recs if r["type"] == "exec.end"]
 assert sorted(ends) == sorted(r["seq"] for r in starts), ("every exec.start has its exec.end", len(starts), len(ends))
+if len(starts) != int(sys.argv[2]):
+    print("calls made:", *open(sys.argv[3]).read().splitlines()[:int(sys.argv[2])], sep="\n  ")
+    print("exec.start records:", *(" ".join(r["data"]["argv"]) for r in starts), sep="\n  ")
+    print("record types:", " ".join(r["type"] for r in recs))
 assert len(starts) == int(sys.argv[2]), ("calls made", sys.argv[2], "exec.start records", len(starts))
 as_user = [r["data"] for r in starts if r["data"].get("guest_uid") == 65534]
 assert len(as_user) == 2 and "/usr/local/bin/pwned-range" in " ".join(as_user[0]["argv"]), as_user
