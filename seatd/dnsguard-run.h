@@ -30,9 +30,9 @@ typedef struct DnsGuardProc {
 #define DNSGUARD_PROC_NONE ((DnsGuardProc) { .pid = 0, .lifeline = -1, .pidfd = -1, .ready = -1 })
 
 /*
- * Supervision (seatd/seatnet.c): a guard that exits is restarted on the same address after
- * a delay that starts at DNSGUARD_BACKOFF_FIRST_MS and doubles with every restart in the
- * last DNSGUARD_RESTART_WINDOW_MS, up to DNSGUARD_BACKOFF_MAX_MS; once it was restarted
+ * Supervision (seatd/seatnet-guard.c): a guard that exits is restarted on the same address
+ * after a delay that starts at DNSGUARD_BACKOFF_FIRST_MS and doubles with every restart in
+ * the last DNSGUARD_RESTART_WINDOW_MS, up to DNSGUARD_BACKOFF_MAX_MS; once it was restarted
  * DNSGUARD_RESTART_CAP times in that window, it is not restarted again (the seat is paused).
  */
 #define DNSGUARD_BACKOFF_FIRST_MS 200
