@@ -279,6 +279,18 @@ def serve_record(addr, port, log):
         os.write(fd, ("key=%s port=%s src=%s\n" % (key, port, peer[0])).encode())
 
 
+def skip_name(m, off):
+    """The offset after the (possibly compressed) name at off: labels, then a zero byte or
+    a two-byte pointer. Past the end when the name runs off the message."""
+    while off < len(m):
+        if m[off] & 0xC0 == 0xC0:
+            return off + 2
+        if m[off] == 0:
+            return off + 1
+        off += 1 + m[off]
+    return len(m) + 1
+
+
 def query_aaaa(server, name):
     """The guest's side of an AAAA lookup (guest-probe asks for A records only)."""
     qid = os.getpid() & 0xFFFF
@@ -297,19 +309,9 @@ def query_aaaa(server, name):
         return 1
     print("rcode=%s" % {0: "NOERROR", 2: "SERVFAIL", 3: "NXDOMAIN", 5: "REFUSED"}.get(m[3] & 15, m[3] & 15))
     an = struct.unpack("!H", m[6:8])[0]
-    off = 12
-    while off < len(m) and m[off] != 0:  # the question's name (no pointers in a question)
-        off += 1 + m[off]
-    off += 5
+    off = skip_name(m, 12) + 4  # the question
     for _ in range(min(an, 64)):
-        if off + 2 > len(m):
-            break
-        if m[off] & 0xC0 == 0xC0:
-            off += 2
-        else:
-            while off < len(m) and m[off] != 0:
-                off += 1 + m[off]
-            off += 1
+        off = skip_name(m, off)
         if off + 10 > len(m):
             break
         rtype, _, _, rdlen = struct.unpack("!HHIH", m[off:off + 10])
