@@ -247,9 +247,15 @@ int dnsguard_run_start(const NetSeat *ns, const char *seat_id, DnsGuardProc *ret
                 dnsguard_run_kill(&g);
                 char addr[INET_ADDRSTRLEN];
                 netdef_guard_address(ns, addr);
-                return seat_error_set(ret_error, k == 0 ? ETIMEDOUT : EIO,
-                                      "seat '%s': the DNS guard for %s did not start (see seatd's log): the seat's "
-                                      "names could not be resolved",
+                /* What the operator needs: hung (killed here) or gone by itself (it logged why). */
+                if (k == 0)
+                        return seat_error_set(ret_error, ETIMEDOUT,
+                                              "seat '%s': its DNS guard (seat-dnsguard on %s:53) was not ready within "
+                                              "%d ms and was killed: the seat's names could not be resolved",
+                                              seat_id, addr, DNSGUARD_READY_TIMEOUT_MS);
+                return seat_error_set(ret_error, EIO,
+                                      "seat '%s': its DNS guard (seat-dnsguard on %s:53) exited before it was ready "
+                                      "(see seatd's log): the seat's names could not be resolved",
                                       seat_id, addr);
         }
         *ret = g;

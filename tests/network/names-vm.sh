@@ -18,6 +18,10 @@
 # stopped (the guard goes with it) or killed (the guard exits by itself), then started:
 # the seat is adopted with a new guard, its sets read back and watched, names resolve and
 # connect, others get NXDOMAIN; the adopting seatd supervises the guard.
+# A guard that hangs before it is ready (a seat-dnsguard beside a copy of seatd that stands
+# still once): on a restart it is killed after 5 s, counted, and restarted, names closed
+# meanwhile; at provision the provision fails saying so, and leaves no seat, domain, chain,
+# set or bridge.
 #
 # usage: names-vm.sh BUILD_DIR
 set -uo pipefail
@@ -41,7 +45,7 @@ POOL=10.216.0.0/24
 TABLE=5216
 WORLD_NS=seatd-nv-out WORLD_NET=10.255.216
 HOSTUP=$WORLD_NET.1 # the host's end of the uplink: an address of the host
-WORLD_ZONE+=(a.wild.test=$WORLD_ALLOWED b.c.wild.test=$WORLD_ALLOWED hostaddr.test=$HOSTUP
+WORLD_ZONE+=(a.wild.test=$WORLD_ALLOWED b.c.wild.test=$WORLD_ALLOWED hang.wild.test=$WORLD_ALLOWED hostaddr.test=$HOSTUP
   cname-in.allowed.test=cname:a.wild.test cname-out.allowed.test=cname:blocked.test
   malformed.allowed.test=malformed oversized.allowed.test=oversized)
 unset SEATD_TOKEN
@@ -273,6 +277,75 @@ kill -9 "$p"
 wait_guard "$p" && [[ $(gfield state) == running && $(gfield restarts) == 1 ]] \
   && ok "the adopting seatd supervises the guard (killed: restarted, pid $p -> $(gfield pid))" \
   || not_ok "the adopting seatd supervises the guard ($(gfield state), restarts $(gfield restarts))"
+
+# A guard that hangs before it is ready. seatd runs the seat-dnsguard beside its own
+# program (seatd/dnsguard-run.c guard_find()): here a copy of seatd beside one that, once
+# each time $t/hang-once is there, stands still instead (it keeps the ready pipe open and
+# never writes it), and otherwise is the real guard.
+real_guard=
+for g in "$(dirname "$SEATD")/seat-dnsguard" "$(dirname "$SEATD")/../network/seat-dnsguard" /usr/libexec/seatd/seat-dnsguard; do
+  [[ -x $g ]] && { real_guard=$(realpath "$g"); break; }
+done
+[[ -n $real_guard ]] || bail "no seat-dnsguard beside $SEATD"
+mkdir -p "$t/bin"
+cp "$SEATD" "$t/bin/seatd"
+[[ -x $(dirname "$SEATD")/seatd-collect ]] && ln -s "$(realpath "$(dirname "$SEATD")/seatd-collect")" "$t/bin/seatd-collect"
+cat >"$t/bin/seat-dnsguard" <<EOF
+#!/bin/bash
+if mv "$t/hang-once" "$t/hanging" 2>/dev/null; then echo \$\$ >"$t/hanging"; exec -a seat-dnsguard-hanging sleep 300; fi
+exec "$real_guard" "\$@"
+EOF
+chmod 0755 "$t/bin/seat-dnsguard"
+# hung_pid: the pid of the guard that stands still, once it started (5 s at most)
+harness_on_exit '[[ -s $t/hanging ]] && kill -9 "$(cat "$t/hanging")" 2>/dev/null'
+hung_pid() { for _ in $(seq 1 50); do [[ -s $t/hanging ]] && { cat "$t/hanging"; return 0; }; sleep 0.1; done; }
+seatd_stop
+SEATD=$t/bin/seatd seatd_start
+[[ $(gfield state) == running && $(gfield pid) == "$(guard_of)" ]] \
+  && ok "seatd beside a stand-still guard adopts the seat with a guard that starts (pid $(gfield pid))" \
+  || not_ok "seatd beside a stand-still guard adopts the seat ($(gfield state))"
+p=$(gfield pid) r0=$(gfield restarts)
+rm -f "$t/hanging"; : >"$t/hang-once"
+kill -9 "$p"
+hp=$(hung_pid)
+[[ -n $hp && $(gfield state) == starting ]] \
+  && ok "a restarted guard that hangs before it is ready: status says starting (pid $hp)" \
+  || not_ok "a restarted guard that hangs before it is ready: status says starting (pid '$hp', $(gfield state))"
+probe "$A" --timeout-ms 2000 dns "$HA" hang.wild.test && grep -q "a=$WORLD_ALLOWED" "$t/out" \
+  && not_ok "while its guard hangs, an allowed name not looked up before does not resolve (closed)" \
+  || ok "while its guard hangs, an allowed name not looked up before does not resolve (closed)"
+gone_within() { for _ in $(seq 1 "$2"); do kill -0 "$1" 2>/dev/null || return 0; sleep 0.1; done; return 1; }
+[[ -n $hp ]] && gone_within "$hp" 100 && ok "the guard that hangs is killed (pid $hp gone within 10 s)" \
+  || not_ok "the guard that hangs is killed (pid '$hp' still there)"
+for _ in $(seq 1 100); do
+  [[ $(gfield state) == running && $(gfield pid) != "$p" && $(gfield pid) != "$hp" ]] && break
+  sleep 0.1
+done
+[[ $(gfield state) == running && $(gfield pid) == "$(guard_of)" && $(gfield restarts) == $((r0 + 2)) ]] \
+  && ok "then it is restarted, and counted: the kill and the hang (restarts $r0 -> $(gfield restarts), pid $(gfield pid))" \
+  || not_ok "then it is restarted, and counted ($(gfield state), restarts $r0 -> $(gfield restarts), pid $(gfield pid), running $(guard_of))"
+grep -q "seat '$A': its DNS guard (seat-dnsguard on $GA:53) did not start: not ready within 5000 ms: killed: restarting it in" "$t/seatd.log" \
+  && ok "seatd's log says the guard was not ready within 5000 ms and was killed" \
+  || not_ok "seatd's log says the guard was not ready ($(grep "seat '$A': its DNS guard" "$t/seatd.log" | tail -2))"
+probe "$A" "${T[@]}" --resolver "$HA" tcp hang.wild.test 8080 --send hi --expect hi \
+  && ok "after the hang, the name that did not resolve meanwhile resolves and connects" \
+  || not_ok "after the hang, the name that did not resolve meanwhile resolves and connects"
+# At provision: the seat is not made, and nothing of it is left.
+rm -f "$t/hanging"; : >"$t/hang-once"
+nft_names() { nft list table inet seatd 2>/dev/null | awk '$1 == "chain" || $1 == "set" {print $1, $2}' | sort; }
+seats0=$(seatd_seat_ids | sort | tr '\n' ' ') doms0=$(our_domains | sort | tr '\n' ' ') nft0=$(nft_names)
+br0=$(ip -o link show type bridge | awk -F': ' '{print $2}' | sort)
+"$CTL" -q provision --image test-image --egress names >"$t/prov2" 2>"$t/out" && not_ok "a provision whose guard hangs fails" \
+  || { grep -q "its DNS guard (seat-dnsguard on .*:53) was not ready within 5000 ms and was killed: the seat's names could not be resolved" "$t/out" \
+    && ok "a provision whose guard hangs fails, saying so: $(head -c 240 "$t/out")" || not_ok "a provision whose guard hangs fails, saying so: $(head -c 300 "$t/out")"; }
+hp=$(cat "$t/hanging" 2>/dev/null)
+[[ -n $hp ]] && gone_within "$hp" 50 && ok "the provision's hanging guard is killed (pid $hp)" || not_ok "the provision's hanging guard is killed (pid '$hp')"
+[[ $(seatd_seat_ids | sort | tr '\n' ' ') == "$seats0" && $(our_domains | sort | tr '\n' ' ') == "$doms0" ]] \
+  && ok "no half-made seat: the same seats and domains as before ($seats0)" \
+  || not_ok "no half-made seat (seats '$seats0' -> '$(seatd_seat_ids | tr '\n' ' ')', domains '$doms0' -> '$(our_domains | tr '\n' ' ')')"
+[[ $(nft_names) == "$nft0" && $(ip -o link show type bridge | awk -F': ' '{print $2}' | sort) == "$br0" ]] \
+  && ok "no half-made seat: the same chains, sets and bridges as before" \
+  || not_ok "no half-made seat: chains, sets or bridges changed ($(diff <(echo "$nft0") <(nft_names) | tail -3 | tr '\n' ' '))"
 
 "$CTL" -q release "$A" >"$t/out" 2>&1
 left=$(nft list table inet seatd 2>/dev/null | grep -c "seat-$A" || true)
