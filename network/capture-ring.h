@@ -60,7 +60,8 @@ void capture_ring_write(CaptureRing *r, uint64_t ts_usec, const uint8_t *data, u
 /* Flush what is buffered to the current file. */
 int capture_ring_flush(CaptureRing *r);
 void capture_ring_stats(const CaptureRing *r, CaptureStats *ret);
-/* Flush, fsync and close the current file; free r. NULL is fine. */
+/* Flush, fsync and close the current file, fsync the others; free r. NULL is fine. (The
+ * head is fsync'ed when the next file opens; the ring's files only here.) */
 CaptureRing *capture_ring_close(CaptureRing *r);
 /* The size of one file of the ring under max_bytes. */
 uint64_t capture_ring_file_max(uint64_t max_bytes);

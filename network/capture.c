@@ -4,11 +4,13 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "config.h"
@@ -20,14 +22,30 @@
 
 #define CAPTURE_KERNEL_BUFFER (8u * 1024u * 1024u)
 #define CAPTURE_POLL_MS 200
-/* The thread's nice value (the lowest): when the CPUs are busy, the guest's traffic (forwarded in the
- * sender's context) comes before writing its copy; the capture then falls behind and the
- * kernel drops from its buffer, counted as kernel_drops. Measured: tests/bench/bench-egress.sh. */
+/* The thread runs SCHED_IDLE: only on CPU time nothing else wants. The guest's traffic
+ * (forwarded in the sender's context) comes before writing its copy: a task that wakes takes
+ * the CPU from this thread at once (at nice 19 it could keep it for its slice), and under a
+ * flood the capture falls behind and the kernel drops from its buffer, counted as
+ * kernel_drops. If SCHED_IDLE is refused, nice 19. Measured: tests/bench/bench-egress.sh. */
 #define CAPTURE_NICE 19
+
+/* The write budget: at most the cap (max_bytes) a second, and never less than
+ * CAPTURE_RATE_MIN, in bursts of up to half of that. A flood faster than the cap a second
+ * turns the whole ring over within a second: writing it all only to remove it again took
+ * the CPUs the guest's traffic needs (bench-egress.sh: the thread wrote 400 MB/s of files
+ * it then removed, on half a core, and the guest's throughput fell by a quarter). Past the
+ * budget the thread stops reading for a while; the kernel drops from its buffer meanwhile,
+ * counted in kernel_drops like any drop (the capture is marked incomplete). The floor keeps
+ * a small cap's capture of an ordinary burst whole. */
+#define CAPTURE_RATE_MIN (16 * 1024 * 1024)
+#define CAPTURE_BURST_DIVISOR 2
 
 struct Capture {
         pcap_t *pcap;
         bool read_failed;         /* the reading thread's only */
+        int64_t rate, burst;      /* bytes a second, bytes: the write budget (thread's only) */
+        int64_t budget;           /* what may be written now; below 0: wait */
+        struct timespec refilled;
         CaptureRing *ring;
         int dir_fd, stop_fd;
         pthread_t thread;
@@ -43,6 +61,21 @@ static void on_packet(u_char *user, const struct pcap_pkthdr *h, const u_char *d
         Capture *c = (Capture *) user;
         uint64_t ts = (uint64_t) h->ts.tv_sec * 1000000u + (uint64_t) h->ts.tv_usec;
         capture_ring_write(c->ring, ts, data, h->caplen, h->len);
+        c->budget -= (int64_t) h->caplen + 32; /* and its block's header */
+}
+
+/* The budget refilled for the time since the last refill; the ms until it is above 0 again
+ * (0: it is). */
+static int budget_refill(Capture *c) {
+        struct timespec now;
+        (void) clock_gettime(CLOCK_MONOTONIC, &now);
+        int64_t us = (now.tv_sec - c->refilled.tv_sec) * 1000000 + (now.tv_nsec - c->refilled.tv_nsec) / 1000;
+        us = MIN(MAX(us, (int64_t) 0), (int64_t) 1000000); /* ≤ 1 s: no overflow, and the burst caps it anyway */
+        c->refilled = now;
+        c->budget = MIN(c->budget + us * c->rate / 1000000, c->burst);
+        if (c->budget >= 0)
+                return 0;
+        return (int) MIN(-c->budget * 1000 / c->rate + 1, (int64_t) CAPTURE_POLL_MS);
 }
 
 static void publish(Capture *c) {
@@ -64,24 +97,36 @@ static void publish(Capture *c) {
 
 static void *capture_thread(void *p) {
         Capture *c = p;
-        (void) setpriority(PRIO_PROCESS, (id_t) syscall(SYS_gettid), CAPTURE_NICE);
-        struct pollfd fds[2] = { { .fd = pcap_get_selectable_fd(c->pcap), .events = POLLIN },
-                                 { .fd = c->stop_fd, .events = POLLIN } };
+        struct sched_param sp = { .sched_priority = 0 };
+        if (pthread_setschedparam(pthread_self(), SCHED_IDLE, &sp) != 0)
+                (void) setpriority(PRIO_PROCESS, (id_t) syscall(SYS_gettid), CAPTURE_NICE);
+        struct pollfd fds[2] = { { .fd = c->stop_fd, .events = POLLIN },
+                                 { .fd = pcap_get_selectable_fd(c->pcap), .events = POLLIN } };
+        (void) clock_gettime(CLOCK_MONOTONIC, &c->refilled);
+        c->budget = c->burst;
         for (;;) {
-                int n = poll(fds, 2, CAPTURE_POLL_MS);
+                int wait_ms = budget_refill(c);
+                /* Over the budget: only the stop is watched until it refills. */
+                int n = poll(fds, wait_ms > 0 ? 1 : 2, wait_ms > 0 ? wait_ms : CAPTURE_POLL_MS);
                 if (n < 0 && errno != EINTR) {
                         c->read_failed = true;
                         break;
+                }
+                if (wait_ms > 0) {
+                        publish(c);
+                        if (fds[0].revents & POLLIN)
+                                break;
+                        continue;
                 }
                 /* Whatever libpcap holds, poll or not: a block is handed over when full or
                  * at its timeout. Non-blocking: returns at once when there is nothing. An
                  * error: the interface went away (its seat's network removed under it). */
                 if (pcap_dispatch(c->pcap, -1, on_packet, (u_char *) c) == PCAP_ERROR) {
-                        c->read_failed = !(fds[1].revents & POLLIN);
+                        c->read_failed = !(fds[0].revents & POLLIN);
                         break;
                 }
                 publish(c);
-                if (fds[1].revents & POLLIN)
+                if (fds[0].revents & POLLIN)
                         break;
         }
         /* The last of it: what arrived before the stop (the machine was taken off the
@@ -137,6 +182,8 @@ int capture_start(const CaptureParams *p, Capture **ret, SeatError **ret_error) 
         if (!c)
                 return -ENOMEM;
         c->dir_fd = c->stop_fd = -1;
+        c->rate = (int64_t) MAX(p->max_bytes, (uint64_t) CAPTURE_RATE_MIN);
+        c->burst = c->rate / CAPTURE_BURST_DIVISOR;
         pthread_mutex_init(&c->lock, NULL);
         c->dir_fd = open(p->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (c->dir_fd < 0) {

@@ -15,7 +15,8 @@
 #      a new name each run (*.bench.test), medians of 7, interleaved.
 # Summary: egress: filtered_over_unfiltered=R conn_filtered_over_unfiltered=R provision_500_over_0=R
 #          capture_over_filtered=R name_first_connect_ms=N name_over_ip=R
-#          dnsguard_lookup_ms=N direct_lookup_ms=N (5. the DNS guard's hop, from the host)
+#          dnsguard_lookup_ms=N direct_lookup_ms=N resolver_new_name_ms=N (5. the DNS path,
+#          from the host: the guard's hop, and a new name through the seat's resolver)
 #
 # usage: bench-egress.sh BUILD_DIR
 set -uo pipefail
@@ -42,7 +43,9 @@ harness_on_exit 'kill_wait "$capt"; seatd_stop; "$NFTEST" remove "${SEAT[@]}" >/
   world_guest_down $GNS $BR $VETH >/dev/null 2>&1; ip route del $WORLD_DNS/32 2>/dev/null; world_down >/dev/null 2>&1'
 
 # Names for the first-connection runs: each is looked up once.
-for i in 1 2 3 4 5 6 7; do WORLD_ZONE+=("n$i.bench.test=$WORLD_ALLOWED"); done
+# Names for the first-connection runs (1-7) and the host's lookups through the seat's
+# resolver (101-121): each is looked up once.
+for i in 1 2 3 4 5 6 7 $(seq 101 121); do WORLD_ZONE+=("n$i.bench.test=$WORLD_ALLOWED"); done
 world_up $UP >/dev/null || { echo "bench-egress: the test world did not come up" >&2; exit 1; }
 world_guest_up $GNS $BR $VETH $HOST $GUEST/30 $MAC || exit 1
 world_route $TABLE $BR || exit 1
@@ -159,32 +162,43 @@ for i in 1 2 3 4 5 6 7; do
   probe_ms --resolver "$resolver" tcp "n$i.bench.test" 8080 --send hi --expect hi >>"$t/nm"
   probe_ms tcp "$WORLD_ALLOWED" 8081 --send hi --expect hi >>"$t/ip"
 done
-# The seat's DNS guard's own hop (docs/egress.md "The DNS guard"), from the host: one
-# lookup through the guard (127.X.Y.Z, which asks the world and judges the answer)
-# against the same lookup asked of the world's server directly; medians of 21, interleaved.
+# Where a name's first connection spends its time, from the host (no guest, no TCG):
+# - the seat's DNS guard's own hop (docs/egress.md "The DNS guard"): one lookup through the
+#   guard (127.X.Y.Z, which asks the world and judges the answer) against the same lookup
+#   asked of the world's server directly; medians of 21, interleaved;
+# - a name never looked up, asked of the seat's resolver (libvirt's dnsmasq on the seat's
+#   bridge address): dnsmasq, the guard, the world's server, and dnsmasq adding the answer
+#   to the seat's set (nftset); a new name each time, median of 21.
 guard=127.${resolver#*.}
-read -r gq dq < <(python3 - "$guard" "$WORLD_DNS" <<'PYEOF'
+read -r gq dq rq < <(python3 - "$guard" "$WORLD_DNS" "$resolver" <<'PYEOF'
 import socket, statistics, struct, sys, time
-def once(server):
-    q = struct.pack("!HHHHHH", 7, 0x0100, 1, 0, 0, 0) + b"\x02n1\x05bench\x04test\x00\x00\x01\x00\x01"
+def once(server, name=b"n1"):
+    q = struct.pack("!HHHHHH", 7, 0x0100, 1, 0, 0, 0) + bytes([len(name)]) + name + b"\x05bench\x04test\x00\x00\x01\x00\x01"
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     s.settimeout(2)
     t0 = time.monotonic()
     s.sendto(q, (server, 53))
     s.recv(4096)
     return (time.monotonic() - t0) * 1000
-g, d = [], []
-for _ in range(21):
+g, d, r = [], [], []
+reachable = True
+for i in range(21):
     g.append(once(sys.argv[1]))
     d.append(once(sys.argv[2]))
-print("%.3f %.3f" % (statistics.median(g), statistics.median(d)))
+    if reachable:
+        try:
+            r.append(once(sys.argv[3], b"n%d" % (101 + i)))
+        except OSError as e: # said, and not asked again
+            print("bench-egress: the seat's resolver from the host: %s" % e, file=sys.stderr)
+            reachable = False
+print("%.3f %.3f %s" % (statistics.median(g), statistics.median(d), "%.3f" % statistics.median(r) if r else "0"))
 PYEOF
 )
-echo "DNS lookup ms from the host: through the seat's guard ${gq:-?} (median), the world's server directly ${dq:-?}"
+echo "DNS lookup ms from the host: through the seat's guard ${gq:-?} (median), the world's server directly ${dq:-?}, a new name through the seat's resolver ${rq:-?}"
 "$CTL" -q release "$sid" >/dev/null 2>&1
 nm=$(median <"$t/nm") ip=$(median <"$t/ip")
 echo "first connection ms (inside the seat): new name $(tr '\n' ' ' <"$t/nm")(median $nm), allowed address $(tr '\n' ' ' <"$t/ip")(median $ip)"
 [[ $(wc -l <"$t/nm") == 7 && $(wc -l <"$t/ip") == 7 ]] || echo "bench-egress: some name or address probes failed" >&2
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", (b > 0) ? a / b : 0}'; }
-echo "egress: filtered_over_unfiltered=$(ratio "$bf" "$bu") conn_filtered_over_unfiltered=$(ratio "$cf" "$cu") provision_500_over_0=$(ratio "$p500" "$p0") throughput_mib_s=$bf conn_per_s=$cf provision_p50_ms=$p0 provision_500_p50_ms=$p500 capture_over_filtered=$(ratio "$bc" "$bf") captured_throughput_mib_s=$bc name_first_connect_ms=$nm name_over_ip=$(ratio "$nm" "$ip") dnsguard_lookup_ms=${gq:-0} direct_lookup_ms=${dq:-0}"
+echo "egress: filtered_over_unfiltered=$(ratio "$bf" "$bu") conn_filtered_over_unfiltered=$(ratio "$cf" "$cu") provision_500_over_0=$(ratio "$p500" "$p0") throughput_mib_s=$bf conn_per_s=$cf provision_p50_ms=$p0 provision_500_p50_ms=$p500 capture_over_filtered=$(ratio "$bc" "$bf") captured_throughput_mib_s=$bc name_first_connect_ms=$nm name_over_ip=$(ratio "$nm" "$ip") dnsguard_lookup_ms=${gq:-0} direct_lookup_ms=${dq:-0} resolver_new_name_ms=${rq:-0}"
