@@ -88,15 +88,10 @@ cleanup() {
 cleanup_all() {
         cleanup
         # An empty table left by this test alone is removed; one with other chains stays.
-        if nft -j list table inet seatd 2>/dev/null | python3 -c \
-                'import json,sys; sys.exit(any("chain" in x for x in json.load(sys.stdin)["nftables"]))'; then
-                nft delete table inet seatd 2>/dev/null
-        fi
+        world_drop_empty_table
         rm -rf "$TMP"
 }
-main_pid=$BASHPID # a background job killed just after its fork runs these traps too: not the cleanup
-trap '[[ $BASHPID == "$main_pid" ]] && cleanup_all' EXIT
-trap 'exit 130' INT TERM
+world_on_exit cleanup_all
 
 setup() {
         world_up $UP || return

@@ -90,15 +90,10 @@ cleanup() {
         world_unroute $RT
         world_guest_down $NS $BR $V
         world_down
-        if nft -j list table inet seatd 2>/dev/null | python3 -c \
-                'import json,sys; sys.exit(any("chain" in x or "set" in x for x in json.load(sys.stdin)["nftables"]))'; then
-                nft delete table inet seatd 2>/dev/null
-        fi
+        world_drop_empty_table
         rm -rf "$TMP"
 }
-main_pid=$BASHPID # a background job killed just after its fork runs these traps too: not the cleanup
-trap '[[ $BASHPID == "$main_pid" ]] && cleanup' EXIT
-trap 'exit 130' INT TERM
+world_on_exit cleanup
 
 cat >"$TMP/names.profile" <<EOF
 dns $WORLD_DNS

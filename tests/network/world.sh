@@ -36,6 +36,10 @@
 #   world_guest_up NS BRIDGE VETH HOST_IP GUEST_IP/PFX MAC   a namespace standing in for a
 #                                 seat's guest, on its own bridge (isolated port)
 #   world_guest_down NS BRIDGE VETH
+#   world_drop_empty_table        delete table inet seatd when it holds no chain and no set
+#                                 (a test's own are gone by then; others' keep it)
+#   world_on_exit FUNC            run FUNC on exit from this shell only (not from a forked
+#                                 background job that is killed); INT and TERM exit 130
 #
 # Settings (environment, read by world_up): WORLD_NS (default seatd-w-out), WORLD_NET (the
 # first three octets of the transfer /30, default 10.255.0), WORLD_DIR (pids, the
@@ -60,6 +64,21 @@ WORLD_ROUTED=()
 WORLD_ZONE=(allowed.test=$WORLD_ALLOWED blocked.test=$WORLD_BLOCKED metadata.test=$WORLD_METADATA)
 
 world_err() { echo "world: $*" >&2; return 1; }
+
+world_drop_empty_table() {
+        if nft -j list table inet seatd 2>/dev/null | python3 -c \
+                'import json,sys; sys.exit(any("chain" in x or "set" in x for x in json.load(sys.stdin)["nftables"]))'; then
+                nft delete table inet seatd 2>/dev/null
+        fi
+        return 0
+}
+
+world_on_exit() {
+        # A background job killed just after its fork runs these traps too: its $BASHPID
+        # differs, so it does not run the cleanup.
+        trap "[[ \$BASHPID == $BASHPID ]] && $1" EXIT
+        trap 'exit 130' INT TERM
+}
 
 WORLD_LOCK=/run/lock/seatd-egress-test.lock
 WORLD_LOCKED=0
