@@ -4,8 +4,9 @@
 /*
  * The pieces of a scripted seatd that seat-web's unit tests share (test-web-terminal,
  * -forward-link, -ws-forward, -fac-events): a Unix socket to listen on, a line read one
- * byte at a time (so nothing past it is taken from the client), and a line written with
- * send(MSG_NOSIGNAL) (the client may be gone: the test sees that, not a SIGPIPE). Each
+ * byte at a time (so nothing past it is taken from the client), a line written with
+ * send(MSG_NOSIGNAL) (the client may be gone: the test sees that, not a SIGPIPE), and the
+ * data event of a forwarded stream (its wire format is seatd's, not the script's). Each
  * test keeps its own script: what seatd says is what it tests.
  */
 
@@ -19,6 +20,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "common/base64.h"
 #include "common/fileio.h"
 #include "common/macro.h"
 
@@ -96,4 +98,12 @@ static inline int fake_serve(char path[FAKE_SEATD_PATH_MAX], int *listen_fd, pth
 static inline void fake_stop(pthread_t thread, int listen_fd, const char *path) {
         pthread_join(thread, NULL);
         fake_unlisten(listen_fd, path);
+}
+
+/* A data event on stream 3, the stream the forward scripts open: the guest's bytes d[0..n)
+ * as seatd relays them. The including test has cmocka.h. */
+static inline void fake_forward_data(int fd, const void *d, size_t n) {
+        _cleanup_free_ char *b64 = NULL;
+        assert_int_equal(base64_encode(d, n, &b64, NULL), 0);
+        fake_say(fd, "{\"id\":2,\"type\":\"data\",\"data\":{\"stream\":3,\"data\":\"%s\"}}\n", b64);
 }

@@ -44,12 +44,6 @@ typedef struct FakeSeatd {
         bool got_eof;
 } FakeSeatd;
 
-static void data(int fd, const void *d, size_t n) {
-        _cleanup_free_ char *b64 = NULL;
-        assert_int_equal(base64_encode(d, n, &b64, NULL), 0);
-        fake_say(fd, "{\"id\":2,\"type\":\"data\",\"data\":{\"stream\":3,\"data\":\"%s\"}}\n", b64);
-}
-
 static void *fake_thread(void *p) {
         FakeSeatd *f = p;
         static char line[300000];
@@ -105,12 +99,12 @@ static void *fake_thread(void *p) {
                 static char big[40000];
                 memset(big, 'x', sizeof(big));
                 for (int i = 0; i < 4; i++)
-                        data(fd, big, sizeof(big));
+                        fake_forward_data(fd, big, sizeof(big));
         } else {
                 /* the request back, in two pieces, then the guest's end */
-                data(fd, "HTTP/1.0 200 OK\r\n\r\n", 19);
-                data(fd, f->got, f->got_len / 2);
-                data(fd, f->got + f->got_len / 2, f->got_len - f->got_len / 2);
+                fake_forward_data(fd, "HTTP/1.0 200 OK\r\n\r\n", 19);
+                fake_forward_data(fd, f->got, f->got_len / 2);
+                fake_forward_data(fd, f->got + f->got_len / 2, f->got_len - f->got_len / 2);
         }
         fake_say(fd, "{\"id\":2,\"type\":\"eof\",\"eof\":{\"stream\":3}}\n");
         (void) fake_read_line(fd, line, sizeof(line));

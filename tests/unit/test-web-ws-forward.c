@@ -45,12 +45,6 @@ typedef struct FakeSeatd {
         bool frame_before_101, got_pong, got_hello;
 } FakeSeatd;
 
-static void data(int fd, const void *d, size_t n) {
-        _cleanup_free_ char *b64 = NULL;
-        assert_int_equal(base64_encode(d, n, &b64, NULL), 0);
-        fake_say(fd, "{\"id\":2,\"type\":\"data\",\"data\":{\"stream\":3,\"data\":\"%s\"}}\n", b64);
-}
-
 /* The next seat.forward.send's bytes (answered); -1 when the client went. */
 static ssize_t next_send(int fd, uint8_t *buf, size_t size) {
         char line[16384];
@@ -110,7 +104,7 @@ static void *fake_thread(void *p) {
         if (f->script == SCRIPT_PING_FLOOD) {
                 /* The 101, then pings whose pongs come to far more than the queue to the guest
                  * holds (its sends are never answered: nothing drains), then "done". */
-                data(fd, resp, (size_t) rl);
+                fake_forward_data(fd, resp, (size_t) rl);
                 enum { PINGS = 1400, PAYLOAD = 125 };
                 _cleanup_free_ uint8_t *flood = malloc(PINGS * (PAYLOAD + 2));
                 assert_non_null(flood);
@@ -120,9 +114,9 @@ static void *fake_thread(void *p) {
                         memset(flood + i * (PAYLOAD + 2) + 2, 'p', PAYLOAD);
                 }
                 for (int round = 0; round < 20; round++) /* 28000 pings: 3.5 MiB of pongs */
-                        data(fd, flood, PINGS * (PAYLOAD + 2));
+                        fake_forward_data(fd, flood, PINGS * (PAYLOAD + 2));
                 const uint8_t done[] = { 0x81, 0x04, 'd', 'o', 'n', 'e' };
-                data(fd, done, sizeof(done));
+                fake_forward_data(fd, done, sizeof(done));
                 while (fake_read_line(fd, line, sizeof(line)) >= 0) /* unanswered, until it goes */
                         ;
                 goto done;
@@ -142,7 +136,7 @@ static void *fake_thread(void *p) {
                 memcpy(out + o, hi, sizeof(hi));
                 o += sizeof(hi);
         }
-        data(fd, out, o);
+        fake_forward_data(fd, out, o);
         if (f->script != SCRIPT_ECHO) {
                 (void) fake_read_line(fd, line, sizeof(line)); /* until it goes */
                 goto done;
@@ -167,14 +161,14 @@ static void *fake_thread(void *p) {
                         if ((in[0] & 0x0f) == 0x1 && len == 5 && !memcmp(pl, "hello", 5)) {
                                 f->got_hello = true;
                                 const uint8_t echo[] = { 0x81, 0x0a, 'e', 'c', 'h', 'o', ':', 'h', 'e', 'l', 'l', 'o' };
-                                data(fd, echo, sizeof(echo));
+                                fake_forward_data(fd, echo, sizeof(echo));
                         }
                         memmove(in, in + 6 + len, have - 6 - len);
                         have -= 6 + len;
                 }
         }
         const uint8_t close_frame[] = { 0x88, 0x00 };
-        data(fd, close_frame, sizeof(close_frame));
+        fake_forward_data(fd, close_frame, sizeof(close_frame));
         (void) fake_read_line(fd, line, sizeof(line));
 done:
         close(fd);
