@@ -51,19 +51,9 @@ diag() { echo "# $*"; }
 # (forwarding_lockdown): each phase starts with it on again, and the log says so.
 forwarding() { local m; m=$(world_forwarding); [[ -z $m ]] || diag "$m"; }
 
-if [[ $(id -u) != 0 ]]; then
-        echo "1..0 # SKIP needs root (network namespaces, nftables)"
-        exit 0
-fi
-for tool in ip ss nft python3 bridge setpriv flock; do
-        if ! command -v $tool >/dev/null; then
-                echo "1..0 # SKIP $tool is missing"
-                exit 0
-        fi
-done
-
 # shellcheck source=world.sh
 . "$HERE/world.sh"
+world_skip_unless_usable setpriv
 # One egress test at a time on this machine: the names, table 213 and the subnets are
 # fixed, and the tamper cases change table inet seatd.
 world_lock || { echo "Bail out! cannot take the egress test lock"; exit 1; }

@@ -48,23 +48,13 @@ ok() { n=$((n + 1)); echo "ok $n - $*"; }
 not_ok() { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $*"; }
 diag() { echo "# $*"; }
 
-if [[ $(id -u) != 0 ]]; then
-        echo "1..0 # SKIP needs root (network namespaces, nftables)"
-        exit 0
-fi
-for tool in ip ss nft python3 bridge flock dnsmasq; do
-        if ! command -v $tool >/dev/null; then
-                echo "1..0 # SKIP $tool is missing"
-                exit 0
-        fi
-done
+# shellcheck source=world.sh
+. "$HERE/world.sh"
+world_skip_unless_usable dnsmasq
 if ! dnsmasq --version | grep -qw nftset; then
         echo "1..0 # SKIP this dnsmasq is built without nftset"
         exit 0
 fi
-
-# shellcheck source=world.sh
-. "$HERE/world.sh"
 world_lock || { echo "Bail out! cannot take the egress test lock"; exit 1; }
 WORLD_NS=seatd-nn-out WORLD_NET=10.255.214
 PRIVATE=$WORLD_NET.2 # the world's end of the uplink: private, and reachable behind it

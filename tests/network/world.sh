@@ -36,6 +36,8 @@
 #   world_guest_up NS BRIDGE VETH HOST_IP GUEST_IP/PFX MAC   a namespace standing in for a
 #                                 seat's guest, on its own bridge (isolated port)
 #   world_guest_down NS BRIDGE VETH
+#   world_skip_unless_usable TOOL...  for a TAP test: root, world.sh's own tools and these,
+#                                 else a skip line for the whole test and exit 0
 #   world_drop_empty_table        delete table inet seatd when it holds no chain and no set
 #                                 (a test's own are gone by then; others' keep it)
 #   world_on_exit FUNC            run FUNC on exit from this shell only (not from a forked
@@ -65,6 +67,20 @@ WORLD_ZONE=(allowed.test=$WORLD_ALLOWED blocked.test=$WORLD_BLOCKED metadata.tes
 
 world_err() { echo "world: $*" >&2; return 1; }
 
+world_skip_unless_usable() {
+        local tool
+        if [[ $(id -u) != 0 ]]; then
+                echo "1..0 # SKIP needs root (network namespaces, nftables)"
+                exit 0
+        fi
+        for tool in ip ss nft python3 bridge flock "$@"; do
+                if ! command -v "$tool" >/dev/null; then
+                        echo "1..0 # SKIP $tool is missing"
+                        exit 0
+                fi
+        done
+}
+
 world_drop_empty_table() {
         if nft -j list table inet seatd 2>/dev/null | python3 -c \
                 'import json,sys; sys.exit(any("chain" in x or "set" in x for x in json.load(sys.stdin)["nftables"]))'; then
@@ -75,7 +91,9 @@ world_drop_empty_table() {
 
 world_on_exit() {
         # A background job killed just after its fork runs these traps too: its $BASHPID
-        # differs, so it does not run the cleanup.
+        # differs, so it does not run the cleanup. This shell's pid and FUNC are put in
+        # now, on purpose.
+        # shellcheck disable=SC2064
         trap "[[ \$BASHPID == $BASHPID ]] && $1" EXIT
         trap 'exit 130' INT TERM
 }
