@@ -4,7 +4,7 @@
 # What the egress filter costs (docs/egress.md):
 #   1. TCP throughput and connection rate from a guest to an allowed server in the test
 #      world, through the seat's filter (network/nft.c via nftest) and through the very same
-#      bridge, routing and uplink with no filter; medians of 5 runs each, interleaved;
+#      bridge, routing and uplink with no filter; medians of 7 runs each, interleaved;
 #   2. the same TCP throughput through the filter with the seat's packet capture on
 #      (network/capture.c via captest, as seatd runs it for "capture on": snaplen 65535,
 #      64 MiB of files, rotated) against the filter alone, interleaved with the above;
@@ -12,7 +12,7 @@
 #   4. from inside a real seat (guest-probe's own clock): the first connection to a name
 #      that was never looked up (the seat's resolver asks the world's DNS server and adds
 #      the answer to the seat's set) against the same connection to an allowed address;
-#      a new name each run (*.bench.test), medians of 7, interleaved.
+#      a new name each run (*.bench.test), medians of 11, interleaved, timed to the µs.
 # Summary: egress: filtered_over_unfiltered=R conn_filtered_over_unfiltered=R provision_500_over_0=R
 #          capture_over_filtered=R name_first_connect_ms=N name_over_ip=R
 #          dnsguard_lookup_ms=N direct_lookup_ms=N resolver_new_name_ms=N (5. the DNS path,
@@ -43,9 +43,9 @@ harness_on_exit 'kill_wait "$capt"; seatd_stop; "$NFTEST" remove "${SEAT[@]}" >/
   world_guest_down $GNS $BR $VETH >/dev/null 2>&1; ip route del $WORLD_DNS/32 2>/dev/null; world_down >/dev/null 2>&1'
 
 # Names for the first-connection runs: each is looked up once.
-# Names for the first-connection runs (1-7) and the host's lookups through the seat's
+# Names for the first-connection runs (1-11) and the host's lookups through the seat's
 # resolver (101-121): each is looked up once.
-for i in 1 2 3 4 5 6 7 $(seq 101 121); do WORLD_ZONE+=("n$i.bench.test=$WORLD_ALLOWED"); done
+for i in $(seq 1 11) $(seq 101 121); do WORLD_ZONE+=("n$i.bench.test=$WORLD_ALLOWED"); done
 world_up $UP >/dev/null || { echo "bench-egress: the test world did not come up" >&2; exit 1; }
 world_guest_up $GNS $BR $VETH $HOST $GUEST/30 $MAC || exit 1
 world_route $TABLE $BR || exit 1
@@ -111,7 +111,7 @@ run_captured() {
   kill -TERM "$capt"; wait "$capt"; capt=
   tail -1 "$t/capout" >>"$t/capstats"
 }
-for i in 1 2 3 4 5; do
+for i in 1 2 3 4 5 6 7; do
   "$NFTEST" install "${SEAT[@]}" >/dev/null || { echo "bench-egress: nftest install failed" >&2; exit 1; }
   run bulk >>"$t/bf"; run conn >>"$t/cf"
   run_captured >>"$t/bc"
@@ -151,14 +151,14 @@ echo "provision ms:     none $(tr '\n' ' ' <"$t/p0")(median $p0), 500 rules $(tr
 ip route replace $WORLD_DNS/32 via $WORLD_NET.2 dev $UP
 sid=$("$CTL" -q provision --image test-image --egress names | awk 'NR==2 {print $1}')
 resolver=$("$CTL" --json status "$sid" | python3 -c 'import json,sys; print(json.load(sys.stdin)["network"]["host"])')
-probe_ms() { # guest-probe ARGS... -> its ms= (the whole probe: resolve, connect, one echo)
+probe_ms() { # guest-probe ARGS... -> its time in ms, to the µs (the whole probe: resolve, connect, one echo)
   "$CTL" exec --timeout 60 "$sid" -- /bin/guest-probe --timeout-ms 5000 "$@" >"$t/probe.out" 2>&1
-  sed -n 's/.*result=ok.* ms=\([0-9]*\)$/\1/p' "$t/probe.out"
+  sed -n 's/.*result=ok.* us=\([0-9]*\) ms=[0-9]*$/\1/p' "$t/probe.out" | awk '{printf "%.3f\n", $1 / 1000}'
   grep -q "result=ok" "$t/probe.out" || echo "bench-egress: guest-probe $*: $(head -c 300 "$t/probe.out")" >&2
 }
 probe_ms tcp "$WORLD_ALLOWED" 8081 --send hi --expect hi >/dev/null # the guest's first run of it
 : >"$t/nm" && : >"$t/ip"
-for i in 1 2 3 4 5 6 7; do
+for i in $(seq 1 11); do
   probe_ms --resolver "$resolver" tcp "n$i.bench.test" 8080 --send hi --expect hi >>"$t/nm"
   probe_ms tcp "$WORLD_ALLOWED" 8081 --send hi --expect hi >>"$t/ip"
 done
@@ -198,7 +198,7 @@ echo "DNS lookup ms from the host: through the seat's guard ${gq:-?} (median), t
 "$CTL" -q release "$sid" >/dev/null 2>&1
 nm=$(median <"$t/nm") ip=$(median <"$t/ip")
 echo "first connection ms (inside the seat): new name $(tr '\n' ' ' <"$t/nm")(median $nm), allowed address $(tr '\n' ' ' <"$t/ip")(median $ip)"
-[[ $(wc -l <"$t/nm") == 7 && $(wc -l <"$t/ip") == 7 ]] || echo "bench-egress: some name or address probes failed" >&2
+[[ $(wc -l <"$t/nm") == 11 && $(wc -l <"$t/ip") == 11 ]] || echo "bench-egress: some name or address probes failed" >&2
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", (b > 0) ? a / b : 0}'; }
 echo "egress: filtered_over_unfiltered=$(ratio "$bf" "$bu") conn_filtered_over_unfiltered=$(ratio "$cf" "$cu") provision_500_over_0=$(ratio "$p500" "$p0") throughput_mib_s=$bf conn_per_s=$cf provision_p50_ms=$p0 provision_500_p50_ms=$p500 capture_over_filtered=$(ratio "$bc" "$bf") captured_throughput_mib_s=$bc name_first_connect_ms=$nm name_over_ip=$(ratio "$nm" "$ip") dnsguard_lookup_ms=${gq:-0} direct_lookup_ms=${dq:-0} resolver_new_name_ms=${rq:-0}"
