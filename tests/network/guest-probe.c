@@ -239,7 +239,7 @@ static uint64_t random_u64(void) {
         return (uint64_t) ts.tv_nsec * 0x9e3779b97f4a7c15ull ^ (uint64_t) getpid() << 32 ^ (uint64_t) ts.tv_sec;
 }
 
-static int dns_query(const Addr *server, const char *name, int64_t deadline, DnsReply *ret);
+static int dns_query(const Addr *server, const char *name, uint16_t qtype, int64_t deadline, DnsReply *ret);
 
 /* HOST: numeric, or a name looked up with our own query to --resolver (no /etc needed). */
 static int resolve_host(const char *host, const Options *o, int64_t deadline, Addr *ret) {
@@ -258,7 +258,7 @@ static int resolve_host(const char *host, const Options *o, int64_t deadline, Ad
                 return -EINVAL;
         }
         addr_set_port(&server, DNS_PORT);
-        r = dns_query(&server, host, deadline, &reply);
+        r = dns_query(&server, host, DNS_TYPE_A, deadline, &reply);
         if (r < 0)
                 return r;
         if (reply.rcode != 0 || reply.n_a == 0) {
@@ -556,13 +556,13 @@ static int cmd_http(const Options *o, char **args) {
 
 /* ---------------------------------------------------------------- dns */
 
-static int dns_query(const Addr *server, const char *name, int64_t deadline, DnsReply *ret) {
+static int dns_query(const Addr *server, const char *name, uint16_t qtype, int64_t deadline, DnsReply *ret) {
         uint8_t q[DNS_UDP_MAX], buf[DNS_UDP_MAX];
         uint16_t id = (uint16_t) random_u64();
         size_t qlen;
         int r;
 
-        r = dns_build_query(id, name, q, sizeof(q), &qlen);
+        r = dns_build_query(id, name, qtype, q, sizeof(q), &qlen);
         if (r < 0) {
                 field("error", "'%s' is not a valid DNS name", name);
                 return -EINVAL;
@@ -582,7 +582,7 @@ static int dns_query(const Addr *server, const char *name, int64_t deadline, Dns
                 ssize_t got = recv(fd, buf, sizeof(buf), 0);
                 if (got < 0)
                         return negative_errno();
-                r = dns_parse_reply(buf, (size_t) got, id, name, ret);
+                r = dns_parse_reply(buf, (size_t) got, id, name, qtype, ret);
                 if (r == 0)
                         return 0;
                 /* not ours or malformed: note it, keep waiting for the real reply */
@@ -595,35 +595,49 @@ static const char *rcode_name(unsigned rcode) {
         return rcode < ELEMENTSOF(names) ? names[rcode] : "OTHER";
 }
 
-static int cmd_dns(const Options *o, char **args) {
+/* One query of qtype to SERVER for NAME: rcode, the answers' count, and the addresses. */
+static int dns_lookup(const Options *o, char **args, uint16_t qtype) {
         int64_t deadline = now_ms() + o->timeout_ms;
         DnsReply reply;
         Addr server;
-        char list[DNS_MAX_A * 16 + 1] = "";
+        char list[DNS_MAX_A * (INET6_ADDRSTRLEN + 1) + 1] = "";
         int r;
 
         if (parse_numeric(args[0], &server) < 0)
                 return EXIT_USAGE;
         addr_set_port(&server, DNS_PORT);
-        r = dns_query(&server, args[1], deadline, &reply);
+        r = dns_query(&server, args[1], qtype, deadline, &reply);
         if (r == -EINVAL)
                 return EXIT_USAGE;
         if (r < 0)
                 return finish_errno(-r);
-        for (unsigned i = 0; i < reply.n_a; i++) {
-                char b[INET_ADDRSTRLEN];
-                inet_ntop(AF_INET, &reply.a[i], b, sizeof(b));
+        unsigned n = qtype == DNS_TYPE_A ? reply.n_a : reply.n_aaaa;
+        for (unsigned i = 0; i < n; i++) {
+                char b[INET6_ADDRSTRLEN];
+                if (qtype == DNS_TYPE_A)
+                        inet_ntop(AF_INET, &reply.a[i], b, sizeof(b));
+                else
+                        inet_ntop(AF_INET6, &reply.aaaa[i], b, sizeof(b));
                 if (i)
                         strcat(list, ",");
                 strcat(list, b);
         }
         field("rcode", "%s", rcode_name(reply.rcode));
         field("answers", "%u", reply.n_answers);
-        if (reply.n_a)
-                field("a", "%s", list);
+        if (n)
+                field(qtype == DNS_TYPE_A ? "a" : "aaaa", "%s", list);
         if (reply.truncated)
                 field("truncated", "1");
         return finish(true, "reply");
+}
+
+static int cmd_dns(const Options *o, char **args) {
+        return dns_lookup(o, args, DNS_TYPE_A);
+}
+
+/* Only DNS data: nothing is sent to the addresses (a seat network has no IPv6 transport). */
+static int cmd_dns_aaaa(const Options *o, char **args) {
+        return dns_lookup(o, args, DNS_TYPE_AAAA);
 }
 
 /* ---------------------------------------------------------------- icmp */
@@ -1313,6 +1327,7 @@ static const Command commands[] = {
         { "scan", 2, cmd_scan, "HOST FROM-TO", "TCP connects to every port in the range; ok when any answered\n"
                                                "                                (--timeout-ms is per port here, default 250; --window N)" },
         { "dns", 2, cmd_dns, "SERVER NAME", "one A query over UDP; prints rcode and the A records" },
+        { "dns-aaaa", 2, cmd_dns_aaaa, "SERVER NAME", "one AAAA query over UDP; prints rcode and the AAAA records" },
         { "http", 3, cmd_http, "HOST PORT PATH", "HTTP/1.0 GET; prints the status line and the body size" },
         { "raw", 3, cmd_raw, "IFACE DST PORT", "a UDP frame via AF_PACKET from the real MAC and IP (the control)" },
         { "spoof-ip", 4, cmd_spoof_ip, "IFACE SRC DST PORT", "the same frame from a forged source IP" },

@@ -323,8 +323,8 @@ else not_ok "the guard runs as nobody: $(ps -o user=,cmd= -p "$GUARD_PID")"; fi
 # and add nothing. Only DNS is sent (over IPv4, to the seat's resolver): the world has no
 # IPv6, so no connection to the address is tried.
 set6_of() { local s; s=$(set_of "$1"); echo "n6${s#n4}"; }
-aaaa() { ip netns exec $NS python3 "$HERE/netprobe.py" query-aaaa $HOST "$1" >"$TMP/probe.out" 2>&1; }
-if aaaa v6.test && grep -qx "rcode=NOERROR" "$TMP/probe.out" && grep -qx "aaaa=$V6_PUBLIC" "$TMP/probe.out"; then
+aaaa() { probe dns-aaaa $HOST "$1"; }
+if aaaa v6.test && grep -q " rcode=NOERROR " "$TMP/probe.out" && grep -q " aaaa=$V6_PUBLIC " "$TMP/probe.out"; then
         ok "v6.test: the AAAA answer ($V6_PUBLIC) reaches the guest"
 else not_ok "v6.test: the AAAA answer reaches the guest: $(out)"; fi
 if in_set "$(set6_of v6.test)" "$V6_PUBLIC"; then ok "v6.test: $V6_PUBLIC is in the name's IPv6 set $(set6_of v6.test)"
@@ -337,7 +337,7 @@ if [[ $addrs6 == "$V6_PUBLIC:1" ]]; then ok "status lists v6.test's IPv6 address
 else not_ok "status lists v6.test's IPv6 address with its expiry: $addrs6"; fi
 for case in ula.test=fd00:ec2::254 mapped.test=::ffff:169.254.169.254 nat64.test=64:ff9b::a9fe:a9fe linklocal.test=fe80::1; do
         name=${case%%=*} addr=${case#*=}
-        if aaaa $name && grep -qx "rcode=NXDOMAIN" "$TMP/probe.out"; then ok "$name (AAAA $addr) gets NXDOMAIN"
+        if aaaa $name && grep -q " rcode=NXDOMAIN " "$TMP/probe.out"; then ok "$name (AAAA $addr) gets NXDOMAIN"
         else not_ok "$name (AAAA $addr) gets NXDOMAIN: $(out)"; fi
         # the set must exist and hold nothing (a missing set is a failure, not "empty")
         if elems=$(nft list set inet seatd "$(set6_of $name)" 2>&1) && [[ $elems != *elements* ]]; then

@@ -21,8 +21,6 @@ is bounded and every connection has a timeout. The clients are guest-probe's.
                              AAAA queries; an A query gets no records); "cname:TARGET" (the chain
                              followed through the zone in one answer); "malformed" (a
                              count that lies); "oversized" (6000 bytes)
-  query-aaaa SERVER NAME     one AAAA query over UDP (2 s): prints "rcode=N" and one
-                             "aaaa=ADDR" a record; exits 0 when an answer came
   serve-record ADDR PORT LOG UDP: appends one line per datagram to LOG:
                              "key=KEY port=PORT src=ADDR" (KEY from a guest-probe payload
                              "seatd-probe key=KEY ...", "-" otherwise); never replies
@@ -279,52 +277,7 @@ def serve_record(addr, port, log):
         os.write(fd, ("key=%s port=%s src=%s\n" % (key, port, peer[0])).encode())
 
 
-def skip_name(m, off):
-    """The offset after the (possibly compressed) name at off: labels, then a zero byte or
-    a two-byte pointer. Past the end when the name runs off the message."""
-    while off < len(m):
-        if m[off] & 0xC0 == 0xC0:
-            return off + 2
-        if m[off] == 0:
-            return off + 1
-        off += 1 + m[off]
-    return len(m) + 1
-
-
-def query_aaaa(server, name):
-    """The guest's side of an AAAA lookup (guest-probe asks for A records only)."""
-    qid = os.getpid() & 0xFFFF
-    q = struct.pack("!HHHHHH", qid, 0x0100, 1, 0, 0, 0) + dns_name(name) + struct.pack("!HH", 28, 1)
-    fam, sa = sockaddr(server, 53)
-    s = socket.socket(fam, socket.SOCK_DGRAM)
-    s.settimeout(2)
-    s.sendto(q, sa)
-    try:
-        m = s.recv(4096)
-    except OSError as e:
-        print("reason=timeout (%s)" % e)
-        return 1
-    if len(m) < 12 or struct.unpack("!H", m[:2])[0] != qid:
-        print("reason=malformed")
-        return 1
-    print("rcode=%s" % {0: "NOERROR", 2: "SERVFAIL", 3: "NXDOMAIN", 5: "REFUSED"}.get(m[3] & 15, m[3] & 15))
-    an = struct.unpack("!H", m[6:8])[0]
-    off = skip_name(m, 12) + 4  # the question
-    for _ in range(min(an, 64)):
-        off = skip_name(m, off)
-        if off + 10 > len(m):
-            break
-        rtype, _, _, rdlen = struct.unpack("!HHIH", m[off:off + 10])
-        off += 10
-        if rtype == 28 and rdlen == 16 and off + 16 <= len(m):
-            print("aaaa=%s" % socket.inet_ntop(socket.AF_INET6, m[off:off + 16]))
-        off += rdlen
-    return 0
-
-
 def main(argv):
-    if len(argv) == 4 and argv[1] == "query-aaaa":
-        return query_aaaa(argv[2], argv[3])
     servers = {"serve-tcp": serve_tcp, "serve-udp": serve_udp, "serve-udp-stream": serve_udp_stream, "serve-dns": serve_dns, "serve-record": serve_record}
     if len(argv) < 2 or argv[1] not in servers:
         sys.stderr.write(__doc__)

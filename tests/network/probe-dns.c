@@ -44,11 +44,11 @@ static int dns_normalize(const char *name, char out[static DNS_NAME_MAX + 1]) {
         return 0;
 }
 
-int dns_build_query(uint16_t id, const char *name, uint8_t *buf, size_t size, size_t *ret_len) {
+int dns_build_query(uint16_t id, const char *name, uint16_t qtype, uint8_t *buf, size_t size, size_t *ret_len) {
         char norm[DNS_NAME_MAX + 1];
         size_t off = DNS_HEADER;
 
-        if (dns_normalize(name, norm) < 0)
+        if ((qtype != DNS_TYPE_A && qtype != DNS_TYPE_AAAA) || dns_normalize(name, norm) < 0)
                 return -EINVAL;
         /* header + encoded name (one more byte than the text, plus the root) + type + class */
         if (size < DNS_HEADER + strlen(norm) + 2 + 4)
@@ -76,7 +76,7 @@ int dns_build_query(uint16_t id, const char *name, uint8_t *buf, size_t size, si
                         return -EINVAL; /* "a..": an empty label at the end */
         }
         buf[off++] = 0;
-        put16(buf + off, DNS_TYPE_A);
+        put16(buf + off, qtype);
         put16(buf + off + 2, DNS_CLASS_IN);
         *ret_len = off + 4;
         return 0;
@@ -154,13 +154,13 @@ static int dns_read_record(const uint8_t *msg, size_t len, size_t *off, DnsRecor
         return 0;
 }
 
-int dns_parse_reply(const uint8_t *msg, size_t len, uint16_t id, const char *name, DnsReply *ret) {
+int dns_parse_reply(const uint8_t *msg, size_t len, uint16_t id, const char *name, uint16_t qtype, DnsReply *ret) {
         char want[DNS_NAME_MAX + 1], qname[DNS_NAME_MAX + 1];
         size_t off = DNS_HEADER;
         DnsReply reply = {};
         int r;
 
-        if (dns_normalize(name, want) < 0)
+        if ((qtype != DNS_TYPE_A && qtype != DNS_TYPE_AAAA) || dns_normalize(name, want) < 0)
                 return -EINVAL;
         if (len < DNS_HEADER)
                 return -EBADMSG;
@@ -178,7 +178,7 @@ int dns_parse_reply(const uint8_t *msg, size_t len, uint16_t id, const char *nam
                 return r;
         if (off + 4 > len)
                 return -EBADMSG;
-        if (strcmp(qname, want) != 0 || get16(msg + off) != DNS_TYPE_A || get16(msg + off + 2) != DNS_CLASS_IN)
+        if (strcmp(qname, want) != 0 || get16(msg + off) != qtype || get16(msg + off + 2) != DNS_CLASS_IN)
                 return -ESRCH;
         off += 4;
 
@@ -204,7 +204,7 @@ int dns_parse_reply(const uint8_t *msg, size_t len, uint16_t id, const char *nam
                                 return r;
                         if (t != rr.rdata + rr.rdlength)
                                 return -EBADMSG;
-                } else if (rr.type == DNS_TYPE_A) {
+                } else if (rr.type == DNS_TYPE_A && qtype == DNS_TYPE_A) {
                         if (rr.rdlength != 4)
                                 return -EBADMSG;
                         if (reply.n_a < DNS_MAX_A) {
@@ -212,6 +212,11 @@ int dns_parse_reply(const uint8_t *msg, size_t len, uint16_t id, const char *nam
                                 reply.ttl[reply.n_a] = rr.ttl;
                                 reply.n_a++;
                         }
+                } else if (rr.type == DNS_TYPE_AAAA && qtype == DNS_TYPE_AAAA) {
+                        if (rr.rdlength != 16)
+                                return -EBADMSG;
+                        if (reply.n_aaaa < DNS_MAX_A)
+                                memcpy(&reply.aaaa[reply.n_aaaa++], msg + rr.rdata, 16);
                 }
         }
         *ret = reply;
