@@ -361,9 +361,10 @@ void capture_ring_stats(const CaptureRing *r, CaptureStats *ret) {
         *ret = r->st;
 }
 
-/* The files between the head and the current one, closed unsynced at their rotation. */
+/* The files after the head, closed unsynced at their rotation (or never written since a
+ * restart); the current one again too, which costs little once synced. */
 static void sync_ring_files(CaptureRing *r) {
-        for (size_t i = 1; i + 1 < r->n_files; i++) {
+        for (size_t i = 1; i < r->n_files; i++) {
                 char name[CAPTURE_RING_PREFIX_MAX + 32];
                 if (file_name(r, r->files[i].number, name, sizeof(name)) < 0)
                         continue;

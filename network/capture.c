@@ -39,6 +39,10 @@
  * a small cap's capture of an ordinary burst whole. */
 #define CAPTURE_RATE_MIN (16 * 1024 * 1024)
 #define CAPTURE_BURST_DIVISOR 2
+/* Packets one pcap_dispatch() hands over at most. With -1 (all there are) libpcap's
+ * TPACKET_V3 reader goes on while the next block is ready: under a flood faster than the
+ * thread, forever, with the stop, the budget and the counters unseen. */
+#define CAPTURE_DISPATCH_MAX 256
 
 struct Capture {
         pcap_t *pcap;
@@ -51,6 +55,10 @@ struct Capture {
         pthread_t thread;
         pthread_mutex_t lock;     /* snapshot */
         CaptureStats snapshot;
+        /* Readers (status) only try c->lock: the thread holding it runs SCHED_IDLE and may
+         * wait long for a CPU while it does. They get the last copy they took instead. */
+        pthread_mutex_t read_lock; /* read_copy */
+        CaptureStats read_copy;
 };
 
 bool capture_supported(void) {
@@ -72,7 +80,8 @@ static int budget_refill(Capture *c) {
         int64_t us = (now.tv_sec - c->refilled.tv_sec) * 1000000 + (now.tv_nsec - c->refilled.tv_nsec) / 1000;
         us = MIN(MAX(us, (int64_t) 0), (int64_t) 1000000); /* ≤ 1 s: no overflow, and the burst caps it anyway */
         c->refilled = now;
-        c->budget = MIN(c->budget + us * c->rate / 1000000, c->burst);
+        /* at least -burst: one dispatch's overshoot is not paid back for long */
+        c->budget = MAX(MIN(c->budget + us * c->rate / 1000000, c->burst), -c->burst);
         if (c->budget >= 0)
                 return 0;
         return (int) MIN(-c->budget * 1000 / c->rate + 1, (int64_t) CAPTURE_POLL_MS);
@@ -121,7 +130,7 @@ static void *capture_thread(void *p) {
                 /* Whatever libpcap holds, poll or not: a block is handed over when full or
                  * at its timeout. Non-blocking: returns at once when there is nothing. An
                  * error: the interface went away (its seat's network removed under it). */
-                if (pcap_dispatch(c->pcap, -1, on_packet, (u_char *) c) == PCAP_ERROR) {
+                if (pcap_dispatch(c->pcap, CAPTURE_DISPATCH_MAX, on_packet, (u_char *) c) == PCAP_ERROR) {
                         c->read_failed = !(fds[0].revents & POLLIN);
                         break;
                 }
@@ -130,8 +139,11 @@ static void *capture_thread(void *p) {
                         break;
         }
         /* The last of it: what arrived before the stop (the machine was taken off the
-         * bridge first, so nothing of the next session). */
-        for (int i = 0; i < 64 && pcap_dispatch(c->pcap, -1, on_packet, (u_char *) c) > 0; i++)
+         * bridge first, so nothing of the next session), at most 64 dispatches. Back to
+         * SCHED_OTHER for it if allowed (CAP_SYS_NICE): the stop waits on this thread. */
+        struct sched_param sp_other = { .sched_priority = 0 };
+        (void) pthread_setschedparam(pthread_self(), SCHED_OTHER, &sp_other);
+        for (int i = 0; i < 64 && pcap_dispatch(c->pcap, CAPTURE_DISPATCH_MAX, on_packet, (u_char *) c) > 0; i++)
                 ;
         (void) capture_ring_flush(c->ring);
         publish(c);
@@ -149,6 +161,7 @@ static void capture_free(Capture *c) {
         if (c->stop_fd >= 0)
                 close(c->stop_fd);
         pthread_mutex_destroy(&c->lock);
+        pthread_mutex_destroy(&c->read_lock);
         free(c);
 }
 
@@ -185,6 +198,7 @@ int capture_start(const CaptureParams *p, Capture **ret, SeatError **ret_error) 
         c->rate = (int64_t) MAX(p->max_bytes, (uint64_t) CAPTURE_RATE_MIN);
         c->burst = c->rate / CAPTURE_BURST_DIVISOR;
         pthread_mutex_init(&c->lock, NULL);
+        pthread_mutex_init(&c->read_lock, NULL);
         c->dir_fd = open(p->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (c->dir_fd < 0) {
                 k = seat_error_set(ret_error, errno, "capture: cannot open '%s': %m", p->dir);
@@ -217,9 +231,13 @@ fail:
 }
 
 void capture_stats(Capture *c, CaptureStats *ret) {
-        pthread_mutex_lock(&c->lock);
-        *ret = c->snapshot;
-        pthread_mutex_unlock(&c->lock);
+        pthread_mutex_lock(&c->read_lock);
+        if (pthread_mutex_trylock(&c->lock) == 0) {
+                c->read_copy = c->snapshot;
+                pthread_mutex_unlock(&c->lock);
+        }
+        *ret = c->read_copy;
+        pthread_mutex_unlock(&c->read_lock);
 }
 
 void capture_stop(Capture *c, CaptureStats *ret) {
@@ -229,7 +247,7 @@ void capture_stop(Capture *c, CaptureStats *ret) {
         (void) !write(c->stop_fd, &one, sizeof(one));
         pthread_join(c->thread, NULL);
         if (ret)
-                capture_stats(c, ret);
+                *ret = c->snapshot; /* the thread's last publish(), and it is gone */
         capture_free(c);
 }
 

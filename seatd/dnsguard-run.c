@@ -244,18 +244,25 @@ int dnsguard_run_start(const NetSeat *ns, const char *seat_id, DnsGuardProc *ret
                         break;
         }
         if (k <= 0 || r < 0) {
+                int poll_errno = k < 0 ? errno : 0;
                 dnsguard_run_kill(&g);
                 char addr[INET_ADDRSTRLEN];
                 netdef_guard_address(ns, addr);
                 /* What the operator needs: hung (killed here) or gone by itself (it logged why). */
+                if (k < 0)
+                        return seat_error_set(ret_error, poll_errno,
+                                              "seat '%s': cannot wait for its DNS guard (seat-dnsguard on %s:53) to be "
+                                              "ready: %s: the seat's names could not be resolved",
+                                              seat_id, addr, strerror(poll_errno));
                 if (k == 0)
                         return seat_error_set(ret_error, ETIMEDOUT,
                                               "seat '%s': its DNS guard (seat-dnsguard on %s:53) was not ready within "
                                               "%d ms and was killed: the seat's names could not be resolved",
                                               seat_id, addr, DNSGUARD_READY_TIMEOUT_MS);
                 return seat_error_set(ret_error, EIO,
-                                      "seat '%s': its DNS guard (seat-dnsguard on %s:53) exited before it was ready "
-                                      "(see seatd's log): the seat's names could not be resolved",
+                                      "seat '%s': its DNS guard (seat-dnsguard on %s:53) exited before it said it was "
+                                      "ready, or said something else (see seatd's log): the seat's names could not be "
+                                      "resolved",
                                       seat_id, addr);
         }
         *ret = g;

@@ -181,8 +181,11 @@ def once(server, name=b"n1"):
     s.settimeout(2)
     t0 = time.monotonic()
     s.sendto(q, (server, 53))
-    s.recv(4096)
-    return (time.monotonic() - t0) * 1000
+    m = s.recv(4096)
+    ms = (time.monotonic() - t0) * 1000
+    if len(m) < 12 or m[3] & 15 != 0 or m[6:8] == b"\0\0": # an answer, not a refusal
+        raise OSError("no answer (rcode %d)" % (m[3] & 15 if len(m) > 3 else -1))
+    return ms
 g, d, r = [], [], []
 reachable = True
 for i in range(21):
