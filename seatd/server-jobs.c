@@ -28,10 +28,14 @@ void mail_post_item(Server *s, Request *req, char *line, size_t len, bool final,
                 free(line); /* out of memory: a final reply is lost, the job still ends below */
         if (job_end)
                 s->jobs--;
-        pthread_cond_broadcast(&s->jobs_done);
-        pthread_mutex_unlock(&s->lock);
+        /* The loop is woken before the unlock: once a job's end is posted, server_shutdown()
+         * may see no jobs left and free s, so this thread must not touch s after the unlock
+         * (ASan caught the wake_fd read after the free at seatd's exit). An eventfd write
+         * does not block here (the counter is far from overflowing). */
         uint64_t one = 1;
         (void) !write(s->wake_fd, &one, sizeof(one));
+        pthread_cond_broadcast(&s->jobs_done);
+        pthread_mutex_unlock(&s->lock);
 }
 
 static void mail_post(Server *s, Request *req, char *line, size_t len, bool final, bool droppable) {
