@@ -23,4 +23,17 @@ done 2>/dev/null
 # its work directory is gone.
 out=$(bash -c '. "$1"; harness_workdir /tmp/seatd-harness-trap-child; echo "$t"' _ "$(dirname "$0")/seatd-harness.sh")
 [[ -n $out && ! -e $out ]] && ok "the script's own exit removes its work directory" || not_ok "the script's own exit removes its work directory ($out)"
+# A seatd that dies of a signal at its stop (an ASan report, an abort) fails the suite even
+# when every TAP line was ok; the TERM it was sent does not. A stand-in "seatd" (bash that
+# aborts on SIGTERM, or exits on it) in a child run of the harness.
+crash_run() { # TRAP_COMMAND -> the child's exit status
+  bash -c '. "$1"; harness_workdir /tmp/seatd-harness-crash
+    bash -c "trap \"$2\" TERM; while :; do sleep 0.05; done" & seatd_pid=$!
+    sleep 0.3; ok "a stand-in seatd runs"; tap_end' _ "$(dirname "$0")/seatd-harness.sh" "$1" >/dev/null 2>&1
+  echo $?
+}
+st=$(crash_run 'kill -ABRT \$\$')
+[[ $st != 0 ]] && ok "a seatd that aborts at its stop fails the suite (exit $st)" || not_ok "a seatd that aborts at its stop fails the suite (exit $st)"
+st=$(crash_run 'exit 0')
+[[ $st == 0 ]] && ok "a seatd that exits on its TERM does not (exit $st)" || not_ok "a seatd that exits on its TERM does not (exit $st)"
 tap_end
