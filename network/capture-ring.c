@@ -61,6 +61,10 @@ static uint64_t header_len(const CaptureRing *r) {
         return SHB_LEN + idb_len(r);
 }
 
+uint32_t capture_ring_block_bytes(uint32_t caplen) {
+        return EPB_FIXED + pad4(caplen);
+}
+
 uint64_t capture_ring_file_max(uint64_t max_bytes) {
         return MAX(max_bytes / CAPTURE_RING_FILES, (uint64_t) CAPTURE_RING_FILE_MIN);
 }
@@ -314,7 +318,7 @@ void capture_ring_write(CaptureRing *r, uint64_t ts_usec, const uint8_t *data, u
                 r->st.packets_unwritten++;
                 return;
         }
-        uint32_t block = EPB_FIXED + pad4(caplen);
+        uint32_t block = capture_ring_block_bytes(caplen);
         int k = 0;
         if (r->cur < 0 || r->files[r->n_files - 1].bytes + block > r->file_max)
                 k = open_next(r);

@@ -63,6 +63,8 @@ void capture_ring_stats(const CaptureRing *r, CaptureStats *ret);
 /* Flush, fsync and close the current file, fsync the others; free r. NULL is fine. (The
  * head is fsync'ed when the next file opens; the ring's files only here.) */
 CaptureRing *capture_ring_close(CaptureRing *r);
+/* The bytes a packet of caplen takes in a file (its Enhanced Packet Block). */
+uint32_t capture_ring_block_bytes(uint32_t caplen);
 /* The size of one file of the ring under max_bytes. */
 uint64_t capture_ring_file_max(uint64_t max_bytes);
 /* Is name PREFIXnnnn.pcapng (4+ digits)? Returns the number, or 0. */

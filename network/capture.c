@@ -69,7 +69,7 @@ static void on_packet(u_char *user, const struct pcap_pkthdr *h, const u_char *d
         Capture *c = (Capture *) user;
         uint64_t ts = (uint64_t) h->ts.tv_sec * 1000000u + (uint64_t) h->ts.tv_usec;
         capture_ring_write(c->ring, ts, data, h->caplen, h->len);
-        c->budget -= (int64_t) h->caplen + 32; /* and its block's header */
+        c->budget -= capture_ring_block_bytes(h->caplen); /* what the file grew by */
 }
 
 /* The budget refilled for the time since the last refill; the ms until it is above 0 again

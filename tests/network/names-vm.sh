@@ -252,7 +252,9 @@ adopted_checks() { # WHAT
     && ok "$what: a CNAME out of the names gets NXDOMAIN" || not_ok "$what: a CNAME out of the names gets NXDOMAIN"
   denied_case "$A" "$what: blocked.test's address is dropped" "${T[@]}" tcp "$WORLD_BLOCKED" 8080
 }
-gone() { for _ in $(seq 1 50); do kill -0 "$1" 2>/dev/null || return 0; sleep 0.1; done; return 1; }
+# gone_within PID N: until PID is gone, N tenths of a second at most; gone PID: 5 s
+gone_within() { for _ in $(seq 1 "$2"); do kill -0 "$1" 2>/dev/null || return 0; sleep 0.1; done; return 1; }
+gone() { gone_within "$1" 50; }
 p=$(gfield pid)
 seatd_stop
 gone "$p" && [[ -z $(guard_of) ]] && ok "seatd stopping stops the seat's guard (no restart, nothing left)" \
@@ -319,7 +321,6 @@ if [[ -n $hp ]] && kill -0 "$hp" 2>/dev/null; then
     && ok "while its guard hangs, an allowed name not looked up before does not resolve (closed: $(grep -o 'reason=[^ ]*\( rcode=[^ ]*\)\?' "$t/out"))" \
     || not_ok "while its guard hangs, an allowed name not looked up before does not resolve: $(head -c 300 "$t/out")"
 else skip "while its guard hangs, an allowed name not looked up before does not resolve" "the lookup outlasted the hang"; fi
-gone_within() { for _ in $(seq 1 "$2"); do kill -0 "$1" 2>/dev/null || return 0; sleep 0.1; done; return 1; }
 [[ -n $hp ]] && gone_within "$hp" 100 && ok "the guard that hangs is killed (pid $hp gone within 10 s)" \
   || not_ok "the guard that hangs is killed (pid '$hp' still there)"
 for _ in $(seq 1 100); do
