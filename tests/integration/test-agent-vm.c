@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
-#include <cmocka.h>
+#include "../lib/seat-test.h"
 
 #include "seatd/agent-client.h"
 #include "common/fileio.h"
@@ -104,7 +104,7 @@ static void run(char **argv, const char *stdin_data, int64_t timeout_ms, int64_t
 
 #define ARGV(...) ((char *[]) { __VA_ARGS__, NULL })
 
-static void test_hello(void **state) {
+TEST(hello) {
         _cleanup_error_ SeatError *err = NULL;
         _cleanup_agent_msg_ AgentMsg *h = NULL;
         bool exec_cap = false;
@@ -121,7 +121,7 @@ static void test_hello(void **state) {
                       (long long) h->hello.boot_ms, (long long) (now_monotonic_ms() - fx.vm->started_ms));
 }
 
-static void test_echo(void **state) {
+TEST(echo) {
         _cleanup_(output_done) Output out = {};
         AgentExecResult res = {};
 
@@ -136,7 +136,7 @@ static void test_echo(void **state) {
         agent_exec_result_done(&res);
 }
 
-static void test_exit_codes_and_signals(void **state) {
+TEST(exit_codes_and_signals) {
         _cleanup_(output_done) Output out = {};
         AgentExecResult res = {};
 
@@ -156,7 +156,7 @@ static void test_exit_codes_and_signals(void **state) {
         agent_exec_result_done(&res);
 }
 
-static void test_stdin(void **state) {
+TEST(stdin) {
         _cleanup_(output_done) Output out = {};
         AgentExecResult res = {};
 
@@ -183,7 +183,7 @@ static void send_msg(AgentMsg *m) {
 
 /* Output must arrive while the tool still runs: the tool prints, then waits for stdin
  * that the test sends only after it has seen the output. Without streaming this hangs. */
-static void test_output_streams_before_exit(void **state) {
+TEST(output_streams_before_exit) {
         int64_t id = agent_client_next_id(fx.client);
         AgentMsg req = { .type = AGENT_MSG_EXEC, .id = id,
                          .exec = { .argv = ARGV("/bin/sh", "-c", "echo ready; read x; echo got $x"),
@@ -221,7 +221,7 @@ static void test_output_streams_before_exit(void **state) {
         assert_string_equal(out.buf, "got 42\n");
 }
 
-static void test_big_output_is_capped(void **state) {
+TEST(big_output_is_capped) {
         _cleanup_(output_done) Output out = {};
         AgentExecResult res = {};
 
@@ -234,7 +234,7 @@ static void test_big_output_is_capped(void **state) {
         agent_exec_result_done(&res);
 }
 
-static void test_timeout_kills_the_process_group(void **state) {
+TEST(timeout_kills_the_process_group) {
         _cleanup_(output_done) Output out = {}, ps = {};
         AgentExecResult res = {};
 
@@ -259,7 +259,7 @@ static void test_timeout_kills_the_process_group(void **state) {
         agent_exec_result_done(&res);
 }
 
-static void test_kill_and_concurrent_execs(void **state) {
+TEST(kill_and_concurrent_execs) {
         int64_t slow = agent_client_next_id(fx.client), fast = agent_client_next_id(fx.client);
         AgentMsg a = { .type = AGENT_MSG_EXEC, .id = slow, .exec = { .argv = ARGV("/bin/sleep", "1000"), .stdin_eof = true } };
         AgentMsg b = { .type = AGENT_MSG_EXEC, .id = fast, .exec = { .argv = ARGV("/bin/echo", "fast"), .stdin_eof = true } };
@@ -303,7 +303,7 @@ static void test_kill_and_concurrent_execs(void **state) {
         assert_non_null(strstr(err->message, "not_found"));
 }
 
-static void test_file_round_trip(void **state) {
+TEST(file_round_trip) {
         _cleanup_error_ SeatError *err = NULL;
         _cleanup_free_ uint8_t *data = malloc(1536 * 1024);
         _cleanup_free_ void *back = NULL;
@@ -329,7 +329,7 @@ static void test_file_round_trip(void **state) {
         assert_int_equal(agent_client_file_get(fx.client, "/tmp/missing", 100, WAIT_MS, &back, &n, NULL), -EREMOTEIO);
 }
 
-static void test_configure(void **state) {
+TEST(configure) {
         _cleanup_error_ SeatError *err = NULL;
         uint8_t entropy[64];
         for (size_t i = 0; i < sizeof(entropy); i++)
@@ -365,7 +365,7 @@ static void expect_error_s(const char *raw, int64_t id, const char *code) {
         expect_error(raw, strlen(raw), id, code);
 }
 
-static void test_bad_frames_get_errors_and_the_agent_keeps_serving(void **state) {
+TEST(bad_frames_get_errors_and_the_agent_keeps_serving) {
         _cleanup_error_ SeatError *err = NULL;
 
         expect_error_s("garbage\n", 0, AGENT_ERR_MALFORMED);
@@ -396,7 +396,7 @@ static void test_bad_frames_get_errors_and_the_agent_keeps_serving(void **state)
         agent_exec_result_done(&res);
 }
 
-static void test_reconnect(void **state) {
+TEST(reconnect) {
         _cleanup_error_ SeatError *err = NULL;
         _cleanup_(output_done) Output ps = {};
         AgentExecResult res = {};
@@ -424,7 +424,7 @@ static void test_reconnect(void **state) {
         check(agent_client_ping(fx.client, WAIT_MS, &err), &err);
 }
 
-static void test_shutdown(void **state) {
+TEST(shutdown) {
         _cleanup_error_ SeatError *err = NULL;
         AgentMsg req = { .type = AGENT_MSG_SHUTDOWN, .shutdown = { .action = (char *) "poweroff" } };
 
@@ -435,21 +435,4 @@ static void test_shutdown(void **state) {
         }
 }
 
-int main(void) {
-        const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_hello),
-                cmocka_unit_test(test_echo),
-                cmocka_unit_test(test_exit_codes_and_signals),
-                cmocka_unit_test(test_stdin),
-                cmocka_unit_test(test_output_streams_before_exit),
-                cmocka_unit_test(test_big_output_is_capped),
-                cmocka_unit_test(test_timeout_kills_the_process_group),
-                cmocka_unit_test(test_kill_and_concurrent_execs),
-                cmocka_unit_test(test_file_round_trip),
-                cmocka_unit_test(test_configure),
-                cmocka_unit_test(test_bad_frames_get_errors_and_the_agent_keeps_serving),
-                cmocka_unit_test(test_reconnect),
-                cmocka_unit_test(test_shutdown),
-        };
-        return cmocka_run_group_tests_name("agent-vm", tests, setup, teardown);
-}
+TEST_MAIN_FIXTURE("agent-vm", setup, teardown)

@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cmocka.h>
+#include "../lib/seat-test.h"
 
 #include "common/macro.h"
 #include "network/capture-ring.h"
@@ -102,7 +102,7 @@ static unsigned walk(const char *name, uint64_t *ret_cap, uint64_t *ret_orig) {
         return packets;
 }
 
-static void test_one_file(void **state) {
+TEST(one_file) {
         CaptureRing *r = NULL;
         uint8_t pkt[200];
         assert_int_equal(capture_ring_new(dir_fd, "cap-", "seatbr9", 1, 96, 1 << 20, &r), 0);
@@ -152,7 +152,7 @@ static uint64_t dir_bytes(unsigned *ret_files, unsigned *ret_lowest) {
 
 /* A flood: 10 times the cap. The files stay under it, the first one stays, and what went
  * is exactly what the counters say. */
-static void test_flood_rotates_under_cap(void **state) {
+TEST(flood_rotates_under_cap) {
         const uint64_t cap = 1 << 20;
         CaptureRing *r = NULL;
         uint8_t pkt[96];
@@ -199,7 +199,7 @@ static void test_flood_rotates_under_cap(void **state) {
 
 /* Large packets (written straight from the caller's buffer) between small ones (gathered):
  * the blocks stay in order and whole. */
-static void test_big_and_small(void **state) {
+TEST(big_and_small) {
         CaptureRing *r = NULL;
         static uint8_t pkt[65536];
         uint64_t want_cap = 0;
@@ -233,7 +233,7 @@ static void test_big_and_small(void **state) {
 }
 
 /* A seatd restarted mid-session: the ring counts what is there and numbers after it. */
-static void test_restart_numbers_after(void **state) {
+TEST(restart_numbers_after) {
         CaptureRing *r = NULL;
         uint8_t pkt[64] = {};
         pkt[0] = 64;
@@ -253,7 +253,7 @@ static void test_restart_numbers_after(void **state) {
         clear_dir();
 }
 
-static void test_names_and_args(void **state) {
+TEST(names_and_args) {
         CaptureRing *r = NULL;
         assert_int_equal(capture_ring_file_number("cap-", "cap-0001.pcapng"), 1);
         assert_int_equal(capture_ring_file_number("cap-", "cap-12345.pcapng"), 12345);
@@ -268,13 +268,4 @@ static void test_names_and_args(void **state) {
         assert_int_equal(capture_ring_file_max(1 << 20), 128 * 1024);
 }
 
-int main(void) {
-        const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_one_file),
-                cmocka_unit_test(test_flood_rotates_under_cap),
-                cmocka_unit_test(test_big_and_small),
-                cmocka_unit_test(test_restart_numbers_after),
-                cmocka_unit_test(test_names_and_args),
-        };
-        return cmocka_run_group_tests(tests, setup, teardown);
-}
+TEST_MAIN_FIXTURE("capture-ring", setup, teardown)

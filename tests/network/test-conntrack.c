@@ -9,7 +9,7 @@
 #include <arpa/inet.h>
 #include <sys/socket.h>
 
-#include <cmocka.h>
+#include "../lib/seat-test.h"
 
 #include <linux/netfilter/nfnetlink.h>
 #include <linux/netfilter/nfnetlink_conntrack.h>
@@ -95,7 +95,7 @@ static struct in_addr ip(const char *s) {
         return a;
 }
 
-static void test_match(void **state) {
+TEST(match) {
         Msg m;
         ConntrackEntry e;
         size_t n = flow(&m, "10.214.0.2", true);
@@ -116,7 +116,7 @@ static void test_match(void **state) {
         assert_false(e.has_zone);
 }
 
-static void test_other(void **state) {
+TEST(other) {
         Msg m;
         ConntrackEntry e;
         /* IPv6 entries and other subsystems are not ours to parse */
@@ -128,7 +128,7 @@ static void test_other(void **state) {
         assert_int_equal(conntrack_entry_match(m.buf, n, ip("10.214.0.2"), &e), 0);
 }
 
-static void test_malformed(void **state) {
+TEST(malformed) {
         Msg m;
         ConntrackEntry e;
         size_t n = flow(&m, "10.214.0.2", false);
@@ -169,11 +169,4 @@ static void test_malformed(void **state) {
         assert_int_equal(conntrack_entry_match(m.buf, n, ip("10.214.0.2"), &e), -EBADMSG);
 }
 
-int main(void) {
-        const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_match),
-                cmocka_unit_test(test_other),
-                cmocka_unit_test(test_malformed),
-        };
-        return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN("conntrack")

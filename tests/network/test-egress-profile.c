@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include <cmocka.h>
+#include "../lib/seat-test.h"
 
 #include "network/profile.h"
 
@@ -30,7 +30,7 @@ static void parse_bad(const char *text, int err, const char *want) {
                 fail_msg("message '%s' lacks '%s'", e->message, want);
 }
 
-static void test_basic(void **state) {
+TEST(basic) {
         _cleanup_egress_profile_ EgressProfile *p =
                 parse_ok("# seat profile\n"
                          "allow tcp 198.51.100.10/32 port 8080\n"
@@ -62,7 +62,7 @@ static void test_basic(void **state) {
                                   "allow icmp 203.0.113.0/24\nallow tcp 0.0.0.0/0 port 443\n");
 }
 
-static void test_names_ranges_v6(void **state) {
+TEST(names_ranges_v6) {
         _cleanup_egress_profile_ EgressProfile *p = parse_ok("allow name Example.TEST tcp port 443\n"
                                                              "allow udp 2001:db8::/32 port 5000-5010\r\n"
                                                              "ipv6 allow\n"
@@ -79,7 +79,7 @@ static void test_names_ranges_v6(void **state) {
 
 /* "*.": every name below, at any depth (docs/egress.md); a star anywhere else is refused.
  * Rules naming one name share its sets (egress_profile_name_index). */
-static void test_wildcard_names(void **state) {
+TEST(wildcard_names) {
         _cleanup_egress_profile_ EgressProfile *p = parse_ok("allow name *.Wild.test tcp port 443\n"
                                                              "allow tcp 198.51.100.10 port 80\n"
                                                              "allow name a.test udp port 53\n"
@@ -98,7 +98,7 @@ static void test_wildcard_names(void **state) {
 }
 
 /* capture on [snaplen N] [max_mib N]: defaults filled in, canonical text round-trips. */
-static void test_capture(void **state) {
+TEST(capture) {
         _cleanup_egress_profile_ EgressProfile *p = parse_ok("capture on max_mib 3 snaplen 96\n");
         assert_true(p->capture);
         assert_int_equal(p->capture_snaplen, 96);
@@ -126,13 +126,13 @@ static void test_capture(void **state) {
         parse_bad("capture on\ncapture on snaplen 100\n", EINVAL, "twice");
 }
 
-static void test_empty_is_deny_all(void **state) {
+TEST(empty_is_deny_all) {
         _cleanup_egress_profile_ EgressProfile *p = parse_ok("");
         assert_int_equal(p->n_rules, 0);
         assert_false(p->ipv6);
 }
 
-static void test_refused(void **state) {
+TEST(refused) {
         parse_bad("allow tcp 198.51.100.1/24 port 80\n", EINVAL, "line 1");
         parse_bad("\nallow tcp 198.51.100.0/24 port 0\n", EINVAL, "line 2");
         parse_bad("allow tcp 198.51.100.0/24 port 10-5\n", EINVAL, "N < M");
@@ -162,7 +162,7 @@ static void test_refused(void **state) {
         parse_bad("allow\ttcp\x1b 1.2.3.4 port 1\n", EINVAL, "control");
 }
 
-static void test_nul(void **state) {
+TEST(nul) {
         static const char text[] = "capture on\0\n";
         EgressProfile *p = NULL;
         _cleanup_error_ SeatError *e = NULL;
@@ -170,7 +170,7 @@ static void test_nul(void **state) {
         assert_non_null(strstr(e->message, "NUL"));
 }
 
-static void test_caps(void **state) {
+TEST(caps) {
         char line[400];
         memset(line, 'a', sizeof(line) - 1);
         line[sizeof(line) - 1] = 0;
@@ -190,7 +190,7 @@ static void test_caps(void **state) {
         parse_bad(huge, E2BIG, "larger than");
 }
 
-static void test_addr(void **state) {
+TEST(addr) {
         EgressAddr a, b;
         char buf[64];
         assert_int_equal(egress_addr_parse("198.51.100.0/24", &a), 0);
@@ -208,17 +208,4 @@ static void test_addr(void **state) {
         assert_int_equal(egress_addr_parse("1.2.3.4/", &a), -EINVAL);
 }
 
-int main(void) {
-        const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_basic),
-                cmocka_unit_test(test_names_ranges_v6),
-                cmocka_unit_test(test_wildcard_names),
-                cmocka_unit_test(test_capture),
-                cmocka_unit_test(test_empty_is_deny_all),
-                cmocka_unit_test(test_refused),
-                cmocka_unit_test(test_nul),
-                cmocka_unit_test(test_caps),
-                cmocka_unit_test(test_addr),
-        };
-        return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN("egress-profile")

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <arpa/inet.h>
 
-#include <cmocka.h>
+#include "../lib/seat-test.h"
 
 #include "network/netdef.h"
 
@@ -17,7 +17,7 @@ static void pool_bad(const char *s, unsigned sub) {
         assert_non_null(e);
 }
 
-static void test_pool(void **state) {
+TEST(pool) {
         NetPool p;
         assert_int_equal(netdef_pool_parse("10.213.0.0/16", 30, &p, NULL), 0);
         assert_int_equal(netdef_pool_size(&p), 16384);
@@ -35,7 +35,7 @@ static void test_pool(void **state) {
         pool_bad("8.0.0.0/7", 30);
 }
 
-static void test_seat(void **state) {
+TEST(seat) {
         NetPool p;
         NetSeat s;
         char buf[INET_ADDRSTRLEN];
@@ -65,7 +65,7 @@ static void test_seat(void **state) {
         assert_string_not_equal(br, br2);
 }
 
-static void test_xml(void **state) {
+TEST(xml) {
         NetPool p;
         NetSeat s;
         _cleanup_free_ char *net = NULL, *iface = NULL, *net_dhcp = NULL;
@@ -108,7 +108,7 @@ static void test_xml(void **state) {
 
 /* "allow name": libvirt's dnsmasq for the seat answers only the names, forwards them to
  * the seat's DNS guard (which asks the profile's servers), fills the names' sets, and refuses rebinding answers. */
-static void test_names_xml(void **state) {
+TEST(names_xml) {
         NetPool p;
         NetSeat s;
         EgressProfile *prof = NULL;
@@ -167,12 +167,4 @@ static void test_names_xml(void **state) {
         egress_profile_free(prof);
 }
 
-int main(void) {
-        const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_pool),
-                cmocka_unit_test(test_seat),
-                cmocka_unit_test(test_xml),
-                cmocka_unit_test(test_names_xml),
-        };
-        return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN("netdef")

@@ -9,7 +9,7 @@
 #include <arpa/inet.h>
 #include <sys/socket.h>
 
-#include <cmocka.h>
+#include "../lib/seat-test.h"
 
 #include <linux/netfilter/nfnetlink.h>
 #include <linux/netfilter/nfnetlink_log.h>
@@ -74,7 +74,7 @@ static int parse_payload(Msg *m, uint8_t family, const void *payload, size_t len
         return nflog_packet_parse(bytes(m), msg_done(m), p);
 }
 
-static void test_ipv4_tcp(void **state) {
+TEST(ipv4_tcp) {
         (void) state;
         Msg m;
         NflogPacket p;
@@ -90,7 +90,7 @@ static void test_ipv4_tcp(void **state) {
         assert_int_equal(p.dport, 8080);
 }
 
-static void test_ipv4_udp_options_and_fragment(void **state) {
+TEST(ipv4_udp_options_and_fragment) {
         (void) state;
         Msg m;
         NflogPacket p;
@@ -117,7 +117,7 @@ static void test_ipv4_udp_options_and_fragment(void **state) {
         assert_int_equal(p.dport, 0);
 }
 
-static void test_ipv6(void **state) {
+TEST(ipv6) {
         (void) state;
         Msg m;
         NflogPacket p;
@@ -141,7 +141,7 @@ static void test_ipv6(void **state) {
 }
 
 /* ARP or a tagged frame at the ingress hook: the seat, no address. */
-static void test_not_ip(void **state) {
+TEST(not_ip) {
         (void) state;
         Msg m;
         NflogPacket p;
@@ -163,7 +163,7 @@ static void test_not_ip(void **state) {
         assert_int_equal(p.family, AF_UNSPEC);
 }
 
-static void test_not_ours(void **state) {
+TEST(not_ours) {
         (void) state;
         Msg m;
         NflogPacket p;
@@ -189,7 +189,7 @@ static void test_not_ours(void **state) {
         assert_int_equal(nflog_packet_parse(bytes(&m), msg_done(&m), &p), 0);
 }
 
-static void test_malformed(void **state) {
+TEST(malformed) {
         (void) state;
         Msg m;
         NflogPacket p;
@@ -222,14 +222,4 @@ static void test_malformed(void **state) {
         assert_int_equal(nflog_packet_parse(bytes(&m), msg_done(&m), &p), -EBADMSG);
 }
 
-int main(void) {
-        const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_ipv4_tcp),
-                cmocka_unit_test(test_ipv4_udp_options_and_fragment),
-                cmocka_unit_test(test_ipv6),
-                cmocka_unit_test(test_not_ip),
-                cmocka_unit_test(test_not_ours),
-                cmocka_unit_test(test_malformed),
-        };
-        return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN("nflog")

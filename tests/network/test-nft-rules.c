@@ -8,7 +8,7 @@
 #include <string.h>
 #include <arpa/inet.h>
 
-#include <cmocka.h>
+#include "../lib/seat-test.h"
 
 #include "common/jsonframe.h"
 #include "network/nft.h"
@@ -56,7 +56,7 @@ static void expect_rules(json_object *e, const RuleHas *has, size_t n) {
                         fail_msg("rule %zu lacks '%s': %s", has[i].rule, has[i].needle, rule_text(e, has[i].rule));
 }
 
-static void test_chains(void **state) {
+TEST(chains) {
         _cleanup_egress_profile_ EgressProfile *p = profile("allow tcp 198.51.100.10 port 8080\n");
         NftSeatSpec s = spec_for(p);
         _cleanup_json_ json_object *chains = NULL;
@@ -118,7 +118,7 @@ static void test_chains(void **state) {
 
 /* With a log group, every deny tail's log names it and the snaplen, in the form nft lists
  * back ({"prefix", "group", "snaplen"}); without one, only the prefix (the kernel log). */
-static void test_log_group(void **state) {
+TEST(log_group) {
         (void) state;
         EgressProfile *p = profile("allow tcp 198.51.100.10 port 8080\n");
         NftSeatSpec s = spec_for(p);
@@ -139,7 +139,7 @@ static void test_log_group(void **state) {
         egress_profile_free(p);
 }
 
-static void test_profile_options(void **state) {
+TEST(profile_options) {
         _cleanup_egress_profile_ EgressProfile *p = profile("dhcp on\ndns host\ndns 198.51.100.53\nipv6 allow\n"
                                                             "allow udp 2001:db8::/32 port 5000-5010\n"
                                                             "allow icmp 203.0.113.0/24\n");
@@ -174,7 +174,7 @@ static void test_profile_options(void **state) {
 /* Issue #13, finding 11: DNS for "dns host" only to the host's address on the seat's own
  * bridge, not to every address of the host; DHCP only after the MAC check, from 0.0.0.0 or
  * the guest's address, to the broadcast or the host's address. */
-static void test_host_chain(void **state) {
+TEST(host_chain) {
         _cleanup_egress_profile_ EgressProfile *p = profile("dhcp on\ndns host\n");
         NftSeatSpec s = spec_for(p);
         _cleanup_json_ json_object *chains = NULL;
@@ -238,7 +238,7 @@ static void test_host_chain(void **state) {
         json_object_put(none);
 }
 
-static void test_refused(void **state) {
+TEST(refused) {
         _cleanup_egress_profile_ EgressProfile *p = profile("allow name example.test tcp port 443\n");
         _cleanup_egress_profile_ EgressProfile *q = profile("");
         _cleanup_json_ json_object *chains = NULL;
@@ -277,7 +277,7 @@ static void test_refused(void **state) {
 
 /* Without an uplink nothing is forwarded: the out chain drops everything after the source
  * checks, and masquerade has nowhere to go. */
-static void test_no_uplink(void **state) {
+TEST(no_uplink) {
         _cleanup_egress_profile_ EgressProfile *p = profile("");
         _cleanup_json_ json_object *chains = NULL;
         NftSeatSpec s = spec_for(p);
@@ -293,7 +293,7 @@ static void test_no_uplink(void **state) {
 
 /* "allow name": a set per name (and family) before the chains, the accept rule on the set
  * that never opens a refused range, DNS only to the seat's resolver. */
-static void test_names(void **state) {
+TEST(names) {
         _cleanup_egress_profile_ EgressProfile *p = profile("dns 198.51.100.53\n"
                                                             "allow name example.test tcp port 443\n"
                                                             "allow name *.wild.test udp port 5000-5010\n"
@@ -340,15 +340,4 @@ static void test_names(void **state) {
         assert_non_null(strstr(rule_text(out, 7), "{\"prefix\":{\"addr\":\"fc00::\",\"len\":7}}"));
 }
 
-int main(void) {
-        const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_no_uplink),
-                cmocka_unit_test(test_chains),
-                cmocka_unit_test(test_log_group),
-                cmocka_unit_test(test_profile_options),
-                cmocka_unit_test(test_host_chain),
-                cmocka_unit_test(test_refused),
-                cmocka_unit_test(test_names),
-        };
-        return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN("nft-rules")

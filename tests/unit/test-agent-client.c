@@ -14,7 +14,7 @@
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include <cmocka.h>
+#include "../lib/seat-test.h"
 
 #include "seatd/agent-client.h"
 #include "common/fileio.h"
@@ -76,7 +76,7 @@ static void expect_fresh_violation(const char *guest, const char *why) {
         assert_true(ms < 5000); /* at once, not after LONG_MS */
 }
 
-static void test_fresh_violations_fail_at_once(void **state) {
+TEST(fresh_violations_fail_at_once) {
         expect_fresh_violation("{this is not json]\n", "malformed JSON");
         expect_fresh_violation("\n", "malformed JSON");
         expect_fresh_violation("{\"type\":\"hello\",\"id\":1,\"version\":1,\"agent\":\"bad\xc3\x28\"}\n", "not valid UTF-8");
@@ -87,7 +87,7 @@ static void test_fresh_violations_fail_at_once(void **state) {
         expect_fresh_violation("{\"\x1b[2J\":1\n", "'{\\\"\\x1b[2J\\\":1'");
 }
 
-static void test_fresh_oversize_fails_at_once(void **state) {
+TEST(fresh_oversize_fails_at_once) {
         Pair p;
         _cleanup_free_ char *msg = NULL;
         int64_t ms;
@@ -115,7 +115,7 @@ static void test_fresh_oversize_fails_at_once(void **state) {
 }
 
 /* Silence is a slow boot: the whole timeout, then a timeout error, nothing sooner. */
-static void test_fresh_silence_waits_the_timeout(void **state) {
+TEST(fresh_silence_waits_the_timeout) {
         _cleanup_free_ char *msg = NULL;
         int64_t ms;
         assert_int_equal(hello_after(NULL, true, 1500, &msg, &ms), -ETIMEDOUT);
@@ -123,7 +123,7 @@ static void test_fresh_silence_waits_the_timeout(void **state) {
         assert_true(ms >= 1400);
 }
 
-static void test_fresh_good_reply(void **state) {
+TEST(fresh_good_reply) {
         _cleanup_free_ char *msg = NULL;
         int64_t ms;
         assert_int_equal(hello_after("{\"type\":\"hello\",\"id\":1,\"version\":1,\"agent\":\"guest-init\"}\n", true, LONG_MS,
@@ -132,7 +132,7 @@ static void test_fresh_good_reply(void **state) {
 }
 
 /* A reconnect may see the tail of a frame cut by it, then whole stale replies. */
-static void test_reconnect_drops_leftovers(void **state) {
+TEST(reconnect_drops_leftovers) {
         _cleanup_free_ char *msg = NULL;
         int64_t ms;
         assert_int_equal(hello_after("a\":\"b3V0cHV0\"}\n{\"type\":\"exit\",\"id\":41,\"code\":0}\n"
@@ -142,7 +142,7 @@ static void test_reconnect_drops_leftovers(void **state) {
 }
 
 /* ... but only one cut tail, and never a request: those are the agent's own doing. */
-static void test_reconnect_violations_fail(void **state) {
+TEST(reconnect_violations_fail) {
         _cleanup_free_ char *msg = NULL;
         int64_t ms;
         assert_int_equal(hello_after("cut tail\n{still not json\n", false, LONG_MS, &msg, &ms), -EPROTO);
@@ -156,14 +156,4 @@ static void test_reconnect_violations_fail(void **state) {
         assert_non_null(strstr(msg, "'file_get' request"));
 }
 
-int main(void) {
-        const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_fresh_violations_fail_at_once),
-                cmocka_unit_test(test_fresh_oversize_fails_at_once),
-                cmocka_unit_test(test_fresh_silence_waits_the_timeout),
-                cmocka_unit_test(test_fresh_good_reply),
-                cmocka_unit_test(test_reconnect_drops_leftovers),
-                cmocka_unit_test(test_reconnect_violations_fail),
-        };
-        return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN("agent-client")

@@ -17,7 +17,7 @@
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include <cmocka.h>
+#include "../lib/seat-test.h"
 
 #include "seatd/agent-client.h"
 #include "common/fileio.h"
@@ -101,7 +101,7 @@ static void *job_thread(void *p) {
 }
 
 /* A slow command does not hold the channel: quick ones on other handles finish first. */
-static void test_slow_exec_does_not_block_others(void **state) {
+TEST(slow_exec_does_not_block_others) {
         Agent a;
         agent_start(&a);
         Job slow = { .first = a.client };
@@ -128,7 +128,7 @@ static void test_slow_exec_does_not_block_others(void **state) {
 }
 
 /* Many at once, each its own output. */
-static void test_many_execs_each_their_own_output(void **state) {
+TEST(many_execs_each_their_own_output) {
         enum { N = 12 };
         Agent a;
         Job jobs[N] = {};
@@ -219,7 +219,7 @@ static void ping_sent(Scripted *p, Ping *a, pthread_t *t, long long *ret_id) {
         read_ids(p, 1, ret_id);
 }
 
-static void test_replies_out_of_order(void **state) {
+TEST(replies_out_of_order) {
         Scripted p;
         Ping a = {}, b = {};
         pthread_t ta, tb;
@@ -243,7 +243,7 @@ static void test_replies_out_of_order(void **state) {
 }
 
 /* A frame for an id nobody waits for: every waiter learns the agent broke the protocol. */
-static void test_unknown_id_ends_the_connection(void **state) {
+TEST(unknown_id_ends_the_connection) {
         Scripted p;
         Ping a = {}, b = {};
         pthread_t ta, tb;
@@ -266,7 +266,7 @@ static void test_unknown_id_ends_the_connection(void **state) {
 }
 
 /* A second final reply for the same id is as unknown as any. */
-static void test_second_reply_ends_the_connection(void **state) {
+TEST(second_reply_ends_the_connection) {
         Scripted p;
         Ping a = {};
         pthread_t ta;
@@ -285,7 +285,7 @@ static void test_second_reply_ends_the_connection(void **state) {
 }
 
 /* The connection's first handle goes: the others' waits end at once. */
-static void test_closing_ends_other_waits(void **state) {
+TEST(closing_ends_other_waits) {
         Scripted p;
         Ping a = {};
         pthread_t ta;
@@ -306,13 +306,5 @@ int main(int argc, char **argv) {
                 return 2;
         }
         guest_init = argv[1];
-        const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_slow_exec_does_not_block_others),
-                cmocka_unit_test(test_many_execs_each_their_own_output),
-                cmocka_unit_test(test_replies_out_of_order),
-                cmocka_unit_test(test_unknown_id_ends_the_connection),
-                cmocka_unit_test(test_second_reply_ends_the_connection),
-                cmocka_unit_test(test_closing_ends_other_waits),
-        };
-        return cmocka_run_group_tests(tests, NULL, NULL);
+        return seat_tests_run("agent-mux", NULL, NULL);
 }

@@ -5,7 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
-#include <cmocka.h>
+#include "../lib/seat-test.h"
 
 #include "common/agent-proto.h"
 
@@ -31,7 +31,7 @@ static void parse_fails(const char *s, int expect_r, int64_t expect_id, const ch
                 fail_msg("message '%s' does not mention '%s'", err.message, expect_in_message);
 }
 
-static void test_exec_request(void **state) {
+TEST(exec_request) {
         _cleanup_agent_msg_ AgentMsg *m = parse_ok(
                 "{\"type\":\"exec\",\"id\":7,\"argv\":[\"/bin/sh\",\"-c\",\"cat\"],\"env\":[\"A=1\"],"
                 "\"cwd\":\"/tmp\",\"stdin\":\"aGk=\",\"stdin_eof\":false,\"timeout_ms\":1000,"
@@ -50,7 +50,7 @@ static void test_exec_request(void **state) {
         assert_int_equal(m->exec.uid, 65534);
 }
 
-static void test_exec_defaults(void **state) {
+TEST(exec_defaults) {
         _cleanup_agent_msg_ AgentMsg *m = parse_ok("{\"type\":\"exec\",\"id\":1,\"argv\":[\"true\"]}");
         assert_true(m->exec.stdin_eof);
         assert_null(m->exec.env);
@@ -59,7 +59,7 @@ static void test_exec_defaults(void **state) {
         assert_int_equal(m->exec.timeout_ms, 0);
 }
 
-static void test_errors_name_the_field_and_keep_the_id(void **state) {
+TEST(errors_name_the_field_and_keep_the_id) {
         static const struct {
                 const char *frame;
                 int ret;
@@ -100,7 +100,7 @@ static void test_errors_name_the_field_and_keep_the_id(void **state) {
                 parse_fails(cases[i].frame, cases[i].ret, cases[i].id, cases[i].code, cases[i].field);
 }
 
-static void test_error_may_have_id_zero(void **state) {
+TEST(error_may_have_id_zero) {
         _cleanup_agent_msg_ AgentMsg *m = parse_ok("{\"type\":\"error\",\"id\":0,\"code\":\"too_large\"}");
         assert_int_equal(m->id, 0);
         assert_string_equal(m->error.code, "too_large");
@@ -120,7 +120,7 @@ static AgentMsg *roundtrip(const AgentMsg *m) {
         return back;
 }
 
-static void test_roundtrips(void **state) {
+TEST(roundtrips) {
         char *argv[] = { (char *) "/bin/echo", (char *) "h\xc3\xa9llo\n\"", NULL };
         AgentMsg exec = { .type = AGENT_MSG_EXEC, .id = 5, .exec = { .argv = argv, .stdin_eof = true, .timeout_ms = 10 } };
         _cleanup_agent_msg_ AgentMsg *e = roundtrip(&exec);
@@ -171,7 +171,7 @@ static void test_roundtrips(void **state) {
         assert_int_equal(agent_msg_format(&timed, AGENT_MAX_FRAME_DEFAULT, &none, &n), -EINVAL);
 }
 
-static void test_format_refuses_what_parse_refuses(void **state) {
+TEST(format_refuses_what_parse_refuses) {
         char *none = NULL;
         size_t n;
         AgentMsg noargv = { .type = AGENT_MSG_EXEC, .id = 1 };
@@ -187,7 +187,7 @@ static void test_format_refuses_what_parse_refuses(void **state) {
         assert_null(none);
 }
 
-static void test_reply_helpers(void **state) {
+TEST(reply_helpers) {
         _cleanup_free_ char *e = NULL, *o = NULL;
         size_t n;
         assert_int_equal(agent_format_error(0, AGENT_ERR_TOO_LARGE, "frame over 1048576 bytes", 4096, &e, &n), 0);
@@ -196,7 +196,7 @@ static void test_reply_helpers(void **state) {
         assert_string_equal(o, "{\"type\":\"ok\",\"id\":3,\"size\":12}\n");
 }
 
-static void test_fast_output_matches_generic(void **state) {
+TEST(fast_output_matches_generic) {
         static uint8_t data[70000];
         for (size_t i = 0; i < sizeof(data); i++)
                 data[i] = (uint8_t) (i * 131 + 7);
@@ -220,7 +220,7 @@ static void test_fast_output_matches_generic(void **state) {
 }
 
 /* v1.1: exec.pty, resize and the "pty" stream; what an old host never sends changes nothing. */
-static void test_pty(void **state) {
+TEST(pty) {
         _cleanup_agent_msg_ AgentMsg *e = parse_ok("{\"type\":\"exec\",\"id\":4,\"argv\":[\"sh\"],\"pty\":{\"rows\":24,\"cols\":80}}");
         assert_true(e->exec.has_pty);
         assert_int_equal(e->exec.pty_rows, 24);
@@ -293,7 +293,7 @@ static char *repeated(const char *elem, size_t count) {
 
 /* A guest's frame is parsed in seatd before anything in it is checked: a 1 MiB line of
  * "{}," would cost json-c some 270 MiB. Refused unparsed, with too_large. */
-static void test_amplification(void **state) {
+TEST(amplification) {
         size_t count = 1024 * 1024 / 3 - 16;
         _cleanup_free_ char *objects = repeated("{}", count), *zeros = repeated("0", count / 2 * 3 - 16);
         _cleanup_free_ char *a = NULL, *b = NULL, *c = NULL;
@@ -322,7 +322,7 @@ static void test_amplification(void **state) {
 }
 
 /* v1.2 "tcp": connect, its started with pid 0, output with eof. */
-static void test_connect(void **state) {
+TEST(connect) {
         _cleanup_agent_msg_ AgentMsg *c = parse_ok("{\"type\":\"connect\",\"id\":8,\"host\":\"fd00::5\",\"port\":80}");
         assert_int_equal(c->type, AGENT_MSG_CONNECT);
         assert_true(agent_msg_type_is_request(c->type));
@@ -361,19 +361,4 @@ static void test_connect(void **state) {
         assert_false(plain->output.eof);
 }
 
-int main(void) {
-        const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_exec_request),
-                cmocka_unit_test(test_exec_defaults),
-                cmocka_unit_test(test_errors_name_the_field_and_keep_the_id),
-                cmocka_unit_test(test_error_may_have_id_zero),
-                cmocka_unit_test(test_roundtrips),
-                cmocka_unit_test(test_format_refuses_what_parse_refuses),
-                cmocka_unit_test(test_reply_helpers),
-                cmocka_unit_test(test_fast_output_matches_generic),
-                cmocka_unit_test(test_amplification),
-                cmocka_unit_test(test_pty),
-                cmocka_unit_test(test_connect),
-        };
-        return cmocka_run_group_tests_name("agent-proto", tests, NULL, NULL);
-}
+TEST_MAIN("agent-proto")

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <cmocka.h>
+#include "../lib/seat-test.h"
 #include <sodium.h>
 
 #include "evidence/archive.h"
@@ -72,7 +72,7 @@ static const ArchiveInput std_inputs[] = {
         { .name = "../../etc/evil\x1b[31m", .role = "file", .path = data_path },
 };
 
-static void test_roundtrip(void **state) {
+TEST(roundtrip) {
         ArchiveManifest *m = NULL;
         SeatError *e = NULL;
         char out[300];
@@ -103,7 +103,7 @@ static void test_roundtrip(void **state) {
         e = seat_error_free(e);
 }
 
-static void test_expected_seat(void **state) {
+TEST(expected_seat) {
         SeatError *e = NULL;
         assert_int_equal(archive_verify(archive_path, &host_pk, "seat-2", NULL, NULL, &e), -EXDEV);
         e = seat_error_free(e);
@@ -112,7 +112,7 @@ static void test_expected_seat(void **state) {
         e = seat_error_free(e);
 }
 
-static void test_flips_and_truncation(void **state) {
+TEST(flips_and_truncation) {
         _cleanup_free_ char *buf = NULL;
         size_t len;
         assert_int_equal(read_file_capped(archive_path, 1 << 24, &buf, &len), 0);
@@ -132,7 +132,7 @@ static void test_flips_and_truncation(void **state) {
         }
 }
 
-static void test_wrong_keys(void **state) {
+TEST(wrong_keys) {
         SeatSecretKey *other = NULL;
         SeatPublicKey other_pk;
         SeatBoxSecretKey *other_fac = NULL;
@@ -150,7 +150,7 @@ static void test_wrong_keys(void **state) {
         seat_box_secret_key_free(other_fac);
 }
 
-static void test_inputs(void **state) {
+TEST(inputs) {
         SeatError *e = NULL;
         char out[300];
         ArchiveInput in[] = { { .name = "link", .role = "file", .path = link_path } };
@@ -193,7 +193,7 @@ static void assert_summary_refused(const char *summary, const char *what) {
 
 /* Guest files: a summary of what was taken (signed, in the manifest), symlinks as records
  * of their target, files already cut before sealing. */
-static void test_guest_collection(void **state) {
+TEST(guest_collection) {
         SeatError *e = NULL;
         ArchiveManifest *m = NULL;
         char out[300], target[300], opened[300];
@@ -253,7 +253,7 @@ static void test_guest_collection(void **state) {
 
 /* The capture's summary: its files and bytes counted from the capture members whatever the
  * caller said, "complete" from its counts, signed; a manifest that disagrees is refused. */
-static void test_capture_summary(void **state) {
+TEST(capture_summary) {
         SeatError *e = NULL;
         ArchiveManifest *m = NULL;
         char out[300];
@@ -301,7 +301,7 @@ static void test_capture_summary(void **state) {
                 assert_summary_refused(bad[i], "capture");
 }
 
-static void test_manifest_parse(void **state) {
+TEST(manifest_parse) {
         static const char *bad[] = {
                 "{}",
                 "[]",
@@ -322,16 +322,4 @@ static void test_manifest_parse(void **state) {
         assert_true(archive_name_is_safe("0001-audit.log"));
 }
 
-int main(void) {
-        const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_roundtrip),
-                cmocka_unit_test(test_expected_seat),
-                cmocka_unit_test(test_flips_and_truncation),
-                cmocka_unit_test(test_wrong_keys),
-                cmocka_unit_test(test_inputs),
-                cmocka_unit_test(test_guest_collection),
-                cmocka_unit_test(test_capture_summary),
-                cmocka_unit_test(test_manifest_parse),
-        };
-        return cmocka_run_group_tests_name("archive", tests, setup, teardown);
-}
+TEST_MAIN_FIXTURE("archive", setup, teardown)

@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <cmocka.h>
+#include "../lib/seat-test.h"
 #include <sodium.h>
 
 #include "evidence/audit.h"
@@ -99,7 +99,7 @@ static void expect_fail(const char *path, unsigned flags, int code, const char *
         seat_error_free(e);
 }
 
-static void test_roundtrip(void **state) {
+TEST(roundtrip) {
         _cleanup_free_ char *p = write_log(5, true);
         uint64_t n = 0;
         SeatError *e = NULL;
@@ -111,7 +111,7 @@ static void test_roundtrip(void **state) {
         e = seat_error_free(e);
 }
 
-static void test_open_refuses_existing(void **state) {
+TEST(open_refuses_existing) {
         _cleanup_free_ char *p = write_log(0, true);
         AuditLog *log = NULL;
         SeatError *e = NULL;
@@ -119,7 +119,7 @@ static void test_open_refuses_existing(void **state) {
         seat_error_free(e);
 }
 
-static void test_types(void **state) {
+TEST(types) {
         _cleanup_free_ char *p = new_path();
         AuditLog *log = NULL;
         SeatError *e = NULL;
@@ -137,7 +137,7 @@ static void test_types(void **state) {
         assert_int_equal(audit_log_close(log, &e), 0);
 }
 
-static void test_truncation(void **state) {
+TEST(truncation) {
         _cleanup_free_ char *open_log = write_log(3, false);
         expect_fail(open_log, 0, EPIPE, "without an end record");
         SeatError *e = NULL;
@@ -161,7 +161,7 @@ static void test_truncation(void **state) {
         free_lines(&ls);
 }
 
-static void test_drop_reorder_duplicate(void **state) {
+TEST(drop_reorder_duplicate) {
         _cleanup_free_ char *p = write_log(4, true);
         Lines ls;
         read_lines(p, &ls);
@@ -190,7 +190,7 @@ static void test_drop_reorder_duplicate(void **state) {
         free_lines(&ls);
 }
 
-static void test_edit(void **state) {
+TEST(edit) {
         _cleanup_free_ char *p = write_log(3, true);
         Lines ls;
         read_lines(p, &ls);
@@ -204,7 +204,7 @@ static void test_edit(void **state) {
 
 /* CVE-2023-31439-style: an attacker holding a later epoch's key rewrites an earlier record
  * (keeping seq and prev) and authenticates it with that key. */
-static void test_rekeyed_record(void **state) {
+TEST(rekeyed_record) {
         _cleanup_free_ char *p = write_log(4, true);
         Lines ls;
         read_lines(p, &ls);
@@ -233,7 +233,7 @@ static void test_rekeyed_record(void **state) {
         free_lines(&ls);
 }
 
-static void test_parse(void **state) {
+TEST(parse) {
         static const char *bad[] = {
                 "",
                 "{}",
@@ -258,16 +258,4 @@ static void test_parse(void **state) {
         audit_record_done(&rec);
 }
 
-int main(void) {
-        const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_roundtrip),
-                cmocka_unit_test(test_open_refuses_existing),
-                cmocka_unit_test(test_types),
-                cmocka_unit_test(test_truncation),
-                cmocka_unit_test(test_drop_reorder_duplicate),
-                cmocka_unit_test(test_edit),
-                cmocka_unit_test(test_rekeyed_record),
-                cmocka_unit_test(test_parse),
-        };
-        return cmocka_run_group_tests_name("audit", tests, setup, teardown);
-}
+TEST_MAIN_FIXTURE("audit", setup, teardown)

@@ -4,7 +4,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
-#include <cmocka.h>
+#include "../lib/seat-test.h"
 
 #include "common/base64.h"
 #include "common/macro.h"
@@ -22,7 +22,7 @@ static void check_roundtrip(const char *plain, const char *encoded) {
         assert_memory_equal(d, plain, m);
 }
 
-static void test_rfc4648_vectors(void **state) {
+TEST(rfc4648_vectors) {
         check_roundtrip("", "");
         check_roundtrip("f", "Zg==");
         check_roundtrip("fo", "Zm8=");
@@ -32,7 +32,7 @@ static void test_rfc4648_vectors(void **state) {
         check_roundtrip("foobar", "Zm9vYmFy");
 }
 
-static void test_rejects_bad_input(void **state) {
+TEST(rejects_bad_input) {
         void *d = NULL;
         size_t n;
         const char *bad[] = { "Zg=", "Zg", "Z===", "Zh==", "Zm9=", "Zm 9v", "Zm9v\n", "Zm-v", "=Zm9", "Zg==Zg==" };
@@ -42,7 +42,7 @@ static void test_rejects_bad_input(void **state) {
         assert_null(d);
 }
 
-static void test_cap(void **state) {
+TEST(cap) {
         _cleanup_free_ void *d = NULL;
         void *none = NULL;
         size_t n;
@@ -53,7 +53,7 @@ static void test_cap(void **state) {
         assert_int_equal(n, 6);
 }
 
-static void test_binary(void **state) {
+TEST(binary) {
         uint8_t buf[256];
         _cleanup_free_ char *e = NULL;
         _cleanup_free_ void *d = NULL;
@@ -72,12 +72,4 @@ static void test_binary(void **state) {
         }
 }
 
-int main(void) {
-        const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_rfc4648_vectors),
-                cmocka_unit_test(test_rejects_bad_input),
-                cmocka_unit_test(test_cap),
-                cmocka_unit_test(test_binary),
-        };
-        return cmocka_run_group_tests_name("base64", tests, NULL, NULL);
-}
+TEST_MAIN("base64")

@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <unistd.h>
-#include <cmocka.h>
+#include "../lib/seat-test.h"
 
 #include "common/fileio.h"
 #include "common/log.h"
@@ -19,7 +19,7 @@
 #include "common/sockaddr.h"
 #include "common/strprintf.h"
 
-static void test_strprintf(void **state) {
+TEST(strprintf) {
         _cleanup_free_ char *s = strprintf("%s-%d", "seat", 7);
         assert_non_null(s);
         assert_string_equal(s, "seat-7");
@@ -28,7 +28,7 @@ static void test_strprintf(void **state) {
         assert_string_equal(empty, "");
 }
 
-static void test_sockaddr_from_ip(void **state) {
+TEST(sockaddr_from_ip) {
         struct sockaddr_storage sa;
         socklen_t len = 0;
         char text[INET6_ADDRSTRLEN];
@@ -57,7 +57,7 @@ static void test_sockaddr_from_ip(void **state) {
         assert_int_equal(sockaddr_from_ip("", 1, &sa, &len), -EINVAL);
 }
 
-static void test_log_level_from_string(void **state) {
+TEST(log_level_from_string) {
         static const struct {
                 const char *word;
                 LogLevel level;
@@ -79,7 +79,7 @@ static void test_log_level_from_string(void **state) {
         assert_int_equal(l, LOG_LEVEL_INFO);
 }
 
-static void test_fd_flags(void **state) {
+TEST(fd_flags) {
         int p[2];
         assert_int_equal(pipe2(p, 0), 0);
 
@@ -101,12 +101,4 @@ static void test_fd_flags(void **state) {
         assert_int_equal(fd_set_cloexec(p[1], true), -EBADF);
 }
 
-int main(void) {
-        const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_strprintf),
-                cmocka_unit_test(test_sockaddr_from_ip),
-                cmocka_unit_test(test_log_level_from_string),
-                cmocka_unit_test(test_fd_flags),
-        };
-        return cmocka_run_group_tests_name("common-util", tests, NULL, NULL);
-}
+TEST_MAIN("common-util")

@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
-#include <cmocka.h>
+#include "../lib/seat-test.h"
 
 #include "common/control-proto.h"
 #include "common/jsonframe.h"
@@ -28,7 +28,7 @@ static void refused(const char *s, int64_t id, const char *code) {
         assert_string_equal(err.code, code);
 }
 
-static void test_request(void **state) {
+TEST(request) {
         _cleanup_control_msg_ ControlMsg *m = parse("{\"id\":3,\"method\":\"image.import\",\"params\":{\"manifest\":\"/x\"}}");
         const char *v = NULL;
         assert_int_equal(m->kind, CONTROL_REQUEST);
@@ -41,7 +41,7 @@ static void test_request(void **state) {
         assert_non_null(n->body); /* params default to {} */
 }
 
-static void test_replies(void **state) {
+TEST(replies) {
         _cleanup_control_msg_ ControlMsg *r = parse("{\"id\":3,\"type\":\"result\",\"result\":{\"a\":1}}");
         assert_int_equal(r->kind, CONTROL_RESULT);
         _cleanup_control_msg_ ControlMsg *e = parse("{\"id\":3,\"type\":\"error\",\"error\":{\"code\":\"denied\",\"message\":\"no\"}}");
@@ -55,7 +55,7 @@ static void test_replies(void **state) {
         assert_int_equal(z->id, 0);
 }
 
-static void test_refusals(void **state) {
+TEST(refusals) {
         refused("nope", 0, CONTROL_ERR_MALFORMED);
         refused("{\"method\":\"hello\"}", 0, CONTROL_ERR_INVALID);
         refused("{\"id\":0,\"method\":\"hello\"}", 0, CONTROL_ERR_INVALID);
@@ -87,7 +87,7 @@ static char *repeated(const char *head, const char *elem, size_t count_or_len, b
 
 /* A client's line is parsed on seatd's event loop before it has said hello: 1 MiB of
  * "{}," would cost json-c some 270 MiB and 0.3 s there. Refused unparsed, with too_large. */
-static void test_amplification(void **state) {
+TEST(amplification) {
         _cleanup_free_ char *amp = repeated("{\"id\":1,\"method\":\"hello\",\"params\":{\"x\":[", "{}", 1024 * 1024, false, "]}}");
         _cleanup_free_ char *arrays = repeated("{\"id\":1,\"method\":\"hello\",\"params\":{\"x\":[", "[]", 1024 * 1024, false, "]}}");
         _cleanup_free_ char *zeros = repeated("{\"id\":1,\"method\":\"hello\",\"params\":{\"x\":[", "0", 1024 * 1024, false, "]}}");
@@ -122,7 +122,7 @@ static void test_amplification(void **state) {
         assert_int_equal(json_object_array_length(json_object_object_get(reply->body, "archives")), 10000);
 }
 
-static void test_format_roundtrip(void **state) {
+TEST(format_roundtrip) {
         _cleanup_free_ char *a = NULL, *b = NULL, *c = NULL, *d = NULL;
         size_t n;
         _cleanup_json_ json_object *params = json_object_new_object();
@@ -146,13 +146,4 @@ static void test_format_roundtrip(void **state) {
         assert_int_equal(control_format_event(1, "result", NULL, &none, &n), -EINVAL);
 }
 
-int main(void) {
-        const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_request),
-                cmocka_unit_test(test_replies),
-                cmocka_unit_test(test_refusals),
-                cmocka_unit_test(test_amplification),
-                cmocka_unit_test(test_format_roundtrip),
-        };
-        return cmocka_run_group_tests_name("control-proto", tests, NULL, NULL);
-}
+TEST_MAIN("control-proto")

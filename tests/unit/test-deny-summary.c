@@ -9,7 +9,7 @@
 #include <string.h>
 #include <arpa/inet.h>
 
-#include <cmocka.h>
+#include "../lib/seat-test.h"
 
 #include "common/jsonframe.h"
 #include "network/nflog.h"
@@ -43,7 +43,7 @@ static NflogPacket pkt(const char *seat, const char *dst, uint8_t proto, uint16_
         return p;
 }
 
-static void test_counts(void **state) {
+TEST(counts) {
         (void) state;
         DenyTable *t = deny_table_new();
         Out o = {};
@@ -77,7 +77,7 @@ static void test_counts(void **state) {
 }
 
 /* More destinations than a seat's records: the most packets first, one record for the rest. */
-static void test_per_seat_cap(void **state) {
+TEST(per_seat_cap) {
         (void) state;
         DenyTable *t = deny_table_new();
         Out o = {};
@@ -97,7 +97,7 @@ static void test_per_seat_cap(void **state) {
 }
 
 /* The table is full: a new destination is counted for its seat, not kept. */
-static void test_table_full(void **state) {
+TEST(table_full) {
         (void) state;
         DenyTable *t = deny_table_new();
         Out o = {};
@@ -123,11 +123,4 @@ static void test_table_full(void **state) {
         deny_table_free(t);
 }
 
-int main(void) {
-        const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_counts),
-                cmocka_unit_test(test_per_seat_cap),
-                cmocka_unit_test(test_table_full),
-        };
-        return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN("deny-summary")

@@ -14,13 +14,13 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include <cmocka.h>
+#include "../lib/seat-test.h"
 
 #include "common/fileio.h"
 #include "common/macro.h"
 #include "seatd/dnsguard-run.h"
 
-static void test_backoff(void **state) {
+TEST(backoff) {
         int64_t at[DNSGUARD_RESTART_CAP];
         int64_t now = 1000000;
         /* 0.2 s, doubling with every restart in the window, at most 5 s */
@@ -39,7 +39,7 @@ static void test_backoff(void **state) {
         assert_int_equal(dnsguard_backoff(NULL, 0, 0), 200);
 }
 
-static void test_describe(void **state) {
+TEST(describe) {
         char buf[128];
         dnsguard_describe_exit(1 << 8, buf, sizeof(buf));
         assert_string_equal(buf, "exited with status 1");
@@ -77,7 +77,7 @@ static DnsGuardProc child(int exit_code) {
         return (DnsGuardProc) { .pid = pid, .lifeline = p[1], .pidfd = pidfd };
 }
 
-static void test_reap(void **state) {
+TEST(reap) {
         char why[128];
         DnsGuardProc g = child(-1);
         /* running: nothing to reap, nothing forgotten */
@@ -124,7 +124,7 @@ static void test_reap(void **state) {
 }
 
 /* The event loop's side of a restart: the ready pipe read without blocking. */
-static void test_ready(void **state) {
+TEST(ready) {
         int p[2];
         DnsGuardProc g = DNSGUARD_PROC_NONE;
         assert_int_equal(dnsguard_run_ready(&g), 0); /* no pipe: started the blocking way */
@@ -153,12 +153,4 @@ static void test_ready(void **state) {
         assert_int_equal(g.ready, -1);
 }
 
-int main(void) {
-        const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_backoff),
-                cmocka_unit_test(test_describe),
-                cmocka_unit_test(test_reap),
-                cmocka_unit_test(test_ready),
-        };
-        return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN("dnsguard-run")

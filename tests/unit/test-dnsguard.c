@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <arpa/inet.h>
 #include <string.h>
-#include <cmocka.h>
+#include "../lib/seat-test.h"
 
 #include "common/macro.h"
 #include "network/dnsguard-parse.h"
@@ -110,7 +110,7 @@ static DnsgVerdict judge(const char *qname, const Msg *m, const char **ret_reaso
         return v;
 }
 
-static void test_names(void **state) {
+TEST(names) {
         assert_true(dnsg_name_allowed(&policy, "allowed.test"));
         assert_true(dnsg_name_allowed(&policy, "x.allowed.test"));
         assert_false(dnsg_name_allowed(&policy, "xallowed.test"));
@@ -132,7 +132,7 @@ static void test_names(void **state) {
         assert_int_equal(off, m.n);
 }
 
-static void test_plain_answer(void **state) {
+TEST(plain_answer) {
         const char *why = NULL;
         Msg m;
         header(&m, UP_ID, 0x81, 1, 1, 1);
@@ -144,7 +144,7 @@ static void test_plain_answer(void **state) {
         assert_int_equal(judge("allowed.test", &m, &why), DNSG_PASS);
 }
 
-static void test_cname_allowed(void **state) {
+TEST(cname_allowed) {
         const char *why = NULL;
         Msg m;
         header(&m, UP_ID, 0x81, 3, 0, 0);
@@ -155,7 +155,7 @@ static void test_cname_allowed(void **state) {
         assert_int_equal(judge("cname-in.allowed.test", &m, &why), DNSG_PASS);
 }
 
-static void test_cname_disallowed(void **state) {
+TEST(cname_disallowed) {
         const char *why = NULL;
         Msg m;
         header(&m, UP_ID, 0x81, 2, 0, 0);
@@ -183,7 +183,7 @@ static void test_cname_disallowed(void **state) {
         assert_int_equal(judge("x.allowed.test", &m, &why), DNSG_PASS);
 }
 
-static void test_cname_loops(void **state) {
+TEST(cname_loops) {
         const char *why = NULL;
         Msg m;
         header(&m, UP_ID, 0x81, 2, 0, 0);
@@ -217,7 +217,7 @@ static void test_cname_loops(void **state) {
         assert_int_equal(judge("a.allowed.test", &m, &why), DNSG_SERVFAIL);
 }
 
-static void test_pointer_loops(void **state) {
+TEST(pointer_loops) {
         const char *why = NULL;
         Msg m;
         header(&m, UP_ID, 0x81, 1, 0, 0);
@@ -241,7 +241,7 @@ static void test_pointer_loops(void **state) {
         assert_int_equal(judge("allowed.test", &m, &why), DNSG_SERVFAIL);
 }
 
-static void test_counts_lie(void **state) {
+TEST(counts_lie) {
         const char *why = NULL;
         Msg m;
         header(&m, UP_ID, 0x81, 3, 0, 0); /* three announced, one there */
@@ -275,7 +275,7 @@ static void test_counts_lie(void **state) {
         assert_string_equal(why, "bytes after the last record");
 }
 
-static void test_oversize(void **state) {
+TEST(oversize) {
         const char *why = NULL;
         static Msg m;
         header(&m, UP_ID, 0x81, 0, 0, 0);
@@ -292,7 +292,7 @@ static void test_oversize(void **state) {
         assert_int_equal(judge("allowed.test", &m, &why), DNSG_SERVFAIL);
 }
 
-static void test_outside_chain_and_rebinding(void **state) {
+TEST(outside_chain_and_rebinding) {
         const char *why = NULL;
         Msg m;
         header(&m, UP_ID, 0x81, 2, 0, 0);
@@ -315,7 +315,7 @@ static void test_outside_chain_and_rebinding(void **state) {
 /* AAAA answers: a public address passes; the IPv6 ranges a name may not open get NXDOMAIN,
  * among them the prefixes that carry an IPv4 address (mapped, NAT64) and the ULA where
  * clouds serve their IPv6 metadata (fd00:ec2::254). */
-static void test_aaaa(void **state) {
+TEST(aaaa) {
         static const struct {
                 const char *addr;
                 DnsgVerdict want;
@@ -356,7 +356,7 @@ static void test_aaaa(void **state) {
         }
 }
 
-static void test_header_checks(void **state) {
+TEST(header_checks) {
         const char *why = NULL;
         Msg m;
         header(&m, UP_ID + 1, 0x81, 0, 0, 0); /* another id */
@@ -378,7 +378,7 @@ static void test_header_checks(void **state) {
         assert_int_equal(judge("nothere.allowed.test", &m, &why), DNSG_PASS);
 }
 
-static void test_queries(void **state) {
+TEST(queries) {
         Msg q;
         DnsgQuery p;
         header(&q, 7, 0x01, 0, 0, 1);
@@ -403,14 +403,4 @@ static void test_queries(void **state) {
         assert_int_equal(dnsg_parse_query(q.b, q.n, &p), -EBADMSG);
 }
 
-int main(void) {
-        const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_names),         cmocka_unit_test(test_plain_answer),
-                cmocka_unit_test(test_cname_allowed), cmocka_unit_test(test_cname_disallowed),
-                cmocka_unit_test(test_cname_loops),   cmocka_unit_test(test_pointer_loops),
-                cmocka_unit_test(test_counts_lie),    cmocka_unit_test(test_oversize),
-                cmocka_unit_test(test_outside_chain_and_rebinding), cmocka_unit_test(test_aaaa),
-                cmocka_unit_test(test_header_checks), cmocka_unit_test(test_queries),
-        };
-        return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN("dnsguard")

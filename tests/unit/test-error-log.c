@@ -4,12 +4,12 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
-#include <cmocka.h>
+#include "../lib/seat-test.h"
 
 #include "common/error.h"
 #include "common/log.h"
 
-static void test_error_set_and_wrap(void **state) {
+TEST(error_set_and_wrap) {
         _cleanup_error_ SeatError *e = NULL;
 
         assert_int_equal(seat_error_set(&e, ENOSPC, "create overlay '%s'", "/x"), -ENOSPC);
@@ -25,7 +25,7 @@ static void test_error_set_and_wrap(void **state) {
         assert_int_equal(seat_error_wrap(NULL, "x"), -EIO);
 }
 
-static void test_log_escape(void **state) {
+TEST(log_escape) {
         _cleanup_free_ char *a = log_escape("plain text", 10, 100);
         assert_string_equal(a, "plain text");
         _cleanup_free_ char *b = log_escape("\x1b[31mred\n\"q\"\\", 13, 100);
@@ -38,18 +38,11 @@ static void test_log_escape(void **state) {
         assert_string_equal(e, "a\\x00b");
 }
 
-static void test_log_returns_errno(void **state) {
+TEST(log_returns_errno) {
         log_set_max_level(LOG_LEVEL_ERR);
         assert_int_equal(log_debug_errno(EINVAL, "not shown"), -EINVAL);
         assert_int_equal(log_debug_errno(-EINVAL, "not shown"), -EINVAL);
         assert_int_equal(log_debug("x"), 0);
 }
 
-int main(void) {
-        const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_error_set_and_wrap),
-                cmocka_unit_test(test_log_escape),
-                cmocka_unit_test(test_log_returns_errno),
-        };
-        return cmocka_run_group_tests_name("error-log", tests, NULL, NULL);
-}
+TEST_MAIN("error-log")

@@ -4,7 +4,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
-#include <cmocka.h>
+#include "../lib/seat-test.h"
 
 #include "escape.h"
 
@@ -41,7 +41,7 @@ static void check(const char *typed, const char *expect_sent, bool expect_detach
         }
 }
 
-static void test_escape(void **state) {
+TEST(escape) {
         check("ls\r", "ls\r", false);
         check("~.", "", true);                     /* first of all */
         check("echo a\r~.rest", "echo a\r", true); /* after Enter; the rest is dropped */
@@ -54,9 +54,4 @@ static void test_escape(void **state) {
         check("cd ~\r", "cd ~\r", false);
 }
 
-int main(void) {
-        const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_escape),
-        };
-        return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN("escape")

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <cmocka.h>
+#include "../lib/seat-test.h"
 
 #include "common/fileio.h"
 #include "common/macro.h"
@@ -23,7 +23,7 @@ static int teardown(void **state) {
         return unit_remove_tree(dir);
 }
 
-static void test_atomic_write_and_read(void **state) {
+TEST(atomic_write_and_read) {
         _cleanup_free_ char *path = NULL, *data = NULL;
         struct stat st;
         size_t n;
@@ -46,7 +46,7 @@ static void test_atomic_write_and_read(void **state) {
         assert_int_equal(system(cmd), 0);
 }
 
-static void test_read_cap(void **state) {
+TEST(read_cap) {
         _cleanup_free_ char *path = NULL;
         char *data = NULL;
         size_t n;
@@ -59,23 +59,15 @@ static void test_read_cap(void **state) {
         assert_int_equal(read_file_capped("/nonexistent/x", 9, &data, &n), -ENOENT);
 }
 
-static void test_atomic_write_failure_leaves_nothing(void **state) {
+TEST(atomic_write_failure_leaves_nothing) {
         assert_true(write_file_atomic("/nonexistent-dir/x", "a", 1, 0644) < 0);
 }
 
-static void test_clocks(void **state) {
+TEST(clocks) {
         int64_t a = now_monotonic_ms(), b = now_monotonic_ms();
         assert_true(a > 0 && b >= a);
         assert_true(now_boottime_ms() > 0);
         assert_true(now_realtime_ms() > 1600000000000LL);
 }
 
-int main(void) {
-        const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_atomic_write_and_read),
-                cmocka_unit_test(test_read_cap),
-                cmocka_unit_test(test_atomic_write_failure_leaves_nothing),
-                cmocka_unit_test(test_clocks),
-        };
-        return cmocka_run_group_tests_name("fileio", tests, setup, teardown);
-}
+TEST_MAIN_FIXTURE("fileio", setup, teardown)

@@ -5,7 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
-#include <cmocka.h>
+#include "../lib/seat-test.h"
 
 #include "forward-spec.h"
 
@@ -27,7 +27,7 @@ static void bad(const char *s, const char *why_part) {
                 fail_msg("'%s': reason '%s' does not say '%s'", s, why ? why : "(none)", why_part);
 }
 
-static void test_forward_spec(void **state) {
+TEST(forward_spec) {
         ok("8080:10.0.0.5:80", "127.0.0.1", 8080, "10.0.0.5", 80);
         ok("0:localhost:22", "127.0.0.1", 0, "localhost", 22);
         ok("127.0.0.2:9000:web.range:443", "127.0.0.2", 9000, "web.range", 443);
@@ -56,9 +56,4 @@ static void test_forward_spec(void **state) {
         bad(longhost, "GUEST_HOST");
 }
 
-int main(void) {
-        const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_forward_spec),
-        };
-        return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN("forward-spec")

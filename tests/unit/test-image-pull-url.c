@@ -5,7 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
-#include <cmocka.h>
+#include "../lib/seat-test.h"
 
 #include "images/pull.h"
 
@@ -27,7 +27,7 @@ static void refused(const char *url, bool allow_plain_http, int code, const char
                 fail_msg("'%s' does not mention '%s'", err->message, in_message);
 }
 
-static void test_schemes(void **state) {
+TEST(schemes) {
         accepted("https://mirror.example/img/manifest.json", false, "https://mirror.example/img/manifest.json");
         accepted("HTTPS://Mirror.Example:8443/manifest.json", false, "https://Mirror.Example:8443/manifest.json");
         accepted("http://127.0.0.1:8080/b/manifest.json", true, "http://127.0.0.1:8080/b/manifest.json");
@@ -38,7 +38,7 @@ static void test_schemes(void **state) {
         refused("mirror.example/manifest.json", true, EINVAL, "not a valid URL");
 }
 
-static void test_shape(void **state) {
+TEST(shape) {
         refused("https://mirror.example/img/", false, EINVAL, "does not name a file");
         refused("https://mirror.example", false, EINVAL, "does not name a file");
         refused("https://mirror.example/a b.json", false, EINVAL, "no spaces");
@@ -49,7 +49,7 @@ static void test_shape(void **state) {
         refused(big, false, EINVAL, "at most");
 }
 
-static void test_no_credentials_shown(void **state) {
+TEST(no_credentials_shown) {
         accepted("https://user:secret@mirror.example/img/manifest.json?token=secret#frag", false,
                  "https://mirror.example/img/manifest.json");
         refused("http://user:secret@mirror.example/img/manifest.json?token=secret", false, EPERM,
@@ -59,11 +59,4 @@ static void test_no_credentials_shown(void **state) {
         assert_null(strstr(err->message, "secret"));
 }
 
-int main(void) {
-        const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_schemes),
-                cmocka_unit_test(test_shape),
-                cmocka_unit_test(test_no_credentials_shown),
-        };
-        return cmocka_run_group_tests_name("image-pull-url", tests, NULL, NULL);
-}
+TEST_MAIN("image-pull-url")

@@ -4,7 +4,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
-#include <cmocka.h>
+#include "../lib/seat-test.h"
 
 #include "common/jsonframe.h"
 
@@ -13,7 +13,7 @@ static void feed_all(FrameReader *r, const char *s) {
         assert_int_equal(frame_reader_feed(r, s, len), len);
 }
 
-static void test_frames_split_and_joined(void **state) {
+TEST(frames_split_and_joined) {
         _cleanup_(frame_reader_freep) FrameReader *r = frame_reader_new(64);
         const char *f;
         size_t n;
@@ -32,7 +32,7 @@ static void test_frames_split_and_joined(void **state) {
         assert_int_equal(frame_reader_next(r, &f, &n), 0);
 }
 
-static void test_oversized_frame_discarded(void **state) {
+TEST(oversized_frame_discarded) {
         _cleanup_(frame_reader_freep) FrameReader *r = frame_reader_new(8);
         const char *f;
         size_t n;
@@ -63,7 +63,7 @@ static void test_oversized_frame_discarded(void **state) {
         assert_memory_equal(f, "ok", 2);
 }
 
-static void test_parse(void **state) {
+TEST(parse) {
         json_object *o = NULL;
 
         assert_int_equal(json_frame_parse("{\"a\":[1,2]}", 11, 8, &o), 0);
@@ -100,7 +100,7 @@ static char *repeated(const char *head, const char *elem, const char *tail, size
 
 /* The frame cap bounds bytes, not what json-c makes of them: containers and values are
  * counted before anything is allocated. */
-static void test_limits(void **state) {
+TEST(limits) {
         const JsonFrameLimits l = { .max_depth = 8, .max_containers = 2, .max_values = 5 };
         json_object *o = NULL;
 
@@ -142,7 +142,7 @@ static void test_limits(void **state) {
         json_object_put(TAKE_PTR(o));
 }
 
-static void test_getters(void **state) {
+TEST(getters) {
         _cleanup_json_ json_object *o = NULL;
         const char *s = "{\"s\":\"str\",\"i\":42,\"b\":true,\"a\":[\"x\",\"y\"],\"n\":[1],"
                         "\"d\":\"aGk=\",\"big\":99999999999999999999,\"f\":1.5,\"z\":\"a\\u0000b\"}";
@@ -187,7 +187,7 @@ static void test_getters(void **state) {
         assert_int_equal(json_get_base64(o, "s", true, 100, &d, &n), -EINVAL);
 }
 
-static void test_format(void **state) {
+TEST(format) {
         _cleanup_json_ json_object *o = json_object_new_object();
         _cleanup_free_ char *s = NULL;
         char *none = NULL;
@@ -200,14 +200,4 @@ static void test_format(void **state) {
         assert_int_equal(json_frame_format(o, 5, &none, &n), -E2BIG);
 }
 
-int main(void) {
-        const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_frames_split_and_joined),
-                cmocka_unit_test(test_oversized_frame_discarded),
-                cmocka_unit_test(test_parse),
-                cmocka_unit_test(test_limits),
-                cmocka_unit_test(test_getters),
-                cmocka_unit_test(test_format),
-        };
-        return cmocka_run_group_tests_name("jsonframe", tests, NULL, NULL);
-}
+TEST_MAIN("jsonframe")

@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <cmocka.h>
+#include "../lib/seat-test.h"
 
 #include "common/log.h"
 
@@ -53,7 +53,7 @@ static const char *drain(Pipe *p) {
         return buf;
 }
 
-static void test_prefix_on_journal_stream(void **state) {
+TEST_FIXTURE(prefix_on_journal_stream, pipe_setup, pipe_teardown) {
         Pipe *p = *state;
         set_journal_stream(p->fd[1]);
         log_set_fd(p->fd[1]); /* looks at the variable again */
@@ -73,7 +73,7 @@ static void test_prefix_on_journal_stream(void **state) {
         assert_string_equal(drain(p), "<3>test: open: No such file or directory\n");
 }
 
-static void test_no_prefix_without_journal_stream(void **state) {
+TEST_FIXTURE(no_prefix_without_journal_stream, pipe_setup, pipe_teardown) {
         Pipe *p = *state;
         assert_int_equal(unsetenv("JOURNAL_STREAM"), 0);
         log_set_fd(p->fd[1]);
@@ -85,7 +85,7 @@ static void test_no_prefix_without_journal_stream(void **state) {
 }
 
 /* Inherited by a child whose stderr went elsewhere: the variable alone is not enough. */
-static void test_no_prefix_when_stream_differs(void **state) {
+TEST_FIXTURE(no_prefix_when_stream_differs, pipe_setup, pipe_teardown) {
         Pipe *p = *state;
         int other[2];
         assert_int_equal(pipe2(other, O_CLOEXEC), 0); /* a pipe's two ends share an inode */
@@ -105,11 +105,4 @@ static void test_no_prefix_when_stream_differs(void **state) {
         }
 }
 
-int main(void) {
-        const struct CMUnitTest tests[] = {
-                cmocka_unit_test_setup_teardown(test_prefix_on_journal_stream, pipe_setup, pipe_teardown),
-                cmocka_unit_test_setup_teardown(test_no_prefix_without_journal_stream, pipe_setup, pipe_teardown),
-                cmocka_unit_test_setup_teardown(test_no_prefix_when_stream_differs, pipe_setup, pipe_teardown),
-        };
-        return cmocka_run_group_tests_name("log", tests, NULL, NULL);
-}
+TEST_MAIN("log")

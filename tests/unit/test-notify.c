@@ -8,7 +8,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
-#include <cmocka.h>
+#include "../lib/seat-test.h"
 
 #include "common/macro.h"
 #include "seatd/notify.h"
@@ -36,7 +36,7 @@ static void expect_datagram(int fd, const char *want) {
         assert_string_equal(buf, want);
 }
 
-static void test_path_socket(void **state) {
+TEST(path_socket) {
         char dir[] = "/tmp/test-notify.XXXXXX", path[sizeof(dir) + 16];
         assert_non_null(mkdtemp(dir));
         snprintf(path, sizeof(path), "%s/notify", dir);
@@ -54,7 +54,7 @@ static void test_path_socket(void **state) {
         (void) rmdir(dir);
 }
 
-static void test_abstract_socket(void **state) {
+TEST(abstract_socket) {
         char name[64];
         snprintf(name, sizeof(name), "@seatd-test-notify-%d", (int) getpid());
         _cleanup_close_ int fd = listen_at(name);
@@ -64,14 +64,14 @@ static void test_abstract_socket(void **state) {
         expect_datagram(fd, "READY=1");
 }
 
-static void test_not_asked(void **state) {
+TEST(not_asked) {
         assert_int_equal(unsetenv("NOTIFY_SOCKET"), 0);
         assert_int_equal(notify_send("READY=1"), 0);
         assert_int_equal(setenv("NOTIFY_SOCKET", "", 1), 0);
         assert_int_equal(notify_send("READY=1"), 0);
 }
 
-static void test_bad_addresses(void **state) {
+TEST(bad_addresses) {
         char longname[200];
         memset(longname, 'x', sizeof(longname) - 1);
         longname[0] = '/';
@@ -87,12 +87,4 @@ static void test_bad_addresses(void **state) {
         (void) unsetenv("NOTIFY_SOCKET");
 }
 
-int main(void) {
-        const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_path_socket),
-                cmocka_unit_test(test_abstract_socket),
-                cmocka_unit_test(test_not_asked),
-                cmocka_unit_test(test_bad_addresses),
-        };
-        return cmocka_run_group_tests_name("notify", tests, NULL, NULL);
-}
+TEST_MAIN("notify")

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <cmocka.h>
+#include "../lib/seat-test.h"
 
 #include "seatd/pool-state.h"
 
@@ -16,7 +16,7 @@ static void refused(const char *text) {
         assert_int_equal(pool_state_parse(text, strlen(text), &specs, &n), -EBADMSG);
 }
 
-static void test_roundtrip(void **state) {
+TEST(roundtrip) {
         const char *text = "seatd-pools 1\npool image=test-image egress=none ready=2\npool image=debian-12.4 egress=- ready=64\n";
         _cleanup_free_ PoolSpec *specs = NULL;
         _cleanup_free_ char *out = NULL;
@@ -35,7 +35,7 @@ static void test_roundtrip(void **state) {
         assert_int_equal(n, 0);
 }
 
-static void test_refused(void **state) {
+TEST(refused) {
         refused("");
         refused("seatd-pools 2\n");
         refused("seatd-pools 1\npool image=a egress=none ready=1");             /* no final newline */
@@ -53,10 +53,4 @@ static void test_refused(void **state) {
         assert_int_equal(pool_state_format(&bad, 1, &out, &len), -EINVAL);
 }
 
-int main(void) {
-        const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_roundtrip),
-                cmocka_unit_test(test_refused),
-        };
-        return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN("pool-state")

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <cmocka.h>
+#include "../lib/seat-test.h"
 
 #include "common/fileio.h"
 #include "common/macro.h"
@@ -50,7 +50,7 @@ static const char *event_text(json_object *e, const char *type) {
         return json_object_get_string(json_object_array_get_idx(e, 2));
 }
 
-static void test_session(void **state) {
+TEST(session) {
         _cleanup_free_ char *p = path_of("a.cast");
         Recording *r = NULL;
         RecordingSpec spec = { .cols = 80, .rows = 24, .command = "sh -l", .max_bytes = 1 << 20 };
@@ -81,7 +81,7 @@ static void test_session(void **state) {
         assert_int_equal(access(side, F_OK), -1);
 }
 
-static void test_input_and_tail(void **state) {
+TEST(input_and_tail) {
         _cleanup_free_ char *p = path_of("b.cast");
         Recording *r = NULL;
         RecordingSpec spec = { .cols = 1, .rows = 1, .max_bytes = 1 << 20, .record_input = true };
@@ -100,7 +100,7 @@ static void test_input_and_tail(void **state) {
                 json_object_put(l[i]);
 }
 
-static void test_cap(void **state) {
+TEST(cap) {
         _cleanup_free_ char *p = path_of("c.cast"), *side = path_of("c.cast.dropped");
         Recording *r = NULL;
         RecordingSpec spec = { .cols = 80, .rows = 24, .max_bytes = 4096 };
@@ -134,11 +134,4 @@ static int teardown(void **state) {
         return unit_remove_tree(dir);
 }
 
-int main(void) {
-        const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_session),
-                cmocka_unit_test(test_input_and_tail),
-                cmocka_unit_test(test_cap),
-        };
-        return cmocka_run_group_tests_name("recording", tests, setup, teardown);
-}
+TEST_MAIN_FIXTURE("recording", setup, teardown)

@@ -18,7 +18,7 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include <cmocka.h>
+#include "../lib/seat-test.h"
 
 #include "seatd/sandbox.h"
 
@@ -107,7 +107,7 @@ static int seccomp_child(void) {
         return 0;
 }
 
-static void test_seccomp(void **state) {
+TEST(seccomp) {
         assert_int_equal(in_child(seccomp_child), 0);
 }
 
@@ -194,17 +194,11 @@ static int landlock_child(void) {
         return 0;
 }
 
-static void test_proc_writes(void **state) {
+TEST(proc_writes) {
         int r = in_child(landlock_child);
         if (r == CHILD_SKIP)
                 skip(); /* the kernel has no Landlock ABI 2 (not enabled, or older than 5.19) */
         assert_int_equal(r, 0);
 }
 
-int main(void) {
-        const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_seccomp),
-                cmocka_unit_test(test_proc_writes),
-        };
-        return cmocka_run_group_tests_name("sandbox", tests, NULL, NULL);
-}
+TEST_MAIN("sandbox")

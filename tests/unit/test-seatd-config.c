@@ -4,7 +4,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
-#include <cmocka.h>
+#include "../lib/seat-test.h"
 
 #include "seatd/conf.h"
 #include "unit-source.h"
@@ -26,7 +26,7 @@ static void refused(const char *s, const char *in_message) {
                 fail_msg("'%s' does not mention '%s'", err->message, in_message);
 }
 
-static void test_defaults(void **state) {
+TEST(defaults) {
         _cleanup_(seat_config_freep) SeatConfig *c = parse("");
         assert_string_equal(c->state_dir, "/var/lib/seatd");
         assert_string_equal(c->socket_path, "/run/seatd/control.sock");
@@ -51,7 +51,7 @@ static void test_defaults(void **state) {
         assert_int_equal(c->ready_timeout, 300);
 }
 
-static void test_values(void **state) {
+TEST(values) {
         _cleanup_(seat_config_freep) SeatConfig *c = parse(
                 "# a comment\n"
                 "  state_dir = /tmp/s  \n"
@@ -85,7 +85,7 @@ static void test_values(void **state) {
         assert_int_equal(ex->exec_max_timeout, 604800);
 }
 
-static void test_errors_name_the_line(void **state) {
+TEST(errors_name_the_line) {
         refused("allow_tcg = maybe\n", "test.conf:1: invalid value 'maybe' for 'allow_tcg'");
         refused("\nstate_dir = relative\n", "test.conf:2: invalid value");
         refused("alow_tcg = true\n", "unknown setting 'alow_tcg'");
@@ -112,7 +112,7 @@ static void test_errors_name_the_line(void **state) {
         refused(big, "longer than");
 }
 
-static void test_network(void **state) {
+TEST(network) {
         _cleanup_(seat_config_freep) SeatConfig *d = parse("");
         assert_true(d->network);
         assert_string_equal(d->net_pool, "10.213.0.0/16");
@@ -172,7 +172,7 @@ static void test_network(void **state) {
         refused("qemu_uid_range = 4294967294-4294967295\n", "qemu_uid_range");
 }
 
-static void test_pools(void **state) {
+TEST(pools) {
         _cleanup_(seat_config_freep) SeatConfig *d = parse("");
         assert_int_equal(d->pool_max_seats, 16);
         assert_int_equal(d->pool_max_memory_mib, 0);
@@ -196,7 +196,7 @@ static bool has_line_starting(const char *text, const char *start) {
         return false;
 }
 
-static void test_keys(void **state) {
+TEST(keys) {
         _cleanup_(seat_config_freep) SeatConfig *d = parse("");
         _cleanup_free_ char *all = NULL;
         size_t n = 0;
@@ -232,7 +232,7 @@ static void test_keys(void **state) {
         }
 }
 
-static void test_derived_defaults(void **state) {
+TEST(derived_defaults) {
         _cleanup_(seat_config_freep) SeatConfig *c = parse("state_dir = /srv/s\nsocket_path = /run/x/ctl.sock\n");
         assert_string_equal(c->participant_socket_path, "/run/x/participant.sock");
         assert_string_equal(c->facilitator_socket_path, "/run/x/facilitator.sock");
@@ -250,7 +250,7 @@ static void test_derived_defaults(void **state) {
         refused("participant_idle_timeout = 86401\n", "participant_idle_timeout");
 }
 
-static void test_docs_list_every_key(void **state) {
+TEST(docs_list_every_key) {
         _cleanup_free_ char *md = unit_read_source("docs/seatd.conf.md"), *man = unit_read_source("docs/man/seatd.conf.5.scd");
         if (!md || !man)
                 skip(); /* SEATD_SOURCE_DIR unset: run by meson test */
@@ -267,7 +267,7 @@ static void test_docs_list_every_key(void **state) {
 
 /* debian/conf/seatd.conf lists every key commented out with its default, and an
  * example for those unset by default: uncommented, the whole file is a valid config. */
-static void test_debian_conf_lists_every_key(void **state) {
+TEST(debian_conf_lists_every_key) {
         _cleanup_free_ char *deb = unit_read_source("debian/conf/seatd.conf");
         if (!deb)
                 skip();
@@ -295,17 +295,4 @@ static void test_debian_conf_lists_every_key(void **state) {
         assert_non_null(all);
 }
 
-int main(void) {
-        const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_pools),
-                cmocka_unit_test(test_network),
-                cmocka_unit_test(test_defaults),
-                cmocka_unit_test(test_values),
-                cmocka_unit_test(test_errors_name_the_line),
-                cmocka_unit_test(test_keys),
-                cmocka_unit_test(test_derived_defaults),
-                cmocka_unit_test(test_docs_list_every_key),
-                cmocka_unit_test(test_debian_conf_lists_every_key),
-        };
-        return cmocka_run_group_tests_name("seatd-config", tests, NULL, NULL);
-}
+TEST_MAIN("seatd-config")

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <cmocka.h>
+#include "../lib/seat-test.h"
 #include <sodium.h>
 
 #include "common/base64.h"
@@ -71,7 +71,7 @@ static void check_hex(const uint8_t *d, const char *hex) {
         assert_string_equal(buf, hex);
 }
 
-static void test_blake2b_vectors(void **state) {
+TEST(blake2b_vectors) {
         uint8_t d[SEAT_HASH_BYTES], back[SEAT_HASH_BYTES];
         static const char empty[] = "786a02f742015903c6c6fd852552d272912f4740e15847618a86e217f71f5419"
                                     "d25e1031afee585313896444934eb04b903a685b1448b755d56f701afe9be2ce";
@@ -101,7 +101,7 @@ static int tmpfile_with(const void *data, size_t len) {
         return fd;
 }
 
-static void test_blake2b_fd(void **state) {
+TEST(blake2b_fd) {
         uint8_t d[SEAT_HASH_BYTES], want[SEAT_HASH_BYTES];
         uint64_t size = 0;
         _cleanup_free_ uint8_t *big = malloc(200000);
@@ -133,7 +133,7 @@ static void hash_in_splits(const uint8_t *data, size_t len, size_t chunk, const 
         assert_int_equal(chunk_hasher_update(h, "x", 1), -ESTALE);
 }
 
-static void test_chunked_identity(void **state) {
+TEST(chunked_identity) {
         static const size_t splits_a[] = { 0, 0, 0, 0, 0 };     /* all at once */
         static const size_t splits_b[] = { 1, 999, 1000, 1, 3 }; /* odd splits */
         static const size_t splits_c[] = { 4096, 17, 1, 2500, 333 };
@@ -185,7 +185,7 @@ static void test_chunked_identity(void **state) {
         chunk_digests_done(&f); /* harmless twice */
 }
 
-static void test_chunked_edges(void **state) {
+TEST(chunked_edges) {
         _cleanup_(chunk_hasher_freep) ChunkHasher *h = NULL;
         ChunkDigests d = {};
         uint8_t empty[SEAT_HASH_BYTES];
@@ -208,7 +208,7 @@ static void test_chunked_edges(void **state) {
 
 /* ---- keys ----------------------------------------------------------------------- */
 
-static void test_public_key_parse(void **state) {
+TEST(public_key_parse) {
         _cleanup_error_ SeatError *e = NULL;
         _cleanup_free_ char *text = NULL, *b64 = NULL;
         SeatPublicKey pk, again;
@@ -279,7 +279,7 @@ static void expect_blob_refused(size_t at, const char *tag, int code, const char
         assert_null(none);
 }
 
-static void test_secret_key_minisign_unprotected(void **state) {
+TEST(secret_key_minisign_unprotected) {
         _cleanup_(seat_secret_key_freep) SeatSecretKey *sk = NULL;
         _cleanup_error_ SeatError *e = NULL;
         SeatPublicKey pk, want;
@@ -298,7 +298,7 @@ static void test_secret_key_minisign_unprotected(void **state) {
         expect_blob_refused(4, "B3", EPROTONOSUPPORT, "unknown secret key checksum algorithm 'B3'");
 }
 
-static void test_secret_key_password_roundtrip(void **state) {
+TEST(secret_key_password_roundtrip) {
         _cleanup_(seat_secret_key_freep) SeatSecretKey *sk = NULL, *back = NULL, *none = NULL;
         _cleanup_error_ SeatError *e = NULL;
         char *text = NULL;
@@ -345,7 +345,7 @@ static void test_secret_key_password_roundtrip(void **state) {
         e = seat_error_free(e);
 }
 
-static void test_secret_key_save_load(void **state) {
+TEST(secret_key_save_load) {
         _cleanup_(seat_secret_key_freep) SeatSecretKey *sk = NULL, *back = NULL;
         _cleanup_error_ SeatError *e = NULL;
         _cleanup_free_ char *path = NULL, *pub = NULL;
@@ -376,7 +376,7 @@ static void new_key(SeatSecretKey **sk, SeatPublicKey *pk) {
         seat_secret_key_public(*sk, pk);
 }
 
-static void test_sign_verify_roundtrip(void **state) {
+TEST(sign_verify_roundtrip) {
         _cleanup_(seat_secret_key_freep) SeatSecretKey *sk = NULL;
         _cleanup_error_ SeatError *e = NULL;
         _cleanup_free_ char *sig = NULL, *tc = NULL, *tc2 = NULL, *tc3 = NULL;
@@ -414,7 +414,7 @@ static void test_sign_verify_roundtrip(void **state) {
         assert_null(none);
 }
 
-static void test_minisign_vectors(void **state) {
+TEST(minisign_vectors) {
         _cleanup_error_ SeatError *e = NULL;
         _cleanup_free_ char *tc = NULL, *tc2 = NULL;
         SeatPublicKey pk;
@@ -474,7 +474,7 @@ static char *tamper(const char *sig, unsigned line, size_t byte, unsigned bit, b
         return out;
 }
 
-static void test_tamper_cases(void **state) {
+TEST(tamper_cases) {
         _cleanup_(seat_secret_key_freep) SeatSecretKey *sk = NULL, *other = NULL;
         _cleanup_error_ SeatError *e = NULL;
         _cleanup_free_ char *sig = NULL;
@@ -539,7 +539,7 @@ static void test_tamper_cases(void **state) {
         assert_null(tc);
 }
 
-static void test_malformed_signatures(void **state) {
+TEST(malformed_signatures) {
         _cleanup_(seat_secret_key_freep) SeatSecretKey *sk = NULL;
         _cleanup_error_ SeatError *e = NULL;
         _cleanup_free_ char *sig = NULL;
@@ -602,20 +602,4 @@ static void test_malformed_signatures(void **state) {
         e = seat_error_free(e);
 }
 
-int main(void) {
-        const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_blake2b_vectors),
-                cmocka_unit_test(test_blake2b_fd),
-                cmocka_unit_test(test_chunked_identity),
-                cmocka_unit_test(test_chunked_edges),
-                cmocka_unit_test(test_public_key_parse),
-                cmocka_unit_test(test_secret_key_minisign_unprotected),
-                cmocka_unit_test(test_secret_key_password_roundtrip),
-                cmocka_unit_test(test_secret_key_save_load),
-                cmocka_unit_test(test_sign_verify_roundtrip),
-                cmocka_unit_test(test_minisign_vectors),
-                cmocka_unit_test(test_tamper_cases),
-                cmocka_unit_test(test_malformed_signatures),
-        };
-        return cmocka_run_group_tests(tests, setup, teardown);
-}
+TEST_MAIN_FIXTURE("signing", setup, teardown)

@@ -13,7 +13,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <cmocka.h>
+#include "../lib/seat-test.h"
 
 #include "evidence/archive-internal.h"
 #include "unit-source.h"
@@ -105,7 +105,7 @@ static void assert_members(Stream *s, int fds[N_MEMBERS]) {
 }
 
 /* Every way of cutting the stream reads the same members back. */
-static void test_roundtrip_any_piece(void **state) {
+TEST(roundtrip_any_piece) {
         static const size_t pieces[] = { 1, 7, 511, 512, 513, 4096, 1 << 20 };
         Stream s;
         make_stream(&s);
@@ -123,7 +123,7 @@ static void test_roundtrip_any_piece(void **state) {
 }
 
 /* What tar_header() writes is a ustar stream GNU tar lists and extracts as it is. */
-static void test_gnu_tar_reads_it(void **state) {
+TEST(gnu_tar_reads_it) {
         Stream s;
         char path[256], cmd[768];
         make_stream(&s);
@@ -165,7 +165,7 @@ static void refused(Stream *s, const uint8_t *buf, size_t len, const char *want)
         }
 }
 
-static void test_refusals(void **state) {
+TEST(refusals) {
         Stream s;
         make_stream(&s);
         uint8_t *b = malloc(s.len + TAR_BLOCK);
@@ -215,14 +215,9 @@ static void test_refusals(void **state) {
 }
 
 int main(void) {
-        const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_roundtrip_any_piece),
-                cmocka_unit_test(test_gnu_tar_reads_it),
-                cmocka_unit_test(test_refusals),
-        };
         if (!mkdtemp(dir) || sodium_init() < 0)
                 return 1;
-        int r = cmocka_run_group_tests(tests, NULL, NULL);
+        int r = seat_tests_run("tar", NULL, NULL);
         (void) unit_remove_tree(dir);
         return r;
 }

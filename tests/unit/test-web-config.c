@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <cmocka.h>
+#include "../lib/seat-test.h"
 
 #include "unit-source.h"
 #include "conf.h"
@@ -35,7 +35,7 @@ static void refused(const char *text, const char *msg) {
         refused_len(text, strlen(text), msg);
 }
 
-static void test_defaults(void **state) {
+TEST(defaults) {
         _cleanup_(web_config_freep) WebConfig *c = parse("");
         assert_string_equal(c->listen_address, "127.0.0.1");
         assert_int_equal(c->listen_port, 8443);
@@ -49,7 +49,7 @@ static void test_defaults(void **state) {
         assert_string_equal(key, "/var/lib/seat-web/tls/key.pem");
 }
 
-static void test_values(void **state) {
+TEST(values) {
         _cleanup_(web_config_freep) WebConfig *c = parse("# comment\n  listen_address = ::1 \nlisten_port=443\n"
                                                          "plain_http = yes\ntls_cert = /e/c.pem\ntls_key = /e/k.pem\n"
                                                          "login_rate_per_address = 3\nidle_timeout = 5\n\r\n");
@@ -65,7 +65,7 @@ static void test_values(void **state) {
         assert_true(lo->plain_http);
 }
 
-static void test_refusals(void **state) {
+TEST(refusals) {
         refused("listen_address = 0.0.0.0\nplain_http = true\n", "needs a loopback listen_address");
         refused("plain_http = true\nlisten_address = 192.0.2.10\n", "needs a loopback");
         refused("listen_address = ::\nplain_http = true\n", "needs a loopback");
@@ -97,7 +97,7 @@ static void test_refusals(void **state) {
 
 /* Every key has its row in docs/seat-web.md, its entry in seat-web.8, and its line in
  * the shipped debian/conf/seat-web.conf, which parses. */
-static void test_docs_list_every_key(void **state) {
+TEST(docs_list_every_key) {
         _cleanup_free_ char *md = unit_read_source("docs/seat-web.md"), *man = unit_read_source("docs/man/seat-web.8.scd"),
                             *deb = unit_read_source("debian/conf/seat-web.conf");
         if (!md || !man || !deb)
@@ -117,12 +117,4 @@ static void test_docs_list_every_key(void **state) {
         _cleanup_(web_config_freep) WebConfig *c = parse(deb);
 }
 
-int main(void) {
-        const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_defaults),
-                cmocka_unit_test(test_values),
-                cmocka_unit_test(test_refusals),
-                cmocka_unit_test(test_docs_list_every_key),
-        };
-        return cmocka_run_group_tests_name("web-config", tests, NULL, NULL);
-}
+TEST_MAIN("web-config")

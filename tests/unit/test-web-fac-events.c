@@ -14,7 +14,7 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
-#include <cmocka.h>
+#include "../lib/seat-test.h"
 
 #include "common/fileio.h"
 #include "common/jsonframe.h"
@@ -99,7 +99,7 @@ static char *wait_for(FacEvents *e, const char *want, uint64_t *seq, bool *up) {
         return NULL;
 }
 
-static void test_stream(void **state) {
+TEST(stream) {
         Fake f = { .lock = PTHREAD_MUTEX_INITIALIZER };
         f.listen_fd = fake_listen(f.path, "fac-events", 2);
         assert_true(f.listen_fd >= 0);
@@ -133,7 +133,7 @@ static void test_stream(void **state) {
         fake_unlisten(f.listen_fd, f.path);
 }
 
-static void test_no_seatd(void **state) {
+TEST(no_seatd) {
         /* Nothing listens: no snapshot, and freeing it while it retries returns at once. */
         FacEvents *e = fac_events_new("/tmp/test-web-fac-events-nobody.sock", NULL);
         char *msg = NULL;
@@ -147,10 +147,4 @@ static void test_no_seatd(void **state) {
         fac_events_free(e);
 }
 
-int main(void) {
-        const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_stream),
-                cmocka_unit_test(test_no_seatd),
-        };
-        return cmocka_run_group_tests_name("web-fac-events", tests, NULL, NULL);
-}
+TEST_MAIN("web-fac-events")

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <cmocka.h>
+#include "../lib/seat-test.h"
 
 #include "common/jsonframe.h"
 #include "fac-handout.h"
@@ -42,7 +42,7 @@ static void has(const char *text, const char *line) {
                 fail_msg("no '%s' in:\n%s", line, text);
 }
 
-static void test_metrics(void **state) {
+TEST(metrics) {
         _cleanup_free_ char *t = render(sample);
         has(t, "# TYPE seatd_seats gauge\n");
         has(t, "seatd_seats{state=\"ready\"} 2\n");
@@ -76,7 +76,7 @@ static void test_metrics(void **state) {
         }
 }
 
-static void test_metrics_bad_input(void **state) {
+TEST(metrics_bad_input) {
         _cleanup_free_ char *a = render("{}"), *b = render("[]"),
                             *c = render("{\"seats_by_state\":{\"ready\":\"x\"},\"calls_total\":\"7\",\"latency\":5}");
         assert_string_equal(a, "");
@@ -84,7 +84,7 @@ static void test_metrics_bad_input(void **state) {
         assert_string_equal(c, "");
 }
 
-static void test_qr_and_handout(void **state) {
+TEST(qr_and_handout) {
         _cleanup_free_ char *svg = NULL, *page = NULL;
         size_t len;
         assert_int_equal(fac_qr_svg("https://127.0.0.1:8443/l/abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQ", &svg), 0);
@@ -100,11 +100,4 @@ static void test_qr_and_handout(void **state) {
         assert_null(strstr(page, "<script"));
 }
 
-int main(void) {
-        const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_metrics),
-                cmocka_unit_test(test_metrics_bad_input),
-                cmocka_unit_test(test_qr_and_handout),
-        };
-        return cmocka_run_group_tests_name("web-fac-render", tests, NULL, NULL);
-}
+TEST_MAIN("web-fac-render")

@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-#include <cmocka.h>
+#include "../lib/seat-test.h"
 
 #include "common/fileio.h"
 #include "fac-parse.h"
@@ -28,7 +28,7 @@ static int parse(const char *s) {
         return fac_users_parse(s, strlen(s), &users);
 }
 
-static void test_file_parse(void **state) {
+TEST(file_parse) {
         assert_int_equal(parse(""), 0);
         assert_int_equal(users.n, 0);
         assert_int_equal(parse("# facilitators\n\nalice:" H1 "\nbob.b-2:" H1), 0);
@@ -57,7 +57,7 @@ static void test_file_parse(void **state) {
         free(big);
 }
 
-static void test_file_set_and_save(void **state) {
+TEST(file_set_and_save) {
         char dir[] = "/tmp/test-web-fac-XXXXXX", path[64];
         assert_non_null(mkdtemp(dir));
         snprintf(path, sizeof(path), "%s/facilitators", dir);
@@ -89,7 +89,7 @@ static double seconds(void) {
         return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
 }
 
-static void test_hash_verify(void **state) {
+TEST(hash_verify) {
         char hash[crypto_pwhash_STRBYTES];
         FacUser u = { .name = "alice" };
         assert_int_equal(fac_password_hash("correct horse", 13, hash), 0);
@@ -113,7 +113,7 @@ static void test_hash_verify(void **state) {
                 fail_msg("an unknown name took %.3f s, a wrong password %.3f s", unknown, known);
 }
 
-static void test_sessions_csrf(void **state) {
+TEST(sessions_csrf) {
         _cleanup_(fac_sessions_freep) FacSessions *t = fac_sessions_new(2, 1000, 5000);
         char id1[WEB_SESSION_ID_LEN + 1], id2[WEB_SESSION_ID_LEN + 1], id3[WEB_SESSION_ID_LEN + 1];
         assert_non_null(t);
@@ -141,7 +141,7 @@ static void test_sessions_csrf(void **state) {
         assert_null(fac_session_find(t, "short", 0));
 }
 
-static void test_csrf_header(void **state) {
+TEST(csrf_header) {
         char out[FAC_CSRF_LEN + 1];
         const char *tok = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJ-_01234";
         assert_int_equal(fac_csrf_get(tok, strlen(tok), out), 0);
@@ -155,7 +155,7 @@ static void test_csrf_header(void **state) {
         assert_int_equal(fac_csrf_get("", 0, out), -EBADMSG);
 }
 
-static void test_form(void **state) {
+TEST(form) {
         char out[128];
         const char *body = "csrf=abc&image=test-image&names=carol%0D%0Adave%0A+eve%09";
         assert_int_equal(fac_form_get(body, strlen(body), "names", out, sizeof(out)), 0);
@@ -172,7 +172,7 @@ static void test_form(void **state) {
         assert_int_equal(fac_form_get("a=12345", 7, "a", out, 4), -E2BIG);
 }
 
-static void test_names(void **state) {
+TEST(names) {
         char names[FAC_HANDOUT_MAX][FAC_PARTICIPANT_MAX + 1];
         size_t n = 99;
         const char *ok = "alice\r\n  Bob Smith \n\n carol@example.org\n";
@@ -195,15 +195,4 @@ static void test_names(void **state) {
         assert_false(fac_participant_valid(""));
 }
 
-int main(void) {
-        const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_file_parse),
-                cmocka_unit_test(test_file_set_and_save),
-                cmocka_unit_test(test_hash_verify),
-                cmocka_unit_test(test_sessions_csrf),
-                cmocka_unit_test(test_csrf_header),
-                cmocka_unit_test(test_form),
-                cmocka_unit_test(test_names),
-        };
-        return cmocka_run_group_tests_name("web-facilitators", tests, NULL, NULL);
-}
+TEST_MAIN("web-facilitators")

@@ -20,7 +20,7 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
-#include <cmocka.h>
+#include "../lib/seat-test.h"
 
 #include "common/base64.h"
 #include "common/jsonframe.h"
@@ -130,7 +130,7 @@ static int exchange(FakeSeatd *f, const void *req, size_t len, size_t max, int t
         return forward_exchange(&t, req, len, resp, resp_len, code, msg, msize);
 }
 
-static void test_echo(void **state) {
+TEST(echo) {
         FakeSeatd *f = calloc(1, sizeof(*f));
         char code[32], msg[256];
         uint8_t *resp = NULL;
@@ -166,7 +166,7 @@ static void test_echo(void **state) {
         free(f);
 }
 
-static void test_refusals(void **state) {
+TEST(refusals) {
         FakeSeatd *f = calloc(1, sizeof(*f));
         char code[32], msg[256];
         uint8_t *resp = NULL;
@@ -202,10 +202,4 @@ static void test_refusals(void **state) {
         free(f);
 }
 
-int main(void) {
-        const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_echo),
-                cmocka_unit_test(test_refusals),
-        };
-        return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN("web-forward-link")

@@ -9,13 +9,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <cmocka.h>
+#include "../lib/seat-test.h"
 
 #include "common/macro.h"
 #include "forward-parse.h"
 #include "unit-cases.h"
 
-static void test_path(void **state) {
+TEST(path) {
         char seat[WEB_SEAT_ID_MAX + 1];
         unsigned port;
         const char *rest;
@@ -47,7 +47,7 @@ static void test_path(void **state) {
         free(longp);
 }
 
-static void test_ports(void **state) {
+TEST(ports) {
         uint16_t p[WEB_FORWARD_PORTS_MAX];
         size_t n;
         assert_int_equal(web_forward_ports_parse("80,8080", p, &n), 0);
@@ -70,7 +70,7 @@ static int strip(const char *h, const char *unused, char *out, size_t size) {
         return web_forward_cookie_strip(h, strlen(h), "__Host-seatweb", out, size);
 }
 
-static void test_cookie_strip(void **state) {
+TEST(cookie_strip) {
         static const UnitStrCase cases[] = {
                 { "__Host-seatweb=abc; app=1; x=y", NULL, 0, "app=1; x=y", 0 },
                 { "app=1;__Host-seatweb=abc", NULL, 0, "app=1", 0 },
@@ -88,7 +88,7 @@ static void test_cookie_strip(void **state) {
         unit_check_str_cases(strip, cases, ELEMENTSOF(cases), 256);
 }
 
-static void test_url_encode(void **state) {
+TEST(url_encode) {
         char out[128];
         assert_int_equal(web_forward_url_encode("/a b/c%d?e#f", false, out, sizeof(out)), 0);
         assert_string_equal(out, "/a%20b/c%25d%3Fe%23f");
@@ -103,7 +103,7 @@ static int parse(const char *s, WebForwardResponse *r) {
         return web_forward_response_parse(s, strlen(s), r);
 }
 
-static void test_response(void **state) {
+TEST(response) {
         WebForwardResponse r;
         const char *ok = "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length:  5 \r\nX-A:\r\n\r\nhello";
         assert_int_equal(parse(ok, &r), 0);
@@ -162,7 +162,7 @@ static void test_response(void **state) {
         free(b);
 }
 
-static void test_headers_allowed(void **state) {
+TEST(headers_allowed) {
         assert_true(web_forward_response_header_allowed("Content-Type", 12));
         assert_true(web_forward_response_header_allowed("SET-COOKIE", 10));
         const char *no[] = { "Access-Control-Allow-Origin", "Content-Security-Policy", "Strict-Transport-Security",
@@ -178,7 +178,7 @@ static int cookie(const char *v, const char *unused, char *out, size_t size) {
         return web_forward_set_cookie(v, strlen(v), "/seat/s1/port/80", out, size);
 }
 
-static void test_set_cookie(void **state) {
+TEST(set_cookie) {
         static const UnitStrCase cases[] = {
                 { "sid=abc; Path=/; Domain=evil.example; HttpOnly; SameSite=Lax", NULL, 0,
                   "sid=abc; HttpOnly; SameSite=Lax; Path=/seat/s1/port/80/", 0 },
@@ -202,7 +202,7 @@ static int loc(const char *v, const char *unused, char *out, size_t size) {
         return web_forward_location(v, strlen(v), "/seat/s1/port/8080", "127.0.0.1", 8080, out, size);
 }
 
-static void test_location(void **state) {
+TEST(location) {
         static const UnitStrCase cases[] = {
                 { "/login?x=1", NULL, 0, "/seat/s1/port/8080/login?x=1", 0 },
                 { "next.html", NULL, 0, "next.html", 0 },
@@ -225,7 +225,7 @@ static void test_location(void **state) {
         assert_string_equal(out, "/p/y");
 }
 
-static void test_ws_frames(void **state) {
+TEST(ws_frames) {
         WebWsFrame f;
         const uint8_t text[] = { 0x81, 0x05, 'h', 'e', 'l', 'l', 'o', 0x89, 0x00 };
         assert_int_equal(web_ws_frame_parse(text, sizeof(text), 1024, &f), 0);
@@ -259,7 +259,7 @@ static void test_ws_frames(void **state) {
         assert_int_equal(web_ws_frame_parse(fragclose, sizeof(fragclose), 1024, &f), -EBADMSG);
 }
 
-static void test_ws_header_mask(void **state) {
+TEST(ws_header_mask) {
         const uint8_t mask[4] = { 1, 2, 3, 4 };
         uint8_t h[14], data[5] = { 'h', 'e', 'l', 'l', 'o' };
         assert_int_equal(web_ws_frame_header(h, WEB_WS_OP_TEXT, true, 5, mask), 6);
@@ -278,7 +278,7 @@ static void test_ws_header_mask(void **state) {
         assert_memory_equal(data, "hello", 5);
 }
 
-static void test_ws_upgrade(void **state) {
+TEST(ws_upgrade) {
         size_t head = 0;
         const char *acc = "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=";
         const char *ok = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
@@ -297,14 +297,4 @@ static void test_ws_upgrade(void **state) {
         assert_int_equal(web_ws_upgrade_parse(bad, strlen(bad), acc, &head), -EBADMSG);
 }
 
-int main(void) {
-        const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_path),        cmocka_unit_test(test_ports),
-                cmocka_unit_test(test_cookie_strip), cmocka_unit_test(test_url_encode),
-                cmocka_unit_test(test_response),    cmocka_unit_test(test_headers_allowed),
-                cmocka_unit_test(test_set_cookie),  cmocka_unit_test(test_location),
-                cmocka_unit_test(test_ws_frames),   cmocka_unit_test(test_ws_header_mask),
-                cmocka_unit_test(test_ws_upgrade),
-        };
-        return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN("web-forward")

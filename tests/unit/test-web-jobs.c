@@ -14,7 +14,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include <cmocka.h>
+#include "../lib/seat-test.h"
 
 #include "jobs.h"
 
@@ -74,7 +74,7 @@ static Job *job(const char *seat, void (*work)(Job *)) {
         return j;
 }
 
-static void test_per_seat_share(void **state) {
+TEST(per_seat_share) {
         (void) state;
         Jobs *j = jobs_new("/nonexistent", 1000, 4, 16, NULL);
         assert_non_null(j);
@@ -96,7 +96,4 @@ static void test_per_seat_share(void **state) {
         jobs_free(j); /* joins the workers; frees what is done */
 }
 
-int main(void) {
-        const struct CMUnitTest tests[] = { cmocka_unit_test(test_per_seat_share) };
-        return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN("web-jobs")

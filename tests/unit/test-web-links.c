@@ -13,14 +13,14 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <cmocka.h>
+#include "../lib/seat-test.h"
 
 #include "links.h"
 #include "unit-source.h"
 
 #define TOKEN "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 
-static void test_parse(void **state) {
+TEST(parse) {
         WebLink l;
         const char *good = "seat-web-link 1\nseat s1a2b3c4\ntoken " TOKEN "\nexpires 1767225600\n";
         assert_int_equal(web_link_parse(good, strlen(good), &l), 0);
@@ -47,7 +47,7 @@ static void test_parse(void **state) {
                         fail_msg("accepted bad record %zu", i);
 }
 
-static void test_life(void **state) {
+TEST(life) {
         char dir[] = "/tmp/test-web-links.XXXXXX", path[256], id[WEB_SESSION_ID_LEN + 1], id2[WEB_SESSION_ID_LEN + 1];
         assert_non_null(mkdtemp(dir));
         WebConfig c = { .state_dir = dir };
@@ -95,10 +95,4 @@ static void test_life(void **state) {
         assert_int_equal(unit_remove_tree(dir), 0);
 }
 
-int main(void) {
-        const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_parse),
-                cmocka_unit_test(test_life),
-        };
-        return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN("web-links")

@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
-#include <cmocka.h>
+#include "../lib/seat-test.h"
 
 #include "common/macro.h"
 #include "http-parse.h"
@@ -16,7 +16,7 @@ static int form(const char *body, const char *key, char *out, size_t size) {
         return web_form_get(body, strlen(body), key, out, size);
 }
 
-static void test_form(void **state) {
+TEST(form) {
         static const UnitStrCase cases[] = {
                 { "seat=s1&token=abc", "seat", 0, "s1", 0 },
                 { "seat=s1&token=abc", "token", 0, "abc", 0 },
@@ -50,7 +50,7 @@ static int cookie(const char *h, const char *name, char *out, size_t size) {
         return web_cookie_get(h, strlen(h), name, out, size);
 }
 
-static void test_cookie(void **state) {
+TEST(cookie) {
         static const UnitStrCase cases[] = {
                 { "__Host-seatweb=abc", "__Host-seatweb", 0, "abc", 0 },
                 { "a=1; __Host-seatweb=xyz;b=2", "__Host-seatweb", 0, "xyz", 0 },
@@ -76,7 +76,7 @@ static int bearer(const char *h, const char *unused, char *out, size_t size) {
         return web_bearer_get(h, strlen(h), out, size);
 }
 
-static void test_bearer(void **state) {
+TEST(bearer) {
         static const UnitStrCase cases[] = {
                 { "Bearer abc", NULL, 0, "abc", 0 },
                 { "bearer   a-b._~+/c==  ", NULL, 0, "a-b._~+/c==", 0 },
@@ -96,7 +96,7 @@ static void test_bearer(void **state) {
         assert_int_equal(web_bearer_get("Bearer ab\0c", 11, v, sizeof(v)), -EBADMSG);
 }
 
-static void test_ids(void **state) {
+TEST(ids) {
         assert_true(web_seat_id_valid("s1a2b3c4d"));
         assert_false(web_seat_id_valid(""));
         assert_false(web_seat_id_valid("S1"));
@@ -119,7 +119,7 @@ static void test_ids(void **state) {
 }
 
 /* The guest paths a participant may name, and the numbers of a file chunk's query. */
-static void test_file_query(void **state) {
+TEST(file_query) {
         assert_true(web_guest_path_valid("/tmp/x"));
         assert_true(web_guest_path_valid("/root/a b/ü.txt"));
         assert_true(web_guest_path_valid("/.hidden/..name"));
@@ -155,7 +155,7 @@ static void test_file_query(void **state) {
         assert_int_equal(web_parse_u64("99999999999999999999", UINT64_MAX, &v), -ERANGE);
 }
 
-static void test_routes(void **state) {
+TEST(routes) {
         char a[64];
         const char *mime = NULL;
         assert_int_equal(web_route("/", a, sizeof(a), NULL), WEB_ROUTE_LOGIN_PAGE);
@@ -192,14 +192,4 @@ static void test_routes(void **state) {
         }
 }
 
-int main(void) {
-        const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_form),
-                cmocka_unit_test(test_cookie),
-                cmocka_unit_test(test_bearer),
-                cmocka_unit_test(test_ids),
-                cmocka_unit_test(test_routes),
-                cmocka_unit_test(test_file_query),
-        };
-        return cmocka_run_group_tests_name("web-parse", tests, NULL, NULL);
-}
+TEST_MAIN("web-parse")

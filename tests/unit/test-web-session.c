@@ -7,14 +7,14 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
-#include <cmocka.h>
+#include "../lib/seat-test.h"
 
 #include "ratelimit.h"
 #include "session.h"
 
 #define TOKEN_A "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
 
-static void test_sessions(void **state) {
+TEST(sessions) {
         _cleanup_(session_table_freep) SessionTable *t = session_table_new(2, 1000, 5000);
         char id1[WEB_SESSION_ID_LEN + 1], id2[WEB_SESSION_ID_LEN + 1], id3[WEB_SESSION_ID_LEN + 1];
         assert_non_null(t);
@@ -45,7 +45,7 @@ static void test_sessions(void **state) {
         assert_null(session_find(t, id1, 6000));
 }
 
-static void test_rate_limit(void **state) {
+TEST(rate_limit) {
         _cleanup_(rate_limit_freep) RateLimit *r = rate_limit_new(6, 3);
         assert_non_null(r);
         for (int i = 0; i < 6; i++)
@@ -68,10 +68,4 @@ static void test_rate_limit(void **state) {
         assert_null(rate_limit_new(0, 3));
 }
 
-int main(void) {
-        const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_sessions),
-                cmocka_unit_test(test_rate_limit),
-        };
-        return cmocka_run_group_tests_name("web-session", tests, NULL, NULL);
-}
+TEST_MAIN("web-session")

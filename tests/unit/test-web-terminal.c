@@ -20,7 +20,7 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
-#include <cmocka.h>
+#include "../lib/seat-test.h"
 
 #include "common/base64.h"
 #include "common/fileio.h"
@@ -144,7 +144,7 @@ static Terminal *start(FakeSeatd *f) {
         return t;
 }
 
-static void test_session(void **state) {
+TEST(session) {
         FakeSeatd f;
         char out[1024] = "", msg[256];
         size_t len = 0;
@@ -198,15 +198,15 @@ static int expect_end(Script script, const char *needle) {
         return code;
 }
 
-static void test_denied(void **state) {
+TEST(denied) {
         assert_int_equal(expect_end(SCRIPT_DENIED, "reset or released"), -1);
 }
 
-static void test_vanish(void **state) {
+TEST(vanish) {
         (void) expect_end(SCRIPT_VANISH, "seatd closed");
 }
 
-static void test_no_seatd(void **state) {
+TEST(no_seatd) {
         char msg[256];
         int code = 0;
         Terminal *t = NULL;
@@ -230,7 +230,7 @@ static Terminal *start_held(FakeSeatd *f) {
         return t;
 }
 
-static void test_free_while_running(void **state) {
+TEST(free_while_running) {
         FakeSeatd f;
         Terminal *t = start_held(&f);
         assert_int_equal(terminal_input(t, "sleep 100\r", 10), 0);
@@ -240,7 +240,7 @@ static void test_free_while_running(void **state) {
 }
 
 /* Input over the cap is refused whole (the caller stops reading the browser before). */
-static void test_input_cap(void **state) {
+TEST(input_cap) {
         FakeSeatd f;
         Terminal *t = start_held(&f);
         _cleanup_free_ char *big = malloc(TERMINAL_IN_CAP + 1);
@@ -250,14 +250,4 @@ static void test_input_cap(void **state) {
         fake_join(&f);
 }
 
-int main(void) {
-        const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_session),
-                cmocka_unit_test(test_denied),
-                cmocka_unit_test(test_vanish),
-                cmocka_unit_test(test_no_seatd),
-                cmocka_unit_test(test_free_while_running),
-                cmocka_unit_test(test_input_cap),
-        };
-        return cmocka_run_group_tests_name("web-terminal", tests, NULL, NULL);
-}
+TEST_MAIN("web-terminal")

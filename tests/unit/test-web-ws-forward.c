@@ -22,7 +22,7 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
-#include <cmocka.h>
+#include "../lib/seat-test.h"
 
 #include "common/base64.h"
 #include "common/fileio.h"
@@ -211,7 +211,7 @@ static bool wait_end(WsForward *w, char *got, size_t size, char *why, size_t why
         return false;
 }
 
-static void test_echo(void **state) {
+TEST(echo) {
         FakeSeatd *f = calloc(1, sizeof(*f));
         char got[256] = "", why[256];
         assert_non_null(f);
@@ -234,7 +234,7 @@ static void test_echo(void **state) {
         free(f);
 }
 
-static void test_refusals(void **state) {
+TEST(refusals) {
         FakeSeatd *f = calloc(1, sizeof(*f));
         char got[256] = "", why[256];
         assert_non_null(f);
@@ -260,7 +260,7 @@ static void test_refusals(void **state) {
 
 /* A guest that floods pings while its side is not drained: the pongs stop at the queue's
  * cap (they grew seat-web without bound). */
-static void test_ping_flood(void **state) {
+TEST(ping_flood) {
         FakeSeatd *f = calloc(1, sizeof(*f));
         char got[256] = "";
         assert_non_null(f);
@@ -285,11 +285,4 @@ static void test_ping_flood(void **state) {
         free(f);
 }
 
-int main(void) {
-        const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_echo),
-                cmocka_unit_test(test_refusals),
-                cmocka_unit_test(test_ping_flood),
-        };
-        return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN("web-ws-forward")
