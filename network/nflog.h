@@ -2,7 +2,7 @@
 #pragma once
 
 /*
- * What a seat tried to reach (issue 18, item 6). Every deny path of a seat's chains logs,
+ * What a seat tried to reach (docs/egress.md "Denied flows"). Every deny path of a seat's chains logs,
  * rate-limited, to nfnetlink_log group N (network/nft.h, "log prefix "seatd-deny <seat> "
  * group N snaplen 64"); this reads that group: one raw NETLINK_NETFILTER socket bound to
  * the group with a small copy range, and a parser for its NFULNL_MSG_PACKET messages.

@@ -85,7 +85,7 @@ typedef struct SeatConfig {
         char *qemu_run_dir;     /* where libvirt keeps <domain>.pid (default /run/libvirt/qemu) */
         /* "FIRST-LAST" (default 70000-70999): each seat machine's QEMU runs under a uid
          * (and the gid of the same number) of its own from here, through a static DAC
-         * <seclabel>, so one QEMU's escape reaches no other seat's files (issue 13 #8).
+         * <seclabel>, so one QEMU's escape reaches no other seat's files.
          * The first is the host check's probe guest; each seat slot takes the next free
          * pair (its two machine identities, docs/warm-reset.md). */
         char *qemu_uid_range;

@@ -2,7 +2,7 @@
 #pragma once
 
 /*
- * Denied flows, summarised (issue 18, item 6; docs/egress.md "Denied flows"). A thread
+ * Denied flows, summarised (docs/egress.md "Denied flows"). A thread
  * reads the deny log of every seat's chains from nfnetlink_log (network/nflog.h) and counts
  * per (seat, destination, protocol, port): packets, first and last time. Every interval it
  * hands each seat's entries out as egress.denied records, at most DENY_SUMMARY_PER_SEAT per

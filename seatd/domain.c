@@ -134,7 +134,7 @@ char *domain_xml(const DomainSpec *s) {
                      "    <memballoon model='none'/>\n"
                      "%s"
                      "  </devices>\n"
-                     /* QEMU runs as this seat machine's own uid and gid (issue 13 #8).
+                     /* QEMU runs as this seat machine's own uid and gid (docs/security.md).
                       * Relabelling stays on: libvirt must give QEMU its own per-domain
                       * files (the master key). It chows what the domain names to that
                       * uid, so the kernel and initrd are the machine's own copies

@@ -53,7 +53,7 @@ typedef struct DomainSpec {
         const char *interface_xml;   /* the seat network's <interface>, or NULL: no NIC */
         const char *uuid;            /* NULL: libvirt picks one; a restore names the saved one */
         /* The uid (and gid of the same number) QEMU runs as, through a static DAC label
-         * (issue 13 #8). Never 0. libvirt chowns the overlay, the kernel and the initrd
+         * (docs/security.md). Never 0. libvirt chowns the overlay, the kernel and the initrd
          * to it: kernel and initrd must be the machine's own copies (domain_boot_copies()),
          * never the shared blobs; the base is never relabelled. */
         uid_t qemu_uid;

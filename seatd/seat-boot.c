@@ -198,7 +198,7 @@ static int check_confinement(SeatManager *m, Seat *s, SeatError **ret_error) {
                 return seat_error_set(ret_error, EPERM,
                                       "seat '%s': QEMU runs as root; require_confinement = %s needs libvirt's DAC driver to run it as an unprivileged user (user/group in /etc/libvirt/qemu.conf)",
                                       s->rec.id, c->require_confinement);
-        /* Its own uid, nobody else's (issue 13 #8): libvirt honoured the static label. */
+        /* Its own uid, nobody else's (docs/security.md): libvirt honoured the static label. */
         uid_t want = identity_uid(&s->rec, seat_identity(s->rec.generation));
         if (!none && r >= 0 && dc.uid != want)
                 return seat_error_set(ret_error, EPERM,

@@ -63,9 +63,9 @@ typedef struct WarmSeen {
  * reset holds that lock for its whole boot (seconds, up to minutes under TCG), and a
  * status that waited for it would stall every client of seatd behind one seat. Reading the
  * fields themselves without the lock raced with reset, release and faults, which free and
- * replace them (security review, issue 13 finding 9). So whoever changes them (holding
- * s->lock) copies what is shown here with seat_view_publish(), and readers copy it out
- * again; view_lock is held for those copies only, and nothing else is locked under it.
+ * replace them. So whoever changes them (holding s->lock) copies what is shown here with
+ * seat_view_publish(), and readers copy it out again; view_lock is held for those copies
+ * only, and nothing else is locked under it.
  *
  * A copy rather than the fields themselves under a second short lock: s->dom alone is
  * replaced at a dozen places, some of them inside libvirt calls that write it through a
@@ -189,7 +189,7 @@ struct SeatManager {
         SeatPoolFn pool_fn;               /* told when a pool's seats change (seatd/pool.c) */
         void *pool_userdata;
         uint64_t pool_seq;                /* under lock */
-        /* QEMU uids (qemu_uid_range, issue 13 #8): slot i is the pair uid_first + 2i and
+        /* QEMU uids (qemu_uid_range): slot i is the pair uid_first + 2i and
          * the next; uid_slot_used[i] under lock. */
         uid_t uid_first;
         size_t n_uid_slots;

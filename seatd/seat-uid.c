@@ -2,7 +2,7 @@
 /* seat-uid.c: each seat slot's pair of QEMU uids (one per machine identity) from qemu_uid_range: taken, adopted, released. */
 #include "seat-internal.h"
 
-/* ---- QEMU uids: each seat machine's QEMU runs as a uid of its own (issue 13 #8) ---- */
+/* ---- QEMU uids: each seat machine's QEMU runs as a uid of its own (docs/security.md) ---- */
 
 int uid_table_init(SeatManager *m, const SeatConfig *config, SeatError **ret_error) {
         uid_t first = 0, last = 0;

@@ -2,7 +2,7 @@
 #pragma once
 
 /*
- * The facilitator's side of seat-web (issue 16 #6-8): the login (facilitators file,
+ * The facilitator's side of seat-web: the login (facilitators file,
  * argon2id), the dashboard and its calls, the handout, evidence downloads and /metrics.
  * Everything about seats is asked of seatd's facilitator socket, which seatd serves to
  * seat-web's group only and which takes a facilitator's name as the client's word in its

@@ -2,7 +2,7 @@
 #pragma once
 
 /*
- * The facilitators file (issue 16 #6): "NAME:HASH" lines, HASH libsodium's argon2id string
+ * The facilitators file: "NAME:HASH" lines, HASH libsodium's argon2id string
  * (crypto_pwhash_str), written by `seat-web passwd` and read by seat-web at each login (so
  * a new password needs no restart). '#' comments and empty lines are kept out of the
  * table. A pure parser of a buffer with hard caps (fuzzed: tests/fuzz/fuzz-web-facilitators.c).

@@ -2,7 +2,7 @@
 #pragma once
 
 /*
- * One-time login links (issue 16 #4). The facilitator, as root on the host, runs
+ * One-time login links. The facilitator, as root on the host, runs
  * `seat-web --link SEAT --token-file FILE`: seat-web writes a record into
  * state_dir/links/ID (0600, seat-web's user's) and prints https://HOST:PORT/l/ID, where ID
  * is 32 random bytes (base64url). The first GET of that URL logs its browser in, as the
