@@ -168,12 +168,12 @@ int dnsguard_run_spawn(const NetSeat *ns, const char *seat_id, DnsGuardProc *ret
         pthread_once(&guard_once, guard_find);
         int r = make_argv(ns, &argv);
         if (r < 0)
-                return seat_error_set(ret_error, -r, "seat '%s': the DNS guard's arguments: %s", seat_id, strerror(-r));
+                return seat_error_set(ret_error, -r, "the DNS guard's arguments: %s", strerror(-r));
         if (pipe2(life, O_CLOEXEC) < 0)
-                return seat_error_set(ret_error, errno, "seat '%s': a pipe for the DNS guard: %m", seat_id);
+                return seat_error_set(ret_error, errno, "a pipe for the DNS guard: %m");
         life_r = life[0], life_w = life[1];
         if (pipe2(ready, O_CLOEXEC) < 0)
-                return seat_error_set(ret_error, errno, "seat '%s': a pipe for the DNS guard: %m", seat_id);
+                return seat_error_set(ret_error, errno, "a pipe for the DNS guard: %m");
         ready_r = ready[0], ready_w = ready[1];
 
         /* Only fds 0-4 pass (everything of seatd's is O_CLOEXEC); default signals, none
@@ -193,15 +193,14 @@ int dnsguard_run_spawn(const NetSeat *ns, const char *seat_id, DnsGuardProc *ret
         posix_spawn_file_actions_destroy(&fa);
         posix_spawnattr_destroy(&attr);
         if (r != 0)
-                return seat_error_set(ret_error, r, "seat '%s': cannot start the DNS guard '%s': %s", seat_id, guard_path,
-                                      strerror(r));
+                return seat_error_set(ret_error, r, "cannot start the DNS guard '%s': %s", guard_path, strerror(r));
         /* Its exit, for the event loop (not reaped before: the pid is still ours). */
         int pidfd = (int) syscall(SYS_pidfd_open, pid, 0);
         if (pidfd < 0) {
                 r = errno;
                 (void) kill(pid, SIGKILL);
                 reap(pid);
-                return seat_error_set(ret_error, r, "seat '%s': pidfd_open for the DNS guard: %s", seat_id, strerror(r));
+                return seat_error_set(ret_error, r, "pidfd_open for the DNS guard: %s", strerror(r));
         }
         (void) fcntl(pidfd, F_SETFD, FD_CLOEXEC); /* pidfds are close-on-exec; to be sure */
         (void) fd_set_nonblock(ready_r, true); /* read by the event loop too */
@@ -251,19 +250,18 @@ int dnsguard_run_start(const NetSeat *ns, const char *seat_id, DnsGuardProc *ret
                 /* What the operator needs: hung (killed here) or gone by itself (it logged why). */
                 if (k < 0)
                         return seat_error_set(ret_error, poll_errno,
-                                              "seat '%s': cannot wait for its DNS guard (seat-dnsguard on %s:53) to be "
-                                              "ready: %s: the seat's names could not be resolved",
-                                              seat_id, addr, strerror(poll_errno));
+                                              "cannot wait for its DNS guard (seat-dnsguard on %s:53) to be ready: %s: "
+                                              "the seat's names could not be resolved",
+                                              addr, strerror(poll_errno));
                 if (k == 0)
                         return seat_error_set(ret_error, ETIMEDOUT,
-                                              "seat '%s': its DNS guard (seat-dnsguard on %s:53) was not ready within "
-                                              "%d ms and was killed: the seat's names could not be resolved",
-                                              seat_id, addr, DNSGUARD_READY_TIMEOUT_MS);
+                                              "its DNS guard (seat-dnsguard on %s:53) was not ready within %d ms and "
+                                              "was killed: the seat's names could not be resolved",
+                                              addr, DNSGUARD_READY_TIMEOUT_MS);
                 return seat_error_set(ret_error, EIO,
-                                      "seat '%s': its DNS guard (seat-dnsguard on %s:53) exited before it said it was "
-                                      "ready, or said something else (see seatd's log): the seat's names could not be "
-                                      "resolved",
-                                      seat_id, addr);
+                                      "its DNS guard (seat-dnsguard on %s:53) exited before it said it was ready, or "
+                                      "said something else (see seatd's log): the seat's names could not be resolved",
+                                      addr);
         }
         *ret = g;
         return 0;

@@ -280,7 +280,7 @@ int seatnet_guard_start(SeatNetManager *nm, SeatNet *n, bool only_failed, SeatEr
         n->n_guard_attempts = 0;
         n->guard_error[0] = 0;
         if ((r = guard_watch(nm, n)) < 0) {
-                r = seat_error_set(ret_error, -r, "seat '%s': watch its DNS guard (epoll): %s", n->seat_id, strerror(-r));
+                r = seat_error_set(ret_error, -r, "watch its DNS guard (epoll): %s", strerror(-r));
                 if (only_failed)
                         dnsguard_run_stop(&n->guard); /* still failed (guard_watch() changed nothing else) */
                 else
