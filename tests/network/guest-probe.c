@@ -258,7 +258,11 @@ static int resolve_host(const char *host, const Options *o, int64_t deadline, Ad
                 return -EINVAL;
         }
         addr_set_port(&server, DNS_PORT);
+        /* lookup_us: the lookup's share of us= (bench-egress.sh: what a name's first
+         * connection spends on the lookup, and what on the connection after it) */
+        int64_t t0 = now_us();
         r = dns_query(&server, host, DNS_TYPE_A, deadline, &reply);
+        field("lookup_us", "%" PRId64, now_us() - t0);
         if (r < 0)
                 return r;
         if (reply.rcode != 0 || reply.n_a == 0) {
