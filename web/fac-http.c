@@ -545,7 +545,10 @@ int fac_http_request(struct lws *wsi, Web *w, Conn *c, const char *path, bool ge
         case FR_CONSOLE:
                 return do_seat_call(wsi, w, c, s, (FacRoute) c->fac_route);
         case FR_EVIDENCE:
+                /* all three: a keep-alive connection's second download starts afresh */
                 c->fac_offset = 0;
+                c->fac_size = 0;
+                c->fac_eof = false;
                 return do_evidence_chunk(wsi, w, c);
         default:
                 return web_respond_text(wsi, w, c, 405, "Use POST.\n");

@@ -46,6 +46,9 @@ static int begin_upload(struct lws *wsi, Web *w, Conn *c) {
         if (lws_hdr_copy(wsi, ctype, sizeof(ctype), WSI_TOKEN_HTTP_CONTENT_TYPE) <= 0 ||
             strcmp(ctype, "application/octet-stream") != 0)
                 return web_respond_text(wsi, w, c, 415, "Send the chunk's bytes as application/octet-stream.\n");
+        /* A keep-alive connection may still hold the body of an upload refused earlier
+         * (its 400 or 401 kept it): not leaked under the new one. */
+        files_closed(c);
         if (lws_hdr_copy(wsi, clen, sizeof(clen), WSI_TOKEN_HTTP_CONTENT_LENGTH) <= 0)
                 return web_respond_text(wsi, w, c, 411, "Content-Length required.\n");
         if (web_parse_u64(clen, WEB_FILE_CHUNK_MAX, &n) < 0)
@@ -104,12 +107,16 @@ int files_body(Conn *c, const void *in, size_t len) {
 
 int files_body_done(struct lws *wsi, Web *w, Conn *c) {
         lws_set_timeout(wsi, NO_PENDING_TIMEOUT, 0);
-        if (!c->fbody || c->fbody_len != c->fbody_want)
+        if (!c->fbody || c->fbody_len != c->fbody_want) {
+                files_closed(c);
                 return web_respond_text(wsi, w, c, 400, "The body is shorter than its Content-Length.\n");
+        }
         /* The session may have ended while the body came. */
         WebSession *s = web_request_session(wsi, w);
-        if (!s || strcmp(s->seat, c->arg) != 0)
+        if (!s || strcmp(s->seat, c->arg) != 0) {
+                files_closed(c);
                 return web_respond(wsi, w, c, 401, "application/json", "{\"login\":true}", 14, NULL, NULL);
+        }
         Job *job = file_job(wsi, c, s, JOB_FILE_PUT);
         if (job) {
                 job->data = c->fbody;

@@ -23,6 +23,7 @@
 #include "links.h"
 #include "seatd-link.h"
 #include "server.h"
+#include "state-owner.h"
 #include "tls-self.h"
 
 #define LINK_EXPIRES_DEFAULT_S (12 * 3600) /* a workshop day */
@@ -67,18 +68,15 @@ static int self_signed(const WebConfig *c, bool renew, SeatError **ret_error) {
                                       "names none",
                                       c->tls_cert);
         web_config_tls_paths(c, cert, sizeof(cert), key, sizeof(key));
+        /* The directory and the pair are the daemon's: made as its user (state-owner.h). */
+        int r = web_become_state_owner(c->state_dir, ret_error);
+        if (r < 0)
+                return r;
         snprintf(dir, sizeof(dir), "%s/tls", c->state_dir);
         if (mkdir(dir, 0700) < 0 && errno != EEXIST)
                 return seat_error_set(ret_error, errno, "cannot make '%s': %s", dir, strerror(errno));
-        if (geteuid() == 0) {
-                /* Made by root for the daemon's user: the directory is the state dir's
-                 * owner's, as the files in it will be. */
-                struct stat st;
-                if (stat(c->state_dir, &st) == 0 && chown(dir, st.st_uid, st.st_gid) < 0)
-                        return seat_error_set(ret_error, errno, "cannot give '%s' to uid %u", dir, (unsigned) st.st_uid);
-        }
         (void) gethostname(host, sizeof(host) - 1);
-        int r = tls_self_signed(cert, key, host, 365, renew, &made, ret_error);
+        r = tls_self_signed(cert, key, host, 365, renew, &made, ret_error);
         if (r < 0)
                 return r;
         r = tls_fingerprint_file(cert, &fp, ret_error);
@@ -138,6 +136,10 @@ static int make_link(const WebConfig *c, const char *seat, const char *token_fil
                 r = seat_error_set(ret_error, EACCES, "seatd does not accept this token for seat '%s' (%s): no link made", seat, code);
         else if (r < 0)
                 r = seat_error_set(ret_error, -r, "cannot ask seatd at '%s' about the token: %s", c->participant_socket, strerror(-r));
+        /* The token file was read as root; the link is written as the daemon's user
+         * (state-owner.h), who reads it. */
+        if (r >= 0)
+                r = web_become_state_owner(c->state_dir, ret_error);
         if (r >= 0)
                 r = web_link_issue(c, &l, id, ret_error);
         sodium_memzero(&l, sizeof(l));

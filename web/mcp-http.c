@@ -375,6 +375,17 @@ int mcp_child_callback(struct lws *wsi, enum lws_callback_reasons reason, void *
                         session_end(w->mcp, s, "its seatctl mcp exited");
                 }
                 return 0;
+        /* The protocol is in the listening vhost's list only so that the pipes can be
+         * adopted into it: a client that names "mcp-child" in Sec-WebSocket-Protocol must
+         * not get a WebSocket (it would hold a connection with no session, no Origin check
+         * and no timeout; a few hundred of them fill max_connections). */
+        case LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION:
+                log_info("refused: a WebSocket that asked for the internal protocol 'mcp-child'");
+                return -1;
+        case LWS_CALLBACK_ESTABLISHED:
+        case LWS_CALLBACK_RECEIVE:
+        case LWS_CALLBACK_HTTP:
+                return -1;
         default:
                 return 0;
         }

@@ -160,10 +160,12 @@ static int on_guest_bytes(WsForward *f, Rx *rx, const void *data, size_t len) {
                         return 0;
                 if (r < 0) {
                         /* what it said instead, for the log (escaped by the caller's log) */
-                        size_t show = strcspn((const char *) rx->raw.data, "\r\n");
+                        size_t show = 0; /* raw holds no NUL: bounded by its length */
+                        while (show < rx->raw.len && show < 80 && rx->raw.data[show] != '\r' && rx->raw.data[show] != '\n')
+                                show++;
                         return finish(f, "the server in the seat did not accept the WebSocket (%s: '%.*s')",
                                       r == -EPROTO ? "not a 101 with our Sec-WebSocket-Accept" : "a malformed answer",
-                                      (int) MIN(show, (size_t) 80), (const char *) rx->raw.data), 1;
+                                      (int) show, (const char *) rx->raw.data), 1;
                 }
                 bytes_take(&rx->raw, head);
                 pthread_mutex_lock(&f->lock);

@@ -54,7 +54,9 @@ static int filter(struct lws *wsi, Web *w, TermConn *tc) {
                 web_log_refusal(wsi, "a terminal WebSocket with a session cookie of another seat", arg);
                 return -1;
         }
-        if (w->n_terms >= (size_t) w->conf->max_terminals ||
+        /* max_terminals counts forwarded WebSockets too (ws-proxy.c): each holds a
+         * connection to seatd's participant socket as a terminal does. */
+        if (w->n_terms + w->n_wsp >= (size_t) w->conf->max_terminals ||
             session_terminals(w, s->id) >= (size_t) w->conf->terminals_per_session) {
                 web_log_refusal(wsi, "a terminal over max_terminals or terminals_per_session", arg);
                 return -1;

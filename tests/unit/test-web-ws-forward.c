@@ -34,7 +34,7 @@
 
 #define TOKEN "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 
-typedef enum Script { SCRIPT_ECHO, SCRIPT_BAD_ACCEPT, SCRIPT_MASKED, SCRIPT_PING_FLOOD } Script;
+typedef enum Script { SCRIPT_ECHO, SCRIPT_BAD_ACCEPT, SCRIPT_MASKED, SCRIPT_PING_FLOOD, SCRIPT_NO_CRLF } Script;
 
 typedef struct FakeSeatd {
         char path[108];
@@ -101,6 +101,13 @@ static void *fake_thread(void *p) {
         char resp[256];
         int rl = snprintf(resp, sizeof(resp), "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
                                               "Connection: Upgrade\r\nSec-WebSocket-Accept: %s\r\n\r\n", accept);
+        if (f->script == SCRIPT_NO_CRLF) {
+                /* Not a 101, and no line end: what the log shows of it ends with what was
+                 * sent (it was read up to a NUL that the buffer does not have). */
+                fake_forward_data(fd, "HTTP/1.1 200 OKAY-NO-CRLF", 25);
+                (void) fake_read_line(fd, line, sizeof(line)); /* until it goes */
+                goto done;
+        }
         if (f->script == SCRIPT_PING_FLOOD) {
                 /* The 101, then pings whose pongs come to far more than the queue to the guest
                  * holds (its sends are never answered: nothing drains), then "done". */
@@ -243,6 +250,13 @@ TEST(refusals) {
         assert_true(wait_end(w, got, sizeof(got), why, sizeof(why)));
         assert_string_equal(got, "");
         assert_non_null(strstr(why, "did not accept the WebSocket"));
+        ws_forward_free(w);
+        fake_join(f);
+
+        fake_start(f, SCRIPT_NO_CRLF);
+        w = start(f);
+        assert_true(wait_end(w, got, sizeof(got), why, sizeof(why)));
+        assert_non_null(strstr(why, "'HTTP/1.1 200 OKAY-NO-CRLF')"));
         ws_forward_free(w);
         fake_join(f);
 

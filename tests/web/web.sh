@@ -142,6 +142,15 @@ link=$("$WEB" -c "$t/web.conf" --link "$S2" --token-file "$t/tok2" --url "$url" 
 "$WEB" -c "$t/web.conf" --link "$S2" --token-file "$t/tok1" >"$t/out" 2>&1 && not_ok "a link for another seat's token was made" ||
         { grep -q "seatd does not accept this token for seat '$S2'" "$t/out" && ok "no link for a token seatd refuses, and it says so" ||
                 not_ok "a link for a wrong token: $(cat "$t/out")"; }
+# The state dir is seat-web's user's: a link it plants there (a compromised seat-web) must
+# not steer root's --link into another directory (root becomes that user first).
+mkdir -m 0755 "$t/victim"
+as_web mv "$t/web/links" "$t/web/links.real" && as_web ln -s "$t/victim" "$t/web/links"
+"$WEB" -c "$t/web.conf" --link "$S2" --token-file "$t/tok2" --url "$url" >"$t/out" 2>&1 && not_ok "--link wrote through a planted symbolic link" ||
+        { [[ $(stat -c '%U' "$t/victim") == root && -z $(ls -A "$t/victim") ]] &&
+                ok "--link does not write or chown through a link seat-web's user planted in its state dir ($(head -c 160 "$t/out"))" ||
+                not_ok "--link through a planted link: $(stat -c '%U' "$t/victim") $(ls -A "$t/victim") $(cat "$t/out")"; }
+as_web rm "$t/web/links" && as_web mv "$t/web/links.real" "$t/web/links"
 browser link "$S2" "$link" "$S1" # (the link stands where a token goes)
 short=$("$WEB" -c "$t/web.conf" --link "$S2" --token-file "$t/tok2" --expires 1 --url "$url" 2>"$t/out")
 sleep 2
@@ -199,6 +208,18 @@ c_evil=$(ws https://evil.example "$S2") c_none=$(ws "" "$S2") c_other=$(ws "$url
         not_ok "terminal WebSocket handshakes: evil $c_evil, none $c_none, other seat $c_other, own $c_own"
 grep -q "refused: a terminal WebSocket without seat-web's own Origin (seat '$S2'" "$t/web.log" && ok "and the refusal is logged" ||
         not_ok "the cross-site terminal refusal is logged"
+# "mcp-child" is seat-web's own protocol for the pipes of MCP sessions' seatctl: no client
+# gets a WebSocket on it, with or without a cookie and Origin, on any path.
+mws() { # PATH COOKIE: the handshake's status code
+        "${C[@]}" --http1.1 -o /dev/null -w '%{http_code}' -m 3 ${2:+-b "$2"} -H "Origin: $url" \
+                -H "Connection: Upgrade" -H "Upgrade: websocket" -H "Sec-WebSocket-Version: 13" \
+                -H "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==" -H "Sec-WebSocket-Protocol: mcp-child" "$url$1"
+}
+m_root=$(mws / "") m_term=$(mws "/ws/seat/$S2/terminal" "__Host-seatweb=$cookie2") m_mcp=$(mws "/mcp/$S2" "__Host-seatweb=$cookie2")
+c_after=$(ws "$url" "$S2")
+[[ $m_root != 101 && $m_term != 101 && $m_mcp != 101 && $c_after == 101 ]] &&
+        ok "a WebSocket on the internal protocol mcp-child is refused (/ $m_root, a terminal's path with its cookie $m_term, /mcp $m_mcp); the terminal still opens ($c_after)" ||
+        not_ok "mcp-child WebSocket handshakes: / $m_root, terminal path $m_term, /mcp $m_mcp; terminal after $c_after"
 # Uploads: only from seat-web's own page (a forged cross-site POST with the cookie is
 # refused), of their own type and size.
 up() { # ORIGIN CONTENT-TYPE BODY-FILE: the status code of one upload chunk into $S2
