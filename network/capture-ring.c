@@ -46,6 +46,8 @@ struct CaptureRing {
         int cur;                  /* the file being written, or -1 */
         uint8_t *buf;             /* FILE_BUFFER bytes for it */
         size_t buf_len;
+        uint64_t buf_packets;     /* packets whose blocks are in buf, counted in their file */
+        bool finished;            /* capture_ring_finish() ran: closed and synced */
         CaptureStats st;
 };
 
@@ -193,12 +195,29 @@ static int write_all(int fd, struct iovec *iov, int n) {
         return 0;
 }
 
+/* A write, fsync or close that failed: the capture is incomplete (the manifest says so).
+ * The first error is kept. */
+static int note_error(CaptureRing *r, int k) {
+        if (k < 0 && !r->st.write_error)
+                r->st.write_error = -k;
+        return k;
+}
+
 static int flush_buf(CaptureRing *r) {
         struct iovec v = { .iov_base = r->buf, .iov_len = r->buf_len };
         if (r->cur < 0 || r->buf_len == 0)
                 return 0;
         int k = write_all(r->cur, &v, 1);
+        if (k < 0 && r->n_files > 0) {
+                /* They were counted in the file when buffered; they never reached it. */
+                RingFile *f = &r->files[r->n_files - 1];
+                uint64_t lost = MIN(r->buf_packets, f->packets);
+                f->packets -= lost;
+                r->st.packets_unwritten += lost;
+                note_error(r, k);
+        }
         r->buf_len = 0;
+        r->buf_packets = 0;
         return k;
 }
 
@@ -269,9 +288,9 @@ static int close_current(CaptureRing *r, bool sync) {
                 return 0;
         int k = flush_buf(r);
         if (k >= 0 && sync && fsync(r->cur) < 0)
-                k = -errno;
+                k = note_error(r, -errno);
         if (close(r->cur) < 0 && k >= 0)
-                k = -errno;
+                k = note_error(r, -errno);
         r->cur = -1;
         return k;
 }
@@ -314,7 +333,7 @@ void capture_ring_write(CaptureRing *r, uint64_t ts_usec, const uint8_t *data, u
                 r->st.packets_cut++;
                 r->st.bytes_cut += len - caplen;
         }
-        if (r->st.write_error) {
+        if (r->st.write_error || r->finished) {
                 r->st.packets_unwritten++;
                 return;
         }
@@ -339,6 +358,8 @@ void capture_ring_write(CaptureRing *r, uint64_t ts_usec, const uint8_t *data, u
                                 k = put(r, zeros, pad4(caplen) - caplen);
                         if (k >= 0)
                                 k = put(r, &tail, 4);
+                        if (k >= 0)
+                                r->buf_packets++;
                 } else {
                         struct iovec v[4] = { { h, sizeof(h) }, { (void *) data, caplen },
                                               { (void *) zeros, pad4(caplen) - caplen }, { &tail, 4 } };
@@ -373,18 +394,28 @@ static void sync_ring_files(CaptureRing *r) {
                 if (file_name(r, r->files[i].number, name, sizeof(name)) < 0)
                         continue;
                 int fd = openat(r->dir_fd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-                if (fd >= 0) {
-                        (void) fsync(fd);
-                        close(fd);
+                if (fd < 0) {
+                        note_error(r, -errno);
+                        continue;
                 }
+                if (fsync(fd) < 0)
+                        note_error(r, -errno);
+                close(fd);
         }
+}
+
+void capture_ring_finish(CaptureRing *r) {
+        if (!r || r->finished)
+                return;
+        (void) close_current(r, true);
+        sync_ring_files(r);
+        r->finished = true;
 }
 
 CaptureRing *capture_ring_close(CaptureRing *r) {
         if (!r)
                 return NULL;
-        (void) close_current(r, true);
-        sync_ring_files(r);
+        capture_ring_finish(r);
         free(r->buf);
         free(r->files);
         free(r);

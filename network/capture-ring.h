@@ -60,8 +60,12 @@ void capture_ring_write(CaptureRing *r, uint64_t ts_usec, const uint8_t *data, u
 /* Flush what is buffered to the current file. */
 int capture_ring_flush(CaptureRing *r);
 void capture_ring_stats(const CaptureRing *r, CaptureStats *ret);
-/* Flush, fsync and close the current file, fsync the others; free r. NULL is fine. (The
- * head is fsync'ed when the next file opens; the ring's files only here.) */
+/* Flush, fsync and close the current file, fsync the others; what fails is counted in its
+ * stats (write_error; packets still buffered: packets_unwritten), so read them after. Once;
+ * the ring writes no more. (The head is fsync'ed when the next file opens; the ring's files
+ * only here.) */
+void capture_ring_finish(CaptureRing *r);
+/* capture_ring_finish() if not done yet, and free r. NULL is fine. */
 CaptureRing *capture_ring_close(CaptureRing *r);
 /* The bytes a packet of caplen takes in a file (its Enhanced Packet Block). */
 uint32_t capture_ring_block_bytes(uint32_t caplen);

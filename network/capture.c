@@ -43,6 +43,9 @@
  * TPACKET_V3 reader goes on while the next block is ready: under a flood faster than the
  * thread, forever, with the stop, the budget and the counters unseen. */
 #define CAPTURE_DISPATCH_MAX 256
+/* The stop's last reading, at most: the kernel's open block retires within CAPTURE_POLL_MS,
+ * so two of those and a margin (a stop while a machine still sends must not wait long). */
+#define CAPTURE_DRAIN_MS 1000
 
 struct Capture {
         pcap_t *pcap;
@@ -139,13 +142,31 @@ static void *capture_thread(void *p) {
                         break;
         }
         /* The last of it: what arrived before the stop (the machine was taken off the
-         * bridge first, so nothing of the next session), at most 64 dispatches. Back to
-         * SCHED_OTHER for it if allowed (CAP_SYS_NICE): the stop waits on this thread. */
+         * bridge first, so nothing of the next session). Back to SCHED_OTHER for it if
+         * allowed (CAP_SYS_NICE): the stop waits on this thread. libpcap hands over only
+         * the blocks the kernel has retired (TPACKET_V3), and the kernel retires one that
+         * holds frames at its timeout (CAPTURE_POLL_MS): so whenever a dispatch finds
+         * nothing, wait up to two timeouts for such a block; one that brings nothing means
+         * the open block is empty. At most CAPTURE_DRAIN_MS in all, for a stop that comes
+         * while a machine still sends (seatd's exit). */
         struct sched_param sp_other = { .sched_priority = 0 };
         (void) pthread_setschedparam(pthread_self(), SCHED_OTHER, &sp_other);
-        for (int i = 0; i < 64 && pcap_dispatch(c->pcap, CAPTURE_DISPATCH_MAX, on_packet, (u_char *) c) > 0; i++)
-                ;
-        (void) capture_ring_flush(c->ring);
+        struct timespec t0, now;
+        (void) clock_gettime(CLOCK_MONOTONIC, &t0);
+        for (;;) {
+                int got = pcap_dispatch(c->pcap, CAPTURE_DISPATCH_MAX, on_packet, (u_char *) c);
+                if (got == PCAP_ERROR)
+                        break;
+                (void) clock_gettime(CLOCK_MONOTONIC, &now);
+                int64_t spent = (now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000;
+                if (spent >= CAPTURE_DRAIN_MS)
+                        break;
+                if (got > 0)
+                        continue;
+                int n = poll(&fds[1], 1, (int) MIN((int64_t) 2 * CAPTURE_POLL_MS, CAPTURE_DRAIN_MS - spent));
+                if (n == 0 || (n < 0 && errno != EINTR))
+                        break;
+        }
         publish(c);
         return NULL;
 }
@@ -246,8 +267,14 @@ void capture_stop(Capture *c, CaptureStats *ret) {
                 return;
         (void) !write(c->stop_fd, &one, sizeof(one));
         pthread_join(c->thread, NULL);
-        if (ret)
-                *ret = c->snapshot; /* the thread's last publish(), and it is gone */
+        /* Flushed, synced and closed before the numbers are taken: a write that fails
+         * only now still makes the capture incomplete (its manifest says so). */
+        capture_ring_finish(c->ring);
+        if (ret) {
+                capture_ring_stats(c->ring, ret); /* the thread is gone: nobody else writes */
+                ret->read_failed = c->snapshot.read_failed;
+                ret->kernel_drops = c->snapshot.kernel_drops;
+        }
         capture_free(c);
 }
 

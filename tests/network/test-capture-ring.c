@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -250,6 +252,41 @@ TEST(restart_numbers_after) {
         uint64_t c, o;
         assert_int_equal(walk("cap-0001.pcapng", &c, &o), 1);
         assert_int_equal(walk("cap-0002.pcapng", &c, &o), 1);
+        clear_dir();
+}
+
+/* A write that fails only at the end (the disk full when the last buffer is flushed):
+ * the ring says so (write_error), and the packets that were still buffered are counted as
+ * unwritten, not as in the file (the manifest then says the capture is incomplete). The
+ * file size limit stands in for a full disk: writes past it fail with EFBIG. */
+TEST(failed_last_flush_is_counted) {
+        CaptureRing *r = NULL;
+        uint8_t pkt[64];
+        struct rlimit old, lim;
+        memset(pkt, 64, sizeof(pkt));
+        assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
+        assert_int_equal(capture_ring_new(dir_fd, "cap-", "seatbr9", 1, 96, 1 << 20, &r), 0);
+        for (unsigned i = 0; i < 100; i++) /* 96 bytes a block: all buffered (256 KiB) */
+                capture_ring_write(r, i, pkt, 64, 64);
+        CaptureStats st;
+        capture_ring_stats(r, &st);
+        assert_int_equal(st.write_error, 0);
+        sighandler_t was = signal(SIGXFSZ, SIG_IGN);
+        lim = (struct rlimit) { .rlim_cur = 1024, .rlim_max = old.rlim_max };
+        assert_int_equal(setrlimit(RLIMIT_FSIZE, &lim), 0);
+        capture_ring_finish(r);
+        assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
+        signal(SIGXFSZ, was);
+        capture_ring_stats(r, &st);
+        assert_int_equal(st.write_error, EFBIG);
+        assert_int_equal(st.packets, 100);
+        assert_int_equal(st.packets_unwritten, 100);
+        /* and a packet after the end is counted, not written */
+        capture_ring_write(r, 200, pkt, 64, 64);
+        capture_ring_stats(r, &st);
+        capture_ring_close(r);
+        assert_int_equal(st.packets, 101);
+        assert_int_equal(st.packets_unwritten, 101);
         clear_dir();
 }
 
