@@ -71,7 +71,10 @@ static int netlink_talk(NetlinkRequest *req) {
                                 continue;
                         return errno == EAGAIN ? -ETIMEDOUT : -errno;
                 }
-                for (struct nlmsghdr *h = &resp.h; NLMSG_OK(h, (size_t) n); h = NLMSG_NEXT(h, n)) {
+                /* A signed count: NLMSG_NEXT() takes it below 0 after a last message whose
+                 * length is not a multiple of 4, and NLMSG_OK() must then stop. */
+                int left = (int) n;
+                for (struct nlmsghdr *h = &resp.h; NLMSG_OK(h, left); h = NLMSG_NEXT(h, left)) {
                         if (h->nlmsg_seq != req->h.nlmsg_seq)
                                 continue;
                         if (h->nlmsg_type == NLMSG_ERROR) {

@@ -245,7 +245,8 @@ int nflog_receive(int fd, uint8_t *buf, size_t size, NflogFn fn, void *userdata)
         if ((size_t) n > size) /* cut: read what fits */
                 n = (ssize_t) size;
         int count = 0;
-        for (struct nlmsghdr *h = (struct nlmsghdr *) buf; NLMSG_OK(h, (size_t) n); h = NLMSG_NEXT(h, n)) {
+        int left = (int) n; /* signed: see nlmsg_find_ack() */
+        for (struct nlmsghdr *h = (struct nlmsghdr *) buf; NLMSG_OK(h, left); h = NLMSG_NEXT(h, left)) {
                 if (h->nlmsg_type == NLMSG_DONE || h->nlmsg_type == NLMSG_NOOP || h->nlmsg_type == NLMSG_ERROR)
                         continue;
                 NflogPacket p;

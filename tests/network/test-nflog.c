@@ -8,6 +8,7 @@
 #include <string.h>
 #include <arpa/inet.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include "../lib/seat-test.h"
 
@@ -141,6 +142,36 @@ TEST(ipv6) {
 }
 
 /* ARP or a tagged frame at the ingress hook: the seat, no address. */
+static void count_packet(const NflogPacket *p, void *userdata) {
+        (void) p;
+        (*(int *) userdata)++;
+}
+
+/* A datagram whose last message's length is not a multiple of 4: NLMSG_NEXT() takes the
+ * count left below 0, and the walk must stop there. The buffer past the datagram holds a
+ * whole denied packet's message from before (a stale one): it must not be read. */
+TEST(receive_stops_at_the_datagram) {
+        int sv[2], n = 0;
+        uint32_t buf[1024] = {};
+        Msg stale;
+        assert_int_equal(socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sv), 0);
+        msg_start(&stale, PKT_TYPE, AF_INET);
+        put_hdr(&stale, 0x0800);
+        put(&stale, NFULA_PAYLOAD, ip4_tcp, sizeof(ip4_tcp));
+        put_prefix(&stale, "seatd-deny s1 ");
+        size_t sl = msg_done(&stale);
+        memcpy((uint8_t *) buf + 200, bytes(&stale), sl);
+        uint32_t dgram[50] = {}; /* 198 bytes: one NOOP message of 197 */
+        struct nlmsghdr *h = (struct nlmsghdr *) dgram;
+        h->nlmsg_len = 197;
+        h->nlmsg_type = NLMSG_NOOP;
+        assert_int_equal(send(sv[1], dgram, 198, 0), 198);
+        assert_int_equal(nflog_receive(sv[0], (uint8_t *) buf, sizeof(buf), count_packet, &n), 0);
+        assert_int_equal(n, 0);
+        close(sv[0]);
+        close(sv[1]);
+}
+
 TEST(not_ip) {
         (void) state;
         Msg m;
