@@ -306,8 +306,11 @@ static int slot_send(Guard *g, Slot *s) {
 }
 
 static void slot_next_attempt(Guard *g, Slot *s) {
-        if (++s->attempt < g->n_up && slot_send(g, s) >= 0)
-                return;
+        /* each upstream left in turn: one that cannot even be sent to (no route) is not
+         * the end of the query */
+        while (++s->attempt < g->n_up)
+                if (slot_send(g, s) >= 0)
+                        return;
         glog(g, "SERVFAIL for '%s': no upstream answered", s->q.name);
         answer_error(g, s, DNSG_RCODE_SERVFAIL, false);
 }
@@ -440,6 +443,12 @@ static void on_slot(Guard *g, Slot *s, short revents) {
                 if ((size_t) n > DNSG_UDP_MAX) {
                         glog(g, "SERVFAIL for '%s': an oversized answer (%zd bytes over UDP)", s->q.name, n);
                         answer_error(g, s, DNSG_RCODE_SERVFAIL, false);
+                        return;
+                }
+                /* Not the answer to our id (a guess at the random port, or a stray): not
+                 * the end of the query either; the real one may still come. */
+                if (n < 2 || ((uint16_t) (s->answer[0] << 8 | s->answer[1])) != s->upstream_id) {
+                        glog(g, "'%s': a datagram that is not the answer to our query (%zd bytes), ignored", s->q.name, n);
                         return;
                 }
                 finish(g, s, s->answer, (size_t) n);
