@@ -56,13 +56,15 @@ static int guard_watch(SeatNetManager *nm, SeatNet *n) {
         return 0;
 }
 
-/* Under guard_lock: stopped (a deliberate stop: no restart follows) and off the list. */
-void seatnet_guard_unwatch(SeatNetManager *nm, SeatNet *n) {
+/* Under guard_lock: off the list and out of the watch; the process handed back, to be
+ * stopped after the unlock (seatnet-internal.h). */
+DnsGuardProc seatnet_guard_unwatch(SeatNetManager *nm, SeatNet *n) {
         if (n->guard.pidfd >= 0)
                 (void) epoll_ctl(nm->guard_epfd, EPOLL_CTL_DEL, n->guard.pidfd, NULL);
         if (n->guard.ready >= 0)
                 (void) epoll_ctl(nm->guard_epfd, EPOLL_CTL_DEL, n->guard.ready, NULL);
-        dnsguard_run_stop(&n->guard);
+        DnsGuardProc g = n->guard;
+        n->guard = DNSGUARD_PROC_NONE;
         if (n->guard_key) {
                 if (n->guard_prev)
                         n->guard_prev->guard_next = n->guard_next;
@@ -74,6 +76,7 @@ void seatnet_guard_unwatch(SeatNetManager *nm, SeatNet *n) {
                 n->guard_key = 0;
         }
         n->guard_state = SEATNET_GUARD_NONE;
+        return g;
 }
 
 static void guard_note_attempt(SeatNet *n, int64_t now) {
@@ -279,14 +282,17 @@ int seatnet_guard_start(SeatNetManager *nm, SeatNet *n, bool only_failed, SeatEr
         n->guard = g;
         n->n_guard_attempts = 0;
         n->guard_error[0] = 0;
+        DnsGuardProc gone = DNSGUARD_PROC_NONE;
         if ((r = guard_watch(nm, n)) < 0) {
                 r = seat_error_set(ret_error, -r, "watch its DNS guard (epoll): %s", strerror(-r));
-                if (only_failed)
-                        dnsguard_run_stop(&n->guard); /* still failed (guard_watch() changed nothing else) */
-                else
-                        seatnet_guard_unwatch(nm, n);
+                if (only_failed) { /* still failed (guard_watch() changed nothing else) */
+                        gone = n->guard;
+                        n->guard = DNSGUARD_PROC_NONE;
+                } else
+                        gone = seatnet_guard_unwatch(nm, n);
         } else if (only_failed)
                 log_seat_notice(n->seat_id, "seat '%s': DNS guard started again (pid %d)", n->seat_id, (int) g.pid);
         pthread_mutex_unlock(&nm->guard_lock);
+        dnsguard_run_stop(&gone); /* (nothing when none) */
         return r;
 }

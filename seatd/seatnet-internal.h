@@ -81,5 +81,8 @@ struct SeatNet {
 /* The guard as seatnet_up() starts it, or seatnet_reinstall() (only_failed: when it
  * failed for good); -errno. */
 int seatnet_guard_start(SeatNetManager *nm, SeatNet *n, bool only_failed, SeatError **ret_error);
-/* Under guard_lock: n's guard stopped (a deliberate stop: no restart follows) and off the list. */
-void seatnet_guard_unwatch(SeatNetManager *nm, SeatNet *n);
+/* Under guard_lock: n's guard off the list and out of the watch (a deliberate stop: no
+ * restart follows). The process is handed back for dnsguard_run_stop() after the unlock:
+ * its grace (up to DNSGUARD_STOP_GRACE_MS) must not hold the lock that status and the
+ * other seats' supervision need. */
+DnsGuardProc seatnet_guard_unwatch(SeatNetManager *nm, SeatNet *n);

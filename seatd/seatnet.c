@@ -384,8 +384,9 @@ static void seatnet_free(SeatNetManager *nm, SeatNet *n) {
         /* A deliberate stop: off the list first, under the lock the restarts take, so none
          * follows it. */
         pthread_mutex_lock(&nm->guard_lock);
-        seatnet_guard_unwatch(nm, n);
+        DnsGuardProc g = seatnet_guard_unwatch(nm, n);
         pthread_mutex_unlock(&nm->guard_lock);
+        dnsguard_run_stop(&g);
         egress_profile_free(n->profile);
         free(n->profile_text);
         free(n);
