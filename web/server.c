@@ -37,6 +37,11 @@
 #define COOKIE_NAME "__Host-seatweb"
 #define ASSET_MAX (1024u * 1024u)
 #define HEADERS_MAX 2048
+/* TCP keepalive on every connection (see web_server_run()): seconds idle, probes, seconds
+ * between them. */
+#define WEB_KA_TIME 60
+#define WEB_KA_PROBES 4
+#define WEB_KA_INTERVAL 15
 
 static volatile sig_atomic_t stopping;
 static struct lws_context *the_context;
@@ -692,6 +697,15 @@ int web_server_run(const WebConfig *conf, SeatError **ret_error) {
         info.timeout_secs = (unsigned) conf->idle_timeout;
         info.timeout_secs_ah_idle = (unsigned) conf->idle_timeout;
         info.keepalive_timeout = (int) conf->idle_timeout;
+        /* Terminals, relayed WebSockets and dashboards have no idle timeout (a person may
+         * sit idle as long as they like): TCP keepalive finds the peers that are gone
+         * without a word (a laptop closed or off the Wi-Fi), whose slots otherwise stayed
+         * taken until seat-web restarted. Dead after about WEB_KA_TIME + WEB_KA_PROBES *
+         * WEB_KA_INTERVAL seconds; an idle browser that is there answers the probes from
+         * its kernel. */
+        info.ka_time = WEB_KA_TIME;
+        info.ka_probes = WEB_KA_PROBES;
+        info.ka_interval = WEB_KA_INTERVAL;
         info.options = LWS_SERVER_OPTION_VALIDATE_UTF8;
         if (strchr(conf->listen_address, ':') == NULL)
                 info.options |= LWS_SERVER_OPTION_DISABLE_IPV6;

@@ -220,6 +220,14 @@ c_after=$(ws "$url" "$S2")
 [[ $m_root != 101 && $m_term != 101 && $m_mcp != 101 && $c_after == 101 ]] &&
         ok "a WebSocket on the internal protocol mcp-child is refused (/ $m_root, a terminal's path with its cookie $m_term, /mcp $m_mcp); the terminal still opens ($c_after)" ||
         not_ok "mcp-child WebSocket handshakes: / $m_root, terminal path $m_term, /mcp $m_mcp; terminal after $c_after"
+# A terminal has no idle timeout: TCP keepalive (60 s, then 4 probes 15 s apart) finds a
+# peer gone without a word (a laptop closed), whose slot it held until seat-web restarted.
+ws "$url" "$S2" >/dev/null & held=$!
+sleep 1
+ka=$(ss -tnoH state established "( sport = :$port )" | grep -c "timer:(keepalive")
+wait "$held"
+((ka >= 1)) && ok "TCP keepalive is on for seat-web's connections, an open terminal's too ($ka)" ||
+        not_ok "TCP keepalive on seat-web's connections: $(ss -tnoH state established "( sport = :$port )" | head -3)"
 # Uploads: only from seat-web's own page (a forged cross-site POST with the cookie is
 # refused), of their own type and size.
 up() { # ORIGIN CONTENT-TYPE BODY-FILE: the status code of one upload chunk into $S2
