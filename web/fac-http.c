@@ -107,6 +107,25 @@ FacSession *fac_request_session(struct lws *wsi, Web *w) {
         return fac_session_find(w->fac->sessions, id, now_monotonic_ms());
 }
 
+/* A request with both a facilitator's cookie and a participant's: the browser holds a
+ * seat's session too, and a seat's forwarded pages run the seat's own scripts under
+ * seat-web's address, where they could read the dashboard's CSRF token and act as the
+ * facilitator. forward.c refuses those pages to a browser with a facilitator session;
+ * this refuses the dashboard to a browser with a seat's session, for a page of the seat
+ * opened before the facilitator logged in. */
+bool fac_participant_too(struct lws *wsi) {
+        char header[WEB_COOKIE_HEADER_MAX + 1], id[128];
+        int n = lws_hdr_total_length(wsi, WSI_TOKEN_HTTP_COOKIE);
+        if (n <= 0 || n > WEB_COOKIE_HEADER_MAX || lws_hdr_copy(wsi, header, sizeof(header), WSI_TOKEN_HTTP_COOKIE) < 0)
+                return false;
+        return web_cookie_get(header, strlen(header), FAC_COOKIE, id, sizeof(id)) != -ENOENT &&
+               web_cookie_get(header, strlen(header), WEB_PARTICIPANT_COOKIE, id, sizeof(id)) != -ENOENT;
+}
+
+static const char participant_too_text[] =
+        "This browser is also logged in to a seat. A seat's pages run the seat's own scripts, which must not reach "
+        "the dashboard: use another browser profile for the dashboard, or log out of the seat first.\n";
+
 /* A state-changing request must carry seat-web's own Origin: unlike a participant's
  * POST, a missing one is refused too (every browser sends it on a POST). */
 bool fac_same_origin(struct lws *wsi, Web *w) {
@@ -498,6 +517,10 @@ int fac_http_request(struct lws *wsi, Web *w, Conn *c, const char *path, bool ge
         c->fac_route = route(path, post, c);
         if (c->fac_route == FR_NONE)
                 return web_respond_text(wsi, w, c, 404, "Not found.\n");
+        if (fac_participant_too(wsi)) {
+                web_log_refusal(wsi, "a facilitator request from a browser that holds a seat's session too", NULL);
+                return web_respond_text(wsi, w, c, 403, participant_too_text);
+        }
         if (post) {
                 if (c->fac_route != FR_LOGIN && c->fac_route != FR_LOGOUT && c->fac_route != FR_RESET &&
                     c->fac_route != FR_RELEASE && c->fac_route != FR_HANDOUT)

@@ -38,3 +38,5 @@ FacSession *fac_request_session(struct lws *wsi, Web *w);
 /* seat-web's own Origin, present: what every state-changing request and the dashboard's
  * WebSocket need. */
 bool fac_same_origin(struct lws *wsi, Web *w);
+/* The request carries a participant's cookie beside the facilitator's (fac-http.c). */
+bool fac_participant_too(struct lws *wsi);

@@ -20,6 +20,10 @@ static int dash_filter(struct lws *wsi, Web *w, DashConn *d) {
                 web_log_refusal(wsi, "a dashboard WebSocket without seat-web's own Origin", NULL);
                 return -1;
         }
+        if (fac_participant_too(wsi)) {
+                web_log_refusal(wsi, "a dashboard WebSocket from a browser that holds a seat's session too", NULL);
+                return -1;
+        }
         FacSession *s = fac_request_session(wsi, w);
         if (!s) {
                 web_log_refusal(wsi, "a dashboard WebSocket without a facilitator session", NULL);

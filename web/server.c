@@ -34,7 +34,7 @@
 #include "ws-terminal.h"
 #include "web.h"
 
-#define COOKIE_NAME "__Host-seatweb"
+#define COOKIE_NAME WEB_PARTICIPANT_COOKIE
 #define ASSET_MAX (1024u * 1024u)
 #define HEADERS_MAX 2048
 /* TCP keepalive on every connection (see web_server_run()): seconds idle, probes, seconds

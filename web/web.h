@@ -18,6 +18,7 @@
 /* The facilitator's session cookie (fac-http.c). Path=/, as __Host- requires: the browser
  * sends it with a seat's forwarded pages too (forward.c keeps it from them). */
 #define WEB_FAC_COOKIE "__Host-seatfac"
+#define WEB_PARTICIPANT_COOKIE "__Host-seatweb"
 
 typedef struct McpTable McpTable;
 typedef struct McpSession McpSession;

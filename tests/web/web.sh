@@ -533,6 +533,15 @@ d_part=$(dws "$url" "__Host-seatweb=$pcookie") d_anon=$(dws "$url" "") d_own=$(d
         not_ok "dashboard WebSocket handshakes: evil $d_evil, none $d_none, participant $d_part, anonymous $d_anon, own $d_own"
 grep -q "refused: a dashboard WebSocket without seat-web's own Origin" "$t/web.log" && ok "and the cross-site one is logged" ||
         not_ok "the cross-site dashboard refusal is logged"
+# A browser with both sessions: a page of the seat opened before the facilitator logged in
+# runs the seat's own scripts under seat-web's address; the dashboard refuses it (its API
+# would hand those scripts the CSRF token), the facilitator's cookie alone still works.
+both="__Host-seatfac=$fcookie; __Host-seatweb=$pcookie"
+b1=$("${F[@]}" -o "$t/body" -w '%{http_code}' -b "$both" "$url/facilitator/api/session")
+b2=$(dws "$url" "$both") b3=$("${F[@]}" -o /dev/null -w '%{http_code}' -b "__Host-seatfac=$fcookie" "$url/facilitator/api/session")
+[[ $b1 == 403 && $b2 != 101 && $b3 == 200 ]] && grep -q "also logged in to a seat" "$t/body" &&
+        ok "a browser that holds a seat's session too gets no dashboard ($b1, WebSocket $b2), saying why; the facilitator's cookie alone does ($b3)" ||
+        not_ok "both cookies: api $b1, WebSocket $b2, alone $b3: $(head -c 200 "$t/body")"
 # max_dashboards = 2: a third while two are open is refused (each holds 3 s here).
 dws "$url" "__Host-seatfac=$fcookie" >"$t/dws1" & dws1=$!
 dws "$url" "__Host-seatfac=$fcookie" >"$t/dws2" & dws2=$!
