@@ -34,6 +34,10 @@ typedef struct Job {
         char token[WEB_TOKEN_HEX + 1];
         char session[WEB_SESSION_ID_LEN + 1]; /* JOB_STATUS, JOB_MCP*: whose session */
         char peer[64];
+        /* JOB_LOGIN by a one-time link: its id and expiry, to put it back when seatd
+         * could not be asked (the link was taken before the call) */
+        char link_id[WEB_SESSION_ID_LEN + 1];
+        int64_t link_expires;
         /* JOB_FILE_*: the guest path, the chunk's offset; a put's bytes and whether it is
          * the last (data is the job's, freed with it) */
         char path[WEB_FILE_PATH_MAX + 1];

@@ -59,11 +59,19 @@ static int links_dir(const WebConfig *c, char *out, size_t size) {
 }
 
 int web_link_issue(const WebConfig *c, const WebLink *l, char ret_id[WEB_SESSION_ID_LEN + 1], SeatError **ret_error) {
+        uint8_t raw[32];
+        randombytes_buf(raw, sizeof(raw));
+        sodium_bin2base64(ret_id, WEB_SESSION_ID_LEN + 1, raw, sizeof(raw), sodium_base64_VARIANT_URLSAFE_NO_PADDING);
+        return web_link_put(c, ret_id, l, ret_error);
+}
+
+int web_link_put(const WebConfig *c, const char *id, const WebLink *l, SeatError **ret_error) {
         char dir[4096], path[4200], text[WEB_LINK_RECORD_MAX + 1];
         struct stat st;
-        uint8_t raw[32];
         int r;
 
+        if (!web_session_id_valid(id))
+                return seat_error_set(ret_error, EINVAL, "'%s' is not a link id", id);
         if (!web_seat_id_valid(l->seat) || !web_token_valid(l->token))
                 return seat_error_set(ret_error, EINVAL, "a seat id and its 64-hex-digit token are needed");
         if (stat(c->state_dir, &st) < 0)
@@ -76,9 +84,7 @@ int web_link_issue(const WebConfig *c, const WebLink *l, char ret_id[WEB_SESSION
         /* seat-web's user reads them: the directory and the record are state_dir's owner's. */
         if (chown(dir, st.st_uid, st.st_gid) < 0 && errno != EPERM)
                 return seat_error_set(ret_error, errno, "cannot give '%s' to seat-web's user: %m", dir);
-        randombytes_buf(raw, sizeof(raw));
-        sodium_bin2base64(ret_id, WEB_SESSION_ID_LEN + 1, raw, sizeof(raw), sodium_base64_VARIANT_URLSAFE_NO_PADDING);
-        (void) snprintf(path, sizeof(path), "%s/%s", dir, ret_id);
+        (void) snprintf(path, sizeof(path), "%s/%s", dir, id);
         int n = web_link_format(l, text, sizeof(text));
         if (n < 0)
                 return seat_error_set(ret_error, -n, "the link's record does not fit");

@@ -33,6 +33,10 @@ int web_link_format(const WebLink *l, char *buf, size_t size);
 /* Write a new link for l into state_dir/links (made 0700 if missing, both owned like
  * state_dir, so that seat-web's user reads them when root writes them); its id in ret_id. */
 int web_link_issue(const WebConfig *c, const WebLink *l, char ret_id[WEB_SESSION_ID_LEN + 1], SeatError **ret_error);
+/* Write the link for l under the id given (a new file: -EEXIST when there is one), as
+ * web_link_issue() does: for a link taken whose login could not be finished (seatd not
+ * reachable), put back as it was. */
+int web_link_put(const WebConfig *c, const char *id, const WebLink *l, SeatError **ret_error);
 /* Take the link id: read its record and remove it, whatever it holds (one use). -ENOENT:
  * used already or never made; -ETIME: expired (and removed); 0 with *ret. */
 int web_link_take(const WebConfig *c, const char *id, int64_t now_s, WebLink *ret);

@@ -280,9 +280,12 @@ static int do_link(struct lws *wsi, Web *w, Conn *c) {
         }
         log_info("one-time link of seat '%s' used from %s", l.seat, peer);
         Job *job = job_new(JOB_LOGIN, wsi, l.seat, l.token);
-        sodium_memzero(&l, sizeof(l));
-        if (job)
+        if (job) {
                 snprintf(job->peer, sizeof(job->peer), "%s", peer);
+                snprintf(job->link_id, sizeof(job->link_id), "%.*s", WEB_SESSION_ID_LEN, c->arg); /* taken: valid */
+                job->link_expires = l.expires;
+        }
+        sodium_memzero(&l, sizeof(l));
         return web_submit(wsi, w, c, job);
 }
 
@@ -291,6 +294,20 @@ static int finish_login(struct lws *wsi, Web *w, Conn *c, Job *job) {
         if (job->r == -EACCES) {
                 web_log_refusal(wsi, "login with a token seatd refused", job->seat);
                 return web_respond_text(wsi, w, c, 403, "This token does not open this seat.\n");
+        }
+        if (job->r < 0 && job->link_id[0]) {
+                /* The link was taken before seatd was asked: it never opened the seat, so
+                 * it is put back, and works once still. */
+                WebLink l = { .expires = job->link_expires };
+                snprintf(l.seat, sizeof(l.seat), "%s", job->seat);
+                snprintf(l.token, sizeof(l.token), "%s", job->token);
+                _cleanup_error_ SeatError *err = NULL;
+                int k = web_link_put(w->conf, job->link_id, &l, &err);
+                sodium_memzero(&l, sizeof(l));
+                if (k < 0)
+                        log_warning("a one-time link of seat '%s' could not be put back: %s", job->seat, err->message);
+                return web_respond_text(wsi, w, c, 503, k < 0 ? "seatd cannot be reached now, and this link could not be kept: ask the facilitator for a new one.\n"
+                                                              : "seatd cannot be reached now: open this link again in a moment (it still works once).\n");
         }
         if (job->r < 0)
                 return web_respond_text(wsi, w, c, 503, "seatd cannot be reached now: try again in a moment.\n");

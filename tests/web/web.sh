@@ -157,6 +157,24 @@ sleep 2
 code=$(curl -s --cacert "$t/web/tls/cert.pem" -o "$t/body" -w '%{http_code}' "$short")
 [[ $code == 410 ]] && grep -q "expired" "$t/body" && ok "an expired link: 410, it says so" || not_ok "an expired link: $code $(cat "$t/body")"
 [[ ! -e $t/web/links/${short##*/} ]] && ok "and its record is gone" || not_ok "the expired link's record is gone"
+# A link opened while seatd cannot be reached is put back (it was taken before seatd was
+# asked), and opens the seat once afterwards. The unreachable seatd: a second seat-web on
+# the same state dir (plain HTTP on loopback) whose participant socket is not there.
+relink=$("$WEB" -c "$t/web.conf" --link "$S2" --token-file "$t/tok2" --url "$url" 2>"$t/out")
+webconf "$t/down.conf" listen_port=$((port + 2)) plain_http=true
+sed -i "s|^participant_socket = .*|participant_socket = $t/nowhere.sock|" "$t/down.conf"
+setpriv --reuid=nobody --regid=nogroup --clear-groups -- "$WEB" -c "$t/down.conf" >"$t/down.log" 2>&1 &
+down_pid=$!
+harness_on_exit 'kill_wait $down_pid'
+for _ in $(seq 1 100); do curl -s -o /dev/null "http://127.0.0.1:$((port + 2))/" && break; sleep 0.1; done
+code=$(curl -s -o "$t/body" -w '%{http_code}' "http://127.0.0.1:$((port + 2))/l/${relink##*/}")
+kill_wait "$down_pid"; down_pid=
+[[ $code == 503 && -e $t/web/links/${relink##*/} ]] && grep -q "it still works once" "$t/body" &&
+        ok "a link opened while seatd cannot be reached: 503, and the link is put back" ||
+        not_ok "a link while seatd is unreachable: $code, record $(ls "$t/web/links/${relink##*/}" 2>&1), $(head -c 200 "$t/body") $(tail -3 "$t/down.log")"
+code=$(curl -s --interface 127.0.0.51 --cacert "$t/web/tls/cert.pem" -o /dev/null -w '%{http_code}' "$relink")
+[[ $code == 303 && ! -e $t/web/links/${relink##*/} ]] && ok "then it opens the seat ($code), and is gone" ||
+        not_ok "the link put back then: $code"
 
 browser main "$S1" "$tok1" "$S2"
 browser wrong-pin "$S1" "$tok1" "$S2"
