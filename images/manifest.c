@@ -308,6 +308,23 @@ static int parse_guest_init(json_object *o, ImageManifest *m, SeatError **ret_er
         return 0;
 }
 
+/* Absolute, and no component that is empty, "." or "..": "/root/.." and "/.." too (the
+ * collector copies what the path names, and a guest-side path walks nowhere else). */
+static bool plain_absolute_path(const char *p) {
+        if (p[0] != '/')
+                return false;
+        for (const char *c = p + 1;;) {
+                size_t n = strcspn(c, "/");
+                if (n == 0 && c[0] == '\0')
+                        return c != p + 1; /* "/" itself is not plain either */
+                if (n == 0 || (n == 1 && c[0] == '.') || (n == 2 && c[0] == '.' && c[1] == '.'))
+                        return false;
+                if (c[n] == '\0')
+                        return true;
+                c += n + 1;
+        }
+}
+
 int image_manifest_parse(const char *buf, size_t len, ImageManifest **ret, SeatError **ret_error) {
         static const char *const keys[] = { "format", "format_version", "name", "version", "created", "expires",
                                             "agent_protocol", "boot", "files", "guest_init", "evidence_paths",
@@ -353,7 +370,7 @@ int image_manifest_parse(const char *buf, size_t len, ImageManifest **ret, SeatE
         if (r < 0)
                 return field_error(r, "evidence_paths", ret_error);
         for (char **p = m->evidence_paths; p && *p; p++)
-                if ((*p)[0] != '/' || strstr(*p, "/../") || strstr(*p, "/./"))
+                if (!plain_absolute_path(*p))
                         return seat_error_set(ret_error, EINVAL, "manifest: evidence path '%s' must be absolute and plain", *p);
         if ((r = dup_string(o, "egress_profile", false, 64, &m->egress_profile, ret_error)) < 0)
                 return r;

@@ -403,9 +403,13 @@ static int commit(ImageStore *s, const ImageManifest *m, const char *manifest, s
         }
         if (r >= 0 && (r = mkdir_p(dir, 0755)) < 0)
                 r = seat_error_set(ret_error, -r, "create '%s': %s", dir, strerror(-r));
+        /* The mark before current: a commit that fails halfway (the disk full, seatd
+         * killed) must never leave current above the mark, which would let a replayed
+         * older version in. A mark above current only refuses what is older anyway, and
+         * the same version again is the stored manifest (written first). */
         if (r >= 0 && ((r = write_file_atomic(mp, manifest, len, 0444)) < 0 ||
                        (r = write_file_atomic(sp, sig, sig_len, 0444)) < 0 ||
-                       (r = write_number_file(cur, m->version)) < 0 || (r = write_number_file(hwm_path, m->version)) < 0))
+                       (r = write_number_file(hwm_path, m->version)) < 0 || (r = write_number_file(cur, m->version)) < 0))
                 r = seat_error_set(ret_error, -r, "record image '%s' in the store: %s", m->name, strerror(-r));
         pthread_mutex_unlock(&s->commit_lock);
         return r;
