@@ -64,6 +64,7 @@ typedef struct AgentConn {
         /* From the last hello; not changed once the mux runs. */
         char **capabilities;
         char *agent_name; /* escaped */
+        uint64_t max_output; /* the agent's default cap on an exec's output, as seatd holds it */
 
         bool single; /* agent_client_set_single(): no mux, ever */
         int mux; /* atomic (an int: GCC warns wrongly on 1-byte atomics under ASan): set by the first hello, never cleared */

@@ -204,9 +204,16 @@ static int send_all(int fd, const char *p, size_t len, int64_t deadline, size_t 
         return 0;
 }
 
+/* One frame's send, at most, whatever the call's own deadline (an exec's is its whole
+ * timeout, an hour by default): a guest that stops reading its channel fills the socket,
+ * and a send blocked on it holds send_lock and the seat's call count, so reset and release
+ * (which wait for the calls to leave) would wait as long. Generous for a slow TCG guest:
+ * a frame is at most max_frame bytes, and the wait for send_lock counts too. */
+#define AGENT_SEND_MAX_MS 30000
+
 int agent_client_send_raw(AgentClient *c, const void *buf, size_t len, int timeout_ms) {
         AgentConn *k = c->conn;
-        int64_t deadline = deadline_in(timeout_ms);
+        int64_t deadline = deadline_in(MIN(timeout_ms, AGENT_SEND_MAX_MS));
         size_t sent = 0;
 
         /* Frames of concurrent handles go whole, one after the other; the wait for the
@@ -405,6 +412,10 @@ static int hello(AgentClient *c, bool fresh, int timeout_ms, AgentMsg **ret_hell
                 return seat_error_set(ret_error, ENOMEM, "out of memory");
         free(k->agent_name);
         k->agent_name = log_escape(reply->hello.agent, strlen(reply->hello.agent), 128);
+        /* What the agent says its default cap is, within bounds seatd sets: the guest says
+         * it, and seatd holds every exec to it (agent_client_exec_live()). */
+        k->max_output = reply->hello.max_output > 0 ? (uint64_t) MIN(reply->hello.max_output, (int64_t) AGENT_EXEC_OUTPUT_HOST_MAX)
+                                                    : AGENT_EXEC_OUTPUT_DEFAULT;
         /* From here on requests may run side by side: a reader thread sorts the replies. */
         r = k->single ? 0 : agent_mux_start(c);
         if (r < 0)
@@ -579,7 +590,11 @@ int agent_client_exec_live(AgentClient *c, AgentMsg *req, AgentOutputFn on_outpu
         int64_t deadline = deadline_in(timeout_ms), kill_id = 0, input_id = 0;
         void *input_token = NULL;
         AgentExecResult res = {};
-        bool started = false, killing = false, kill_answered = false;
+        bool started = false, killing = false, kill_answered = false, cut = false;
+        /* The output cap, held here too: a replaced agent may ignore max_output and stream
+         * without end, and its own "truncated" is only its word. */
+        uint64_t out_cap = req->exec.max_output > 0 ? (uint64_t) req->exec.max_output
+                           : c->conn->max_output ? c->conn->max_output : AGENT_EXEC_OUTPUT_DEFAULT, out_seen = 0;
         int r;
 
         if (req->type != AGENT_MSG_EXEC)
@@ -643,8 +658,11 @@ int agent_client_exec_live(AgentClient *c, AgentMsg *req, AgentOutputFn on_outpu
                         continue;
                 }
                 if (m->type == AGENT_MSG_OUTPUT && started) {
-                        if (on_output && !killing) {
-                                r = on_output(m->output.is_stderr, m->output.data, m->output.len, userdata);
+                        size_t pass = (size_t) MIN((uint64_t) m->output.len, out_cap - MIN(out_seen, out_cap));
+                        out_seen += m->output.len;
+                        cut = cut || pass < m->output.len;
+                        if (on_output && !killing && pass > 0) {
+                                r = on_output(m->output.is_stderr, m->output.data, pass, userdata);
                                 if (r == -ECANCELED) {
                                         killing = true;
                                         if (exec_start_kill(c, req->id, &kill_id, &deadline) < 0) {
@@ -669,6 +687,7 @@ int agent_client_exec_live(AgentClient *c, AgentMsg *req, AgentOutputFn on_outpu
                                 r = seat_error_set(ret_error, ENOMEM, "out of memory");
                                 break;
                         }
+                        res.truncated = res.truncated || cut;
                         /* An input that crossed the exit on the channel is still answered
                          * (the agent answers every request), after it: read that reply. */
                         while (input_token) {

@@ -74,6 +74,13 @@ int agent_client_ping(AgentClient *c, int timeout_ms, SeatError **ret_error);
 bool agent_client_has_capability(const AgentClient *c, const char *cap);
 const char *agent_client_agent_name(const AgentClient *c);
 
+/* An exec's output cap when the request names none: guest-init's own default
+ * (guest-init/agent.h), unless its hello says another; what a hello may say is held to
+ * AGENT_EXEC_OUTPUT_HOST_MAX. seatd drops output past the cap itself, whatever the agent
+ * does, and reports it as truncated. */
+#define AGENT_EXEC_OUTPUT_DEFAULT (16u * 1024u * 1024u)
+#define AGENT_EXEC_OUTPUT_HOST_MAX (1024u * 1024u * 1024u)
+
 typedef struct AgentExecResult {
         int64_t pid;
         int64_t code;   /* -1 when killed by a signal */

@@ -9,6 +9,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -154,6 +155,66 @@ TEST(reconnect_violations_fail) {
         assert_int_equal(hello_after("{\"type\":\"file_get\",\"id\":3,\"path\":\"/etc/passwd\"}\n", false, LONG_MS, &msg, &ms),
                          -EPROTO);
         assert_non_null(strstr(msg, "'file_get' request"));
+}
+
+static size_t seen_output;
+
+static int count_output(bool is_stderr, const uint8_t *data, size_t len, void *userdata) {
+        (void) is_stderr;
+        (void) data;
+        (void) userdata;
+        seen_output += len;
+        return 0;
+}
+
+/* An agent that ignores max_output (a replaced guest-init) and says nothing was cut: seatd
+ * passes on no more than the cap, and the result says truncated. */
+TEST(output_cap_held_by_seatd) {
+        Pair p;
+        pair_open(&p);
+        agent_client_set_single(p.client);
+        guest_says(&p, "{\"type\":\"hello\",\"id\":1,\"version\":1,\"agent\":\"guest-init\",\"max_output\":1099511627776}\n");
+        _cleanup_error_ SeatError *err = NULL;
+        _cleanup_agent_msg_ AgentMsg *h = NULL;
+        assert_int_equal(agent_client_hello_fresh(p.client, LONG_MS, &h, &err), 0);
+        /* 1500 bytes of base64 "eHh4..." = 3 frames of 1125 bytes: 3375 in all */
+        char data[1501];
+        memset(data, 'x', 1500);
+        data[1500] = '\0';
+        for (int i = 0; i < 1500; i += 4)
+                memcpy(data + i, "eHh4", 4);
+        guest_says(&p, "{\"type\":\"started\",\"id\":2,\"pid\":7}\n");
+        for (int i = 0; i < 3; i++) {
+                char line[1700];
+                snprintf(line, sizeof(line), "{\"type\":\"output\",\"id\":2,\"stream\":\"stdout\",\"data\":\"%s\"}\n", data);
+                guest_says(&p, line);
+        }
+        guest_says(&p, "{\"type\":\"exit\",\"id\":2,\"code\":0,\"signal\":0,\"duration_ms\":1,\"timed_out\":false,"
+                       "\"truncated\":false,\"stdout_bytes\":3375,\"stderr_bytes\":0}\n");
+        char *argv[] = { "yes", NULL };
+        AgentMsg req = { .type = AGENT_MSG_EXEC, .exec = { .argv = argv, .stdin_eof = true, .max_output = 2000 } };
+        AgentExecResult res = {};
+        seen_output = 0;
+        assert_int_equal(agent_client_exec_cancellable(p.client, &req, count_output, NULL, NULL, LONG_MS, &res, &err), 0);
+        assert_int_equal(seen_output, 2000);
+        assert_true(res.truncated);
+        agent_exec_result_done(&res);
+
+        /* No max_output in the request: the agent's hello said 1 TiB, seatd holds 1 GiB at
+         * most; here the cap is not reached and nothing is cut. */
+        guest_says(&p, "{\"type\":\"started\",\"id\":3,\"pid\":8}\n");
+        char line[1700];
+        snprintf(line, sizeof(line), "{\"type\":\"output\",\"id\":3,\"stream\":\"stdout\",\"data\":\"%s\"}\n", data);
+        guest_says(&p, line);
+        guest_says(&p, "{\"type\":\"exit\",\"id\":3,\"code\":0,\"signal\":0,\"duration_ms\":1,\"timed_out\":false,"
+                       "\"truncated\":false,\"stdout_bytes\":1125,\"stderr_bytes\":0}\n");
+        req.exec.max_output = 0;
+        seen_output = 0;
+        assert_int_equal(agent_client_exec_cancellable(p.client, &req, count_output, NULL, NULL, LONG_MS, &res, &err), 0);
+        assert_int_equal(seen_output, 1125);
+        assert_false(res.truncated);
+        agent_exec_result_done(&res);
+        pair_close(&p);
 }
 
 TEST_MAIN("agent-client")
