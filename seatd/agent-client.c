@@ -315,6 +315,27 @@ static int recv_for(AgentClient *c, int64_t id, int64_t deadline, AgentMsg **ret
         return 0;
 }
 
+/* The one reply that ends each request agent_client_call() makes (beside error), or
+ * _AGENT_MSG_MAX for any. An agent that answered configure or shutdown with "started" was
+ * taken at its word, and its stream for that id then piled up where nobody reads. */
+static AgentMsgType call_reply_type(AgentMsgType request) {
+        switch (request) {
+        case AGENT_MSG_PING:
+                return AGENT_MSG_PONG;
+        case AGENT_MSG_FILE_GET:
+                return AGENT_MSG_DATA;
+        case AGENT_MSG_CONFIGURE:
+        case AGENT_MSG_FILE_PUT:
+        case AGENT_MSG_SHUTDOWN:
+        case AGENT_MSG_KILL:
+        case AGENT_MSG_STDIN:
+        case AGENT_MSG_RESIZE:
+                return AGENT_MSG_OK;
+        default:
+                return _AGENT_MSG_MAX;
+        }
+}
+
 int agent_client_call(AgentClient *c, AgentMsg *req, int timeout_ms, AgentMsg **ret_reply, SeatError **ret_error) {
         int64_t deadline = deadline_in(timeout_ms);
         _cleanup_agent_msg_ AgentMsg *m = NULL;
@@ -330,6 +351,10 @@ int agent_client_call(AgentClient *c, AgentMsg *req, int timeout_ms, AgentMsg **
                 return r;
         if (m->type == AGENT_MSG_ERROR)
                 return error_reply(m, ret_error);
+        AgentMsgType want = call_reply_type(req->type);
+        if (want != _AGENT_MSG_MAX && m->type != want)
+                return seat_error_set(ret_error, EPROTO, "agent answered %s %lld with '%s'", agent_msg_type_to_string(req->type),
+                                      (long long) req->id, agent_msg_type_to_string(m->type));
         if (ret_reply)
                 *ret_reply = TAKE_PTR(m);
         return 0;

@@ -217,4 +217,33 @@ TEST(output_cap_held_by_seatd) {
         pair_close(&p);
 }
 
+/* A call takes only its own kind of reply: "started" for a configure or a shutdown is a
+ * protocol violation (it was taken as success, and its stream then piled up unread). */
+TEST(call_takes_only_its_reply) {
+        Pair p;
+        pair_open(&p);
+        agent_client_set_single(p.client);
+        guest_says(&p, "{\"type\":\"hello\",\"id\":1,\"version\":1,\"agent\":\"guest-init\"}\n");
+        _cleanup_error_ SeatError *err = NULL;
+        _cleanup_agent_msg_ AgentMsg *h = NULL;
+        assert_int_equal(agent_client_hello_fresh(p.client, LONG_MS, &h, &err), 0);
+        guest_says(&p, "{\"type\":\"started\",\"id\":2,\"pid\":0}\n");
+        AgentMsg req = { .type = AGENT_MSG_SHUTDOWN, .shutdown = { .action = (char *) "poweroff" } };
+        int r = agent_client_call(p.client, &req, LONG_MS, NULL, &err);
+        if (r != -EPROTO)
+                fail_msg("%d: %s", r, err ? err->message : "");
+        assert_non_null(strstr(err->message, "answered shutdown 2 with 'started'"));
+        pair_close(&p);
+
+        pair_open(&p);
+        agent_client_set_single(p.client);
+        guest_says(&p, "{\"type\":\"hello\",\"id\":1,\"version\":1,\"agent\":\"guest-init\"}\n");
+        h = agent_msg_free(h);
+        err = seat_error_free(err);
+        assert_int_equal(agent_client_hello_fresh(p.client, LONG_MS, &h, &err), 0);
+        guest_says(&p, "{\"type\":\"ok\",\"id\":2}\n");
+        assert_int_equal(agent_client_call(p.client, &req, LONG_MS, NULL, &err), 0);
+        pair_close(&p);
+}
+
 TEST_MAIN("agent-client")
