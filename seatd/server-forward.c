@@ -286,7 +286,9 @@ static int handle_agent(Tunnel *t, AgentMsg *m, SeatError **ret_error) {
                                 _cleanup_free_ char *e = log_escape(m->error.message ? m->error.message : "",
                                                                     m->error.message ? strlen(m->error.message) : 0, 256);
                                 job_reply_error(p->follow, follow_code(m->error.code), "not delivered: %s", e ? e : "?");
-                        }
+                        } else /* taken from the pending list: nobody else would answer it */
+                                job_reply_error(p->follow, CONTROL_ERR_IO, "not delivered: the agent answered with '%s'",
+                                                agent_msg_type_to_string(m->type));
                 }
                 free(p);
                 if (m->type != AGENT_MSG_OK && m->type != AGENT_MSG_ERROR)
