@@ -96,7 +96,8 @@ int write_file_atomic(const char *path, const void *data, size_t len, mode_t mod
 }
 
 int read_file_capped(const char *path, size_t max, char **ret, size_t *ret_len) {
-        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        /* O_NONBLOCK: a FIFO at path is refused (not a regular file), not waited on. */
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
         struct stat st;
 
         if (fd < 0)

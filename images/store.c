@@ -309,7 +309,9 @@ static int store_one_file(ImageStore *s, const char *dir, const ImageFile *f, co
         if (access(blob, F_OK) == 0)
                 return 0; /* the same verified bytes are stored already (another image or version) */
 
-        _cleanup_close_ int src = open(src_path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        /* O_NONBLOCK: a FIFO in its place is refused below, not waited on forever (the
+         * worker could not be cancelled there); no effect on a regular file's reads. */
+        _cleanup_close_ int src = open(src_path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
         if (src < 0)
                 return seat_error_set(ret_error, errno, "open '%s': %m (the manifest's files must be beside it)", src_path);
         if (fstat(src, &st) < 0 || !S_ISREG(st.st_mode))

@@ -57,6 +57,12 @@ TEST(read_cap) {
         assert_null(data);
         assert_int_equal(read_file_capped("/proc/self", 9, &data, &n), -EBADFD);
         assert_int_equal(read_file_capped("/nonexistent/x", 9, &data, &n), -ENOENT);
+        /* A FIFO is refused at once, not waited on (no writer ever comes). */
+        _cleanup_free_ char *fifo = NULL;
+        assert_true(asprintf(&fifo, "%s/fifo", dir) > 0);
+        assert_int_equal(mkfifo(fifo, 0600), 0);
+        assert_int_equal(read_file_capped(fifo, 9, &data, &n), -EBADFD);
+        assert_int_equal(unlink(fifo), 0);
 }
 
 TEST(atomic_write_failure_leaves_nothing) {
