@@ -652,6 +652,12 @@ static int pull_one_file(Pull *p, const ImageFile *f, bool *ret_keep, SeatError 
         r = part_verified_prefix(p, fd, f, &have, ret_error);
         if (r >= 0 && have < f->size)
                 r = fetch_file(p, f, fd, have, &interrupted, ret_error);
+        /* Kept for a resume: whole chunks only, each verified as it came (a chunk that did
+         * not match is fatal above); the unfinished one's bytes were never checked, and
+         * docs/image-format.md promises none are kept. */
+        struct stat st;
+        if (r < 0 && interrupted && fstat(fd, &st) == 0)
+                (void) ftruncate(fd, (off_t) (((uint64_t) st.st_size / f->chunk_size) * f->chunk_size));
         if (r < 0 && !interrupted && r != -ECANCELED) {
                 (void) unlink(path); /* still locked by us */
                 *ret_keep = false;
