@@ -306,8 +306,20 @@ static int store_one_file(ImageStore *s, const char *dir, const ImageFile *f, co
 
         if (!blob || asprintf(&src_path, "%s/%s", dir, f->name) < 0 || asprintf(&tmp, "%s/.import-XXXXXX", s->blobs_dir) < 0)
                 return -ENOMEM;
-        if (access(blob, F_OK) == 0)
-                return 0; /* the same verified bytes are stored already (another image or version) */
+        if (access(blob, F_OK) == 0) {
+                /* The same verified bytes are stored already (another image or version, or
+                 * this manifest's own other file): not copied again, but still held to
+                 * what this manifest says they are (a qcow2 listed again as raw is the
+                 * confusion the format check exists for). */
+                _cleanup_close_ int fd = open(blob, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+                _cleanup_free_ uint8_t *h = malloc(QCOW2_HEAD_MAX);
+                if (fd < 0 || !h)
+                        return seat_error_set(ret_error, fd < 0 ? errno : ENOMEM, "read the stored copy of '%s': %m", f->name);
+                ssize_t n = pread(fd, h, QCOW2_HEAD_MAX, 0);
+                if (n < 0)
+                        return seat_error_set(ret_error, errno, "read the stored copy of '%s': %m", f->name);
+                return image_format_check(f->format, h, (size_t) n, f->size, f->name, ret_error);
+        }
 
         /* O_NONBLOCK: a FIFO in its place is refused below, not waited on forever (the
          * worker could not be cancelled there); no effect on a regular file's reads. */

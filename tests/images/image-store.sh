@@ -138,6 +138,13 @@ rm -rf "$t/confused"; mkdir -p "$t/confused"; qemu-img create -q -f qcow2 "$t/co
 "$MANIFEST" --name demo --version 6 --out "$t/confused/manifest.json" --disk "$t/confused/disk.qcow2:raw" --kernel "$t/confused/kernel" --chunk-size 65536
 sign "$t/confused/manifest.json"
 expect_refused "a raw disk that starts with a qcow2 header is refused" "$t/confused/manifest.json" "starts with a qcow2 header"
+# ... also when those very bytes are stored already (as another image's qcow2): they are
+# not copied again, but still checked against what this manifest calls them.
+rm -rf "$t/twice"; NAME=twice bundle "$t/twice" 1 >/dev/null; sign "$t/twice/manifest.json"
+import "$t/twice/manifest.json" || not_ok "import of the image whose disk is then listed as raw: $(cat "$t/out")"
+"$MANIFEST" --name twice2 --version 1 --out "$t/twice/raw.json" --disk "$t/twice/disk.qcow2:raw" --kernel "$t/twice/kernel" --chunk-size 65536
+sign "$t/twice/raw.json"
+expect_refused "a stored qcow2's bytes listed again as raw are refused" "$t/twice/raw.json" "starts with a qcow2 header"
 
 # --- sizes ---
 mk grown 7; head -c 1000 /dev/urandom >>"$t/grown/kernel"
