@@ -75,10 +75,16 @@ int write_file_atomic(const char *path, const void *data, size_t len, mode_t mod
         _cleanup_free_ char *tmp = NULL;
         int r;
 
-        if (asprintf(&tmp, "%s.tmp.%d", path, (int) getpid()) < 0)
+        /* Beside it, hidden and random (mkostemp: O_EXCL, 0600 until the fchmod below): a
+         * name left by a crash is never taken for the file itself by a directory listing
+         * (a name starting with '.' is no image's, seat's or link's), and a PID used again
+         * after a restart cannot collide with it (O_EXCL refused every later write). */
+        const char *slash = strrchr(path, '/');
+        int dir_len = slash ? (int) (slash - path + 1) : 0;
+        if (asprintf(&tmp, "%.*s.%s.XXXXXX", dir_len, path, slash ? slash + 1 : path) < 0)
                 return -ENOMEM;
 
-        _cleanup_close_ int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
+        _cleanup_close_ int fd = mkostemp(tmp, O_CLOEXEC);
         if (fd < 0)
                 return negative_errno();
         r = loop_write(fd, data, len);

@@ -65,6 +65,24 @@ TEST(read_cap) {
         assert_int_equal(unlink(fifo), 0);
 }
 
+/* A temporary file left by a crashed run under the name an earlier version used (PATH.tmp.PID,
+ * PIDs come again after a restart) does not stop the write: the temporary names are new
+ * each time, and hidden. */
+TEST(atomic_write_ignores_a_stale_temporary) {
+        _cleanup_free_ char *path = NULL, *stale = NULL;
+        char *data = NULL;
+        size_t n;
+        assert_true(asprintf(&path, "%s/rec", dir) > 0);
+        assert_true(asprintf(&stale, "%s.tmp.%d", path, (int) getpid()) > 0);
+        assert_int_equal(write_file_atomic(stale, "old", 3, 0600), 0);
+        assert_int_equal(write_file_atomic(path, "new", 3, 0644), 0);
+        assert_int_equal(read_file_capped(path, 100, &data, &n), 0);
+        assert_string_equal(data, "new");
+        freep(&data);
+        assert_int_equal(unlink(stale), 0);
+        assert_int_equal(unlink(path), 0);
+}
+
 TEST(atomic_write_failure_leaves_nothing) {
         assert_true(write_file_atomic("/nonexistent-dir/x", "a", 1, 0644) < 0);
 }
