@@ -167,16 +167,25 @@ static int count_output(bool is_stderr, const uint8_t *data, size_t len, void *u
         return 0;
 }
 
+/* A pair past its first hello (one reader: the replies in order), the hello's reply with
+ * extra (JSON members, "" for none). */
+static void pair_after_hello(Pair *p, const char *extra) {
+        char hello[256];
+        _cleanup_error_ SeatError *err = NULL;
+        _cleanup_agent_msg_ AgentMsg *h = NULL;
+        pair_open(p);
+        agent_client_set_single(p->client);
+        snprintf(hello, sizeof(hello), "{\"type\":\"hello\",\"id\":1,\"version\":1,\"agent\":\"guest-init\"%s}\n", extra);
+        guest_says(p, hello);
+        assert_int_equal(agent_client_hello_fresh(p->client, LONG_MS, &h, &err), 0);
+}
+
 /* An agent that ignores max_output (a replaced guest-init) and says nothing was cut: seatd
  * passes on no more than the cap, and the result says truncated. */
 TEST(output_cap_held_by_seatd) {
         Pair p;
-        pair_open(&p);
-        agent_client_set_single(p.client);
-        guest_says(&p, "{\"type\":\"hello\",\"id\":1,\"version\":1,\"agent\":\"guest-init\",\"max_output\":1099511627776}\n");
         _cleanup_error_ SeatError *err = NULL;
-        _cleanup_agent_msg_ AgentMsg *h = NULL;
-        assert_int_equal(agent_client_hello_fresh(p.client, LONG_MS, &h, &err), 0);
+        pair_after_hello(&p, ",\"max_output\":1099511627776");
         /* 1500 bytes of base64 "eHh4..." = 3 frames of 1125 bytes: 3375 in all */
         char data[1501];
         memset(data, 'x', 1500);
@@ -221,12 +230,8 @@ TEST(output_cap_held_by_seatd) {
  * protocol violation (it was taken as success, and its stream then piled up unread). */
 TEST(call_takes_only_its_reply) {
         Pair p;
-        pair_open(&p);
-        agent_client_set_single(p.client);
-        guest_says(&p, "{\"type\":\"hello\",\"id\":1,\"version\":1,\"agent\":\"guest-init\"}\n");
         _cleanup_error_ SeatError *err = NULL;
-        _cleanup_agent_msg_ AgentMsg *h = NULL;
-        assert_int_equal(agent_client_hello_fresh(p.client, LONG_MS, &h, &err), 0);
+        pair_after_hello(&p, "");
         guest_says(&p, "{\"type\":\"started\",\"id\":2,\"pid\":0}\n");
         AgentMsg req = { .type = AGENT_MSG_SHUTDOWN, .shutdown = { .action = (char *) "poweroff" } };
         int r = agent_client_call(p.client, &req, LONG_MS, NULL, &err);
@@ -235,12 +240,8 @@ TEST(call_takes_only_its_reply) {
         assert_non_null(strstr(err->message, "answered shutdown 2 with 'started'"));
         pair_close(&p);
 
-        pair_open(&p);
-        agent_client_set_single(p.client);
-        guest_says(&p, "{\"type\":\"hello\",\"id\":1,\"version\":1,\"agent\":\"guest-init\"}\n");
-        h = agent_msg_free(h);
         err = seat_error_free(err);
-        assert_int_equal(agent_client_hello_fresh(p.client, LONG_MS, &h, &err), 0);
+        pair_after_hello(&p, "");
         guest_says(&p, "{\"type\":\"ok\",\"id\":2}\n");
         assert_int_equal(agent_client_call(p.client, &req, LONG_MS, NULL, &err), 0);
         pair_close(&p);
