@@ -209,11 +209,15 @@ static int flush_buf(CaptureRing *r) {
                 return 0;
         int k = write_all(r->cur, &v, 1);
         if (k < 0 && r->n_files > 0) {
-                /* They were counted in the file when buffered; they never reached it. */
+                /* They were counted in the file when buffered; they never reached it. What
+                 * did (a part) is cut off again: no torn block at the file's end. */
                 RingFile *f = &r->files[r->n_files - 1];
-                uint64_t lost = MIN(r->buf_packets, f->packets);
+                uint64_t lost = MIN(r->buf_packets, f->packets), kept = f->bytes - MIN((uint64_t) r->buf_len, f->bytes);
                 f->packets -= lost;
                 r->st.packets_unwritten += lost;
+                (void) ftruncate(r->cur, (off_t) kept);
+                r->st.bytes -= f->bytes - kept;
+                f->bytes = kept;
                 note_error(r, k);
         }
         r->buf_len = 0;
@@ -364,8 +368,8 @@ void capture_ring_write(CaptureRing *r, uint64_t ts_usec, const uint8_t *data, u
                         struct iovec v[4] = { { h, sizeof(h) }, { (void *) data, caplen },
                                               { (void *) zeros, pad4(caplen) - caplen }, { &tail, 4 } };
                         k = flush_buf(r);
-                        if (k >= 0)
-                                k = write_all(r->cur, v, 4);
+                        if (k >= 0 && (k = write_all(r->cur, v, 4)) < 0) /* no torn block: cut off again */
+                                (void) ftruncate(r->cur, (off_t) r->files[r->n_files - 1].bytes);
                 }
         }
         if (k < 0) {

@@ -50,6 +50,7 @@
 struct Capture {
         pcap_t *pcap;
         bool read_failed;         /* the reading thread's only */
+        uint64_t handed;          /* packets libpcap handed over (the thread's only) */
         int64_t rate, burst;      /* bytes a second, bytes: the write budget (thread's only) */
         int64_t budget;           /* what may be written now; below 0: wait */
         struct timespec refilled;
@@ -70,6 +71,7 @@ bool capture_supported(void) {
 
 static void on_packet(u_char *user, const struct pcap_pkthdr *h, const u_char *data) {
         Capture *c = (Capture *) user;
+        c->handed++;
         uint64_t ts = (uint64_t) h->ts.tv_sec * 1000000u + (uint64_t) h->ts.tv_usec;
         capture_ring_write(c->ring, ts, data, h->caplen, h->len);
         c->budget -= capture_ring_block_bytes(h->caplen); /* what the file grew by */
@@ -105,6 +107,16 @@ static void publish(Capture *c) {
         pthread_mutex_lock(&c->lock);
         c->snapshot = st;
         pthread_mutex_unlock(&c->lock);
+}
+
+/* Frames the kernel took for this socket that libpcap has not handed over yet: they sit in
+ * a block not retired. The kernel's count (ps_recv) includes its drops; compared modulo
+ * 2^32, as libpcap keeps it. Unknown: assume some. */
+static bool frames_pending(Capture *c) {
+        struct pcap_stat ps;
+        if (pcap_stats(c->pcap, &ps) != 0)
+                return true;
+        return (uint32_t) (ps.ps_recv - ps.ps_drop - (uint32_t) c->handed) != 0;
 }
 
 static void *capture_thread(void *p) {
@@ -146,9 +158,9 @@ static void *capture_thread(void *p) {
          * allowed (CAP_SYS_NICE): the stop waits on this thread. libpcap hands over only
          * the blocks the kernel has retired (TPACKET_V3), and the kernel retires one that
          * holds frames at its timeout (CAPTURE_POLL_MS): so whenever a dispatch finds
-         * nothing, wait up to two timeouts for such a block; one that brings nothing means
-         * the open block is empty. At most CAPTURE_DRAIN_MS in all, for a stop that comes
-         * while a machine still sends (seatd's exit). */
+         * nothing while the kernel holds frames not handed over, wait up to two timeouts
+         * for that block (an idle guest's stop does not wait). At most CAPTURE_DRAIN_MS in
+         * all, for a stop that comes while a machine still sends (seatd's exit). */
         struct sched_param sp_other = { .sched_priority = 0 };
         (void) pthread_setschedparam(pthread_self(), SCHED_OTHER, &sp_other);
         struct timespec t0, now;
@@ -163,6 +175,8 @@ static void *capture_thread(void *p) {
                         break;
                 if (got > 0)
                         continue;
+                if (!frames_pending(c))
+                        break;
                 int n = poll(&fds[1], 1, (int) MIN((int64_t) 2 * CAPTURE_POLL_MS, CAPTURE_DRAIN_MS - spent));
                 if (n == 0 || (n < 0 && errno != EINTR))
                         break;

@@ -480,8 +480,11 @@ void seatnet_down(SeatNetManager *nm, virConnectPtr conn, SeatNet *n) {
         _cleanup_error_ SeatError *ct_err = NULL;
         if (n->ns.bridge[0] && seatnet_forget_flows(n, &ct_err) < 0)
                 log_seat_warning(n->seat_id, "%s", ct_err ? ct_err->message : "removing its connection tracking entries failed");
-        free_index(nm, n->index);
+        /* The index last: its guard's address is free only once seatnet_free() stopped it
+         * (up to its grace), and a seat given the index next binds that address. */
+        int index = n->index;
         seatnet_free(nm, n);
+        free_index(nm, index);
 }
 
 void seatnet_forget(SeatNetManager *nm, SeatNet *n) {

@@ -118,8 +118,11 @@ bool fac_participant_too(struct lws *wsi) {
         int n = lws_hdr_total_length(wsi, WSI_TOKEN_HTTP_COOKIE);
         if (n <= 0 || n > WEB_COOKIE_HEADER_MAX || lws_hdr_copy(wsi, header, sizeof(header), WSI_TOKEN_HTTP_COOKIE) < 0)
                 return false;
-        return web_cookie_get(header, strlen(header), FAC_COOKIE, id, sizeof(id)) != -ENOENT &&
-               web_cookie_get(header, strlen(header), WEB_PARTICIPANT_COOKIE, id, sizeof(id)) != -ENOENT;
+        /* 0, a value too long for id, or given twice: there. A malformed header (another
+         * service's cookie made it) says nothing of a session. */
+        int f = web_cookie_get(header, strlen(header), FAC_COOKIE, id, sizeof(id)),
+            p = web_cookie_get(header, strlen(header), WEB_PARTICIPANT_COOKIE, id, sizeof(id));
+        return (f == 0 || f == -E2BIG || f == -ENOTUNIQ) && (p == 0 || p == -E2BIG || p == -ENOTUNIQ);
 }
 
 static const char participant_too_text[] =
@@ -517,7 +520,8 @@ int fac_http_request(struct lws *wsi, Web *w, Conn *c, const char *path, bool ge
         c->fac_route = route(path, post, c);
         if (c->fac_route == FR_NONE)
                 return web_respond_text(wsi, w, c, 404, "Not found.\n");
-        if (fac_participant_too(wsi)) {
+        /* (the logout still works: it ends the facilitator's session in that browser) */
+        if (c->fac_route != FR_LOGOUT && fac_participant_too(wsi)) {
                 web_log_refusal(wsi, "a facilitator request from a browser that holds a seat's session too", NULL);
                 return web_respond_text(wsi, w, c, 403, participant_too_text);
         }

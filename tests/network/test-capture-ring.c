@@ -281,6 +281,12 @@ TEST(failed_last_flush_is_counted) {
         assert_int_equal(st.write_error, EFBIG);
         assert_int_equal(st.packets, 100);
         assert_int_equal(st.packets_unwritten, 100);
+        /* what reached the file before the limit (1024 bytes) is cut off again: no torn
+         * block, and the bytes counted are the file's */
+        struct stat fs;
+        assert_int_equal(fstatat(dir_fd, "cap-0001.pcapng", &fs, 0), 0);
+        assert_int_equal(fs.st_size, 0);
+        assert_int_equal(st.bytes, 0);
         /* and a packet after the end is counted, not written */
         capture_ring_write(r, 200, pkt, 64, 64);
         capture_ring_stats(r, &st);
