@@ -116,7 +116,7 @@ in_any_set() {
   "$CTL" --json status "$A" | json_field "any(x['address'] == '$1' for m in d['network']['names'] for x in m['addresses'])"
 }
 GA=127.${HA#*.}
-guard_pid=$(pgrep -f "seat-dnsguard --listen $GA ")
+guard_pid=$(pgrep --ns $$ --nslist pid -f "seat-dnsguard --listen $GA ")
 guard_user=$(ps -o user= -p "${guard_pid:-0}" | tr -d ' ')
 [[ $guard_user == nobody ]] && ok "the seat's DNS guard runs, as nobody, on $GA" || not_ok "the seat's DNS guard runs as nobody on $GA ($guard_user)"
 probe "$A" "${T[@]}" --resolver "$HA" tcp cname-in.allowed.test 8080 --send hi --expect hi \
@@ -155,7 +155,9 @@ denied_case "$A" "after the repair blocked.test's address is still dropped" "${T
 # ---------------------------------------------------------------- the guard supervised
 # A guard that dies is restarted on the same address, after a short delay, and says why.
 gfield() { "$CTL" --json status "$A" | json_field "d['network']['dnsguard'].get('$1', '')"; }
-guard_of() { pgrep -f "seat-dnsguard --listen $GA " | head -1; }
+# (this PID namespace's only: a fresh root's names-vm on this host runs its guards on the
+# same addresses, and pgrep sees into it)
+guard_of() { pgrep --ns $$ --nslist pid -f "seat-dnsguard --listen $GA " | head -1; }
 # wait_guard OLD_PID: until the guard runs with another pid, or failed (10 s at most)
 wait_guard() {
   local st
@@ -360,6 +362,6 @@ hp=$(cat "$t/hanging" 2>/dev/null)
 "$CTL" -q release "$A" >"$t/out" 2>&1
 left=$(nft list table inet seatd 2>/dev/null | grep -c "seat-$A" || true)
 [[ $left == 0 ]] && ok "release removes the seat's chains and sets" || not_ok "release removes the seat's chains and sets ($left lines left)"
-pgrep -f "seat-dnsguard --listen $GA " >/dev/null && not_ok "release stops the seat's DNS guard" || ok "release stops the seat's DNS guard"
+pgrep --ns $$ --nslist pid -f "seat-dnsguard --listen $GA " >/dev/null && not_ok "release stops the seat's DNS guard" || ok "release stops the seat's DNS guard"
 
 tap_end
