@@ -17,6 +17,7 @@
 
 #include "macro.h"
 #include "netlink.h"
+#include "nlmsg.h"
 
 typedef struct NetlinkRequest {
         struct nlmsghdr h;
@@ -71,10 +72,8 @@ static int netlink_talk(NetlinkRequest *req) {
                                 continue;
                         return errno == EAGAIN ? -ETIMEDOUT : -errno;
                 }
-                /* A signed count: NLMSG_NEXT() takes it below 0 after a last message whose
-                 * length is not a multiple of 4, and NLMSG_OK() must then stop. */
-                int left = (int) n;
-                for (struct nlmsghdr *h = &resp.h; NLMSG_OK(h, left); h = NLMSG_NEXT(h, left)) {
+                ssize_t left = n; /* nlmsg.h */
+                for (const struct nlmsghdr *h = &resp.h; nlmsg_ok(h, left); h = nlmsg_next(h, &left)) {
                         if (h->nlmsg_seq != req->h.nlmsg_seq)
                                 continue;
                         if (h->nlmsg_type == NLMSG_ERROR) {

@@ -166,8 +166,8 @@ static int dump_matching(int fd, uint8_t *buf, uint32_t seq, struct in_addr addr
                 ssize_t n = recv_some(fd, buf, RECV_BUF_SIZE);
                 if (n < 0)
                         return (int) n;
-                int left = (int) n; /* signed: see nlmsg_find_ack() */
-                for (struct nlmsghdr *h = (struct nlmsghdr *) buf; NLMSG_OK(h, left); h = NLMSG_NEXT(h, left)) {
+                ssize_t left = n; /* common/nlmsg.h */
+                for (const struct nlmsghdr *h = (const struct nlmsghdr *) buf; nlmsg_ok(h, left); h = nlmsg_next(h, &left)) {
                         if (h->nlmsg_seq != seq)
                                 continue;
                         if (h->nlmsg_flags & NLM_F_DUMP_INTR)

@@ -245,8 +245,8 @@ int nflog_receive(int fd, uint8_t *buf, size_t size, NflogFn fn, void *userdata)
         if ((size_t) n > size) /* cut: read what fits */
                 n = (ssize_t) size;
         int count = 0;
-        int left = (int) n; /* signed: see nlmsg_find_ack() */
-        for (struct nlmsghdr *h = (struct nlmsghdr *) buf; NLMSG_OK(h, left); h = NLMSG_NEXT(h, left)) {
+        ssize_t left = n; /* common/nlmsg.h */
+        for (const struct nlmsghdr *h = (const struct nlmsghdr *) buf; nlmsg_ok(h, left); h = nlmsg_next(h, &left)) {
                 if (h->nlmsg_type == NLMSG_DONE || h->nlmsg_type == NLMSG_NOOP || h->nlmsg_type == NLMSG_ERROR)
                         continue;
                 NflogPacket p;

@@ -11,6 +11,8 @@
 #include <limits.h>
 #include <linux/netlink.h>
 
+#include "common/nlmsg.h"
+
 /* The attribute at *off in [buf, buf+len), and *off moved past it: 1 with *ret, 0 at the
  * end, -EBADMSG for one whose length does not fit. */
 static inline int nlattr_next(const uint8_t *buf, size_t len, size_t *off, const struct nlattr **ret) {
@@ -39,10 +41,8 @@ static inline size_t nlattr_len(const struct nlattr *a) {
 /* The kernel's answer to request seq among the n bytes of messages in buf: 1 with its
  * error (0 for an ACK) in *ret, 0 when none of them is it, -EBADMSG for a truncated one. */
 static inline int nlmsg_find_ack(const void *buf, size_t n, uint32_t seq, int *ret) {
-        /* A signed count: NLMSG_NEXT() takes it below 0 after a last message whose length
-         * is not a multiple of 4, and NLMSG_OK() must then stop (unsigned, it read on). */
-        int left = n > INT_MAX ? INT_MAX : (int) n;
-        for (const struct nlmsghdr *h = buf; NLMSG_OK(h, left); h = NLMSG_NEXT(h, left)) {
+        ssize_t left = n > (size_t) SSIZE_MAX ? SSIZE_MAX : (ssize_t) n; /* common/nlmsg.h */
+        for (const struct nlmsghdr *h = buf; nlmsg_ok(h, left); h = nlmsg_next(h, &left)) {
                 if (h->nlmsg_seq != seq || h->nlmsg_type != NLMSG_ERROR)
                         continue;
                 if (h->nlmsg_len < NLMSG_LENGTH(sizeof(struct nlmsgerr)))
