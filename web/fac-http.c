@@ -98,11 +98,8 @@ static const char *clear_cookie(void) {
 /* The facilitator session of the request's cookie (only the facilitator's cookie: a
  * participant's opens nothing here), or NULL. */
 FacSession *fac_request_session(struct lws *wsi, Web *w) {
-        char header[WEB_COOKIE_HEADER_MAX + 1], id[WEB_SESSION_ID_LEN + 1];
-        int n = lws_hdr_total_length(wsi, WSI_TOKEN_HTTP_COOKIE);
-        if (n <= 0 || n > WEB_COOKIE_HEADER_MAX || lws_hdr_copy(wsi, header, sizeof(header), WSI_TOKEN_HTTP_COOKIE) < 0)
-                return NULL;
-        if (web_cookie_get(header, strlen(header), FAC_COOKIE, id, sizeof(id)) < 0)
+        char id[WEB_SESSION_ID_LEN + 1];
+        if (web_request_cookie(wsi, FAC_COOKIE, id, sizeof(id)) < 0)
                 return NULL;
         return fac_session_find(w->fac->sessions, id, now_monotonic_ms());
 }
@@ -113,16 +110,15 @@ FacSession *fac_request_session(struct lws *wsi, Web *w) {
  * facilitator. forward.c refuses those pages to a browser with a facilitator session;
  * this refuses the dashboard to a browser with a seat's session, for a page of the seat
  * opened before the facilitator logged in. */
+static bool cookie_there(int r) { /* a web_request_cookie() result: set (too long or twice too) */
+        return r == 0 || r == -E2BIG || r == -ENOTUNIQ;
+}
+
 bool fac_participant_too(struct lws *wsi) {
-        char header[WEB_COOKIE_HEADER_MAX + 1], id[128];
-        int n = lws_hdr_total_length(wsi, WSI_TOKEN_HTTP_COOKIE);
-        if (n <= 0 || n > WEB_COOKIE_HEADER_MAX || lws_hdr_copy(wsi, header, sizeof(header), WSI_TOKEN_HTTP_COOKIE) < 0)
-                return false;
-        /* 0, a value too long for id, or given twice: there. A malformed header (another
-         * service's cookie made it) says nothing of a session. */
-        int f = web_cookie_get(header, strlen(header), FAC_COOKIE, id, sizeof(id)),
-            p = web_cookie_get(header, strlen(header), WEB_PARTICIPANT_COOKIE, id, sizeof(id));
-        return (f == 0 || f == -E2BIG || f == -ENOTUNIQ) && (p == 0 || p == -E2BIG || p == -ENOTUNIQ);
+        char id[128];
+        /* A malformed header (another service's cookie made it) says nothing of a session. */
+        return cookie_there(web_request_cookie(wsi, FAC_COOKIE, id, sizeof(id))) &&
+               cookie_there(web_request_cookie(wsi, WEB_PARTICIPANT_COOKIE, id, sizeof(id)));
 }
 
 static const char participant_too_text[] =

@@ -156,14 +156,8 @@ static int submit(struct lws *wsi, Web *w, Conn *c, WebSession *s) {
  * guest's script could read the CSRF token and reset or release any seat). Malformed or
  * repeated cookies count as present: refused, never guessed at. */
 bool forward_facilitator_present(struct lws *wsi) {
-        char raw[WEB_COOKIE_HEADER_MAX + 1], id[128];
-        int n = lws_hdr_total_length(wsi, WSI_TOKEN_HTTP_COOKIE);
-        if (n <= 0)
-                return false;
-        if (n > WEB_COOKIE_HEADER_MAX || lws_hdr_copy(wsi, raw, sizeof(raw), WSI_TOKEN_HTTP_COOKIE) < 0)
-                return true;
-        int r = web_cookie_get(raw, strlen(raw), WEB_FAC_COOKIE, id, sizeof(id));
-        return r != -ENOENT;
+        char id[128];
+        return web_request_cookie(wsi, WEB_FAC_COOKIE, id, sizeof(id)) != -ENOENT;
 }
 
 int forward_request(struct lws *wsi, Web *w, Conn *c, const char *path) {

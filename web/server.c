@@ -167,14 +167,19 @@ static const char *clear_cookie(void) {
 
 /* The session the request's cookie names, or NULL (none, unknown, expired, malformed:
  * all the same to the caller). */
-WebSession *web_request_session(struct lws *wsi, Web *w) {
-        char header[WEB_COOKIE_HEADER_MAX + 1], id[WEB_SESSION_ID_LEN + 1];
+int web_request_cookie(struct lws *wsi, const char *name, char *out, size_t size) {
+        char header[WEB_COOKIE_HEADER_MAX + 1];
         int n = lws_hdr_total_length(wsi, WSI_TOKEN_HTTP_COOKIE);
-        if (n <= 0 || n > WEB_COOKIE_HEADER_MAX)
-                return NULL;
-        if (lws_hdr_copy(wsi, header, sizeof(header), WSI_TOKEN_HTTP_COOKIE) < 0)
-                return NULL;
-        if (web_cookie_get(header, strlen(header), COOKIE_NAME, id, sizeof(id)) < 0)
+        if (n <= 0)
+                return -ENOENT;
+        if (n > WEB_COOKIE_HEADER_MAX || lws_hdr_copy(wsi, header, sizeof(header), WSI_TOKEN_HTTP_COOKIE) < 0)
+                return -EBADMSG;
+        return web_cookie_get(header, strlen(header), name, out, size);
+}
+
+WebSession *web_request_session(struct lws *wsi, Web *w) {
+        char id[WEB_SESSION_ID_LEN + 1];
+        if (web_request_cookie(wsi, COOKIE_NAME, id, sizeof(id)) < 0)
                 return NULL;
         return session_find(w->sessions, id, now_monotonic_ms());
 }

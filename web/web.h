@@ -118,6 +118,9 @@ int web_submit(struct lws *wsi, Web *w, Conn *c, Job *job);
 int web_job_session(Web *w, const Job *job, WebSession **ret);
 /* The live session the request's cookie names, or NULL. */
 WebSession *web_request_session(struct lws *wsi, Web *w);
+/* The request's cookie name into out, as web_cookie_get() says (-ENOENT: no such cookie or
+ * no Cookie header; -EBADMSG also for a header over WEB_COOKIE_HEADER_MAX). */
+int web_request_cookie(struct lws *wsi, const char *name, char *out, size_t size);
 /* A request with an Origin header that is not seat-web's own. */
 bool web_cross_origin(struct lws *wsi, Web *w);
 /* The security headers every answer carries (no body yet). */
