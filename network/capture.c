@@ -15,6 +15,7 @@
 
 #include "config.h"
 #include "capture.h"
+#include "common/fileio.h"
 #include "common/macro.h"
 
 #if HAVE_PCAP
@@ -163,14 +164,12 @@ static void *capture_thread(void *p) {
          * all, for a stop that comes while a machine still sends (seatd's exit). */
         struct sched_param sp_other = { .sched_priority = 0 };
         (void) pthread_setschedparam(pthread_self(), SCHED_OTHER, &sp_other);
-        struct timespec t0, now;
-        (void) clock_gettime(CLOCK_MONOTONIC, &t0);
+        int64_t t0 = now_monotonic_ms();
         for (;;) {
                 int got = pcap_dispatch(c->pcap, CAPTURE_DISPATCH_MAX, on_packet, (u_char *) c);
                 if (got == PCAP_ERROR)
                         break;
-                (void) clock_gettime(CLOCK_MONOTONIC, &now);
-                int64_t spent = (now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000;
+                int64_t spent = now_monotonic_ms() - t0;
                 if (spent >= CAPTURE_DRAIN_MS)
                         break;
                 if (got > 0)
