@@ -41,7 +41,9 @@ int image_guestfs_new(const char *context, const ImageInspectOptions *opts, gues
             guestfs_set_memsize(g, GUESTFS_MEMSIZE_MIB) < 0 || guestfs_set_smp(g, 1) < 0 ||
             guestfs_set_network(g, 0) < 0 || guestfs_set_autosync(g, 0) < 0 ||
             (opts && opts->cache_dir && guestfs_set_cachedir(g, opts->cache_dir) < 0) ||
-            (opts && opts->qemu_sandbox && guestfs_config(g, "-sandbox", IMAGE_GUESTFS_QEMU_SANDBOX) < 0))
+            (opts && opts->qemu_sandbox && guestfs_config(g, "-sandbox", IMAGE_GUESTFS_QEMU_SANDBOX) < 0) ||
+            /* after libguestfs' own -cpu on QEMU's command line: the last one counts */
+            (opts && opts->force_tcg && guestfs_config(g, "-cpu", IMAGE_GUESTFS_TCG_CPU) < 0))
                 return image_guestfs_error(g, context, EINVAL, "configure libguestfs", ret_error);
         *ret = TAKE_PTR(g);
         return 0;

@@ -24,8 +24,6 @@ need_libvirt
 
 mnt=
 t_start=$SECONDS
-# The libguestfs appliance is built once (a minute) and kept for the next runs.
-GUESTFS_CACHE=/var/tmp/seatd-evidence-vm-guestfs-cache
 # At exit: seatd killed first, then the libguestfs appliance it may be running, then the
 # archives' tmpfs (before the harness removes $t).
 evidence_vm_cleanup() {
@@ -42,8 +40,8 @@ harness_on_exit evidence_vm_cleanup
 wait_for() { local end=$((SECONDS + $1)); shift; until "$@" >/dev/null 2>&1; do ((SECONDS < end)) || return 1; sleep 0.5; done; }
 
 unset SEATD_TOKEN
-mkdir -p "$t/keys" "$t/state" "$t/archives" "$GUESTFS_CACHE"
-ln -s "$GUESTFS_CACHE" "$t/state/guestfs-cache"
+mkdir -p "$t/keys" "$t/state" "$t/archives"
+guestfs_cache_shared
 # The archives on a small filesystem of their own: disk full is made by filling it.
 mount -t tmpfs -o size=48m,mode=0700 seatd-evidence-vm "$t/archives" || bail "cannot mount a tmpfs for the archives"
 mnt=$t/archives
@@ -79,6 +77,7 @@ watch_appliance() {
           echo "qemu_uid=$(awk '/^Uid:/ {print $2}' "/proc/$q/status")"
           echo "qemu_seccomp=$(awk '/^Seccomp:/ {print $2}' "/proc/$q/status")"
           echo "qemu_sandbox=$(tr '\0' '\n' <"/proc/$q/cmdline" | grep -A1 -x -- -sandbox | tail -1)"
+          echo "qemu_cpu=$(tr '\0' '\n' <"/proc/$q/cmdline" | grep -A1 -x -- -cpu | tail -1)"
         } >"$1.tmp" 2>/dev/null && mv "$1.tmp" "$1"
         return 0
       done
@@ -138,6 +137,9 @@ confined "$t/appliance1" && ok "the seal's appliance ran confined: $(tr '\n' ' '
   || { cat "$t/appliance1" >"$t/out" 2>/dev/null; not_ok "the seal's appliance ran confined (not root, seccomp, -sandbox on)"; }
 wait_for 20 no_quarantine "$A" 1
 [[ -z $(quarantine_of "$A" 1) ]] && ok "its quarantine (overlay included) is deleted once the archive is stored" || { ls -laR "$t/state/evidence" >"$t/out"; not_ok "its quarantine is deleted once the archive is stored"; }
+# QEMU takes the last -cpu: seatd's qemu64 after libguestfs' "max" (images/guestfs-util.h)
+[[ $(field "$t/appliance1" qemu_cpu) == qemu64 ]] && ok "under TCG the appliance's CPU is qemu64 (the last -cpu on its command line)" \
+  || { cat "$t/appliance1" >"$t/out" 2>/dev/null; not_ok "under TCG the appliance's CPU is qemu64"; }
 grep -q "appliance up in" "$t/seatd.log" && ok "the guest files were read by a libguestfs appliance ($(grep -o 'appliance up in [0-9.]* s' "$t/seatd.log" | head -1))" || not_ok "the guest files were read by a libguestfs appliance"
 
 # ---------------------------------------------------------------- 2. seatctl evidence list, verify, open

@@ -116,8 +116,7 @@ allow tcp $WORLD_ALLOWED port 8080
 EOF
 # Sessions sealed to a facilitator key of the suite's own (section 6 opens the first one).
 "$SIGN" keygen --box -p "$t/facilitator.pub" -s "$t/facilitator.key" >/dev/null 2>&1 || bail "seat-sign keygen --box failed"
-# The sealing appliance's cache, kept between runs (as the evidence-vm suite keeps its own).
-mkdir -p "$t/state" /var/tmp/seatd-range-guestfs-cache && ln -sfn /var/tmp/seatd-range-guestfs-cache "$t/state/guestfs-cache"
+guestfs_cache_shared # the sealing appliance, built once for every suite
 seatd_conf accel=tcg allow_tcg=true inspect_images=false "${world_seatd_keys[@]}" ready_timeout=900 \
 	"facilitator_key=$t/facilitator.pub" "evidence_archive_dir=$t/archives"
 seatd_start

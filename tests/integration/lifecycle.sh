@@ -32,6 +32,7 @@ mkdir -p "$t/nobody"
 "$SIGN" keygen --box -p "$t/facilitator.pub" -s "$t/facilitator.key" >/dev/null 2>&1 || bail "seat-sign keygen --box failed"
 chmod 0777 "$t/nobody"
 seatd_conf accel=tcg allow_tcg=true inspect_images=false "facilitator_key=$t/facilitator.pub"
+guestfs_cache_shared
 
 # Every exec that reaches a seat goes through x (root) or xn (nobody with a token file), so
 # the audit log can be held against the list of calls made.

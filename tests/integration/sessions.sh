@@ -38,6 +38,7 @@ unset SEATD_TOKEN
 MAXT=3600
 seatd_conf accel=tcg allow_tcg=true inspect_images=false network=false warm_reset=false \
   "facilitator_key=$t/facilitator.pub" "exec_max_timeout=$MAXT" facilitator_group=nogroup
+guestfs_cache_shared
 
 # Participants are nobody, on the participant socket seatd made (its modes as shipped).
 nobody() { setpriv --reuid=nobody --regid=nogroup --clear-groups -- "$CTL" "$@"; }

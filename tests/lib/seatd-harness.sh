@@ -374,6 +374,19 @@ image_import() {
         [[ -f $t/img/manifest.json ]] || image_build "$t/img" "$@"
         "$CTL" -q image import "$t/img/manifest.json" >"$t/out" 2>&1 || { cat "$t/out" >&2; bail "image import failed"; }
 }
+# guestfs_cache_shared: state_dir/guestfs-cache (where seatd keeps the libguestfs appliance
+# its seals and inspections boot) is one directory kept for every suite and run on this
+# host, /var/tmp/seatd-test-guestfs-cache: the appliance is built once (supermin copies
+# the host's files and modules: 15 s to over a minute on these machines), not once per
+# suite. Made before seatd starts, as a host's operator could; supermin rebuilds it when
+# the host's kernel or packages change. Suites that test the appliance's own directory
+# (image-inspect) do not call this.
+GUESTFS_CACHE_SHARED=/var/tmp/seatd-test-guestfs-cache
+guestfs_cache_shared() {
+        mkdir -p "$GUESTFS_CACHE_SHARED" "$t/state" || bail "cannot make $GUESTFS_CACHE_SHARED"
+        [[ -L $t/state/guestfs-cache ]] || ln -s "$GUESTFS_CACHE_SHARED" "$t/state/guestfs-cache" ||
+                bail "cannot link $t/state/guestfs-cache to $GUESTFS_CACHE_SHARED"
+}
 # seatd_start_sealing [KEY=VALUE...]: a private seatd on TCG (no seat networks, no warm
 # reset) that seals sessions to a facilitator key of the suite's own ($t/facilitator.key),
 # started, with the test image imported.
@@ -381,6 +394,7 @@ seatd_start_sealing() {
         "$SIGN" keygen --box -p "$t/facilitator.pub" -s "$t/facilitator.key" >/dev/null 2>&1 || bail "seat-sign keygen --box failed"
         seatd_conf accel=tcg allow_tcg=true inspect_images=false network=false warm_reset=false \
                 "facilitator_key=$t/facilitator.pub" "$@"
+        guestfs_cache_shared
         seatd_start
         image_import
 }

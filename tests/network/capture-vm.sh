@@ -31,9 +31,6 @@ POOL=10.223.0.0/24
 TABLE=5223
 export WORLD_NS=seatd-w-cap WORLD_NET=10.255.3
 CAP_MAX=$((1 << 20))
-# The libguestfs appliance the seal reads the guest's files with: built once, kept (the
-# evidence-vm suite's cache: the same appliance).
-GUESTFS_CACHE=/var/tmp/seatd-evidence-vm-guestfs-cache
 sender=
 capture_vm_cleanup() {
   local p='' d
@@ -86,8 +83,8 @@ PY
 }
 
 # ---------------------------------------------------------------- the world and seatd
-mkdir -p "$t/archives" "$GUESTFS_CACHE"
-ln -s "$GUESTFS_CACHE" "$t/state/guestfs-cache" 2>/dev/null || { mkdir -p "$t/state"; ln -s "$GUESTFS_CACHE" "$t/state/guestfs-cache"; }
+mkdir -p "$t/archives"
+guestfs_cache_shared  # the appliance the seal reads the guest's files with
 world_seatd "$UPLINK" "$POOL" "$TABLE"
 world_up "$UPLINK" >"$t/out" 2>&1 || { cat "$t/out"; bail "the test world did not come up"; }
 cat >"$t/egress/cap.profile" <<EOF
