@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "common/base64.h"
+#include "images/appliance-kernel.h"
 #include "images/guest-files.h"
 #include "common/jsonframe.h"
 #include "common/log.h"
@@ -100,6 +101,31 @@ static int result(const GuestFiles *f) {
         return emit(o);
 }
 
+/* Under TCG: the appliance boots the host kernel's vmlinux, extracted once into this user's
+ * part of the cache (images/appliance-kernel.h), with a libguestfs cache of its own. supermin
+ * (which libguestfs runs, with this environment) reads SUPERMIN_*; this process has one
+ * thread, so setenv() is safe here. On any failure the appliance boots the bzImage, as
+ * libguestfs would: slower, nothing else. */
+static void use_vmlinux(const char *cache, ApplianceKernel *k, ImageInspectOptions *opts) {
+        _cleanup_free_ char *mine = NULL;
+        if (asprintf(&mine, "%s/.guestfs-%u", cache, (unsigned) getuid()) < 0)
+                return;
+        int r = appliance_kernel_prepare("/boot", "/lib/modules", mine, k);
+        if (r < 0) {
+                log_info("the appliance boots the host's compressed kernel (no vmlinux: %s)", strerror(-r));
+                return;
+        }
+        if (setenv("SUPERMIN_KERNEL", k->vmlinux, 1) < 0 || setenv("SUPERMIN_KERNEL_VERSION", k->version, 1) < 0 ||
+            setenv("SUPERMIN_MODULES", k->modules, 1) < 0) {
+                (void) unsetenv("SUPERMIN_KERNEL");
+                (void) unsetenv("SUPERMIN_KERNEL_VERSION");
+                (void) unsetenv("SUPERMIN_MODULES");
+                return;
+        }
+        opts->cache_dir = k->cache_dir;
+        log_debug("the appliance boots %s (%s)", k->vmlinux, k->version);
+}
+
 int main(int argc, char *argv[]) {
         GuestFilesLimits lim = {};
         uint64_t tcg = 0;
@@ -118,6 +144,9 @@ int main(int argc, char *argv[]) {
         }
         const char *fs = strcmp(argv[2], "-") ? argv[2] : NULL;
         ImageInspectOptions opts = { .cache_dir = argv[4], .force_tcg = tcg == 1, .qemu_sandbox = true };
+        _cleanup_(appliance_kernel_done) ApplianceKernel kernel = {};
+        if (opts.force_tcg)
+                use_vmlinux(argv[4], &kernel, &opts);
         _cleanup_(guest_files_freep) GuestFiles *f = NULL;
         _cleanup_error_ SeatError *err = NULL;
         int r = guest_files_collect(argv[1], IMAGE_FORMAT_QCOW2, fs, argv + 10, &lim, &opts, argv[9], argv[3], &f, &err);

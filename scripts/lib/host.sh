@@ -9,7 +9,7 @@ SEATD_PACKAGES=(
   # build
   meson ninja-build pkg-config gcc clang libclang-rt-14-dev git ca-certificates
   libjson-c-dev libcmocka-dev libvirt-dev libsodium-dev libnftables-dev
-  libcurl4-openssl-dev libguestfs-dev libseccomp-dev libpcap-dev scdoc bash-completion
+  libcurl4-openssl-dev libguestfs-dev libseccomp-dev libpcap-dev liblzma-dev scdoc bash-completion
   # seat-web: libwebsockets (its OpenSSL backend) and OpenSSL for the self-signed pair;
   # libqrencode for the QR codes of the facilitator's handout
   libwebsockets-dev libssl-dev libqrencode-dev
@@ -41,7 +41,7 @@ SEATD_DEB_PACKAGES=(
   debhelper dpkg-dev fakeroot lintian build-essential minisign
   meson ninja-build pkg-config scdoc bash-completion
   libjson-c-dev libcmocka-dev libvirt-dev libsodium-dev libnftables-dev
-  libcurl4-openssl-dev libguestfs-dev libseccomp-dev libpcap-dev libwebsockets-dev libssl-dev libqrencode-dev
+  libcurl4-openssl-dev libguestfs-dev libseccomp-dev libpcap-dev liblzma-dev libwebsockets-dev libssl-dev libqrencode-dev
 )
 
 say() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }

@@ -78,6 +78,7 @@ watch_appliance() {
           echo "qemu_seccomp=$(awk '/^Seccomp:/ {print $2}' "/proc/$q/status")"
           echo "qemu_sandbox=$(tr '\0' '\n' <"/proc/$q/cmdline" | grep -A1 -x -- -sandbox | tail -1)"
           echo "qemu_cpu=$(tr '\0' '\n' <"/proc/$q/cmdline" | grep -A1 -x -- -cpu | tail -1)"
+          echo "qemu_kernel=$(tr '\0' '\n' <"/proc/$q/cmdline" | grep -A1 -x -- -kernel | tail -1)"
         } >"$1.tmp" 2>/dev/null && mv "$1.tmp" "$1"
         return 0
       done
@@ -140,6 +141,11 @@ wait_for 20 no_quarantine "$A" 1
 # QEMU takes the last -cpu: seatd's qemu64 after libguestfs' "max" (images/guestfs-util.h)
 [[ $(field "$t/appliance1" qemu_cpu) == qemu64 ]] && ok "under TCG the appliance's CPU is qemu64 (the last -cpu on its command line)" \
   || { cat "$t/appliance1" >"$t/out" 2>/dev/null; not_ok "under TCG the appliance's CPU is qemu64"; }
+# and it boots the host kernel's vmlinux (an ELF file), not the bzImage (images/appliance-kernel.h)
+k=$(field "$t/appliance1" qemu_kernel)
+[[ -n $k && $(head -c4 "$k" 2>/dev/null | tr -d '\0') == $'\x7fELF' && $k == */.guestfs-*/vmlinux-*/.guestfs-*/appliance.d/kernel ]] &&
+  ok "under TCG the appliance boots the host kernel's vmlinux, decompressed once ($k)" ||
+  { { echo "kernel: ${k:-?}"; head -c4 "$k" | od -c; } >"$t/out" 2>&1; not_ok "under TCG the appliance boots the host kernel's vmlinux"; }
 grep -q "appliance up in" "$t/seatd.log" && ok "the guest files were read by a libguestfs appliance ($(grep -o 'appliance up in [0-9.]* s' "$t/seatd.log" | head -1))" || not_ok "the guest files were read by a libguestfs appliance"
 
 # ---------------------------------------------------------------- 2. seatctl evidence list, verify, open
