@@ -11,6 +11,7 @@
 #include "dnsguard-run.h"
 #include "common/fileio.h"
 #include "common/log.h"
+#include "common/list.h"
 #include "network/netdef.h"
 #include "seat-log.h"
 #include "seatnet-internal.h"
@@ -43,11 +44,7 @@ int seatnet_guard_fd(SeatNetManager *nm) {
 static int guard_watch(SeatNetManager *nm, SeatNet *n) {
         if (!n->guard_key) {
                 n->guard_key = ++nm->guard_keys;
-                n->guard_prev = NULL;
-                n->guard_next = nm->guards;
-                if (nm->guards)
-                        nm->guards->guard_prev = n;
-                nm->guards = n;
+                LIST_PREPEND(guard_next, guard_prev, nm->guards, n);
         }
         struct epoll_event ev = { .events = EPOLLIN, .data.u64 = n->guard_key };
         if (epoll_ctl(nm->guard_epfd, EPOLL_CTL_ADD, n->guard.pidfd, &ev) < 0)
@@ -66,12 +63,7 @@ DnsGuardProc seatnet_guard_unwatch(SeatNetManager *nm, SeatNet *n) {
         DnsGuardProc g = n->guard;
         n->guard = DNSGUARD_PROC_NONE;
         if (n->guard_key) {
-                if (n->guard_prev)
-                        n->guard_prev->guard_next = n->guard_next;
-                else
-                        nm->guards = n->guard_next;
-                if (n->guard_next)
-                        n->guard_next->guard_prev = n->guard_prev;
+                LIST_REMOVE(guard_next, guard_prev, nm->guards, n);
                 n->guard_prev = n->guard_next = NULL;
                 n->guard_key = 0;
         }

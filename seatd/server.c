@@ -16,6 +16,7 @@
 #include "common/fileio.h"
 #include "common/strprintf.h"
 #include "common/log.h"
+#include "common/list.h"
 #include "server-internal.h"
 
 static int hello_method(Request *req);
@@ -42,12 +43,7 @@ void conn_close(Conn *c) {
         c->src = event_source_free(c->src);
         c->fd = safe_close(c->fd);
         Server *s = c->server;
-        if (c->prev)
-                c->prev->next = c->next;
-        else
-                s->conns = c->next;
-        if (c->next)
-                c->next->prev = c->prev;
+        LIST_REMOVE(next, prev, s->conns, c);
         s->n_conns--;
         log_debug("client pid %d uid %u disconnected", (int) c->cred.pid, (unsigned) c->cred.uid);
         conn_unref(c);
@@ -449,10 +445,7 @@ int server_accept(EventSource *src, int fd, uint32_t revents, void *userdata) {
          * everyone is a facilitator and nobody more, root included. */
         c->operator = !l->participant && !l->facilitator && peer_is_operator(s, c->fd, &c->cred);
         c->accepted_ms = c->active_ms = now_monotonic_ms();
-        c->next = s->conns;
-        if (s->conns)
-                s->conns->prev = c;
-        s->conns = c;
+        LIST_PREPEND(next, prev, s->conns, c);
         s->n_conns++;
         log_debug("client pid %d uid %u connected on the %s socket (%s)", (int) c->cred.pid, (unsigned) c->cred.uid,
                   c->participant ? "participant" : c->facilitator ? "facilitator" : "operator",

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "common/list.h"
 #include "forward-parse.h"
 #include "forward.h"
 #include "web.h"
@@ -85,10 +86,7 @@ static int established(struct lws *wsi, Web *w, WsProxy *p) {
         }
         p->wsi = wsi;
         p->w = w;
-        p->next = w->wsp;
-        if (w->wsp)
-                w->wsp->prev = p;
-        w->wsp = p;
+        LIST_PREPEND(next, prev, w->wsp, p);
         w->n_wsp++;
         log_info("forwarded WebSocket opened: seat '%s' port %u", p->seat, p->port);
         return 0;
@@ -102,12 +100,7 @@ static void closed(Web *w, WsProxy *p) {
         sodium_memzero(p->token, sizeof(p->token));
         if (!p->wsi)
                 return;
-        if (p->prev)
-                p->prev->next = p->next;
-        else
-                w->wsp = p->next;
-        if (p->next)
-                p->next->prev = p->prev;
+        LIST_REMOVE(next, prev, w->wsp, p);
         w->n_wsp--;
         p->fwd = ws_forward_free(p->fwd); /* seatd resets the guest's connection */
         p->wsi = NULL;

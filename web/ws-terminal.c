@@ -21,6 +21,7 @@
 
 #include "common/jsonframe.h"
 #include "common/log.h"
+#include "common/list.h"
 #include "terminal.h"
 #include "web.h"
 #include "ws-terminal.h"
@@ -80,10 +81,7 @@ static int established(struct lws *wsi, Web *w, TermConn *tc) {
         }
         tc->wsi = wsi;
         tc->w = w;
-        tc->next = w->terms;
-        if (w->terms)
-                w->terms->prev = tc;
-        w->terms = tc;
+        LIST_PREPEND(next, prev, w->terms, tc);
         w->n_terms++;
         log_info("terminal opened: seat '%s' (%zu open)", tc->seat, w->n_terms);
         return 0;
@@ -92,12 +90,7 @@ static int established(struct lws *wsi, Web *w, TermConn *tc) {
 static void closed(Web *w, TermConn *tc) {
         if (!tc->wsi)
                 return; /* refused, or never started */
-        if (tc->prev)
-                tc->prev->next = tc->next;
-        else
-                w->terms = tc->next;
-        if (tc->next)
-                tc->next->prev = tc->prev;
+        LIST_REMOVE(next, prev, w->terms, tc);
         w->n_terms--;
         tc->term = terminal_free(tc->term); /* the shell's process group dies in the guest */
         tc->wsi = NULL;

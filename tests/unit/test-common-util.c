@@ -14,6 +14,7 @@
 #include "../lib/seat-test.h"
 
 #include "common/fileio.h"
+#include "common/list.h"
 #include "common/log.h"
 #include "common/macro.h"
 #include "common/sockaddr.h"
@@ -99,6 +100,45 @@ TEST(fd_flags) {
         safe_close(p[1]);
         assert_int_equal(fd_set_nonblock(p[0], true), -EBADF);
         assert_int_equal(fd_set_cloexec(p[1], true), -EBADF);
+}
+
+/* common/list.h: an item on two lists at once (its own pointer pairs), removed from the
+ * head, the middle and the end, the pointers of the rest kept whole both ways. */
+typedef struct Item {
+        int id;
+        struct Item *next, *prev;
+        struct Item *b_next, *b_prev;
+} Item;
+
+static void check_list(Item *head, const char *want) {
+        char got[16] = "";
+        size_t n = 0;
+        for (Item *i = head, *prev = NULL; i; prev = i, i = i->next) {
+                assert_ptr_equal(i->prev, prev);
+                got[n++] = (char) ('0' + i->id);
+        }
+        assert_string_equal(got, want);
+}
+
+TEST(list) {
+        Item it[4] = { { .id = 0 }, { .id = 1 }, { .id = 2 }, { .id = 3 } };
+        Item *head = NULL, *b = NULL;
+        for (int i = 0; i < 4; i++)
+                LIST_PREPEND(next, prev, head, &it[i]);
+        LIST_PREPEND(b_next, b_prev, b, &it[2]);
+        check_list(head, "3210");
+        LIST_REMOVE(next, prev, head, &it[2]); /* the middle */
+        check_list(head, "310");
+        LIST_REMOVE(next, prev, head, &it[3]); /* the head */
+        check_list(head, "10");
+        LIST_REMOVE(next, prev, head, &it[0]); /* the end */
+        check_list(head, "1");
+        LIST_REMOVE(next, prev, head, &it[1]);
+        assert_null(head);
+        /* the other list did not move */
+        assert_ptr_equal(b, &it[2]);
+        assert_null(it[2].b_next);
+        assert_null(it[2].b_prev);
 }
 
 TEST_MAIN("common-util")
