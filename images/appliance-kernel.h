@@ -11,15 +11,17 @@
  * for the same reason (images/recipes/README.md). QEMU boots the ELF through its PVH note
  * (Debian's kernels are built with CONFIG_PVH).
  *
- * appliance_kernel_prepare() picks the kernel supermin would (the newest /boot/vmlinuz-V
- * that has /lib/modules/V), extracts its XZ payload once into
- * CACHE/vmlinux-V/vmlinux, and returns that directory as the libguestfs cache to use with
- * it: supermin's --if-newer does not look at the kernel, so an appliance built from the
- * bzImage must not be reused. The caller sets SUPERMIN_KERNEL, SUPERMIN_KERNEL_VERSION and
+ * appliance_kernel_prepare() picks the kernel as supermin does (no Xen kernels; modules.dep
+ * in /lib/modules/V; "-amd64" names first, then the newest), extracts its XZ payload once
+ * into CACHE/vmlinux-V-SIZE-MTIME/vmlinux (named after the bzImage, so a replaced one is
+ * extracted again), and returns that directory as the libguestfs cache to use with it:
+ * supermin's --if-newer does not look at the kernel, so an appliance built from another
+ * kernel must not be reused. The caller sets SUPERMIN_KERNEL, SUPERMIN_KERNEL_VERSION and
  * SUPERMIN_MODULES (single-threaded: seatd-collect) before the launch. Any failure (a kernel
  * that is not XZ-compressed, no space) leaves the caller on the bzImage, only slower.
  */
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -32,7 +34,8 @@ typedef struct ApplianceKernel {
         char *version;   /* "6.1.0-57-amd64" */
         char *modules;   /* /lib/modules/VERSION */
         char *vmlinux;   /* CACHE/vmlinux-VERSION/vmlinux */
-        char *cache_dir; /* CACHE/vmlinux-VERSION: libguestfs' cache for this kernel */
+        char *cache_dir; /* CACHE/vmlinux-VERSION-SIZE-MTIME: libguestfs' cache for this kernel */
+        int lock_fd;     /* CACHE/vmlinux.lock, held shared until appliance_kernel_done() */
 } ApplianceKernel;
 
 void appliance_kernel_done(ApplianceKernel *k);
@@ -40,8 +43,11 @@ void appliance_kernel_done(ApplianceKernel *k);
 /* The newest VERSION (strverscmp) with BOOT/vmlinuz-VERSION and MODULES/VERSION. -ENOENT: none. */
 int appliance_kernel_pick(const char *boot_dir, const char *modules_dir, char **ret_version);
 
-/* The first XZ stream in the bzImage at `bzimage` that decompresses to an ELF file, written
- * to `dest` (atomically, 0644). -ENOEXEC: none; -EFBIG: over the caps above. */
+/* An x86-64 ELF kernel with the PVH entry note, which QEMU boots directly. */
+bool appliance_kernel_bootable(const uint8_t *elf, size_t len);
+
+/* The first XZ stream in the bzImage at `bzimage` that decompresses to a bootable ELF
+ * kernel, written to `dest` (atomically, 0644). -ENOEXEC: none; -EFBIG: over the caps above. */
 int appliance_kernel_extract(const char *bzimage, const char *dest);
 
 /* Pick (in boot_dir and modules_dir: /boot and /lib/modules) and extract into cache (made

@@ -112,7 +112,10 @@ static void use_vmlinux(const char *cache, ApplianceKernel *k, ImageInspectOptio
                 return;
         int r = appliance_kernel_prepare("/boot", "/lib/modules", mine, k);
         if (r < 0) {
-                log_info("the appliance boots the host's compressed kernel (no vmlinux: %s)", strerror(-r));
+                /* a warning: seatd logs what its helper says at that level (a host whose
+                 * every seal falls back should see why) */
+                log_warning("the appliance boots the host's compressed kernel, slower under TCG (no vmlinux: %s)",
+                            strerror(-r));
                 return;
         }
         if (setenv("SUPERMIN_KERNEL", k->vmlinux, 1) < 0 || setenv("SUPERMIN_KERNEL_VERSION", k->version, 1) < 0 ||
@@ -144,7 +147,7 @@ int main(int argc, char *argv[]) {
         }
         const char *fs = strcmp(argv[2], "-") ? argv[2] : NULL;
         ImageInspectOptions opts = { .cache_dir = argv[4], .force_tcg = tcg == 1, .qemu_sandbox = true };
-        _cleanup_(appliance_kernel_done) ApplianceKernel kernel = {};
+        _cleanup_(appliance_kernel_done) ApplianceKernel kernel = { .lock_fd = -1 };
         if (opts.force_tcg)
                 use_vmlinux(argv[4], &kernel, &opts);
         _cleanup_(guest_files_freep) GuestFiles *f = NULL;

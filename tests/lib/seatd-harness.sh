@@ -384,7 +384,9 @@ image_import() {
 GUESTFS_CACHE_SHARED=/var/tmp/seatd-test-guestfs-cache
 guestfs_cache_shared() {
         mkdir -p "$GUESTFS_CACHE_SHARED" "$t/state" || bail "cannot make $GUESTFS_CACHE_SHARED"
-        [[ -L $t/state/guestfs-cache ]] || ln -s "$GUESTFS_CACHE_SHARED" "$t/state/guestfs-cache" ||
+        [[ -L $t/state/guestfs-cache ]] && return 0
+        # -T: an existing directory there is an error, not a place to put the link into
+        ln -sT "$GUESTFS_CACHE_SHARED" "$t/state/guestfs-cache" ||
                 bail "cannot link $t/state/guestfs-cache to $GUESTFS_CACHE_SHARED"
 }
 # seatd_start_sealing [KEY=VALUE...]: a private seatd on TCG (no seat networks, no warm
