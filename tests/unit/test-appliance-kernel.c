@@ -180,19 +180,31 @@ TEST(picks_the_kernel_supermin_would) {
         assert_int_equal(appliance_kernel_pick(empty, mods, &none), -ENOENT);
 }
 
+/* BOOT/vmlinuz-VERSION (a bzImage of elf, n bytes; img: room for 2n), MODULES/VERSION with
+ * its modules.dep, and CACHE holding an older kernel's directory. */
+static void kernel_tree(const char *boot, const char *mods, const char *cache, const char *version, const uint8_t *elf,
+                        size_t n, uint8_t *img) {
+        char rel[128];
+        make_dir(boot);
+        make_dir(mods);
+        snprintf(rel, sizeof(rel), "%s/%s", mods, version);
+        make_dir(rel);
+        snprintf(rel, sizeof(rel), "%s/%s/modules.dep", mods, version);
+        put(rel, "", 0);
+        snprintf(rel, sizeof(rel), "%s/vmlinuz-%s", boot, version);
+        put(rel, img, bzimage(elf, n, false, img, 2 * n));
+        make_dir(cache);
+        snprintf(rel, sizeof(rel), "%s/vmlinux-4.19.0-1-amd64-1-1.000000000", cache);
+        make_dir(rel);
+}
+
 /* prepare: extracts once into CACHE/vmlinux-V-SIZE-MTIME, keeps it, removes an older
  * kernel's directory, and extracts again when the bzImage is replaced under the same version. */
 TEST(prepares_once_and_follows_the_bzimage) {
-        make_dir("b2");
-        make_dir("m2");
-        make_dir("m2/5.10.0-1-amd64");
-        put("m2/5.10.0-1-amd64/modules.dep", "", 0);
         const size_t n = 100000;
         _cleanup_free_ uint8_t *elf = payload(n, true), *img = malloc(2 * n);
         assert_non_null(img);
-        put("b2/vmlinuz-5.10.0-1-amd64", img, bzimage(elf, n, false, img, 2 * n));
-        make_dir("cache");
-        make_dir("cache/vmlinux-4.19.0-1-amd64-1-1.000000000");
+        kernel_tree("b2", "m2", "cache", "5.10.0-1-amd64", elf, n, img);
         put("cache/vmlinux-4.19.0-1-amd64-1-1.000000000/vmlinux", "old", 3);
         make_dir("cache/appliance.d");
 
@@ -234,16 +246,10 @@ TEST(prepares_once_and_follows_the_bzimage) {
 
 /* While another helper uses its kernel (the lock held shared), old directories stay. */
 TEST(keeps_old_kernels_while_one_is_in_use) {
-        make_dir("b3");
-        make_dir("m3");
-        make_dir("m3/5.10.0-2-amd64");
-        put("m3/5.10.0-2-amd64/modules.dep", "", 0);
         const size_t n = 50000;
         _cleanup_free_ uint8_t *elf = payload(n, true), *img = malloc(2 * n);
         assert_non_null(img);
-        put("b3/vmlinuz-5.10.0-2-amd64", img, bzimage(elf, n, false, img, 2 * n));
-        make_dir("cache3");
-        make_dir("cache3/vmlinux-4.19.0-1-amd64-1-1.000000000");
+        kernel_tree("b3", "m3", "cache3", "5.10.0-2-amd64", elf, n, img);
         _cleanup_free_ char *b = path_of("b3"), *m = path_of("m3"), *c = path_of("cache3"), *lock = path_of("cache3/vmlinux.lock"),
                             *old = path_of("cache3/vmlinux-4.19.0-1-amd64-1-1.000000000");
         int other = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
