@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
@@ -217,4 +219,32 @@ int file_copy(const char *from, const char *to, mode_t mode) {
                 if (r < 0)
                         return r;
         }
+}
+
+int remove_tree_at(int dfd, const char *name, unsigned depth) {
+        _cleanup_close_ int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return errno == ENOENT ? 0 : -errno;
+        DIR *d = fdopendir(fd);
+        if (!d)
+                return -errno;
+        fd = -EBADF; /* the DIR owns it now */
+        struct dirent *de;
+        int r = 0;
+        while ((de = readdir(d))) {
+                if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+                        continue;
+                if (unlinkat(dirfd(d), de->d_name, 0) == 0)
+                        continue;
+                if (errno == EISDIR && depth > 0)
+                        r = remove_tree_at(dirfd(d), de->d_name, depth - 1);
+                else
+                        r = -errno;
+                if (r < 0)
+                        break;
+        }
+        closedir(d);
+        if (r >= 0 && unlinkat(dfd, name, AT_REMOVEDIR) < 0)
+                r = -errno;
+        return r;
 }

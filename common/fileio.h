@@ -40,3 +40,8 @@ void sibling_program_path(const char *const *rel, size_t n_rel, const char *fall
 
 /* A new file `to` (O_EXCL, mode) with the bytes of `from`: copy_file_range, else read/write. -errno. */
 int file_copy(const char *from, const char *to, mode_t mode);
+
+/* dfd/name (a directory) and what it holds, subdirectories down to depth levels below it
+ * (0: its files only); never follows a link (it is removed); a missing name is 0; -errno
+ * at the first thing that could not go. */
+int remove_tree_at(int dfd, const char *name, unsigned depth);

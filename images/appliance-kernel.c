@@ -4,7 +4,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <ftw.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <lzma.h>
@@ -173,12 +172,6 @@ int appliance_kernel_extract(const char *bzimage, const char *dest) {
         return last;
 }
 
-static int remove_one(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
-        (void) st;
-        (void) ftw;
-        return (flag == FTW_DP ? rmdir(path) : unlink(path)) < 0 && errno != ENOENT ? -1 : 0;
-}
-
 /* Under the exclusive lock: the other vmlinux-* directories in cache (appliances of kernels
  * no longer picked, or of a bzImage since replaced), and what a helper killed while it
  * extracted left in keep (write_file_atomic's hidden temporary files). */
@@ -191,8 +184,8 @@ static void remove_old(const char *cache, const char *keep) {
         while ((de = readdir(d))) {
                 if (strncmp(de->d_name, "vmlinux-", 8) != 0 || strcmp(de->d_name, keep) == 0)
                         continue;
-                if (snprintf(path, sizeof(path), "%s/%s", cache, de->d_name) < (int) sizeof(path))
-                        (void) nftw(path, remove_one, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+                /* vmlinux-V/.guestfs-UID/appliance.d/FILE: three levels */
+                (void) remove_tree_at(dirfd(d), de->d_name, 3);
         }
         if (snprintf(path, sizeof(path), "%s/%s", cache, keep) >= (int) sizeof(path))
                 return;

@@ -113,35 +113,6 @@ char *seal_dir_failure(const char *qdir) {
 
 /* ---- removal of what seatd itself put there ---- */
 
-/* Regular files of dfd/name (a directory), and of its subdirectories one level down. */
-static int remove_tree_at(int dfd, const char *name, unsigned depth) {
-        _cleanup_close_ int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (fd < 0)
-                return errno == ENOENT ? 0 : -errno;
-        DIR *d = fdopendir(fd);
-        if (!d)
-                return -errno;
-        fd = -EBADF; /* the DIR owns it now */
-        struct dirent *de;
-        int r = 0;
-        while ((de = readdir(d))) {
-                if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-                        continue;
-                if (unlinkat(dirfd(d), de->d_name, 0) == 0)
-                        continue;
-                if (errno == EISDIR && depth > 0)
-                        r = remove_tree_at(dirfd(d), de->d_name, depth - 1);
-                else
-                        r = -errno;
-                if (r < 0)
-                        break;
-        }
-        closedir(d);
-        if (r >= 0 && unlinkat(dfd, name, AT_REMOVEDIR) < 0)
-                r = -errno;
-        return r;
-}
-
 static int remove_dir(const char *path, unsigned depth) {
         return remove_tree_at(AT_FDCWD, path, depth);
 }

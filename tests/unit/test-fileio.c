@@ -6,7 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include "../lib/seat-test.h"
 
 #include "common/fileio.h"
@@ -92,6 +94,29 @@ TEST(clocks) {
         assert_true(a > 0 && b >= a);
         assert_true(now_boottime_ms() > 0);
         assert_true(now_realtime_ms() > 1600000000000LL);
+}
+
+/* remove_tree_at(): no deeper than asked, links removed and never followed. */
+TEST(remove_tree) {
+        char p[256], keep[256];
+        snprintf(keep, sizeof(keep), "%s/outside", dir);
+        assert_int_equal(write_file_atomic(keep, "x", 1, 0644), 0);
+        snprintf(p, sizeof(p), "%s/t", dir);
+        assert_int_equal(mkdir(p, 0755), 0);
+        snprintf(p, sizeof(p), "%s/t/a", dir);
+        assert_int_equal(mkdir(p, 0755), 0);
+        snprintf(p, sizeof(p), "%s/t/a/b", dir);
+        assert_int_equal(mkdir(p, 0755), 0);
+        snprintf(p, sizeof(p), "%s/t/a/b/f", dir);
+        assert_int_equal(write_file_atomic(p, "x", 1, 0644), 0);
+        snprintf(p, sizeof(p), "%s/t/link", dir);
+        assert_int_equal(symlink(dir, p), 0);
+        snprintf(p, sizeof(p), "%s/t", dir);
+        assert_int_equal(remove_tree_at(AT_FDCWD, p, 1), -EISDIR); /* t/a/b is two levels down */
+        assert_int_equal(remove_tree_at(AT_FDCWD, p, 2), 0);
+        assert_int_equal(access(p, F_OK), -1);
+        assert_int_equal(access(keep, F_OK), 0);
+        assert_int_equal(remove_tree_at(AT_FDCWD, p, 2), 0); /* gone already */
 }
 
 TEST_MAIN_FIXTURE("fileio", setup, teardown)
