@@ -20,7 +20,9 @@
 #include "common/fileio.h"
 #include "common/macro.h"
 #include "images/appliance-kernel.h"
+#include "unit-source.h"
 
+/* mkdtemp()'s template: setup() replaces the Xs with the scratch directory's name */
 static char dir[] = "/tmp/seatd-test-appliance-kernel-XXXXXX";
 
 static char *path_of(const char *rel) {
@@ -270,9 +272,7 @@ static int setup(void **state) {
 }
 
 static int teardown(void **state) {
-        char cmd[128];
-        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-        return system(cmd) == 0 ? 0 : -1;
+        return unit_remove_tree(dir);
 }
 
 TEST_MAIN_FIXTURE("appliance-kernel", setup, teardown)
