@@ -339,8 +339,16 @@ diag "nflog: $(tr '\n' ' ' <"$TMP/nflog.out") $(cat "$TMP/nflog.err")"
 [[ $rc == 0 && $(grep -c "^seat=nt1 family=ipv4 dst=$WORLD_BLOCKED proto=6 dport=9443$" "$TMP/nflog.out") -ge 3 ]] \
         && ok "the listener reads three denied SYNs: seat nt1, $WORLD_BLOCKED, tcp, port 9443" \
         || not_ok "the listener reads three denied SYNs (rc $rc)"
+# The first listener must have bound before the second tries: wait for its "ready", not a
+# fixed sleep (on a loaded CI machine 0.3 s was not enough and the second one won the bind).
+"$NFTEST" nflog --log-group $G --timeout-ms 20000 >"$TMP/nflog1.out" 2>&1 &
+npid=$!
+PIDS+=($npid)
+for i in $(seq 1 200); do grep -q ready "$TMP/nflog1.out" 2>/dev/null && break; sleep 0.05; done
+check "the first listener on group $G is ready" grep -q ready "$TMP/nflog1.out"
 check "a second listener on the same group is refused" \
-        bash -c "'$NFTEST' nflog --log-group $G --timeout-ms 2000 >/dev/null & p=\$!; sleep 0.3; ! '$NFTEST' nflog --log-group $G --timeout-ms 100 2>&1 | grep -q ready; r=\$?; kill \$p; wait \$p; exit \$r"
+        bash -c "! '$NFTEST' nflog --log-group $G --timeout-ms 100 2>&1 | grep -q ready"
+kill $npid 2>/dev/null; wait $npid 2>/dev/null
 check "back to the kernel log: install again" "$NFTEST" install "${SEAT1[@]}"
 
 # --- tamper detection ------------------------------------------------------------------
