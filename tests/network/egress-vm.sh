@@ -68,9 +68,15 @@ image_import --guest-tool "$PROBE"
 # must not start, and nothing of it may be left.
 if ! nft list table inet seatd >/dev/null 2>&1 || [[ -z $(nft list table inet seatd | grep chain) ]]; then
   nft delete table inet seatd 2>/dev/null
-  { echo 'add table inet seatd { flags owner; }'; sleep 60; } | nft -i >/dev/null 2>&1 &
+  # The owner is an 'nft -i' reading a fifo: closing our end (fd 9) ends it, and the table
+  # goes with it at once. (A sleep piped into it kept the test waiting the whole sleep: a
+  # kill reached nft, and the wait waited for the pipeline.)
+  mkfifo "$t/holder.in"
+  nft -i <"$t/holder.in" >/dev/null 2>&1 &
   holder_pid=$!
-  sleep 0.5
+  exec 9>"$t/holder.in"
+  echo 'add table inet seatd { flags owner; }' >&9
+  for _ in $(seq 1 50); do nft list table inet seatd 2>/dev/null | grep -q owner && break; sleep 0.1; done
   "$CTL" -q provision --image test-image --egress lab >"$t/out" 2>&1; rc=$?
   nets=$("${VIRSH[@]}" net-list --name | grep -c '^seatd-s' || true)
   doms=$(seat_domains | wc -l)
@@ -78,7 +84,8 @@ if ! nft list table inet seatd >/dev/null 2>&1 || [[ -z $(nft list table inet se
     ! grep -q "lookup $TABLE" <<<"$(ip rule)" \
     && ok "rules that cannot be installed: the seat does not start, nothing is left (domains $doms)" \
     || not_ok "rules that cannot be installed: the seat does not start (rc $rc, domains $doms, networks $nets)"
-  kill "$holder_pid" 2>/dev/null; wait "$holder_pid" 2>/dev/null; holder_pid=
+  exec 9>&-
+  wait "$holder_pid" 2>/dev/null; holder_pid=
   for _ in $(seq 1 50); do nft list table inet seatd >/dev/null 2>&1 || break; sleep 0.1; done
 elif [[ ${SEATD_REQUIRE_VM:-} == 1 ]]; then
   # scripts/test runs this alone: a busy table there means an earlier test left seats behind.

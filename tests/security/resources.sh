@@ -168,9 +168,11 @@ diag "tokens: ${#tokA} and ${#tokB} characters"
 "$CTL" exec "$B" -- sh -c "echo $canary-B > /root/secret; sync" >/dev/null 2>&1
 hostkey=$(sed -n 2p "$t/state/trust/host.key" 2>/dev/null | cut -c121-160) # inside the secret, not the header
 # Guest A reads every block device it has, raw: neither B's secret nor the host key is there.
-# (the patterns go in on stdin: argv is logged, and the log is searched for the key below)
+# (the patterns go in on stdin: argv is logged, and the log is searched for the key below;
+# -F: they are literal strings, and a fixed-string match reads the disks in a fraction of
+# the time the regex engine took under TCG)
 printf '%s\n%s\n' "$canary-B" "${hostkey:-no-host-key}" |
-  "$CTL" exec --timeout 400 "$A" -- sh -c 'cat >/tmp/pats; for d in /dev/vd* /dev/sd* /dev/nvme*; do [ -b $d ] && cat $d; done 2>/dev/null | grep -a -c -f /tmp/pats || true' >"$t/out" 2>&1
+  "$CTL" exec --timeout 400 "$A" -- sh -c 'cat >/tmp/pats; for d in /dev/vd* /dev/sd* /dev/nvme*; do [ -b $d ] && cat $d; done 2>/dev/null | grep -a -c -F -f /tmp/pats || true' >"$t/out" 2>&1
 [[ $(tail -1 "$t/out") == 0 && -n $hostkey ]] && ok "guest A's raw disks hold neither seat B's secret nor seatd's host key" \
   || not_ok "guest A's raw disks hold neither seat B's secret nor seatd's host key"
 nob status "$A" >"$t/out" 2>&1 && ok "control: seat A's token opens seat A" || not_ok "control: seat A's token opens seat A"
