@@ -606,7 +606,7 @@ static int evidence_headers(struct lws *wsi, Web *w, Conn *c) {
         char disp[256];
         snprintf(disp, sizeof(disp), "attachment; filename=\"%s\"", c->fac_arg);
         if (lws_add_http_common_headers(wsi, 200, "application/octet-stream", c->fac_size, &p, end) ||
-            web_add_security_headers(wsi, w, &p, end) ||
+            web_add_security_headers(wsi, w, &p, end) || web_add_keepalive_header(wsi, w, &p, end) ||
             lws_add_http_header_by_name(wsi, (const unsigned char *) "content-disposition:", (const unsigned char *) disp,
                                         (int) strlen(disp), &p, end) ||
             lws_finalize_write_http_header(wsi, start, &p, end))

@@ -100,6 +100,17 @@ int web_add_security_headers(struct lws *wsi, Web *w, unsigned char **p, unsigne
         return 0;
 }
 
+/* A response with a length leaves the connection open for the client's next request, until
+ * libwebsockets closes it after keepalive_timeout (idle_timeout) seconds. Saying when lets
+ * a client stop reusing it a little before (undici: a second early), instead of sending a
+ * request into our close as it happens: a POST that meets a closed connection is not sent
+ * again, and an agent's tool call would fail with "fetch failed" rather than be answered. */
+int web_add_keepalive_header(struct lws *wsi, Web *w, unsigned char **p, unsigned char *end) {
+        char v[32];
+        int n = snprintf(v, sizeof(v), "timeout=%ld", w->conf->idle_timeout);
+        return lws_add_http_header_by_name(wsi, (const unsigned char *) "keep-alive:", (const unsigned char *) v, n, p, end);
+}
+
 /* Headers, then the body on the next writable callback. */
 int web_respond(struct lws *wsi, Web *w, Conn *c, unsigned status, const char *ctype, const char *body, size_t len,
                 const char *set_cookie, const char *location) {
@@ -108,7 +119,8 @@ int web_respond(struct lws *wsi, Web *w, Conn *c, unsigned status, const char *c
                 body = "\n";
                 len = 1;
         }
-        if (lws_add_http_common_headers(wsi, status, ctype, len, &p, end) || web_add_security_headers(wsi, w, &p, end))
+        if (lws_add_http_common_headers(wsi, status, ctype, len, &p, end) || web_add_security_headers(wsi, w, &p, end) ||
+            web_add_keepalive_header(wsi, w, &p, end))
                 return -1;
         if (status == 401 && c->route == WEB_ROUTE_MCP &&
             lws_add_http_header_by_name(wsi, (const unsigned char *) "www-authenticate:",

@@ -125,3 +125,4 @@ int web_request_cookie(struct lws *wsi, const char *name, char *out, size_t size
 bool web_cross_origin(struct lws *wsi, Web *w);
 /* The security headers every answer carries (no body yet). */
 int web_add_security_headers(struct lws *wsi, Web *w, unsigned char **p, unsigned char *end);
+int web_add_keepalive_header(struct lws *wsi, Web *w, unsigned char **p, unsigned char *end);

@@ -15,7 +15,8 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport, StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { execFileSync } from "node:child_process";
+import { execFile } from "node:child_process";
+import { promisify } from "node:util";
 import { readFileSync } from "node:fs";
 import net from "node:net";
 import { McpError, LATEST_PROTOCOL_VERSION } from "@modelcontextprotocol/sdk/types.js";
@@ -266,19 +267,42 @@ async function reset() {
   const before = await client.callTool({ name: "exec", arguments: { argv: ["true"] } });
   ok(before.structuredContent?.exit_code === 0, "HTTP: a session works before the reset", before);
   const sid = client.transport_.sessionId;
-  execFileSync("sh", ["-c", process.env.RESET_CMD], { stdio: ["ignore", "ignore", "inherit"] });
+  // Not execFileSync: a client whose event loop is blocked for longer than seat-web keeps an
+  // idle connection sends its next request into the connection seat-web has closed meanwhile
+  // (undici: "fetch failed", EPIPE or "other side closed"; a POST is not sent again). That
+  // is the client's doing, and a reset under load takes longer than idle_timeout.
+  await promisify(execFile)("sh", ["-c", process.env.RESET_CMD]);
   try {
     const r = await client.callTool({ name: "exec", arguments: { argv: ["true"] } });
     ok(false, "HTTP: after the reset, the open session's next call is refused", r);
   } catch (e) {
     ok(e instanceof StreamableHTTPError && e.code === 401 && /was reset or released/.test(e.message) && /session has ended/.test(e.message),
-       "HTTP: after the reset, the open session's next call: 401, saying the seat was reset and the session ended", { code: e.code, message: e.message });
+       "HTTP: after the reset, the open session's next call: 401, saying the seat was reset and the session ended",
+       { code: e.code, message: e.message, cause: e.cause?.code ?? e.cause?.message });
   }
   console.log(`# session ${sid ? sid.slice(0, 6) : "?"}... ended by the reset`);
   await refusedAt(tokenFile, httpUrl, "HTTP: after the reset, a new session with the old token: 401", 401, /does not open seat/);
 }
 
-const scenarios = { main, volatile, refused, transfer, "wrong-token": wrongToken, "other-seat": otherSeat, reset };
+// An agent that thinks for longer than seat-web keeps an idle connection (idle_timeout):
+// seat-web closes that connection meanwhile, and the next call must still be answered.
+async function pause() {
+  const client = await connect();
+  const first = await client.callTool({ name: "exec", arguments: { argv: ["true"] } });
+  const idle = Number(process.env.IDLE_S);
+  await new Promise((resolve) => setTimeout(resolve, (idle + 2) * 1000));
+  try {
+    const r = await client.callTool({ name: "exec", arguments: { argv: ["true"] } });
+    ok(first.structuredContent?.exit_code === 0 && r.structuredContent?.exit_code === 0,
+       `HTTP: a client idle ${idle + 2} s (past seat-web's idle_timeout, ${idle} s): its next call is answered`, r);
+  } catch (e) {
+    ok(false, `HTTP: a client idle ${idle + 2} s: its next call is answered`,
+       { message: e.message, cause: e.cause?.code ?? e.cause?.message });
+  }
+  await client.close();
+}
+
+const scenarios = { main, volatile, refused, transfer, pause, "wrong-token": wrongToken, "other-seat": otherSeat, reset };
 try {
   if (!scenarios[scenario]) throw new Error(`unknown scenario ${scenario}`);
   await scenarios[scenario]();

@@ -16,7 +16,8 @@
 #     wrong token and another seat's token are refused, a session open across a reset is
 #     ended with a clear error; curl sends what a client should not (no or a garbage bearer,
 #     an oversized body, another Origin, unknown sessions, plain HTTP); no seatctl mcp child
-#     outlives its session or seat-web.
+#     outlives its session or seat-web; a client blocked past seat-web's idle_timeout still
+#     has its next call answered (seat-web says how long it keeps an idle connection).
 # The participant's side runs as nobody, through the participant socket as shipped.
 #   usage: mcp.sh BUILD_DIR
 set -uo pipefail
@@ -75,7 +76,8 @@ XFER=$t/xfer client transfer "$t/token1" --transfer-dir "$t/xfer"
 # (as the tools' user 65534, as above).
 port=$((20000 + RANDOM % 20000))
 webconf() { seat_web_conf "$@" "seatctl=$CTL" mcp_user=65534; }
-webconf "$t/web.conf" listen_port=$port login_rate_per_address=100 login_rate_per_seat=100 mcp_sessions_per_seat=3
+idle=10 # seat-web closes a connection idle this long (its default, said here for the checks)
+webconf "$t/web.conf" listen_port=$port idle_timeout=$idle login_rate_per_address=100 login_rate_per_seat=100 mcp_sessions_per_seat=3
 as_nobody "$WEB" -c "$t/web.conf" --self-signed >"$t/self" 2>"$t/out" || bail "seat-web --self-signed failed: $(cat "$t/out")"
 # setpriv itself in the background (not the as_nobody function): $! is seat-web.
 setpriv --reuid=nobody --regid=nogroup --clear-groups -- "$WEB" -c "$t/web.conf" -l debug >"$t/web.log" 2>&1 &
@@ -88,6 +90,7 @@ export NODE_EXTRA_CA_CERTS=$t/web/tls/cert.pem
 MCP_URL=$base/mcp/$S client main "$t/token1"
 MCP_URL=$base/mcp/$S WRONG_TOKEN_FILE=$t/token-wrong client wrong-token "$t/token1"
 MCP_URL=$base/mcp/$S OTHER_URL=$base/mcp/$S2 OTHER_TOKEN_FILE=$t/token-other client other-seat "$t/token1"
+MCP_URL=$base/mcp/$S IDLE_S=$idle client pause "$t/token1"
 
 # curl: what a client should not send. mcp URL BODY-FILE [CURL ARGS...]: the status code;
 # the headers in $t/hdrs, the body in $t/body.
@@ -121,6 +124,9 @@ code=$(mcp "$u" "$t/ping.json" -H "$bearer")
 [[ $code == 400 ]] && grep -q "send 'initialize' first" "$t/body" && ok "HTTP: a request without a session: 400, saying to initialize" || not_ok "HTTP: no session: $code"
 code=$(mcp "$u" "$t/init.json" -H "$bearer" -H 'content-type: text/plain')
 [[ $code == 415 ]] && ok "HTTP: a body that is not application/json: 415" || not_ok "HTTP: text/plain: $code"
+grep -qix "keep-alive: timeout=$idle"$'\r' "$t/hdrs" &&
+        ok "HTTP: a response that keeps its connection says for how long (keep-alive: timeout=$idle, seat-web's idle_timeout)" ||
+        { cp "$t/hdrs" "$t/out"; not_ok "HTTP: no keep-alive hint"; }
 code=$(curl -s --cacert "$t/web/tls/cert.pem" -o /dev/null -w '%{http_code}' -H "$bearer" "$u")
 [[ $code == 405 ]] && ok "HTTP: GET (no server-sent stream): 405" || not_ok "HTTP: GET: $code"
 code=$(curl -s -o /dev/null -w '%{http_code}' -X POST -H "$bearer" -H 'content-type: application/json' --data-binary "@$t/init.json" "http://127.0.0.1:$port/mcp/$S")
