@@ -162,6 +162,11 @@ static int do_watch(const Options *o, SeatError **err) {
         return 0;
 }
 
+static void print_lines(char *const *l) {
+        for (; *l; l++)
+                printf("%s\n", *l);
+}
+
 static int print_dnsmasq(const Options *o, SeatError **err) {
         _cleanup_strv_free_ char **l = NULL;
         NetSeat ns = { .names = o->spec.profile, .host = o->spec.host };
@@ -169,8 +174,7 @@ static int print_dnsmasq(const Options *o, SeatError **err) {
         int r = netdef_dnsmasq_options(&ns, &l);
         if (r < 0)
                 return seat_error_set(err, -r, "cannot make the resolver's options");
-        for (char **x = l; *x; x++)
-                printf("%s\n", *x);
+        print_lines(l);
         return 0;
 }
 
@@ -181,8 +185,7 @@ static int print_dnsguard(const Options *o, SeatError **err) {
         int r = netdef_guard_argv(&ns, &l);
         if (r < 0)
                 return seat_error_set(err, -r, "cannot make the DNS guard's arguments (a profile with names?)");
-        for (char **x = l; *x; x++)
-                printf("%s\n", *x);
+        print_lines(l);
         return 0;
 }
 

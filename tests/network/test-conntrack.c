@@ -89,6 +89,16 @@ static size_t flow(Msg *m, const char *guest, bool zone) {
         return msg_done(m);
 }
 
+/* A message whose original tuple holds only a source address of len bytes; the tuple is
+ * left open for what the caller adds. */
+static void orig_src_open(Msg *m, const void *src, size_t len) {
+        msg_start(m, AF_INET);
+        nest(m, CTA_TUPLE_ORIG);
+        nest(m, CTA_TUPLE_IP);
+        put(m, CTA_IP_V4_SRC, src, len);
+        end(m);
+}
+
 static struct in_addr ip(const char *s) {
         struct in_addr a;
         inet_pton(AF_INET, s, &a);
@@ -144,11 +154,7 @@ TEST(malformed) {
         orig->nla_len = 2;
         assert_int_equal(conntrack_entry_match(m.buf, n, ip("10.214.0.2"), &e), -EBADMSG);
         /* an address of the wrong size */
-        msg_start(&m, AF_INET);
-        nest(&m, CTA_TUPLE_ORIG);
-        nest(&m, CTA_TUPLE_IP);
-        put(&m, CTA_IP_V4_SRC, "\x0a\xd6\x00", 3);
-        end(&m);
+        orig_src_open(&m, "\x0a\xd6\x00", 3);
         end(&m);
         n = msg_done(&m);
         assert_int_equal(conntrack_entry_match(m.buf, n, ip("10.214.0.2"), &e), -EBADMSG);
@@ -157,11 +163,7 @@ TEST(malformed) {
         n = msg_done(&m);
         assert_int_equal(conntrack_entry_match(m.buf, n, ip("10.214.0.2"), &e), -EBADMSG);
         /* an original tuple too large to send back */
-        msg_start(&m, AF_INET);
-        nest(&m, CTA_TUPLE_ORIG);
-        nest(&m, CTA_TUPLE_IP);
-        put(&m, CTA_IP_V4_SRC, "\x0a\xd6\x00\x02", 4);
-        end(&m);
+        orig_src_open(&m, "\x0a\xd6\x00\x02", 4);
         uint8_t pad[CONNTRACK_TUPLE_MAX] = {};
         put(&m, CTA_TUPLE_ZONE + 10, pad, sizeof(pad));
         end(&m);

@@ -67,23 +67,27 @@ static const uint8_t ip4_tcp[] = {
         0x9c, 0x40, 0x1f, 0x90, 0, 0, 0, 0, 0, 0, 0, 0, 0xa0, 0x02, 0, 0, 0, 0, 0, 0,
 };
 
-/* A packet message of family with payload and prefix, parsed into p. */
-static int parse_payload(Msg *m, uint8_t family, const void *payload, size_t len, const char *prefix, NflogPacket *p) {
+/* A packet message of family: a packet header saying hw_proto (none when 0), then payload
+ * and prefix. Its length. */
+static size_t packet_msg(Msg *m, uint8_t family, uint16_t hw_proto, const void *payload, size_t len, const char *prefix) {
         msg_start(m, PKT_TYPE, family);
+        if (hw_proto)
+                put_hdr(m, hw_proto);
         put(m, NFULA_PAYLOAD, payload, len);
         put_prefix(m, prefix);
-        return nflog_packet_parse(bytes(m), msg_done(m), p);
+        return msg_done(m);
+}
+
+/* That message, parsed into p. */
+static int parse_packet(Msg *m, uint8_t family, uint16_t hw_proto, const void *payload, size_t len, const char *prefix,
+                        NflogPacket *p) {
+        return nflog_packet_parse(bytes(m), packet_msg(m, family, hw_proto, payload, len, prefix), p);
 }
 
 TEST(ipv4_tcp) {
-        (void) state;
         Msg m;
         NflogPacket p;
-        msg_start(&m, PKT_TYPE, AF_INET);
-        put_hdr(&m, 0x0800);
-        put(&m, NFULA_PAYLOAD, ip4_tcp, sizeof(ip4_tcp));
-        put_prefix(&m, "seatd-deny s1 ");
-        assert_int_equal(nflog_packet_parse(bytes(&m), msg_done(&m), &p), 1);
+        assert_int_equal(parse_packet(&m, AF_INET, 0x0800, ip4_tcp, sizeof(ip4_tcp), "seatd-deny s1 ", &p), 1);
         assert_string_equal(p.seat, "s1");
         assert_int_equal(p.family, AF_INET);
         assert_memory_equal(p.daddr, ((uint8_t[]) { 198, 51, 100, 20 }), 4);
@@ -92,14 +96,13 @@ TEST(ipv4_tcp) {
 }
 
 TEST(ipv4_udp_options_and_fragment) {
-        (void) state;
         Msg m;
         NflogPacket p;
         /* IHL 6 (one option word), UDP to 203.0.113.7:53 */
         uint8_t pkt[] = { 0x46, 0, 0, 40, 0, 0, 0, 0, 64, IPPROTO_UDP, 0, 0, 10, 213, 0, 6, 203, 0, 113, 7,
                           1, 1, 1, 0, 0x9c, 0x40, 0, 53, 0, 8, 0, 0 };
         /* no packet header: the payload decides */
-        assert_int_equal(parse_payload(&m, AF_INET, pkt, sizeof(pkt), "seatd-deny seat_2-x ", &p), 1);
+        assert_int_equal(parse_packet(&m, AF_INET, 0, pkt, sizeof(pkt), "seatd-deny seat_2-x ", &p), 1);
         assert_string_equal(p.seat, "seat_2-x");
         assert_int_equal(p.proto, IPPROTO_UDP);
         assert_int_equal(p.dport, 53);
@@ -107,19 +110,18 @@ TEST(ipv4_udp_options_and_fragment) {
         /* a later fragment: no ports */
         pkt[6] = 0x00;
         pkt[7] = 0x10;
-        assert_int_equal(parse_payload(&m, AF_INET, pkt, sizeof(pkt), "seatd-deny s1 ", &p), 1);
+        assert_int_equal(parse_packet(&m, AF_INET, 0, pkt, sizeof(pkt), "seatd-deny s1 ", &p), 1);
         assert_int_equal(p.family, AF_INET);
         assert_int_equal(p.proto, IPPROTO_UDP);
         assert_int_equal(p.dport, 0);
 
         /* the header cut before the ports: the address, no port */
-        assert_int_equal(parse_payload(&m, AF_INET, pkt, 24, "seatd-deny s1 ", &p), 1);
+        assert_int_equal(parse_packet(&m, AF_INET, 0, pkt, 24, "seatd-deny s1 ", &p), 1);
         assert_int_equal(p.family, AF_INET);
         assert_int_equal(p.dport, 0);
 }
 
 TEST(ipv6) {
-        (void) state;
         Msg m;
         NflogPacket p;
         uint8_t pkt[40 + 8 + 4] = { 0x60, 0, 0, 0, 0, 12, IPPROTO_DSTOPTS, 64 };
@@ -130,11 +132,7 @@ TEST(ipv6) {
         pkt[41] = 0;
         pkt[48 + 2] = 0x01;
         pkt[48 + 3] = 0xbb;
-        msg_start(&m, PKT_TYPE, AF_INET6);
-        put_hdr(&m, 0x86dd);
-        put(&m, NFULA_PAYLOAD, pkt, sizeof(pkt));
-        put_prefix(&m, "seatd-deny s1 ");
-        assert_int_equal(nflog_packet_parse(bytes(&m), msg_done(&m), &p), 1);
+        assert_int_equal(parse_packet(&m, AF_INET6, 0x86dd, pkt, sizeof(pkt), "seatd-deny s1 ", &p), 1);
         assert_int_equal(p.family, AF_INET6);
         assert_memory_equal(p.daddr, &dst, 16);
         assert_int_equal(p.proto, IPPROTO_TCP);
@@ -155,11 +153,7 @@ TEST(receive_stops_at_the_datagram) {
         uint32_t buf[1024] = {};
         Msg stale;
         assert_int_equal(socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sv), 0);
-        msg_start(&stale, PKT_TYPE, AF_INET);
-        put_hdr(&stale, 0x0800);
-        put(&stale, NFULA_PAYLOAD, ip4_tcp, sizeof(ip4_tcp));
-        put_prefix(&stale, "seatd-deny s1 ");
-        size_t sl = msg_done(&stale);
+        size_t sl = packet_msg(&stale, AF_INET, 0x0800, ip4_tcp, sizeof(ip4_tcp), "seatd-deny s1 ");
         memcpy((uint8_t *) buf + 200, bytes(&stale), sl);
         uint32_t dgram[50] = {}; /* 198 bytes: one NOOP message of 197 */
         struct nlmsghdr *h = (struct nlmsghdr *) dgram;
@@ -173,35 +167,26 @@ TEST(receive_stops_at_the_datagram) {
 }
 
 TEST(not_ip) {
-        (void) state;
         Msg m;
         NflogPacket p;
-        msg_start(&m, PKT_TYPE, AF_UNSPEC);
-        put_hdr(&m, 0x0806);
-        put(&m, NFULA_PAYLOAD, ip4_tcp, sizeof(ip4_tcp)); /* looks like IPv4, is not */
-        put_prefix(&m, "seatd-deny s1 ");
-        assert_int_equal(nflog_packet_parse(bytes(&m), msg_done(&m), &p), 1);
+        /* ARP, with a payload that looks like IPv4: is not */
+        assert_int_equal(parse_packet(&m, AF_UNSPEC, 0x0806, ip4_tcp, sizeof(ip4_tcp), "seatd-deny s1 ", &p), 1);
         assert_int_equal(p.family, AF_UNSPEC);
         assert_int_equal(p.proto, 0);
         assert_int_equal(p.dport, 0);
 
         /* says IPv6, carries IPv4: unknown rather than wrong */
-        msg_start(&m, PKT_TYPE, AF_INET6);
-        put_hdr(&m, 0x86dd);
-        put(&m, NFULA_PAYLOAD, ip4_tcp, sizeof(ip4_tcp));
-        put_prefix(&m, "seatd-deny s1 ");
-        assert_int_equal(nflog_packet_parse(bytes(&m), msg_done(&m), &p), 1);
+        assert_int_equal(parse_packet(&m, AF_INET6, 0x86dd, ip4_tcp, sizeof(ip4_tcp), "seatd-deny s1 ", &p), 1);
         assert_int_equal(p.family, AF_UNSPEC);
 }
 
 TEST(not_ours) {
-        (void) state;
         Msg m;
         NflogPacket p;
         const char *prefixes[] = { "other ", "seatd-deny ", "seatd-deny s1", "seatd-deny a/b ", "seatd-deny s 1 ",
                                    "seatd-deny 012345678901234567890123456789012 " };
         for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++) {
-                assert_int_equal(parse_payload(&m, AF_INET, ip4_tcp, sizeof(ip4_tcp), prefixes[i], &p), 0);
+                assert_int_equal(parse_packet(&m, AF_INET, 0, ip4_tcp, sizeof(ip4_tcp), prefixes[i], &p), 0);
         }
         /* no prefix at all */
         msg_start(&m, PKT_TYPE, AF_INET);
@@ -221,13 +206,9 @@ TEST(not_ours) {
 }
 
 TEST(malformed) {
-        (void) state;
         Msg m;
         NflogPacket p;
-        msg_start(&m, PKT_TYPE, AF_INET);
-        put(&m, NFULA_PAYLOAD, ip4_tcp, sizeof(ip4_tcp));
-        put_prefix(&m, "seatd-deny s1 ");
-        size_t len = msg_done(&m);
+        size_t len = packet_msg(&m, AF_INET, 0, ip4_tcp, sizeof(ip4_tcp), "seatd-deny s1 ");
         /* cut anywhere: never read past the end, never a wrong answer */
         for (size_t cut = 0; cut < len; cut++) {
                 ((struct nlmsghdr *) bytes(&m))->nlmsg_len = (uint32_t) len;

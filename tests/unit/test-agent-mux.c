@@ -211,12 +211,19 @@ static void *ping_thread(void *p) {
         return NULL;
 }
 
-/* A scripted agent and one ping on a handle of its own, sent: its id in *ret_id. */
-static void ping_sent(Scripted *p, Ping *a, pthread_t *t, long long *ret_id) {
-        scripted_open(p);
-        assert_int_equal(agent_client_open(p->client, &a->h), 0);
-        assert_int_equal(pthread_create(t, NULL, ping_thread, a), 0);
-        read_ids(p, 1, ret_id);
+/* A scripted agent and one ping on a handle of its own, in its thread. */
+typedef struct OnePing {
+        Scripted p;
+        Ping a;
+        pthread_t t;
+        long long id; /* the ping's, as the agent read it */
+} OnePing;
+
+static void ping_sent(OnePing *o) {
+        scripted_open(&o->p);
+        assert_int_equal(agent_client_open(o->p.client, &o->a.h), 0);
+        assert_int_equal(pthread_create(&o->t, NULL, ping_thread, &o->a), 0);
+        read_ids(&o->p, 1, &o->id);
 }
 
 TEST(replies_out_of_order) {
@@ -267,37 +274,31 @@ TEST(unknown_id_ends_the_connection) {
 
 /* A second final reply for the same id is as unknown as any. */
 TEST(second_reply_ends_the_connection) {
-        Scripted p;
-        Ping a = {};
-        pthread_t ta;
-        long long ids[1];
-        ping_sent(&p, &a, &ta, ids);
+        OnePing o = {};
+        ping_sent(&o);
         char reply[256];
-        snprintf(reply, sizeof(reply), "{\"type\":\"pong\",\"id\":%lld,\"uptime_ms\":1}\n", ids[0]);
-        says(&p, reply);
-        assert_int_equal(pthread_join(ta, NULL), 0);
-        assert_int_equal(a.r, 0);
-        says(&p, reply);
+        snprintf(reply, sizeof(reply), "{\"type\":\"pong\",\"id\":%lld,\"uptime_ms\":1}\n", o.id);
+        says(&o.p, reply);
+        assert_int_equal(pthread_join(o.t, NULL), 0);
+        assert_int_equal(o.a.r, 0);
+        says(&o.p, reply);
         _cleanup_error_ SeatError *err = NULL;
-        assert_int_equal(agent_client_ping(a.h, 5000, &err), -EPROTO);
-        agent_client_free(a.h);
-        scripted_close(&p);
+        assert_int_equal(agent_client_ping(o.a.h, 5000, &err), -EPROTO);
+        agent_client_free(o.a.h);
+        scripted_close(&o.p);
 }
 
 /* The connection's first handle goes: the others' waits end at once. */
 TEST(closing_ends_other_waits) {
-        Scripted p;
-        Ping a = {};
-        pthread_t ta;
-        long long ids[1];
-        ping_sent(&p, &a, &ta, ids);
+        OnePing o = {};
+        ping_sent(&o);
         int64_t t0 = now_monotonic_ms();
-        p.client = agent_client_free(p.client);
-        assert_int_equal(pthread_join(ta, NULL), 0);
-        assert_true(a.r < 0);
+        o.p.client = agent_client_free(o.p.client);
+        assert_int_equal(pthread_join(o.t, NULL), 0);
+        assert_true(o.a.r < 0);
         assert_true(now_monotonic_ms() - t0 < 5000);
-        agent_client_free(a.h);
-        scripted_close(&p);
+        agent_client_free(o.a.h);
+        scripted_close(&o.p);
 }
 
 int main(int argc, char **argv) {

@@ -171,6 +171,16 @@ TEST(inputs) {
         archive_manifest_free(m);
 }
 
+/* p sealed into dir/name (that path written to out), then verified: its manifest. */
+static ArchiveManifest *seal_verified(const ArchiveSealParams *p, const char *name, char *out, size_t size) {
+        ArchiveManifest *m = NULL;
+        SeatError *e = NULL;
+        snprintf(out, size, "%s/%s", dir, name);
+        assert_int_equal(archive_seal(out, p, &e), 0);
+        assert_int_equal(archive_verify(out, &host_pk, NULL, NULL, &m, &e), 0);
+        return m;
+}
+
 /* A manifest, valid but for one summary field (summary: '"guest":{...}'), is refused with
  * a message that names the summary. */
 static void assert_summary_refused(const char *summary, const char *what) {
@@ -208,9 +218,7 @@ TEST(guest_collection) {
                                 .skipped = 3, .max_bytes = 1 << 20, .max_file_bytes = 200000, .max_files = 2 };
         ArchiveSealParams p = { .seat_id = "seat-1", .session = SESSION, .inputs = in, .n_inputs = 3, .host_key = host,
                                 .facilitator = &fac_pk, .audit_key = akey, .collection = &c };
-        snprintf(out, sizeof(out), "%s/guest.sev", dir);
-        assert_int_equal(archive_seal(out, &p, &e), 0);
-        assert_int_equal(archive_verify(out, &host_pk, NULL, NULL, &m, &e), 0);
+        m = seal_verified(&p, "guest.sev", out, sizeof(out));
         assert_true(m->has_collection);
         assert_false(m->collection.complete);
         assert_int_equal(m->collection.skipped, 3);
@@ -254,8 +262,6 @@ TEST(guest_collection) {
 /* The capture's summary: its files and bytes counted from the capture members whatever the
  * caller said, "complete" from its counts, signed; a manifest that disagrees is refused. */
 TEST(capture_summary) {
-        SeatError *e = NULL;
-        ArchiveManifest *m = NULL;
         char out[300];
         ArchiveInput in[] = {
                 { .name = "audit.log", .role = "audit", .path = audit_path },
@@ -267,9 +273,7 @@ TEST(capture_summary) {
                              .files_rotated = 1, .packets_rotated = 700, .bytes_rotated = 131000 };
         ArchiveSealParams p = { .seat_id = "seat-1", .session = SESSION, .inputs = in, .n_inputs = 3, .host_key = host,
                                 .facilitator = &fac_pk, .audit_key = akey, .capture = &c };
-        snprintf(out, sizeof(out), "%s/capture.sev", dir);
-        assert_int_equal(archive_seal(out, &p, &e), 0);
-        assert_int_equal(archive_verify(out, &host_pk, NULL, NULL, &m, &e), 0);
+        ArchiveManifest *m = seal_verified(&p, "capture.sev", out, sizeof(out));
         assert_true(m->has_capture);
         assert_false(m->capture.complete);
         assert_int_equal(m->capture.files, 2);

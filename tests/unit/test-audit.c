@@ -99,6 +99,19 @@ static void expect_fail(const char *path, unsigned flags, int code, const char *
         seat_error_free(e);
 }
 
+/* A closed log with n tool records, its lines in ls; returns its path. */
+static char *write_log_lines(unsigned n, Lines *ls) {
+        char *path = write_log(n, true);
+        read_lines(path, ls);
+        return path;
+}
+
+/* The lines (tampered with) written as a log of their own, which verify refuses. */
+static void expect_lines_fail(const Lines *ls, int code, const char *needle) {
+        _cleanup_free_ char *path = write_lines(ls);
+        expect_fail(path, 0, code, needle);
+}
+
 TEST(roundtrip) {
         _cleanup_free_ char *p = write_log(5, true);
         uint64_t n = 0;
@@ -143,12 +156,10 @@ TEST(truncation) {
         SeatError *e = NULL;
         assert_int_equal(audit_log_verify(open_log, key, AUDIT_VERIFY_SESSION_OPEN, NULL, &e), 0);
 
-        _cleanup_free_ char *p = write_log(3, true);
         Lines ls;
-        read_lines(p, &ls);
+        _cleanup_free_ char *p = write_log_lines(3, &ls);
         free(ls.l[--ls.n]); /* drop "end" */
-        _cleanup_free_ char *q = write_lines(&ls);
-        expect_fail(q, 0, EPIPE, "without an end record");
+        expect_lines_fail(&ls, EPIPE, "without an end record");
         /* cut mid-line */
         _cleanup_free_ char *buf = NULL;
         size_t len;
@@ -162,52 +173,44 @@ TEST(truncation) {
 }
 
 TEST(drop_reorder_duplicate) {
-        _cleanup_free_ char *p = write_log(4, true);
         Lines ls;
-        read_lines(p, &ls);
+        _cleanup_free_ char *p = write_log_lines(4, &ls);
 
         Lines d = ls; /* dropped record 2 */
         memmove(d.l + 2, d.l + 3, (d.n - 3) * sizeof(char *));
         d.n--;
-        _cleanup_free_ char *p1 = write_lines(&d);
-        expect_fail(p1, 0, EILSEQ, "record(s) 2..2 were dropped");
+        expect_lines_fail(&d, EILSEQ, "record(s) 2..2 were dropped");
 
         Lines o = ls; /* 1 and 2 swapped */
         o.l[1] = ls.l[2], o.l[2] = ls.l[1];
-        _cleanup_free_ char *p2 = write_lines(&o);
-        expect_fail(p2, 0, EILSEQ, "line 2: record 2 where record 1");
+        expect_lines_fail(&o, EILSEQ, "line 2: record 2 where record 1");
 
         Lines u = ls; /* record 3 twice */
         memmove(u.l + 4, u.l + 3, (u.n - 3) * sizeof(char *));
         u.n++;
-        _cleanup_free_ char *p3 = write_lines(&u);
-        expect_fail(p3, 0, EILSEQ, "duplicated or reordered");
+        expect_lines_fail(&u, EILSEQ, "duplicated or reordered");
 
         Lines a = ls; /* something after end */
         a.l[a.n++] = ls.l[1];
-        _cleanup_free_ char *p4 = write_lines(&a);
-        expect_fail(p4, 0, EILSEQ, "after the end record");
+        expect_lines_fail(&a, EILSEQ, "after the end record");
         free_lines(&ls);
 }
 
 TEST(edit) {
-        _cleanup_free_ char *p = write_log(3, true);
         Lines ls;
-        read_lines(p, &ls);
+        _cleanup_free_ char *p = write_log_lines(3, &ls);
         char *x = strstr(ls.l[2], "ls -l");
         assert_non_null(x);
         x[0] = 'r', x[1] = 'm';
-        _cleanup_free_ char *q = write_lines(&ls);
-        expect_fail(q, 0, EKEYREJECTED, "audit record 2 (line 3): the MAC does not verify");
+        expect_lines_fail(&ls, EKEYREJECTED, "audit record 2 (line 3): the MAC does not verify");
         free_lines(&ls);
 }
 
 /* CVE-2023-31439-style: an attacker holding a later epoch's key rewrites an earlier record
  * (keeping seq and prev) and authenticates it with that key. */
 TEST(rekeyed_record) {
-        _cleanup_free_ char *p = write_log(4, true);
         Lines ls;
-        read_lines(p, &ls);
+        _cleanup_free_ char *p = write_log_lines(4, &ls);
         uint8_t k[AUDIT_KEY_BYTES], next[AUDIT_KEY_BYTES];
         memcpy(k, key, sizeof(k));
         for (unsigned i = 0; i < 4; i++) { /* k_4: the key after record 3 */
@@ -228,8 +231,7 @@ TEST(rekeyed_record) {
         assert_true(asprintf(&ls.l[2], "%s,\"mac\":\"%s\"}", body, hex) > 0);
         audit_record_done(&rec);
         free(body);
-        _cleanup_free_ char *q = write_lines(&ls);
-        expect_fail(q, 0, EKEYREJECTED, "later epoch 4");
+        expect_lines_fail(&ls, EKEYREJECTED, "later epoch 4");
         free_lines(&ls);
 }
 

@@ -10,6 +10,7 @@
 
 #include "common/control-proto.h"
 #include "common/jsonframe.h"
+#include "unit-cases.h"
 
 static ControlMsg *parse(const char *s) {
         ControlMsg *m = NULL;
@@ -56,56 +57,46 @@ TEST(replies) {
 }
 
 TEST(refusals) {
-        refused("nope", 0, CONTROL_ERR_MALFORMED);
-        refused("{\"method\":\"hello\"}", 0, CONTROL_ERR_INVALID);
-        refused("{\"id\":0,\"method\":\"hello\"}", 0, CONTROL_ERR_INVALID);
-        refused("{\"id\":5,\"method\":\"Hello World\"}", 5, CONTROL_ERR_INVALID);
-        refused("{\"id\":5,\"method\":\"hello\",\"params\":[1]}", 5, CONTROL_ERR_INVALID);
-        refused("{\"id\":5}", 5, CONTROL_ERR_INVALID);
-        /* Found by libFuzzer: "type":"error" let id 0 through, on what was a request. */
-        refused("{\"id\":0,\"type\":\"error\",\"method\":\"hello\"}", 0, CONTROL_ERR_INVALID);
-        refused("{\"id\":5,\"type\":\"error\",\"error\":\"x\"}", 5, CONTROL_ERR_INVALID);
-        refused("{\"id\":5,\"type\":\"result\",\"result\":7}", 5, CONTROL_ERR_INVALID);
-}
-
-/* head, then elem repeated (comma-separated) for about len bytes, then tail. */
-static char *repeated(const char *head, const char *elem, size_t count_or_len, bool by_count, const char *tail) {
-        size_t hl = strlen(head), el = strlen(elem), tl = strlen(tail), n = hl, k = 0;
-        size_t len = by_count ? hl + count_or_len * (el + 1) + tl + 1 : count_or_len;
-        char *s = malloc(len + el + tl + 2);
-        assert_non_null(s);
-        memcpy(s, head, hl);
-        while (by_count ? k < count_or_len : n + el + 1 + tl < len) {
-                if (k++)
-                        s[n++] = ',';
-                memcpy(s + n, elem, el);
-                n += el;
-        }
-        memcpy(s + n, tail, tl + 1);
-        return s;
+        static const struct {
+                const char *line;
+                int64_t id; /* the id the error goes back to */
+                const char *code;
+        } cases[] = {
+                { "nope", 0, CONTROL_ERR_MALFORMED },
+                { "{\"method\":\"hello\"}", 0, CONTROL_ERR_INVALID },
+                { "{\"id\":0,\"method\":\"hello\"}", 0, CONTROL_ERR_INVALID },
+                { "{\"id\":5,\"method\":\"Hello World\"}", 5, CONTROL_ERR_INVALID },
+                { "{\"id\":5,\"method\":\"hello\",\"params\":[1]}", 5, CONTROL_ERR_INVALID },
+                { "{\"id\":5}", 5, CONTROL_ERR_INVALID },
+                /* Found by libFuzzer: "type":"error" let id 0 through, on what was a request. */
+                { "{\"id\":0,\"type\":\"error\",\"method\":\"hello\"}", 0, CONTROL_ERR_INVALID },
+                { "{\"id\":5,\"type\":\"error\",\"error\":\"x\"}", 5, CONTROL_ERR_INVALID },
+                { "{\"id\":5,\"type\":\"result\",\"result\":7}", 5, CONTROL_ERR_INVALID },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++)
+                refused(cases[i].line, cases[i].id, cases[i].code);
 }
 
 /* A client's line is parsed on seatd's event loop before it has said hello: 1 MiB of
  * "{}," would cost json-c some 270 MiB and 0.3 s there. Refused unparsed, with too_large. */
 TEST(amplification) {
-        _cleanup_free_ char *amp = repeated("{\"id\":1,\"method\":\"hello\",\"params\":{\"x\":[", "{}", 1024 * 1024, false, "]}}");
-        _cleanup_free_ char *arrays = repeated("{\"id\":1,\"method\":\"hello\",\"params\":{\"x\":[", "[]", 1024 * 1024, false, "]}}");
-        _cleanup_free_ char *zeros = repeated("{\"id\":1,\"method\":\"hello\",\"params\":{\"x\":[", "0", 1024 * 1024, false, "]}}");
-        _cleanup_free_ char *keys = repeated("{\"id\":1,\"method\":\"hello\",\"params\":{", "\"\":0", 1024 * 1024, false, "}}");
+        _cleanup_free_ char *amp = unit_repeat_len("{\"id\":1,\"method\":\"hello\",\"params\":{\"x\":[", "{}", 1024 * 1024, "]}}");
+        _cleanup_free_ char *arrays = unit_repeat_len("{\"id\":1,\"method\":\"hello\",\"params\":{\"x\":[", "[]", 1024 * 1024, "]}}");
+        _cleanup_free_ char *zeros = unit_repeat_len("{\"id\":1,\"method\":\"hello\",\"params\":{\"x\":[", "0", 1024 * 1024, "]}}");
+        _cleanup_free_ char *keys = unit_repeat_len("{\"id\":1,\"method\":\"hello\",\"params\":{", "\"\":0", 1024 * 1024, "}}");
         ControlParseError err;
         ControlMsg *m = NULL;
 
-        refused(amp, 0, CONTROL_ERR_TOO_LARGE);
-        refused(arrays, 0, CONTROL_ERR_TOO_LARGE);
-        refused(zeros, 0, CONTROL_ERR_TOO_LARGE);
-        refused(keys, 0, CONTROL_ERR_TOO_LARGE);
+        const char *const floods[] = { amp, arrays, zeros, keys };
+        for (size_t i = 0; i < ELEMENTSOF(floods); i++)
+                refused(floods[i], 0, CONTROL_ERR_TOO_LARGE);
         assert_int_equal(control_msg_parse(amp, strlen(amp), &m, &err), -E2BIG);
         assert_non_null(strstr(err.message, "more than 64 JSON objects and arrays or 4096 values"));
 
         /* The largest request there is still parses: seat.exec with 1024 argv and 1024 env
          * strings (AGENT_ARGV_MAX, AGENT_ENV_MAX). */
-        _cleanup_free_ char *argv = repeated("", "\"x\"", 1024, true, "");
-        _cleanup_free_ char *env = repeated("", "\"A=1\"", 1024, true, "");
+        _cleanup_free_ char *argv = unit_repeat_count("", "\"x\"", 1024, "");
+        _cleanup_free_ char *env = unit_repeat_count("", "\"A=1\"", 1024, "");
         _cleanup_free_ char *exec = NULL;
         assert_true(asprintf(&exec, "{\"id\":2,\"method\":\"seat.exec\",\"params\":{\"seat\":\"s1\",\"token\":\"t\","
                                     "\"argv\":[%s],\"env\":[%s],\"cwd\":\"/\",\"timeout_ms\":1000,\"stdin\":\"\"}}",
@@ -114,8 +105,8 @@ TEST(amplification) {
         assert_int_equal(json_object_array_length(json_object_object_get(ok->body, "argv")), 1024);
 
         /* seatctl reads seatd's replies, which may be long lists, without those caps. */
-        _cleanup_free_ char *list = repeated("{\"id\":3,\"type\":\"result\",\"result\":{\"archives\":[",
-                                             "{\"name\":\"a\",\"size\":1}", 10000, true, "]}}");
+        _cleanup_free_ char *list = unit_repeat_count("{\"id\":3,\"type\":\"result\",\"result\":{\"archives\":[",
+                                                      "{\"name\":\"a\",\"size\":1}", 10000, "]}}");
         refused(list, 0, CONTROL_ERR_TOO_LARGE);
         _cleanup_control_msg_ ControlMsg *reply = NULL;
         assert_int_equal(control_msg_parse_reply(list, strlen(list), &reply, &err), 0);

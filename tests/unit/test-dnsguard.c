@@ -110,6 +110,56 @@ static DnsgVerdict judge(const char *qname, const Msg *m, const char **ret_reaso
         return v;
 }
 
+/* One record of an answer built from a table. */
+typedef struct Rr {
+        const char *owner; /* "" means a pointer to the question's name; NULL ends a list */
+        uint16_t type;     /* 1: A, data an IPv4 address; 5 CNAME, 39 DNAME: data the target */
+        const char *data;
+} Rr;
+
+#define RRS_MAX 4
+
+/* An answer to qname with its records rrs, and the verdict (and reason, where not NULL)
+ * the guard must give it. */
+typedef struct AnswerCase {
+        const char *qname;
+        Rr rrs[RRS_MAX];
+        DnsgVerdict want;
+        const char *why;
+} AnswerCase;
+
+/* A response header for UP_ID with an answer records announced, and the question qname. */
+static void answer(Msg *m, const char *qname, uint16_t an) {
+        header(m, UP_ID, 0x81, an, 0, 0);
+        question(m, qname);
+}
+
+static void check_answers(const AnswerCase *cases, size_t n) {
+        for (size_t i = 0; i < n; i++) {
+                const AnswerCase *c = &cases[i];
+                uint16_t an = 0;
+                while (an < RRS_MAX && c->rrs[an].owner)
+                        an++;
+                Msg m;
+                answer(&m, c->qname, an);
+                for (size_t k = 0; k < an; k++) {
+                        const Rr *r = &c->rrs[k];
+                        uint8_t a[4];
+                        if (r->type == 1) {
+                                assert_int_equal(inet_pton(AF_INET, r->data, a), 1);
+                                rr_a(&m, r->owner, a[0], a[1], a[2], a[3]);
+                        } else
+                                rr_cname(&m, r->owner, r->type, r->data);
+                }
+                const char *why = NULL;
+                DnsgVerdict v = judge(c->qname, &m, &why);
+                if (v != c->want)
+                        fail_msg("case %zu '%s': verdict %d, want %d (%s)", i, c->qname, v, c->want, why ? why : "-");
+                if (c->why && (!why || strcmp(why, c->why) != 0))
+                        fail_msg("case %zu '%s': reason '%s', want '%s'", i, c->qname, why ? why : "-", c->why);
+        }
+}
+
 TEST(names) {
         assert_true(dnsg_name_allowed(&policy, "allowed.test"));
         assert_true(dnsg_name_allowed(&policy, "x.allowed.test"));
@@ -145,62 +195,41 @@ TEST(plain_answer) {
 }
 
 TEST(cname_allowed) {
-        const char *why = NULL;
-        Msg m;
-        header(&m, UP_ID, 0x81, 3, 0, 0);
-        question(&m, "cname-in.allowed.test");
-        rr_cname(&m, "", 5, "a.wild.test");
-        rr_cname(&m, "a.wild.test", 5, "other.test");
-        rr_a(&m, "other.test", 198, 51, 100, 10);
-        assert_int_equal(judge("cname-in.allowed.test", &m, &why), DNSG_PASS);
+        static const AnswerCase cases[] = {
+                { "cname-in.allowed.test",
+                  { { "", 5, "a.wild.test" }, { "a.wild.test", 5, "other.test" }, { "other.test", 1, "198.51.100.10" } },
+                  DNSG_PASS, NULL },
+        };
+        check_answers(cases, ELEMENTSOF(cases));
 }
 
 TEST(cname_disallowed) {
-        const char *why = NULL;
-        Msg m;
-        header(&m, UP_ID, 0x81, 2, 0, 0);
-        question(&m, "cname-out.allowed.test");
-        rr_cname(&m, "", 5, "evil.test");
-        rr_a(&m, "evil.test", 203, 0, 113, 66);
-        assert_int_equal(judge("cname-out.allowed.test", &m, &why), DNSG_NXDOMAIN);
-        assert_string_equal(why, "a CNAME to a name not allowed");
-
-        /* deeper in the chain, and to the bare base of a wildcard */
-        header(&m, UP_ID, 0x81, 2, 0, 0);
-        question(&m, "x.allowed.test");
-        rr_cname(&m, "", 5, "a.wild.test");
-        rr_cname(&m, "a.wild.test", 5, "wild.test");
-        assert_int_equal(judge("x.allowed.test", &m, &why), DNSG_NXDOMAIN);
-
-        /* a DNAME out of the names, and one into them */
-        header(&m, UP_ID, 0x81, 1, 0, 0);
-        question(&m, "x.allowed.test");
-        rr_cname(&m, "allowed.test", 39, "evil.test");
-        assert_int_equal(judge("x.allowed.test", &m, &why), DNSG_NXDOMAIN);
-        header(&m, UP_ID, 0x81, 1, 0, 0);
-        question(&m, "x.allowed.test");
-        rr_cname(&m, "allowed.test", 39, "wild.test");
-        assert_int_equal(judge("x.allowed.test", &m, &why), DNSG_PASS);
+        static const AnswerCase cases[] = {
+                { "cname-out.allowed.test", { { "", 5, "evil.test" }, { "evil.test", 1, "203.0.113.66" } },
+                  DNSG_NXDOMAIN, "a CNAME to a name not allowed" },
+                /* deeper in the chain, and to the bare base of a wildcard */
+                { "x.allowed.test", { { "", 5, "a.wild.test" }, { "a.wild.test", 5, "wild.test" } }, DNSG_NXDOMAIN, NULL },
+                /* a DNAME out of the names, and one into them */
+                { "x.allowed.test", { { "allowed.test", 39, "evil.test" } }, DNSG_NXDOMAIN, NULL },
+                { "x.allowed.test", { { "allowed.test", 39, "wild.test" } }, DNSG_PASS, NULL },
+        };
+        check_answers(cases, ELEMENTSOF(cases));
 }
 
 TEST(cname_loops) {
-        const char *why = NULL;
-        Msg m;
-        header(&m, UP_ID, 0x81, 2, 0, 0);
-        question(&m, "a.allowed.test");
-        rr_cname(&m, "", 5, "b.allowed.test");
-        rr_cname(&m, "b.allowed.test", 5, "a.allowed.test");
-        assert_int_equal(judge("a.allowed.test", &m, &why), DNSG_SERVFAIL);
-        assert_string_equal(why, "a CNAME loop");
-
-        header(&m, UP_ID, 0x81, 1, 0, 0); /* to itself */
-        question(&m, "a.allowed.test");
-        rr_cname(&m, "", 5, "a.allowed.test");
-        assert_int_equal(judge("a.allowed.test", &m, &why), DNSG_SERVFAIL);
+        static const AnswerCase cases[] = {
+                { "a.allowed.test", { { "", 5, "b.allowed.test" }, { "b.allowed.test", 5, "a.allowed.test" } },
+                  DNSG_SERVFAIL, "a CNAME loop" },
+                { "a.allowed.test", { { "", 5, "a.allowed.test" } }, DNSG_SERVFAIL, NULL }, /* to itself */
+                /* two CNAMEs for one name */
+                { "a.allowed.test", { { "", 5, "b.allowed.test" }, { "", 5, "c.allowed.test" } }, DNSG_SERVFAIL, NULL },
+        };
+        check_answers(cases, ELEMENTSOF(cases));
 
         /* a long chain of allowed names: over the limit */
-        header(&m, UP_ID, 0x81, DNSG_CHAIN_MAX, 0, 0);
-        question(&m, "c0.allowed.test");
+        const char *why = NULL;
+        Msg m;
+        answer(&m, "c0.allowed.test", DNSG_CHAIN_MAX);
         for (int i = 0; i < DNSG_CHAIN_MAX; i++) {
                 char owner[32], target[32];
                 snprintf(owner, sizeof(owner), "c%d.allowed.test", i);
@@ -208,34 +237,24 @@ TEST(cname_loops) {
                 rr_cname(&m, owner, 5, target);
         }
         assert_int_equal(judge("c0.allowed.test", &m, &why), DNSG_SERVFAIL);
-
-        /* two CNAMEs for one name */
-        header(&m, UP_ID, 0x81, 2, 0, 0);
-        question(&m, "a.allowed.test");
-        rr_cname(&m, "", 5, "b.allowed.test");
-        rr_cname(&m, "", 5, "c.allowed.test");
-        assert_int_equal(judge("a.allowed.test", &m, &why), DNSG_SERVFAIL);
 }
 
 TEST(pointer_loops) {
         const char *why = NULL;
         Msg m;
-        header(&m, UP_ID, 0x81, 1, 0, 0);
-        question(&m, "allowed.test");
+        answer(&m, "allowed.test", 1);
         size_t at = m.n;
         put16(&m, (uint16_t) (0xc000 | at)); /* owner points at itself */
         put16(&m, 1), put16(&m, 1), put32(&m, 60), put16(&m, 4), put32(&m, 0xc633640a);
         assert_int_equal(judge("allowed.test", &m, &why), DNSG_SERVFAIL);
 
-        header(&m, UP_ID, 0x81, 1, 0, 0);
-        question(&m, "allowed.test");
+        answer(&m, "allowed.test", 1);
         put16(&m, (uint16_t) (0xc000 | (m.n + 2))); /* forwards */
         put16(&m, 0xc00c);
         assert_int_equal(judge("allowed.test", &m, &why), DNSG_SERVFAIL);
 
         /* a CNAME target that points at the pointer that leads to it */
-        header(&m, UP_ID, 0x81, 1, 0, 0);
-        question(&m, "allowed.test");
+        answer(&m, "allowed.test", 1);
         rr(&m, "", 5, 2);
         put16(&m, (uint16_t) (0xc000 | (m.n)));
         assert_int_equal(judge("allowed.test", &m, &why), DNSG_SERVFAIL);
@@ -244,8 +263,7 @@ TEST(pointer_loops) {
 TEST(counts_lie) {
         const char *why = NULL;
         Msg m;
-        header(&m, UP_ID, 0x81, 3, 0, 0); /* three announced, one there */
-        question(&m, "allowed.test");
+        answer(&m, "allowed.test", 3); /* three announced, one there */
         rr_a(&m, "", 198, 51, 100, 10);
         assert_int_equal(judge("allowed.test", &m, &why), DNSG_SERVFAIL);
 
@@ -255,20 +273,17 @@ TEST(counts_lie) {
         assert_int_equal(judge("allowed.test", &m, &why), DNSG_SERVFAIL);
         assert_string_equal(why, "counts the message cannot hold");
 
-        header(&m, UP_ID, 0x81, 1, 0, 0); /* rdlength past the end */
-        question(&m, "allowed.test");
+        answer(&m, "allowed.test", 1); /* rdlength past the end */
         rr(&m, "", 1, 400);
         put32(&m, 0xc633640a);
         assert_int_equal(judge("allowed.test", &m, &why), DNSG_SERVFAIL);
 
-        header(&m, UP_ID, 0x81, 1, 0, 0); /* an A of 5 bytes */
-        question(&m, "allowed.test");
+        answer(&m, "allowed.test", 1); /* an A of 5 bytes */
         rr(&m, "", 1, 5);
         put32(&m, 0xc633640a), put8(&m, 0);
         assert_int_equal(judge("allowed.test", &m, &why), DNSG_SERVFAIL);
 
-        header(&m, UP_ID, 0x81, 1, 0, 0); /* bytes after the last record */
-        question(&m, "allowed.test");
+        answer(&m, "allowed.test", 1); /* bytes after the last record */
         rr_a(&m, "", 198, 51, 100, 10);
         put8(&m, 0);
         assert_int_equal(judge("allowed.test", &m, &why), DNSG_SERVFAIL);
@@ -278,38 +293,33 @@ TEST(counts_lie) {
 TEST(oversize) {
         const char *why = NULL;
         static Msg m;
-        header(&m, UP_ID, 0x81, 0, 0, 0);
-        question(&m, "allowed.test");
+        answer(&m, "allowed.test", 0);
         memset(m.b + m.n, 0, DNSG_MSG_MAX + 1 - m.n);
         m.n = DNSG_MSG_MAX + 1;
         assert_int_equal(judge("allowed.test", &m, &why), DNSG_SERVFAIL);
         assert_string_equal(why, "an oversized answer");
 
-        header(&m, UP_ID, 0x81, DNSG_RECORDS_MAX + 1, 0, 0); /* more records than taken */
-        question(&m, "allowed.test");
+        answer(&m, "allowed.test", DNSG_RECORDS_MAX + 1); /* more records than taken */
         for (int i = 0; i <= DNSG_RECORDS_MAX; i++)
                 rr_a(&m, "", 198, 51, 100, 10);
         assert_int_equal(judge("allowed.test", &m, &why), DNSG_SERVFAIL);
 }
 
 TEST(outside_chain_and_rebinding) {
-        const char *why = NULL;
-        Msg m;
-        header(&m, UP_ID, 0x81, 2, 0, 0);
-        question(&m, "allowed.test");
-        rr_a(&m, "", 198, 51, 100, 10);
-        rr_a(&m, "other.test", 198, 51, 100, 11); /* allowed, but not asked for */
-        assert_int_equal(judge("allowed.test", &m, &why), DNSG_SERVFAIL);
-        assert_string_equal(why, "a record for a name not in the chain");
-
-        const uint8_t bad[][4] = { { 10, 1, 2, 3 }, { 169, 254, 169, 254 }, { 127, 0, 0, 1 }, { 192, 168, 1, 1 },
-                                   { 100, 64, 0, 1 }, { 224, 0, 0, 1 }, { 0, 1, 2, 3 } };
-        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
-                header(&m, UP_ID, 0x81, 1, 0, 0);
-                question(&m, "allowed.test");
-                rr_a(&m, "", bad[i][0], bad[i][1], bad[i][2], bad[i][3]);
-                assert_int_equal(judge("allowed.test", &m, &why), DNSG_NXDOMAIN);
-        }
+        static const AnswerCase cases[] = {
+                /* other.test: allowed, but not asked for */
+                { "allowed.test", { { "", 1, "198.51.100.10" }, { "other.test", 1, "198.51.100.11" } },
+                  DNSG_SERVFAIL, "a record for a name not in the chain" },
+                /* addresses not public */
+                { "allowed.test", { { "", 1, "10.1.2.3" } }, DNSG_NXDOMAIN, NULL },
+                { "allowed.test", { { "", 1, "169.254.169.254" } }, DNSG_NXDOMAIN, NULL },
+                { "allowed.test", { { "", 1, "127.0.0.1" } }, DNSG_NXDOMAIN, NULL },
+                { "allowed.test", { { "", 1, "192.168.1.1" } }, DNSG_NXDOMAIN, NULL },
+                { "allowed.test", { { "", 1, "100.64.0.1" } }, DNSG_NXDOMAIN, NULL },
+                { "allowed.test", { { "", 1, "224.0.0.1" } }, DNSG_NXDOMAIN, NULL },
+                { "allowed.test", { { "", 1, "0.1.2.3" } }, DNSG_NXDOMAIN, NULL },
+        };
+        check_answers(cases, ELEMENTSOF(cases));
 }
 
 /* AAAA answers: a public address passes; the IPv6 ranges a name may not open get NXDOMAIN,
@@ -362,8 +372,7 @@ TEST(header_checks) {
         header(&m, UP_ID + 1, 0x81, 0, 0, 0); /* another id */
         question(&m, "allowed.test");
         assert_int_equal(judge("allowed.test", &m, &why), DNSG_SERVFAIL);
-        header(&m, UP_ID, 0x81, 0, 0, 0); /* another question */
-        question(&m, "other.test");
+        answer(&m, "other.test", 0); /* another question */
         assert_int_equal(judge("allowed.test", &m, &why), DNSG_SERVFAIL);
         header(&m, UP_ID, 0x83, 0, 0, 0); /* TC */
         question(&m, "allowed.test");

@@ -7,6 +7,7 @@
 #include "../lib/seat-test.h"
 
 #include "common/jsonframe.h"
+#include "unit-cases.h"
 
 static void feed_all(FrameReader *r, const char *s) {
         size_t len = strlen(s);
@@ -81,23 +82,6 @@ TEST(parse) {
         assert_int_equal(json_frame_parse("{\"a\":1,}", 8, 8, &o), -EBADMSG);
 }
 
-/* head, then elem repeated (comma-separated) until the frame is about len bytes, then tail. */
-static char *repeated(const char *head, const char *elem, const char *tail, size_t len) {
-        size_t hl = strlen(head), el = strlen(elem), tl = strlen(tail), n = 0;
-        char *s = malloc(len + el + tl + 2);
-        assert_non_null(s);
-        memcpy(s, head, hl);
-        n = hl;
-        while (n + el + 1 + tl < len) {
-                if (n > hl)
-                        s[n++] = ',';
-                memcpy(s + n, elem, el);
-                n += el;
-        }
-        memcpy(s + n, tail, tl + 1);
-        return s;
-}
-
 /* The frame cap bounds bytes, not what json-c makes of them: containers and values are
  * counted before anything is allocated. */
 TEST(limits) {
@@ -124,14 +108,14 @@ TEST(limits) {
 
         /* 1 MiB of "{}," (about 270 MiB inside json-c): refused by the scan alone. */
         const JsonFrameLimits peer = { .max_depth = 8, .max_containers = 64, .max_values = 4096 };
-        _cleanup_free_ char *amp = repeated("{\"x\":[", "{}", "]}", 1024 * 1024);
+        _cleanup_free_ char *amp = unit_repeat_len("{\"x\":[", "{}", 1024 * 1024, "]}");
         assert_int_equal(json_frame_scan(amp, strlen(amp), &peer), -E2BIG);
         assert_int_equal(json_frame_parse_limited(amp, strlen(amp), &peer, &o), -E2BIG);
-        _cleanup_free_ char *zeros = repeated("{\"x\":[", "0", "]}", 1024 * 1024);
+        _cleanup_free_ char *zeros = unit_repeat_len("{\"x\":[", "0", 1024 * 1024, "]}");
         assert_int_equal(json_frame_parse_limited(zeros, strlen(zeros), &peer, &o), -E2BIG);
         assert_null(o);
         /* the same bytes in one string are one value */
-        _cleanup_free_ char *one = repeated("{\"x\":\"", "{}", "\"}", 1024 * 1024);
+        _cleanup_free_ char *one = unit_repeat_len("{\"x\":\"", "{}", 1024 * 1024, "\"}");
         for (char *p = one + 6; p[1]; p++)
                 if (*p == ',')
                         *p = ':';

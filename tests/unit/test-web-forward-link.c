@@ -113,21 +113,17 @@ done:
         return NULL;
 }
 
-static void fake_start(FakeSeatd *f, Script script) {
+/* One exchange through forward_exchange() with a seatd that plays script: its return. */
+static int exchange(FakeSeatd *f, Script script, const void *req, size_t len, size_t max, int timeout_ms, uint8_t **resp,
+                    size_t *resp_len, char code[32], char *msg, size_t msize) {
         memset(f, 0, sizeof(*f));
         f->script = script;
         assert_int_equal(fake_serve(f->path, &f->listen_fd, &f->thread, "forward", fake_thread, f), 0);
-}
-
-static void fake_join(FakeSeatd *f) {
-        fake_stop(f->thread, f->listen_fd, f->path);
-}
-
-static int exchange(FakeSeatd *f, const void *req, size_t len, size_t max, int timeout_ms, uint8_t **resp, size_t *resp_len,
-                    char code[32], char *msg, size_t msize) {
         ForwardTarget t = { .socket_path = f->path, .seat = "s1", .token = TOKEN, .host = "127.0.0.1", .port = 8080,
                             .timeout_ms = timeout_ms, .max_response = max };
-        return forward_exchange(&t, req, len, resp, resp_len, code, msg, msize);
+        int r = forward_exchange(&t, req, len, resp, resp_len, code, msg, msize);
+        fake_stop(f->thread, f->listen_fd, f->path);
+        return r;
 }
 
 TEST(echo) {
@@ -143,9 +139,7 @@ TEST(echo) {
         for (size_t i = 0; i < len; i++)
                 req[i] = (char) ('a' + i % 26);
         memcpy(req, "GET / HTTP/1.0\r\n", 16);
-        fake_start(f, SCRIPT_ECHO);
-        assert_int_equal(exchange(f, req, len, 1 << 20, 10000, &resp, &n, code, msg, sizeof(msg)), 0);
-        fake_join(f);
+        assert_int_equal(exchange(f, SCRIPT_ECHO, req, len, 1 << 20, 10000, &resp, &n, code, msg, sizeof(msg)), 0);
         assert_true(f->got_eof);
         assert_int_equal(f->got_len, len);
         assert_memory_equal(f->got, req, len);
@@ -172,31 +166,21 @@ TEST(refusals) {
         uint8_t *resp = NULL;
         size_t n = 0;
         const char *req = "GET / HTTP/1.0\r\n\r\n";
+        size_t len = strlen(req);
         assert_non_null(f);
 
-        fake_start(f, SCRIPT_DENIED);
-        assert_int_equal(exchange(f, req, strlen(req), 1 << 20, 10000, &resp, &n, code, msg, sizeof(msg)), -EACCES);
-        fake_join(f);
+        assert_int_equal(exchange(f, SCRIPT_DENIED, req, len, 1 << 20, 10000, &resp, &n, code, msg, sizeof(msg)), -EACCES);
         assert_string_equal(code, "denied");
-
-        fake_start(f, SCRIPT_REFUSED);
-        assert_int_equal(exchange(f, req, strlen(req), 1 << 20, 10000, &resp, &n, code, msg, sizeof(msg)), -ECONNREFUSED);
-        fake_join(f);
+        assert_int_equal(exchange(f, SCRIPT_REFUSED, req, len, 1 << 20, 10000, &resp, &n, code, msg, sizeof(msg)),
+                         -ECONNREFUSED);
         assert_non_null(strstr(msg, "Connection refused"));
-
-        fake_start(f, SCRIPT_FLOOD);
-        assert_int_equal(exchange(f, req, strlen(req), 100000, 10000, &resp, &n, code, msg, sizeof(msg)), -EFBIG);
-        fake_join(f);
+        assert_int_equal(exchange(f, SCRIPT_FLOOD, req, len, 100000, 10000, &resp, &n, code, msg, sizeof(msg)), -EFBIG);
 
         int64_t t0 = now_monotonic_ms();
-        fake_start(f, SCRIPT_SILENT);
-        assert_int_equal(exchange(f, req, strlen(req), 100000, 300, &resp, &n, code, msg, sizeof(msg)), -ETIMEDOUT);
-        fake_join(f);
+        assert_int_equal(exchange(f, SCRIPT_SILENT, req, len, 100000, 300, &resp, &n, code, msg, sizeof(msg)), -ETIMEDOUT);
         assert_true(now_monotonic_ms() - t0 < 5000);
 
-        fake_start(f, SCRIPT_VANISH);
-        int r = exchange(f, req, strlen(req), 100000, 10000, &resp, &n, code, msg, sizeof(msg));
-        fake_join(f);
+        int r = exchange(f, SCRIPT_VANISH, req, len, 100000, 10000, &resp, &n, code, msg, sizeof(msg));
         assert_true(r == -ECONNRESET || r == -EPIPE);
         assert_null(resp);
         free(f);

@@ -182,22 +182,22 @@ done:
         return NULL;
 }
 
-static void fake_start(FakeSeatd *f, Script script) {
+/* A seatd that plays script, and a relayed WebSocket through it. */
+static WsForward *start(FakeSeatd *f, Script script) {
+        WsForward *w = NULL;
         memset(f, 0, sizeof(*f));
         f->script = script;
         assert_int_equal(fake_serve(f->path, &f->listen_fd, &f->thread, "ws-forward", fake_thread, f), 0);
-}
-
-static void fake_join(FakeSeatd *f) {
-        fake_stop(f->thread, f->listen_fd, f->path);
-}
-
-static WsForward *start(FakeSeatd *f) {
-        WsForward *w = NULL;
         WsForwardSpec spec = { .socket_path = f->path, .seat = "s1", .token = TOKEN, .host = "127.0.0.1", .port = 8080,
                                .target = "/echo?x=1", .timeout_ms = 10000 };
         assert_int_equal(ws_forward_start(&spec, &w), 0);
         return w;
+}
+
+/* The WebSocket freed, then the script's thread joined. */
+static void stop(FakeSeatd *f, WsForward *w) {
+        ws_forward_free(w);
+        fake_stop(f->thread, f->listen_fd, f->path);
 }
 
 /* Messages until the end (10 s at most), joined by ' '. */
@@ -222,15 +222,13 @@ TEST(echo) {
         FakeSeatd *f = calloc(1, sizeof(*f));
         char got[256] = "", why[256];
         assert_non_null(f);
-        fake_start(f, SCRIPT_ECHO);
-        WsForward *w = start(f);
+        WsForward *w = start(f, SCRIPT_ECHO);
         assert_int_equal(ws_forward_send(w, false, "hello", 5), 0); /* before the guest's 101 */
         assert_true(wait_end(w, got, sizeof(got), why, sizeof(why)));
         assert_string_equal(got, "hi-from-guest echo:hello");
         assert_non_null(strstr(why, "closed the WebSocket"));
         assert_int_equal(ws_forward_send(w, false, "late", 4), -EPIPE);
-        ws_forward_free(w);
-        fake_join(f);
+        stop(f, w);
         assert_false(f->frame_before_101);
         assert_true(f->got_hello);
         assert_true(f->got_pong);
@@ -241,34 +239,32 @@ TEST(echo) {
         free(f);
 }
 
+/* A relayed WebSocket that a seatd playing script ends: why it ended, in want_why. */
+static WsForward *start_until_end(FakeSeatd *f, Script script, char *got, size_t size, const char *want_why) {
+        char why[256];
+        WsForward *w = start(f, script);
+        assert_true(wait_end(w, got, size, why, sizeof(why)));
+        if (!strstr(why, want_why))
+                fail_msg("ended with '%s', not '%s'", why, want_why);
+        return w;
+}
+
 TEST(refusals) {
         FakeSeatd *f = calloc(1, sizeof(*f));
-        char got[256] = "", why[256];
+        char got[256] = "";
         assert_non_null(f);
-        fake_start(f, SCRIPT_BAD_ACCEPT);
-        WsForward *w = start(f);
-        assert_true(wait_end(w, got, sizeof(got), why, sizeof(why)));
+        WsForward *w = start_until_end(f, SCRIPT_BAD_ACCEPT, got, sizeof(got), "did not accept the WebSocket");
         assert_string_equal(got, "");
-        assert_non_null(strstr(why, "did not accept the WebSocket"));
-        ws_forward_free(w);
-        fake_join(f);
+        stop(f, w);
 
-        fake_start(f, SCRIPT_NO_CRLF);
-        w = start(f);
-        assert_true(wait_end(w, got, sizeof(got), why, sizeof(why)));
-        assert_non_null(strstr(why, "'HTTP/1.1 200 OKAY-NO-CRLF')"));
-        ws_forward_free(w);
-        fake_join(f);
+        w = start_until_end(f, SCRIPT_NO_CRLF, got, sizeof(got), "'HTTP/1.1 200 OKAY-NO-CRLF')");
+        stop(f, w);
 
-        fake_start(f, SCRIPT_MASKED);
-        w = start(f);
-        assert_true(wait_end(w, got, sizeof(got), why, sizeof(why)));
-        assert_non_null(strstr(why, "malformed WebSocket frame"));
+        w = start_until_end(f, SCRIPT_MASKED, got, sizeof(got), "malformed WebSocket frame");
         assert_int_equal(ws_forward_send(w, true, "x", 1), -EPIPE);
         char big[16];
         assert_int_equal(ws_forward_send(w, true, big, WS_FORWARD_MESSAGE_MAX + 1), -EMSGSIZE);
-        ws_forward_free(w);
-        fake_join(f);
+        stop(f, w);
         free(f);
 }
 
@@ -278,8 +274,7 @@ TEST(ping_flood) {
         FakeSeatd *f = calloc(1, sizeof(*f));
         char got[256] = "";
         assert_non_null(f);
-        fake_start(f, SCRIPT_PING_FLOOD);
-        WsForward *w = start(f);
+        WsForward *w = start(f, SCRIPT_PING_FLOOD);
         for (int i = 0; i < 9000 && !strstr(got, "done"); i++) { /* 90 s: slow under sanitizers */
                 bool binary;
                 uint8_t *d;
@@ -294,8 +289,7 @@ TEST(ping_flood) {
         size_t queued = ws_forward_to_guest_bytes(w);
         assert_true(queued <= WS_FORWARD_QUEUE_MAX);
         assert_true(queued > WS_FORWARD_QUEUE_MAX / 2); /* pongs were queued up to the cap */
-        ws_forward_free(w);
-        fake_join(f);
+        stop(f, w);
         free(f);
 }
 

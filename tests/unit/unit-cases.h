@@ -21,3 +21,9 @@ typedef int (*UnitStrFn)(const char *in, const char *arg, char *out, size_t size
 /* Each case: fn's return, and on 0 its output; a failure names the case. size: the buffer
  * where a case says none (at most UNIT_STR_OUT_MAX). */
 void unit_check_str_cases(UnitStrFn fn, const UnitStrCase *cases, size_t n, size_t size);
+
+/* Large inputs: head, then elem repeated (comma-separated), then tail; a malloc()ed string.
+ * unit_repeat_count() repeats elem count times, unit_repeat_len() until the whole is about
+ * len bytes (at most len - 1). */
+char *unit_repeat_count(const char *head, const char *elem, size_t count, const char *tail);
+char *unit_repeat_len(const char *head, const char *elem, size_t len, const char *tail);
