@@ -381,7 +381,10 @@ async function facilitator() {
 
   // A handout for two participants: seats provisioned, one-time links with QR codes.
   await fp.fill("#names", "carol\ndave");
-  const [ho] = await Promise.all([fp.waitForNavigation({ timeout: 900000 }), fp.click("#provision")]);
+  // noWaitAfter: a click that starts a navigation otherwise waits (its own 30 s) for the
+  // response to commit, and the handout answers only once both seats are provisioned, which
+  // on a loaded TCG host took longer (CI: "page.click: Timeout 30000ms exceeded").
+  const [ho] = await Promise.all([fp.waitForNavigation({ timeout: 900000 }), fp.click("#provision", { noWaitAfter: true })]);
   ok(ho && ho.status() === 200 && fp.url() === `${url}/facilitator/handout`, "the handout form provisions and answers its page", ho && ho.status());
   const cards = await fp.evaluate(() => [...document.querySelectorAll(".card")].map((c) => ({
     who: c.dataset.participant, link: c.querySelector("a.link")?.href, qr: !!c.querySelector("svg.qr path"),
