@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* seat-sign keygen --box: facilitator X25519 key pairs for sealed evidence archives. */
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -31,47 +30,17 @@ static void keygen_box_help(void) {
 }
 
 static int verb_keygen_box(int argc, char *argv[], SeatError **ret_error) {
-        enum { ARG_BOX = 0x100 };
-        static const struct option options[] = {
-                { "box", no_argument, NULL, ARG_BOX },
-                { "public-key", required_argument, NULL, 'p' },
-                { "secret-key", required_argument, NULL, 's' },
-                { "force", no_argument, NULL, 'f' },
-                { "help", no_argument, NULL, 'h' },
-                {},
-        };
-        const char *pub_path = NULL, *sec_path = NULL;
-        bool force = false;
-        int c, r;
+        SignOptions o = {};
+        int r;
 
-        optind = 0;
-        opterr = 0;
-        while ((c = getopt_long(argc, argv, "p:s:fh", options, NULL)) >= 0)
-                switch (c) {
-                case ARG_BOX:
-                        break;
-                case 'p':
-                        pub_path = optarg;
-                        break;
-                case 's':
-                        sec_path = optarg;
-                        break;
-                case 'f':
-                        force = true;
-                        break;
-                case 'h':
-                        keygen_box_help();
-                        return 0;
-                default:
-                        return usage_error(ret_error, "keygen", "unknown option or missing argument '%s' (with --box)",
-                                           argv[optind - 1]);
-                }
-        r = usage_no_operands(ret_error, "keygen", argc, argv);
-        if (r < 0)
+        r = sign_options_parse(argc, argv,
+                               SIGN_OPTION_BOX | SIGN_OPTION_PUBLIC_KEY | SIGN_OPTION_SECRET_KEY | SIGN_OPTION_FORCE,
+                               "keygen", keygen_box_help, &o, ret_error);
+        if (r <= 0)
                 return r;
-        if (!pub_path || !sec_path)
+        if (!o.pub_path || !o.sec_path)
                 return usage_error(ret_error, "keygen", "both -p PUBFILE and -s SECFILE are required");
-        r = keygen_check_paths(pub_path, sec_path, force, ret_error);
+        r = keygen_check_paths(o.pub_path, o.sec_path, o.force, ret_error);
         if (r < 0)
                 return r;
 
@@ -79,20 +48,20 @@ static int verb_keygen_box(int argc, char *argv[], SeatError **ret_error) {
         r = seat_box_key_generate(&sk);
         if (r < 0)
                 return seat_error_set(ret_error, -r, "cannot generate a box key pair: %s", strerror(-r));
-        r = seat_box_secret_key_save(sk, sec_path, ret_error);
+        r = seat_box_secret_key_save(sk, o.sec_path, ret_error);
         if (r < 0)
                 return r;
         SeatBoxPublicKey pk;
         seat_box_key_public(sk, &pk);
-        r = seat_box_public_key_save(&pk, pub_path, ret_error);
+        r = seat_box_public_key_save(&pk, o.pub_path, ret_error);
         if (r < 0) {
-                (void) unlink(sec_path);
+                (void) unlink(o.sec_path);
                 return r;
         }
-        log_warning("the box secret key '%s' is stored WITHOUT a password: keep it offline", sec_path);
+        log_warning("the box secret key '%s' is stored WITHOUT a password: keep it offline", o.sec_path);
         printf("The facilitator's secret box key was saved as %s - keep it secret and offline.\n"
                "The public box key was saved as %s - give it to seatd (archives are sealed to it).\n",
-               sec_path, pub_path);
+               o.sec_path, o.pub_path);
         return 0;
 }
 

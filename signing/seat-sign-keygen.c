@@ -1,5 +1,4 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-#include <getopt.h>
 #include <inttypes.h>
 #include <sodium.h>
 #include <stdio.h>
@@ -45,62 +44,29 @@ static void keygen_help(void) {
 }
 
 int verb_keygen(int argc, char *argv[], SeatError **ret_error) {
-        enum { ARG_PASSWORD_FILE = 0x100 };
-        static const struct option options[] = {
-                { "public-key", required_argument, NULL, 'p' },
-                { "secret-key", required_argument, NULL, 's' },
-                { "no-password", no_argument, NULL, 'W' },
-                { "force", no_argument, NULL, 'f' },
-                { "password-file", required_argument, NULL, ARG_PASSWORD_FILE },
-                { "help", no_argument, NULL, 'h' },
-                {},
-        };
-        const char *pub_path = NULL, *sec_path = NULL, *password_file = NULL;
-        bool no_password = false, force = false;
-        int c, r;
+        SignOptions o = {};
+        int r;
 
-        optind = 0;
-        opterr = 0;
-        while ((c = getopt_long(argc, argv, "p:s:Wfh", options, NULL)) >= 0)
-                switch (c) {
-                case 'p':
-                        pub_path = optarg;
-                        break;
-                case 's':
-                        sec_path = optarg;
-                        break;
-                case 'W':
-                        no_password = true;
-                        break;
-                case 'f':
-                        force = true;
-                        break;
-                case ARG_PASSWORD_FILE:
-                        password_file = optarg;
-                        break;
-                case 'h':
-                        keygen_help();
-                        return 0;
-                default:
-                        return usage_bad_option(ret_error, "keygen", argv);
-                }
-        r = usage_no_operands(ret_error, "keygen", argc, argv);
-        if (r < 0)
+        r = sign_options_parse(argc, argv,
+                               SIGN_OPTION_PUBLIC_KEY | SIGN_OPTION_SECRET_KEY | SIGN_OPTION_NO_PASSWORD |
+                                       SIGN_OPTION_FORCE | SIGN_OPTION_PASSWORD_FILE,
+                               "keygen", keygen_help, &o, ret_error);
+        if (r <= 0)
                 return r;
-        if (!pub_path || !sec_path)
+        if (!o.pub_path || !o.sec_path)
                 return usage_error(ret_error, "keygen", "both -p PUBFILE and -s SECFILE are required");
-        if (no_password && password_file)
+        if (o.no_password && o.password_file)
                 return usage_error(ret_error, "keygen", "-W and --password-file exclude each other");
-        r = keygen_check_paths(pub_path, sec_path, force, ret_error);
+        r = keygen_check_paths(o.pub_path, o.sec_path, o.force, ret_error);
         if (r < 0)
                 return r;
 
         char *password = NULL;
-        if (!no_password) {
+        if (!o.no_password) {
                 _cleanup_free_ char *what = NULL;
-                if (asprintf(&what, "new secret key '%s'", sec_path) < 0)
+                if (asprintf(&what, "new secret key '%s'", o.sec_path) < 0)
                         return seat_error_set(ret_error, ENOMEM, "out of memory");
-                PasswordSource src = { .file = password_file, .what = what };
+                PasswordSource src = { .file = o.password_file, .what = what };
                 r = password_get(&src, true, &password, ret_error);
                 if (r < 0)
                         return r;
@@ -112,7 +78,7 @@ int verb_keygen(int argc, char *argv[], SeatError **ret_error) {
                 }
         } else
                 log_warning("the secret key '%s' is stored WITHOUT a password: whoever reads it can sign",
-                            sec_path);
+                            o.sec_path);
 
         _cleanup_(seat_secret_key_freep) SeatSecretKey *sk = NULL;
         r = seat_secret_key_generate(&sk);
@@ -120,16 +86,16 @@ int verb_keygen(int argc, char *argv[], SeatError **ret_error) {
                 sodium_free(password);
                 return seat_error_set(ret_error, -r, "cannot generate a key pair: %s", strerror(-r));
         }
-        r = seat_secret_key_save(sk, sec_path, password, NULL, ret_error);
+        r = seat_secret_key_save(sk, o.sec_path, password, NULL, ret_error);
         sodium_free(password);
         if (r < 0)
                 return r;
 
         SeatPublicKey pk;
         seat_secret_key_public(sk, &pk);
-        r = seat_public_key_save(&pk, pub_path, ret_error);
+        r = seat_public_key_save(&pk, o.pub_path, ret_error);
         if (r < 0) {
-                (void) unlink(sec_path); /* half a key pair is no use */
+                (void) unlink(o.sec_path); /* half a key pair is no use */
                 return r;
         }
 
@@ -142,6 +108,6 @@ int verb_keygen(int argc, char *argv[], SeatError **ret_error) {
                "\n"
                "Files signed with this key pair can be verified with:\n"
                "seat-sign verify -P %s -m FILE\n",
-               sec_path, pub_path, seat_key_id_value(pk.key_id), b64);
+               o.sec_path, o.pub_path, seat_key_id_value(pk.key_id), b64);
         return 0;
 }

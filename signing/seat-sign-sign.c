@@ -1,5 +1,4 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -55,70 +54,34 @@ static int default_trusted_comment(const char *path, char **ret) {
 }
 
 int verb_sign(int argc, char *argv[], SeatError **ret_error) {
-        enum { ARG_PASSWORD_FILE = 0x100 };
-        static const struct option options[] = {
-                { "secret-key", required_argument, NULL, 's' },
-                { "file", required_argument, NULL, 'm' },
-                { "signature", required_argument, NULL, 'x' },
-                { "trusted-comment", required_argument, NULL, 't' },
-                { "untrusted-comment", required_argument, NULL, 'c' },
-                { "password-file", required_argument, NULL, ARG_PASSWORD_FILE },
-                { "help", no_argument, NULL, 'h' },
-                {},
-        };
-        const char *sec_path = NULL, *file = NULL, *sig_arg = NULL, *tc_arg = NULL, *uc = NULL,
-                   *password_file = NULL;
         _cleanup_free_ char *sig_path = NULL, *tc = NULL, *what = NULL, *sig_text = NULL;
-        int c, r;
+        SignOptions o = {};
+        int r;
 
-        optind = 0;
-        opterr = 0;
-        while ((c = getopt_long(argc, argv, "s:m:x:t:c:h", options, NULL)) >= 0)
-                switch (c) {
-                case 's':
-                        sec_path = optarg;
-                        break;
-                case 'm':
-                        file = optarg;
-                        break;
-                case 'x':
-                        sig_arg = optarg;
-                        break;
-                case 't':
-                        tc_arg = optarg;
-                        break;
-                case 'c':
-                        uc = optarg;
-                        break;
-                case ARG_PASSWORD_FILE:
-                        password_file = optarg;
-                        break;
-                case 'h':
-                        sign_help();
-                        return 0;
-                default:
-                        return usage_bad_option(ret_error, "sign", argv);
-                }
-        r = usage_no_operands(ret_error, "sign", argc, argv);
-        if (r < 0)
+        r = sign_options_parse(argc, argv,
+                               SIGN_OPTION_SECRET_KEY | SIGN_OPTION_FILE | SIGN_OPTION_SIGNATURE |
+                                       SIGN_OPTION_TRUSTED_COMMENT | SIGN_OPTION_UNTRUSTED_COMMENT |
+                                       SIGN_OPTION_PASSWORD_FILE,
+                               "sign", sign_help, &o, ret_error);
+        if (r <= 0)
                 return r;
-        if (!sec_path || !file)
+        if (!o.sec_path || !o.file)
                 return usage_error(ret_error, "sign", "both -s SECFILE and -m FILE are required");
 
-        if (signature_path(file, sig_arg, &sig_path) < 0)
+        if (signature_path(o.file, o.sig_arg, &sig_path) < 0)
                 return seat_error_set(ret_error, ENOMEM, "out of memory");
-        if (tc_arg)
-                tc = strdup(tc_arg);
-        else if (default_trusted_comment(file, &tc) < 0)
+        if (o.trusted_comment)
+                tc = strdup(o.trusted_comment);
+        else if (default_trusted_comment(o.file, &tc) < 0)
                 tc = NULL;
         if (!tc)
                 return seat_error_set(ret_error, ENOMEM, "out of memory");
 
-        if (asprintf(&what, "secret key '%s'", sec_path) < 0)
+        if (asprintf(&what, "secret key '%s'", o.sec_path) < 0)
                 return seat_error_set(ret_error, ENOMEM, "out of memory");
-        PasswordSource src = { .file = password_file, .what = what };
+        PasswordSource src = { .file = o.password_file, .what = what };
         _cleanup_(seat_secret_key_freep) SeatSecretKey *sk = NULL;
-        r = seat_secret_key_load(sec_path, password_source_callback, &src, &sk, ret_error);
+        r = seat_secret_key_load(o.sec_path, password_source_callback, &src, &sk, ret_error);
         if (r < 0 && src.error) {
                 /* The password source's own reason says what to do. */
                 seat_error_free(*ret_error);
@@ -129,9 +92,9 @@ int verb_sign(int argc, char *argv[], SeatError **ret_error) {
         if (r < 0)
                 return r;
         if (!seat_secret_key_was_protected(sk))
-                log_warning("secret key '%s' is not protected by a password", sec_path);
+                log_warning("secret key '%s' is not protected by a password", o.sec_path);
 
-        r = seat_sign_file(sk, file, tc, uc, &sig_text, ret_error);
+        r = seat_sign_file(sk, o.file, tc, o.untrusted_comment, &sig_text, ret_error);
         if (r < 0)
                 return r;
         r = write_file_atomic(sig_path, sig_text, strlen(sig_text), 0644);

@@ -1,5 +1,4 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -45,89 +44,51 @@ static void verify_help(void) {
 }
 
 int verb_verify(int argc, char *argv[], SeatError **ret_error) {
-        static const struct option options[] = {
-                { "public-key", required_argument, NULL, 'p' },
-                { "public-key-base64", required_argument, NULL, 'P' },
-                { "file", required_argument, NULL, 'm' },
-                { "signature", required_argument, NULL, 'x' },
-                { "quiet", no_argument, NULL, 'q' },
-                { "pretty-quiet", no_argument, NULL, 'Q' },
-                { "require-prehashed", no_argument, NULL, 'H' },
-                { "help", no_argument, NULL, 'h' },
-                {},
-        };
-        const char *pub_path = NULL, *pub_b64 = NULL, *file = NULL, *sig_arg = NULL;
         _cleanup_free_ char *sig_path = NULL, *sig_text = NULL, *tc = NULL, *tc_safe = NULL;
-        unsigned flags = 0;
-        int quiet = 0, c, r;
+        SignOptions o = {};
         size_t sig_len;
+        int r;
 
-        optind = 0;
-        opterr = 0;
-        while ((c = getopt_long(argc, argv, "p:P:m:x:qQHh", options, NULL)) >= 0)
-                switch (c) {
-                case 'p':
-                        pub_path = optarg;
-                        break;
-                case 'P':
-                        pub_b64 = optarg;
-                        break;
-                case 'm':
-                        file = optarg;
-                        break;
-                case 'x':
-                        sig_arg = optarg;
-                        break;
-                case 'q':
-                        quiet = 1;
-                        break;
-                case 'Q':
-                        quiet = 2;
-                        break;
-                case 'H':
-                        flags |= SEAT_VERIFY_REQUIRE_PREHASHED;
-                        break;
-                case 'h':
-                        verify_help();
-                        return 0;
-                default:
-                        return usage_bad_option(ret_error, "verify", argv);
-                }
-        r = usage_no_operands(ret_error, "verify", argc, argv);
-        if (r < 0)
+        r = sign_options_parse(argc, argv,
+                               SIGN_OPTION_PUBLIC_KEY | SIGN_OPTION_PUBLIC_KEY_BASE64 | SIGN_OPTION_FILE |
+                                       SIGN_OPTION_SIGNATURE | SIGN_OPTION_QUIET | SIGN_OPTION_PRETTY_QUIET |
+                                       SIGN_OPTION_REQUIRE_PREHASHED,
+                               "verify", verify_help, &o, ret_error);
+        if (r <= 0)
                 return r;
-        if (!file)
+        if (!o.file)
                 return usage_error(ret_error, "verify", "-m FILE is required");
-        if (!!pub_path == !!pub_b64)
+        if (!!o.pub_path == !!o.pub_b64)
                 return usage_error(ret_error, "verify", "exactly one of -p PUBFILE and -P PUBKEY is needed");
 
         SeatPublicKey pk;
-        if (pub_path)
-                r = seat_public_key_load(pub_path, &pk, ret_error);
+        if (o.pub_path)
+                r = seat_public_key_load(o.pub_path, &pk, ret_error);
         else {
-                r = seat_public_key_from_base64(pub_b64, strlen(pub_b64), &pk, ret_error);
+                r = seat_public_key_from_base64(o.pub_b64, strlen(o.pub_b64), &pk, ret_error);
                 if (r < 0)
-                        r = seat_error_wrap(ret_error, "-P '%s'", pub_b64);
+                        r = seat_error_wrap(ret_error, "-P '%s'", o.pub_b64);
         }
         if (r < 0)
                 return r;
 
-        if (signature_path(file, sig_arg, &sig_path) < 0)
+        if (signature_path(o.file, o.sig_arg, &sig_path) < 0)
                 return seat_error_set(ret_error, ENOMEM, "out of memory");
         r = seat_sign_file_read(sig_path, "signature", "signature", SEAT_SIG_FILE_MAX, &sig_text, &sig_len, ret_error);
         if (r < 0)
                 return r;
 
-        r = seat_verify_file(&pk, file, sig_text, sig_len, flags, &tc, ret_error);
+        unsigned flags = o.require_prehashed ? SEAT_VERIFY_REQUIRE_PREHASHED : 0;
+        r = seat_verify_file(&pk, o.file, sig_text, sig_len, flags, &tc, ret_error);
         if (r < 0)
-                return seat_error_wrap(ret_error, "'%s' (signature '%s')", file, sig_path);
+                return seat_error_wrap(ret_error, "'%s' (signature '%s')", o.file, sig_path);
 
         tc_safe = terminal_escape(tc);
         if (!tc_safe)
                 return seat_error_set(ret_error, ENOMEM, "out of memory");
-        if (quiet == 0)
+        if (o.quiet == 0)
                 printf("Signature and comment signature verified\nTrusted comment: %s\n", tc_safe);
-        else if (quiet == 2)
+        else if (o.quiet == 2)
                 printf("%s\n", tc_safe);
         return 0;
 }

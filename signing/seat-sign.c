@@ -72,14 +72,85 @@ int usage_error(SeatError **ret_error, const char *verb, const char *fmt, ...) {
         return r;
 }
 
-int usage_bad_option(SeatError **ret_error, const char *verb, char *argv[]) {
-        return usage_error(ret_error, verb, "unknown option or missing argument '%s'", argv[optind - 1]);
-}
+enum { ARG_BOX = 0x100, ARG_PASSWORD_FILE };
 
-int usage_no_operands(SeatError **ret_error, const char *verb, int argc, char *argv[]) {
+/* In the order the verbs' --help list them; an option's getopt value is its letter (ARG_* for the
+ * long-only ones). Every verb takes -h, --help too. */
+static const struct {
+        struct option option;
+        SignOption bit;
+} all_options[] = {
+        { { "box", no_argument, NULL, ARG_BOX }, SIGN_OPTION_BOX },
+        { { "public-key", required_argument, NULL, 'p' }, SIGN_OPTION_PUBLIC_KEY },
+        { { "public-key-base64", required_argument, NULL, 'P' }, SIGN_OPTION_PUBLIC_KEY_BASE64 },
+        { { "secret-key", required_argument, NULL, 's' }, SIGN_OPTION_SECRET_KEY },
+        { { "file", required_argument, NULL, 'm' }, SIGN_OPTION_FILE },
+        { { "signature", required_argument, NULL, 'x' }, SIGN_OPTION_SIGNATURE },
+        { { "trusted-comment", required_argument, NULL, 't' }, SIGN_OPTION_TRUSTED_COMMENT },
+        { { "untrusted-comment", required_argument, NULL, 'c' }, SIGN_OPTION_UNTRUSTED_COMMENT },
+        { { "no-password", no_argument, NULL, 'W' }, SIGN_OPTION_NO_PASSWORD },
+        { { "force", no_argument, NULL, 'f' }, SIGN_OPTION_FORCE },
+        { { "quiet", no_argument, NULL, 'q' }, SIGN_OPTION_QUIET },
+        { { "pretty-quiet", no_argument, NULL, 'Q' }, SIGN_OPTION_PRETTY_QUIET },
+        { { "require-prehashed", no_argument, NULL, 'H' }, SIGN_OPTION_REQUIRE_PREHASHED },
+        { { "password-file", required_argument, NULL, ARG_PASSWORD_FILE }, SIGN_OPTION_PASSWORD_FILE },
+};
+
+int sign_options_parse(int argc, char *argv[], unsigned accepted, const char *verb, void (*verb_help)(void),
+                       SignOptions *o, SeatError **ret_error) {
+        struct option options[ELEMENTSOF(all_options) + 2] = {};
+        char shortopts[2 * ELEMENTSOF(all_options) + 2], *s = shortopts;
+        size_t n = 0;
+        int c;
+
+        for (size_t i = 0; i < ELEMENTSOF(all_options); i++) {
+                const struct option *opt = &all_options[i].option;
+                if (!(accepted & all_options[i].bit))
+                        continue;
+                options[n++] = *opt;
+                if (opt->val < 0x100) {
+                        *s++ = (char) opt->val;
+                        if (opt->has_arg == required_argument)
+                                *s++ = ':';
+                }
+        }
+        options[n] = (struct option) { "help", no_argument, NULL, 'h' };
+        *s++ = 'h';
+        *s = '\0';
+
+        optind = 0;
+        opterr = 0;
+        while ((c = getopt_long(argc, argv, shortopts, options, NULL)) >= 0)
+                switch (c) {
+                case ARG_BOX: break;
+                case 'p': o->pub_path = optarg; break;
+                case 'P': o->pub_b64 = optarg; break;
+                case 's': o->sec_path = optarg; break;
+                case 'm': o->file = optarg; break;
+                case 'x': o->sig_arg = optarg; break;
+                case 't': o->trusted_comment = optarg; break;
+                case 'c': o->untrusted_comment = optarg; break;
+                case 'W': o->no_password = true; break;
+                case 'f': o->force = true; break;
+                case 'q': o->quiet = 1; break;
+                case 'Q': o->quiet = 2; break;
+                case 'H': o->require_prehashed = true; break;
+                case ARG_PASSWORD_FILE: o->password_file = optarg; break;
+                case 'h':
+                        verb_help();
+                        return 0;
+                default:
+                        /* opterr is 0, so getopt itself said nothing: name the word it stopped at. */
+                        if (accepted & SIGN_OPTION_BOX)
+                                return usage_error(ret_error, verb,
+                                                   "unknown option or missing argument '%s' (with --box)",
+                                                   argv[optind - 1]);
+                        return usage_error(ret_error, verb, "unknown option or missing argument '%s'",
+                                           argv[optind - 1]);
+                }
         if (optind < argc)
                 return usage_error(ret_error, verb, "unexpected argument '%s'", argv[optind]);
-        return 0;
+        return 1;
 }
 
 int signature_path(const char *file, const char *sig_arg, char **ret) {
