@@ -28,29 +28,21 @@
 #include "ws-terminal.h"
 
 static int filter(struct lws *wsi, Web *w, WsProxy *p) {
+        static const WsSeatRefusals refusals = {
+                .cross_origin = "a forwarded WebSocket without seat-web's own Origin",
+                .facilitator = "a forwarded WebSocket from a browser with a facilitator session",
+                .no_session = "a forwarded WebSocket without a session",
+                .other_seat = "a forwarded WebSocket with a session cookie of another seat",
+        };
         char uri[WEB_FORWARD_PATH_MAX + 1], seat[WEB_SEAT_ID_MAX + 1], target[WEB_FORWARD_PATH_MAX * 3 + 1];
         const char *rest;
         unsigned port;
         if (lws_hdr_copy(wsi, uri, sizeof(uri), WSI_TOKEN_GET_URI) <= 0 ||
             web_forward_path(uri, seat, sizeof(seat), &port, &rest) < 0 || !*rest)
                 return -1; /* not a seat's page: no WebSocket without a subprotocol elsewhere */
-        if (lws_hdr_total_length(wsi, WSI_TOKEN_ORIGIN) <= 0 || web_cross_origin(wsi, w)) {
-                web_log_refusal(wsi, "a forwarded WebSocket without seat-web's own Origin", seat);
+        WebSession *s = ws_seat_session(wsi, w, seat, &refusals);
+        if (!s)
                 return -1;
-        }
-        if (forward_facilitator_present(wsi)) {
-                web_log_refusal(wsi, "a forwarded WebSocket from a browser with a facilitator session", seat);
-                return -1;
-        }
-        WebSession *s = web_request_session(wsi, w);
-        if (!s) {
-                web_log_refusal(wsi, "a forwarded WebSocket without a session", seat);
-                return -1;
-        }
-        if (strcmp(s->seat, seat) != 0) {
-                web_log_refusal(wsi, "a forwarded WebSocket with a session cookie of another seat", seat);
-                return -1;
-        }
         if (!forward_port_allowed(w->conf, port)) {
                 web_log_refusal(wsi, "a forwarded WebSocket to a port not in forward_ports", seat);
                 return -1;

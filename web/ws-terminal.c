@@ -22,6 +22,7 @@
 #include "common/jsonframe.h"
 #include "common/log.h"
 #include "common/list.h"
+#include "forward.h"
 #include "terminal.h"
 #include "web.h"
 #include "ws-terminal.h"
@@ -36,25 +37,41 @@ static size_t session_terminals(Web *w, const char *session) {
         return n;
 }
 
+WebSession *ws_seat_session(struct lws *wsi, Web *w, const char *seat, const WsSeatRefusals *refusals) {
+        if (lws_hdr_total_length(wsi, WSI_TOKEN_ORIGIN) <= 0 || web_cross_origin(wsi, w)) {
+                web_log_refusal(wsi, refusals->cross_origin, seat);
+                return NULL;
+        }
+        if (refusals->facilitator && forward_facilitator_present(wsi)) {
+                web_log_refusal(wsi, refusals->facilitator, seat);
+                return NULL;
+        }
+        WebSession *s = web_request_session(wsi, w);
+        if (!s) {
+                web_log_refusal(wsi, refusals->no_session, seat);
+                return NULL;
+        }
+        if (strcmp(s->seat, seat) != 0) {
+                web_log_refusal(wsi, refusals->other_seat, seat);
+                return NULL;
+        }
+        return s;
+}
+
 /* The handshake: the same checks as a page of the seat, plus a required, matching Origin. */
 static int filter(struct lws *wsi, Web *w, TermConn *tc) {
+        static const WsSeatRefusals refusals = {
+                .cross_origin = "a terminal WebSocket without seat-web's own Origin",
+                .no_session = "a terminal WebSocket without a session",
+                .other_seat = "a terminal WebSocket with a session cookie of another seat",
+        };
         char uri[300], arg[64];
         if (lws_hdr_copy(wsi, uri, sizeof(uri), WSI_TOKEN_GET_URI) <= 0 ||
             web_route(uri, arg, sizeof(arg), NULL) != WEB_ROUTE_SEAT_TERMINAL)
                 return -1;
-        if (lws_hdr_total_length(wsi, WSI_TOKEN_ORIGIN) <= 0 || web_cross_origin(wsi, w)) {
-                web_log_refusal(wsi, "a terminal WebSocket without seat-web's own Origin", arg);
+        WebSession *s = ws_seat_session(wsi, w, arg, &refusals);
+        if (!s)
                 return -1;
-        }
-        WebSession *s = web_request_session(wsi, w);
-        if (!s) {
-                web_log_refusal(wsi, "a terminal WebSocket without a session", arg);
-                return -1;
-        }
-        if (strcmp(s->seat, arg) != 0) {
-                web_log_refusal(wsi, "a terminal WebSocket with a session cookie of another seat", arg);
-                return -1;
-        }
         /* max_terminals counts forwarded WebSockets too (ws-proxy.c): each holds a
          * connection to seatd's participant socket as a terminal does. */
         if (w->n_terms + w->n_wsp >= (size_t) w->conf->max_terminals ||

@@ -7,6 +7,7 @@
 #include <stdbool.h>
 
 #include "http-parse.h"
+#include "session.h"
 #include "terminal.h"
 
 #define WS_CONTROL_MAX 256
@@ -32,6 +33,19 @@ struct TermConn {
         TermConn *prev, *next;
 };
 
+/* How a seat's WebSocket (a terminal, or a forwarded one: ws-proxy.c) names each refusal
+ * of the handshake's checks in the log. */
+typedef struct WsSeatRefusals {
+        const char *cross_origin; /* no Origin, or not seat-web's own */
+        const char *facilitator;  /* the browser holds a facilitator session too; NULL: allowed */
+        const char *no_session;
+        const char *other_seat;   /* the session cookie of another seat */
+} WsSeatRefusals;
+
+/* The handshake's checks every WebSocket of a seat makes: an Origin that is seat-web's
+ * own (a browser sends cookies with a WebSocket from any site), then the participant's
+ * session of that very seat. The session, or NULL after logging the refusal. */
+WebSession *ws_seat_session(struct lws *wsi, Web *w, const char *seat, const WsSeatRefusals *refusals);
 
 int ws_terminal_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in, size_t len);
 /* A terminal's thread woke the loop: ask for a write where output or the end waits, and read
