@@ -71,16 +71,39 @@ host_apt_install() {
 }
 
 # Run a command that needs the package mirror. The test guard drops the uplink's traffic
-# to private and test ranges, where this machine's resolver and package mirror may live:
-# lift it for the command, put it back after (whatever the command did).
+# to private and test ranges, where this machine's resolver and package mirror may live.
+# The command runs in a cgroup (v2) of its own, and a rule ahead of the guard's drop lets
+# only that cgroup's sockets through (nftables' "socket cgroupv2"), for as long as it runs:
+# everything else stays guarded meanwhile, so suites that run beside a download (the lanes
+# of scripts/test) never see the guard lifted. Where no cgroup v2 hierarchy can be used,
+# the guard is lifted for the command and put back after (whatever the command did).
 with_network_for_apt() {
-  local guard=0 rc=0
-  if command -v nft >/dev/null && nft list table inet seat_guard >/dev/null 2>&1; then
-    guard=1
-    nft delete table inet seat_guard
+  local rc=0
+  if ! command -v nft >/dev/null || ! nft list table inet seat_guard >/dev/null 2>&1; then
+    "$@"
+    return
   fi
+  local top rel cg handle
+  if [[ -f /sys/fs/cgroup/cgroup.controllers ]]; then
+    top=/sys/fs/cgroup rel=                  # the unified hierarchy alone
+  elif [[ -f /sys/fs/cgroup/unified/cgroup.controllers ]]; then
+    top=/sys/fs/cgroup/unified rel=unified/  # a hybrid one (systemd's "unified" mount)
+  fi
+  cg=seatd-download-$$-$RANDOM
+  # (nft names the cgroup by its path under /sys/fs/cgroup; level 1 is a child of the root
+  # of the v2 hierarchy, wherever that is mounted)
+  if [[ -n ${top:-} ]] && mkdir "$top/$cg" 2>/dev/null &&
+     handle=$(nft -e -a insert rule inet seat_guard guard_output socket cgroupv2 level 1 "\"$rel$cg\"" accept 2>/dev/null |
+              sed -n 's/.*# handle \([0-9]*\)$/\1/p') && [[ -n $handle ]]; then
+    (echo "$BASHPID" >"$top/$cg/cgroup.procs" && "$@") || rc=$?
+    nft delete rule inet seat_guard guard_output handle "$handle"
+    rmdir "$top/$cg" 2>/dev/null || true # (a daemon the command left keeps it; harmless)
+    return $rc
+  fi
+  [[ -n ${top:-} ]] && rmdir "$top/$cg" 2>/dev/null
+  nft delete table inet seat_guard
   "$@" || rc=$?
-  ((guard)) && host_load_guard
+  host_load_guard
   return $rc
 }
 
