@@ -79,7 +79,9 @@ host_apt_install() {
 # the guard is lifted for the command and put back after (whatever the command did).
 with_network_for_apt() {
   local rc=0
-  if ! command -v nft >/dev/null || ! nft list table inet seat_guard >/dev/null 2>&1; then
+  # (SEATD_DOWNLOAD_CGROUP: this runs inside such a command already, a chroot's apt say,
+  # whose sockets are let out; lifting the guard here would lift it for everything)
+  if [[ -n ${SEATD_DOWNLOAD_CGROUP:-} ]] || ! command -v nft >/dev/null || ! nft list table inet seat_guard >/dev/null 2>&1; then
     "$@"
     return
   fi
@@ -95,8 +97,8 @@ with_network_for_apt() {
   if [[ -n ${top:-} ]] && mkdir "$top/$cg" 2>/dev/null &&
      handle=$(nft -e -a insert rule inet seat_guard guard_output socket cgroupv2 level 1 "\"$rel$cg\"" accept 2>/dev/null |
               sed -n 's/.*# handle \([0-9]*\)$/\1/p') && [[ -n $handle ]]; then
-    (echo "$BASHPID" >"$top/$cg/cgroup.procs" && "$@") || rc=$?
-    nft delete rule inet seat_guard guard_output handle "$handle"
+    (echo "$BASHPID" >"$top/$cg/cgroup.procs" && SEATD_DOWNLOAD_CGROUP=$cg "$@") || rc=$?
+    nft delete rule inet seat_guard guard_output handle "$handle" 2>/dev/null || true
     rmdir "$top/$cg" 2>/dev/null || true # (a daemon the command left keeps it; harmless)
     return $rc
   fi
