@@ -60,6 +60,34 @@ static void html(FILE *f, const char *s) {
                 }
 }
 
+/* (numbers only: nothing here to escape; no script, so the page's own refresh) */
+int fac_handout_progress_render(size_t done, size_t total, char **ret, size_t *ret_len) {
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&buf, &len);
+        if (!f)
+                return -ENOMEM;
+        fprintf(f,
+                "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+                "<meta http-equiv=\"refresh\" content=\"2\"><title>Seat handout: %zu of %zu seats</title>"
+                "<link rel=\"stylesheet\" href=\"/facilitator/static/dashboard.css\"></head>\n"
+                "<body class=\"handout\"><p class=\"noprint\"><a href=\"/facilitator/\">Back to the dashboard</a></p>\n"
+                "<h1>Provisioning the seats</h1>\n"
+                "<p class=\"handout-progress\" data-done=\"%zu\" data-total=\"%zu\"><progress value=\"%zu\" max=\"%zu\">"
+                "</progress> %zu of %zu seats made</p>\n"
+                "<p>One after the other: each boots. This page reloads itself and becomes the handout "
+                "(the links to print) once every seat is made. Leaving it stops nothing.</p>\n"
+                "</body></html>\n",
+                done, total, done, total, done, total, done, total);
+        if (fclose(f) != 0) {
+                free(buf);
+                return -ENOMEM;
+        }
+        *ret = buf;
+        *ret_len = len;
+        return 0;
+}
+
 int fac_handout_render(const HandoutEntry *e, size_t n, char **ret, size_t *ret_len) {
         char *buf = NULL;
         size_t len = 0;

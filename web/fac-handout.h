@@ -19,5 +19,7 @@ typedef struct HandoutEntry {
 
 /* text as a QR code (error correction M) in an SVG element, 4 modules of quiet zone. */
 int fac_qr_svg(const char *text, char **ret);
+/* The page of a handout being made: done of total seats so far; it reloads itself. */
+int fac_handout_progress_render(size_t done, size_t total, char **ret, size_t *ret_len);
 /* The handout page (HTML, every value escaped). */
 int fac_handout_render(const HandoutEntry *e, size_t n, char **ret, size_t *ret_len);

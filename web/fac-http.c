@@ -7,7 +7,9 @@
  *   GET  /facilitator/api/call/M     seat.list, pool.status, host.check, evidence.list, metrics
  *   POST /facilitator/api/seat/ID/reset, .../release
  *   GET  /facilitator/api/seat/ID/audit?offset=N, .../console?offset=N
- *   POST /facilitator/handout        (form: csrf, image, names) provisions and prints links
+ *   POST /facilitator/handout        (form: csrf, image, names) starts provisioning: 303 to
+ *   GET  /facilitator/handout/ID     how far it got (the page reloads itself), then the
+ *                                    printable links (fac-handouts.h)
  *   GET  /facilitator/evidence/NAME  a sealed archive, streamed from evidence.read
  *   GET  /metrics                    Prometheus text (loopback, or a facilitator)
  * Every POST needs seat-web's own Origin and the session's CSRF token (header
@@ -27,6 +29,7 @@
 #include "common/log.h"
 #include "fac-events.h"
 #include "fac-handout.h"
+#include "fac-handouts.h"
 #include "fac-http.h"
 #include "fac-internal.h"
 #include "fac-metrics.h"
@@ -43,6 +46,7 @@
 #define EVIDENCE_CHUNK (512u * 1024u)
 #define AUDIT_CHUNK (64u * 1024u)
 #define LINK_EXPIRES_S (12 * 3600)
+#define HANDOUT_KEEP_MS (3600 * 1000) /* a made handout, for reloads and printing */
 
 typedef enum FacRoute {
         FR_NONE,
@@ -58,6 +62,7 @@ typedef enum FacRoute {
         FR_AUDIT,
         FR_CONSOLE,
         FR_HANDOUT,
+        FR_HANDOUT_PAGE,
         FR_EVIDENCE,
         FR_METRICS,
 } FacRoute;
@@ -170,6 +175,10 @@ static FacRoute route(const char *path, bool post, Conn *c) {
                 return FR_LOGOUT;
         if (!strcmp(path, "/facilitator/handout"))
                 return FR_HANDOUT;
+        if (!strncmp(path, "/facilitator/handout/", 21) && web_session_id_valid(path + 21)) {
+                snprintf(c->fac_arg, sizeof(c->fac_arg), "%s", path + 21);
+                return FR_HANDOUT_PAGE;
+        }
         if (!strcmp(path, "/facilitator/api/session"))
                 return FR_SESSION;
         if (!strncmp(path, "/facilitator/static/", 20) && arg_valid(path + 20)) {
@@ -237,7 +246,9 @@ static void verify_work(Job *job) {
 }
 
 /* The handout: one seat per participant (seat.provision, count 1), a one-time link to
- * each, the page. The base URL (job->path) is the one the facilitator's browser used. */
+ * each, the page, into the handouts table (job->link_id), whose page says how far it got
+ * meanwhile. The base URL (job->path) is the one the facilitator's browser used. No
+ * connection waits for this job. */
 static void handout_work(Job *job) {
         Fac *f = job->ctx;
         const WebConfig *conf = f->w->conf;
@@ -247,14 +258,19 @@ static void handout_work(Job *job) {
         size_t n = json_object_array_length(names);
         _cleanup_free_ HandoutEntry *e = calloc(n ? n : 1, sizeof(HandoutEntry));
         if (!e) {
-                job->r = -ENOMEM;
+                fac_handouts_finish(f->handouts, job->link_id, NULL, 0, now_realtime_ms());
                 return;
         }
         for (size_t i = 0; i < n; i++) {
                 _cleanup_json_ json_object *params = json_object_new_object(), *res = NULL;
                 char code[32] = "", id[WEB_SESSION_ID_LEN + 1];
+                fac_handouts_progress(f->handouts, job->link_id, i);
                 snprintf(e[i].participant, sizeof(e[i].participant), "%s",
                          json_object_get_string(json_object_array_get_idx(names, i)));
+                if (jobs_stopping(f->jobs)) {
+                        snprintf(e[i].problem, sizeof(e[i].problem), "seat-web stopped before this seat was made");
+                        continue;
+                }
                 if (!params) {
                         snprintf(e[i].problem, sizeof(e[i].problem), "out of memory");
                         continue;
@@ -286,8 +302,12 @@ static void handout_work(Job *job) {
                 snprintf(e[i].url, sizeof(e[i].url), "%.500s/l/%s", job->path, id);
                 log_info("handout: seat '%s' for participant '%s' by facilitator '%s'", e[i].seat, e[i].participant, who);
         }
-        job->r = fac_handout_render(e, n, &job->out, &job->out_len);
+        char *page = NULL;
+        size_t len = 0;
+        if (fac_handout_render(e, n, &page, &len) < 0)
+                page = NULL;
         sodium_memzero(e, (n ? n : 1) * sizeof(HandoutEntry));
+        fac_handouts_finish(f->handouts, job->link_id, page, len, now_realtime_ms());
 }
 
 static Jobs *pool_of(Fac *f, const Job *job) {
@@ -437,7 +457,8 @@ static int do_handout(struct lws *wsi, Web *w, Conn *c, FacSession *s) {
                 return web_respond_text(wsi, w, c, 400,
                                         "List the participants, one per line (at most 64, each at most 64 letters, digits, "
                                         "spaces and @._+-, no name twice).\n");
-        Job *job = new_job(wsi, w, FR_HANDOUT, handout_work, "seat.provision");
+        /* (no connection waits for it: the answer is the 303 below) */
+        Job *job = new_job(NULL, w, FR_HANDOUT, handout_work, "seat.provision");
         if (!job)
                 return -1;
         if (base_url(wsi, w, job->path, sizeof(job->path)) < 0) {
@@ -450,8 +471,56 @@ static int do_handout(struct lws *wsi, Web *w, Conn *c, FacSession *s) {
         json_object_object_add(job->params, "names", arr);
         json_object_object_add(job->params, "image", json_object_new_string(image));
         json_object_object_add(job->params, "facilitator", json_object_new_string(s->name));
+        int r = fac_handouts_start(w->fac->handouts, s->name, n, now_realtime_ms(), job->link_id);
+        if (r < 0) {
+                job_free(job);
+                if (r == -EBUSY)
+                        return web_respond_text(wsi, w, c, 409,
+                                                "A handout is being made: its seats are provisioned one after the other. "
+                                                "Make this one once it is done.\n");
+                return web_respond_text(wsi, w, c, 503,
+                                        r == -ENOSPC ? "Too many handouts are kept (each for an hour after it is made): "
+                                                       "try again later.\n"
+                                                     : "The handout could not be started.\n");
+        }
+        char to[sizeof("/facilitator/handout/") + WEB_SESSION_ID_LEN];
+        snprintf(to, sizeof(to), "/facilitator/handout/%s", job->link_id);
+        if (jobs_submit(w->fac->jobs, job) < 0) {
+                fac_handouts_finish(w->fac->handouts, job->link_id, NULL, 0, now_realtime_ms());
+                job_free(job);
+                return web_respond_text(wsi, w, c, 503, "seat-web is busy: try again in a moment.\n");
+        }
         log_info("facilitator '%s': a handout of %zu seats of image '%s'", s->name, n, image);
-        return submit(wsi, w, c, job);
+        return redirect(wsi, w, c, to, NULL);
+}
+
+/* A handout's page: how far it got while it is made (the page reloads itself), then the
+ * handout. Only the facilitator who made it finds it. */
+static int do_handout_page(struct lws *wsi, Web *w, Conn *c, FacSession *s) {
+        FacHandoutView v;
+        int r = fac_handouts_get(w->fac->handouts, c->fac_arg, s->name, now_realtime_ms(), &v);
+        if (r == -ENOENT)
+                return web_respond_text(wsi, w, c, 404,
+                                        "No such handout: a handout is kept for an hour after it is made, for the "
+                                        "facilitator who made it.\n");
+        if (r < 0)
+                return -1;
+        _cleanup_free_ char *page = NULL;
+        size_t len = 0;
+        if (!v.made)
+                r = fac_handout_progress_render(v.done, v.total, &page, &len);
+        else if (!v.page)
+                return web_respond_text(wsi, w, c, 500, "The handout could not be made.\n");
+        else {
+                page = v.page;
+                len = v.len;
+        }
+        if (r < 0)
+                return -1;
+        r = web_respond(wsi, w, c, 200, "text/html; charset=utf-8", page, len, NULL, NULL);
+        if (v.made)
+                sodium_memzero(page, len); /* (one-time links) */
+        return r;
 }
 
 static bool loopback_peer(struct lws *wsi) {
@@ -567,6 +636,8 @@ int fac_http_request(struct lws *wsi, Web *w, Conn *c, const char *path, bool ge
         case FR_AUDIT:
         case FR_CONSOLE:
                 return do_seat_call(wsi, w, c, s, (FacRoute) c->fac_route);
+        case FR_HANDOUT_PAGE:
+                return do_handout_page(wsi, w, c, s);
         case FR_EVIDENCE:
                 /* all three: a keep-alive connection's second download starts afresh */
                 c->fac_offset = 0;
@@ -675,10 +746,6 @@ static int finish(struct lws *wsi, Web *w, Conn *c, Job *job) {
                 return finish_login(wsi, w, c, job);
         case FR_EVIDENCE:
                 return finish_evidence(wsi, w, c, job);
-        case FR_HANDOUT:
-                if (job->r < 0 || !job->out)
-                        return web_respond_text(wsi, w, c, 500, "The handout could not be made.\n");
-                return web_respond(wsi, w, c, 200, "text/html; charset=utf-8", job->out, job->out_len, NULL, NULL);
         default:
                 return finish_call(wsi, w, c, job);
         }
@@ -702,7 +769,7 @@ void fac_service(Web *w) {
         while (l) {
                 Job *job = l;
                 l = l->next;
-                if (!job->abandoned) {
+                if (!job->abandoned && job->wsi) { /* (a handout's has none) */
                         Conn *c = lws_wsi_user(job->wsi);
                         c->job = NULL;
                         if (finish(job->wsi, w, c, job) < 0)
@@ -754,7 +821,8 @@ int fac_init(Web *w, struct lws_context *ctx, SeatError **ret_error) {
         /* Two workers: a long provision or reset does not hold up the dashboard's reads. */
         f->jobs = jobs_new(w->conf->facilitator_socket, (int) w->conf->seatd_timeout_ms, 2, 64, ctx);
         f->login_jobs = jobs_new(w->conf->facilitator_socket, (int) w->conf->seatd_timeout_ms, 1, 8, ctx);
-        if (!f->sessions || !f->per_address || !f->per_name || !f->jobs || !f->login_jobs)
+        f->handouts = fac_handouts_new(HANDOUT_KEEP_MS);
+        if (!f->sessions || !f->per_address || !f->per_name || !f->jobs || !f->login_jobs || !f->handouts)
                 return seat_error_set(ret_error, ENOMEM, "cannot set up the facilitator's side (sessions, rate limits, workers)");
         f->ctx = ctx;
         if (w->conf->max_dashboards > 0 && !(f->events = fac_events_new(w->conf->facilitator_socket, ctx)))
@@ -772,6 +840,7 @@ void fac_done(Web *w) {
         f->jobs = NULL;
         jobs_free(f->login_jobs);
         f->login_jobs = NULL;
+        f->handouts = fac_handouts_free(f->handouts); /* (after the workers: one may be making one) */
         for (size_t i = 0; i < ELEMENTSOF(f->assets); i++)
                 free(f->assets[i].data);
         fac_sessions_free(f->sessions);

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 
 #include "fac-events.h"
+#include "fac-handouts.h"
 #include "fac-session.h"
 #include "jobs.h"
 #include "ratelimit.h"
@@ -21,6 +22,7 @@ struct Fac {
         /* Password verifies, on a worker and a short queue of their own: logins from
          * anywhere (no session needed) must not fill the dashboard's queue. */
         Jobs *login_jobs;
+        FacHandouts *handouts; /* being made (on a worker of jobs) and made */
         Asset assets[4];
         /* One argon2 verify at a time: a flood of logins holds FAC_PWHASH_MEMLIMIT, not
          * that times the workers. */

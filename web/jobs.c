@@ -241,6 +241,13 @@ int jobs_submit(Jobs *j, Job *job) {
         return 0;
 }
 
+bool jobs_stopping(Jobs *j) {
+        pthread_mutex_lock(&j->lock);
+        bool stop = j->stop;
+        pthread_mutex_unlock(&j->lock);
+        return stop;
+}
+
 void jobs_abandon(Jobs *j, Job *job) {
         pthread_mutex_lock(&j->lock);
         job->abandoned = true;

@@ -82,6 +82,8 @@ int jobs_submit(Jobs *j, Job *job);
 /* At most max workers on one seat's jobs at once (its later jobs wait their turn while
  * other seats' go ahead); 0: no limit. */
 void jobs_set_per_seat_max(Jobs *j, size_t max);
+/* jobs_free() has begun: a job of many calls (a handout) stops making more. */
+bool jobs_stopping(Jobs *j);
 /* Mark a job whose connection closed: its answer is dropped when it comes back. */
 void jobs_abandon(Jobs *j, Job *job);
 /* The finished jobs, oldest first; the caller frees each with job_free(). */

@@ -100,4 +100,15 @@ TEST(qr_and_handout) {
         assert_null(strstr(page, "<script"));
 }
 
+TEST(handout_progress) {
+        _cleanup_free_ char *page = NULL;
+        size_t len;
+        assert_int_equal(fac_handout_progress_render(3, 30, &page, &len), 0);
+        assert_int_equal(strlen(page), len);
+        has(page, "<meta http-equiv=\"refresh\" content=\"2\">");
+        has(page, "data-done=\"3\" data-total=\"30\"");
+        has(page, "3 of 30 seats made");
+        assert_null(strstr(page, "<script"));
+}
+
 TEST_MAIN("web-fac-render")

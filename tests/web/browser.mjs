@@ -379,13 +379,23 @@ async function facilitator() {
   const otherGen = await until(fp, (o) => document.querySelector(`tr[data-seat="${o}"]`)?.dataset.state === "ready", 5000, other);
   ok(otherGen, `the other seat (${other}) was not touched by the refused cross-site POST`);
 
-  // A handout for two participants: seats provisioned, one-time links with QR codes.
+  // A handout for two participants: the form is answered at once with the handout's own
+  // page, which says how far it got (reloading itself) until it shows the one-time links
+  // with QR codes: the browser is never left waiting for the seats to boot.
   await fp.fill("#names", "carol\ndave");
-  // noWaitAfter: a click that starts a navigation otherwise waits (its own 30 s) for the
-  // response to commit, and the handout answers only once both seats are provisioned, which
-  // on a loaded TCG host took longer (CI: "page.click: Timeout 30000ms exceeded").
-  const [ho] = await Promise.all([fp.waitForNavigation({ timeout: 900000 }), fp.click("#provision", { noWaitAfter: true })]);
-  ok(ho && ho.status() === 200 && fp.url() === `${url}/facilitator/handout`, "the handout form provisions and answers its page", ho && ho.status());
+  const [ho] = await Promise.all([fp.waitForNavigation({ timeout: 60000 }), fp.click("#provision")]);
+  const hpath = fp.url().slice(url.length);
+  ok(ho && ho.status() === 200 && /^\/facilitator\/handout\/[A-Za-z0-9_-]{43}$/.test(hpath),
+    "the handout form answers at once with the handout's own page", `${ho && ho.status()} ${fp.url()}`);
+  // (the first answer as it was served: the page reloads itself every 2 s)
+  const body = ho ? await ho.text().catch(() => "") : "";
+  const first = { done: Number(/data-done="(\d+)"/.exec(body)?.[1]), total: Number(/data-total="(\d+)"/.exec(body)?.[1]),
+    title: /<title>([^<]*)<\/title>/.exec(body)?.[1], refresh: body.includes('<meta http-equiv="refresh" content="2">') };
+  ok(first.total === 2 && first.done >= 0 && first.done < 2 && /^Seat handout: \d of 2 seats$/.test(first.title) && first.refresh,
+    `while the seats boot, the page says how far it got (${first.done} of ${first.total}) and reloads itself`, JSON.stringify(first));
+  const made = await until(fp, () => document.querySelectorAll(".card").length === 2, 900000);
+  ok(made && fp.url() === `${url}${hpath}`, "the page becomes the handout once both seats are made", fp.url());
+  console.log(`# handout page: ${hpath}`);
   const cards = await fp.evaluate(() => [...document.querySelectorAll(".card")].map((c) => ({
     who: c.dataset.participant, link: c.querySelector("a.link")?.href, qr: !!c.querySelector("svg.qr path"),
     seat: c.querySelector(".seat")?.textContent, warn: c.querySelector(".warn")?.textContent })));

@@ -610,6 +610,21 @@ for h in $hs; do
                 not_ok "handout seat $h belongs to its participant"
 done
 [[ $(wc -w <<<"$hs") == 2 ]] && ok "seatd holds the handout's two seats, each its participant's ($hs)" || not_ok "the handout's seats: '$hs'"
+# The handout's page is kept for the facilitator who made it (reloads, printing), and
+# only for them: another facilitator (carol, made by 'seat-web passwd' above), no session,
+# an ID never handed out all find nothing.
+hpage=$(sed -n 's/^# handout page: //p' "$t/browser-facilitator")
+code=$(fac_login 127.0.0.52 carol "tty pw")
+ccookie=$(sed -n 's/^set-cookie: __Host-seatfac=\([^;]*\);.*/\1/Ip' "$t/h" | tr -d '\r')
+h_alice=$("${F[@]}" -o "$t/hp" -w '%{http_code}' -b "__Host-seatfac=$fcookie" "$url$hpage")
+h_carol=$("${F[@]}" -o "$t/body" -w '%{http_code}' -b "__Host-seatfac=$ccookie" "$url$hpage")
+h_none=$("${F[@]}" -o /dev/null -w '%{http_code}' "$url$hpage")
+h_other=$("${F[@]}" -o /dev/null -w '%{http_code}' -b "__Host-seatfac=$fcookie" "$url/facilitator/handout/$(head -c 32 /dev/urandom | base64 -w0 | tr '+/' '-_' | tr -d '=')")
+h_short=$("${F[@]}" -o /dev/null -w '%{http_code}' -b "__Host-seatfac=$fcookie" "$url/facilitator/handout/abc")
+[[ -n $hpage && $h_alice == 200 && $(grep -c 'class="card"' "$t/hp") == 2 && $code == 303 && -n $ccookie && $h_carol == 404 &&
+   $(cat "$t/body") == *"kept for an hour after it is made, for the facilitator who made it"* && $h_none == 401 && $h_other == 404 && $h_short == 404 ]] &&
+        ok "the made handout is kept for its facilitator ($h_alice, two cards); another facilitator $h_carol, no session $h_none, an unknown ID $h_other, a malformed one $h_short" ||
+        not_ok "the kept handout: '$hpage' alice $h_alice, carol login $code $h_carol, none $h_none, unknown $h_other, short $h_short"
 a2=""
 for _ in $(seq 1 1800); do a2=$(ls "$t/state/evidence/archives/$S2-g1-"*.seatdev 2>/dev/null | head -1); [[ -n $a2 ]] && break; sleep 0.1; done
 "$CTL" evidence open "$a2" --key "$t/facilitator.key" --out "$t/open2" --host-key "$t/state/trust/host.pub" >"$t/out" 2>&1 &&

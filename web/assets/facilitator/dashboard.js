@@ -234,7 +234,7 @@ async function start() {
   for (const el of document.querySelectorAll("input.csrf")) el.value = csrf;
   $("viewer-close").onclick = () => ($("viewer").hidden = true);
   $("handout").onsubmit = () => {
-    text($("provision"), "Provisioning… (a seat takes a while to boot)");
+    text($("provision"), "Starting… (the next page shows each seat as it is made)");
   };
   connect();
   await refresh();
