@@ -104,8 +104,13 @@ for s in $P; do "${VIRSH[@]}" suspend "$(seat_field "$s" domain)" >>"$t/out" 2>&
 replaced0=$(pool_field replaced)
 "$CTL" -q --json provision --image test-image --participant bob >"$t/claim" 2>"$t/out"; rc=$?
 B=$(py 'print(d["seats"][0]["id"])' <"$t/claim" 2>/dev/null)
+# (bob's seat is booted for him, or, when the pool has already replaced one of the suspended
+# machines by then, as it does on a fast host, that replacement is claimed: either way none
+# of the suspended ones; the claims counted in 6. follow from which)
+claims=3
+[[ $(py 'print(d["seats"][0].get("from_pool"))' <"$t/claim" 2>/dev/null) == True ]] && claims=4
 [[ $rc == 0 && -n $B && " $P " != *" $B "* && $(seat_field "$B" participant) == bob ]] \
-  && ok "with every pooled machine suspended, provision hands out none of them ($B was booted)" || not_ok "suspended pooled seats are not handed out"
+  && ok "with every pooled machine suspended, provision hands out none of them ($B, $( ((claims == 4)) && echo "a replacement claimed" || echo booted))" || not_ok "suspended pooled seats are not handed out"
 x=$("$CTL" exec "$B" -- echo alive 2>"$t/out")
 [[ $x == alive ]] && ok "the seat handed out instead works" || not_ok "the seat handed out instead works"
 gone=1
@@ -120,7 +125,7 @@ wait_ready 2 >"$t/out" 2>&1 && [[ -z $(comm -12 <(echo "$P" | tr ' ' '\n' | sort
 
 # ---------------------------------------------------------------- 6. pool status
 "$CTL" --json pool status >"$t/status" 2>"$t/out"
-py "p=d['pools'][0]; h=d['host']; assert (p['image'],p['egress'],p['size'],p['ready'],p['state'])==('test-image','none',2,2,'full'), p; assert p['claimed']==3 and p['replaced']>=2, p; assert h['seats']==3 and h['pool_max_seats']==8 and h['memory_mib']>0, h" <"$t/status" >"$t/out" 2>&1 \
+py "p=d['pools'][0]; h=d['host']; assert (p['image'],p['egress'],p['size'],p['ready'],p['state'])==('test-image','none',2,2,'full'), p; assert p['claimed']==$claims and p['replaced']>=2, p; assert h['seats']==3 and h['pool_max_seats']==8 and h['memory_mib']>0, h" <"$t/status" >"$t/out" 2>&1 \
   && ok "pool status --json: size, ready, state, claims, replacements, host usage" || { cat "$t/status" >>"$t/out"; not_ok "pool status --json"; }
 "$CTL" pool status >"$t/out" 2>&1 && grep -q "^test-image .* 2 .* 2 .*full" "$t/out" && ok "pool status prints a table" || not_ok "pool status prints a table"
 
