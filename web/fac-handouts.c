@@ -18,7 +18,7 @@ typedef struct Handout {
         size_t done, total;
         char *page; /* made: the page, wiped when dropped (one-time links) */
         size_t len;
-        int64_t made_ms;
+        int64_t made_ms; /* monotonic: a clock step neither keeps nor drops a page early */
 } Handout;
 
 struct FacHandouts {

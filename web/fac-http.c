@@ -258,7 +258,7 @@ static void handout_work(Job *job) {
         size_t n = json_object_array_length(names);
         _cleanup_free_ HandoutEntry *e = calloc(n ? n : 1, sizeof(HandoutEntry));
         if (!e) {
-                fac_handouts_finish(f->handouts, job->link_id, NULL, 0, now_realtime_ms());
+                fac_handouts_finish(f->handouts, job->link_id, NULL, 0, now_monotonic_ms());
                 return;
         }
         for (size_t i = 0; i < n; i++) {
@@ -307,7 +307,7 @@ static void handout_work(Job *job) {
         if (fac_handout_render(e, n, &page, &len) < 0)
                 page = NULL;
         sodium_memzero(e, (n ? n : 1) * sizeof(HandoutEntry));
-        fac_handouts_finish(f->handouts, job->link_id, page, len, now_realtime_ms());
+        fac_handouts_finish(f->handouts, job->link_id, page, len, now_monotonic_ms());
 }
 
 static Jobs *pool_of(Fac *f, const Job *job) {
@@ -471,7 +471,7 @@ static int do_handout(struct lws *wsi, Web *w, Conn *c, FacSession *s) {
         json_object_object_add(job->params, "names", arr);
         json_object_object_add(job->params, "image", json_object_new_string(image));
         json_object_object_add(job->params, "facilitator", json_object_new_string(s->name));
-        int r = fac_handouts_start(w->fac->handouts, s->name, n, now_realtime_ms(), job->link_id);
+        int r = fac_handouts_start(w->fac->handouts, s->name, n, now_monotonic_ms(), job->link_id);
         if (r < 0) {
                 job_free(job);
                 if (r == -EBUSY)
@@ -486,7 +486,7 @@ static int do_handout(struct lws *wsi, Web *w, Conn *c, FacSession *s) {
         char to[sizeof("/facilitator/handout/") + WEB_SESSION_ID_LEN];
         snprintf(to, sizeof(to), "/facilitator/handout/%s", job->link_id);
         if (jobs_submit(w->fac->jobs, job) < 0) {
-                fac_handouts_finish(w->fac->handouts, job->link_id, NULL, 0, now_realtime_ms());
+                fac_handouts_finish(w->fac->handouts, job->link_id, NULL, 0, now_monotonic_ms());
                 job_free(job);
                 return web_respond_text(wsi, w, c, 503, "seat-web is busy: try again in a moment.\n");
         }
@@ -498,7 +498,7 @@ static int do_handout(struct lws *wsi, Web *w, Conn *c, FacSession *s) {
  * handout. Only the facilitator who made it finds it. */
 static int do_handout_page(struct lws *wsi, Web *w, Conn *c, FacSession *s) {
         FacHandoutView v;
-        int r = fac_handouts_get(w->fac->handouts, c->fac_arg, s->name, now_realtime_ms(), &v);
+        int r = fac_handouts_get(w->fac->handouts, c->fac_arg, s->name, now_monotonic_ms(), &v);
         if (r == -ENOENT)
                 return web_respond_text(wsi, w, c, 404,
                                         "No such handout: a handout is kept for an hour after it is made, for the "
