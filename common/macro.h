@@ -48,6 +48,14 @@ static inline void closep(int *fd) {
 }
 #define _cleanup_close_ _cleanup_(closep)
 
+/* FREE_MANY(s->dir, s->overlay, s->meta): frees each pointer given (systemd's free_many()),
+ * so a destructor of many owned buffers reads as one list, not a column of free() calls. */
+static inline void free_many(void **p, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                free(p[i]);
+}
+#define FREE_MANY(...) free_many((void *[]) { __VA_ARGS__ }, ELEMENTSOF(((void *[]) { __VA_ARGS__ })))
+
 /* DEFINE_TRIVIAL_CLEANUP_FUNC(json_object *, json_object_put) gives json_object_putp(). */
 #define DEFINE_TRIVIAL_CLEANUP_FUNC(type, func)   \
         static inline void func##p(type *p) {     \
@@ -56,7 +64,6 @@ static inline void closep(int *fd) {
                 *p = NULL;                        \
         }
 
-/* Free a NULL-terminated string array. */
 /* _cleanup_(pthread_mutex_unlockp) pthread_mutex_t *held = &s->lock: unlocked on every
  * return from there on (seat_reset() has many early ones). */
 static inline void pthread_mutex_unlockp(pthread_mutex_t **m) {
@@ -64,6 +71,7 @@ static inline void pthread_mutex_unlockp(pthread_mutex_t **m) {
                 pthread_mutex_unlock(*m);
 }
 
+/* Free a NULL-terminated string array. */
 static inline char **strv_free(char **l) {
         if (!l)
                 return NULL;
