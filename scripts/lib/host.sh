@@ -190,8 +190,17 @@ host_make_users() {
 # off this machine. Loaded before any test that may send packets, and left loaded.
 host_load_guard() {
   command -v nft >/dev/null || die "nft is missing (apt-get install nftables)"
-  nft list table inet seat_guard >/dev/null 2>&1 && return 0
-  local uplink
+  local h uplink
+  if nft list table inet seat_guard >/dev/null 2>&1; then
+    # A download killed before its cleanup (with_network_for_apt) leaves its accept rule.
+    # Once its cgroup is gone nft lists the rule by the cgroup's number, not its path: such
+    # a rule matches nothing now, but could match a later cgroup given the same number.
+    for h in $(nft -a list chain inet seat_guard guard_output 2>/dev/null |
+               sed -n 's/.*socket cgroupv2 level 1 [0-9][0-9]* accept # handle \([0-9]*\)$/\1/p'); do
+      nft delete rule inet seat_guard guard_output handle "$h" 2>/dev/null || true
+    done
+    return 0
+  fi
   uplink=$(ip -o route show default 2>/dev/null | awk '{print $5; exit}')
   uplink=${uplink:-eth0}
   nft -f - <<NFT
