@@ -254,15 +254,20 @@ adopted_checks() { # WHAT
     && ok "$what: a CNAME out of the names gets NXDOMAIN" || not_ok "$what: a CNAME out of the names gets NXDOMAIN"
   denied_case "$A" "$what: blocked.test's address is dropped" "${T[@]}" tcp "$WORLD_BLOCKED" 8080
 }
-# gone_within PID N: until PID is gone, N tenths of a second at most; gone PID: 5 s
+# gone_within PID N: until PID is gone, N tenths of a second at most
 gone_within() { for _ in $(seq 1 "$2"); do kill -0 "$1" 2>/dev/null || return 0; sleep 0.1; done; return 1; }
-gone() { gone_within "$1" 50; }
-p=$(gfield pid)
-seatd_stop
-gone "$p" && [[ -z $(guard_of) ]] && ok "seatd stopping stops the seat's guard (no restart, nothing left)" \
-  || not_ok "seatd stopping stops the seat's guard (still running: $(guard_of))"
-seatd_start
-adopted_checks "after a seatd restart"
+# seatd_away STOP WHAT WHY AFTER: STOP (seatd_stop, seatd_kill) takes seatd away and the
+# seat's guard must be gone with it within 5 s ("WHAT (WHY)"); then a new seatd adopts the
+# seat (adopted_checks AFTER).
+seatd_away() {
+  local p
+  p=$(gfield pid)
+  "$1"
+  gone_within "$p" 50 && [[ -z $(guard_of) ]] && ok "$2 ($3)" || not_ok "$2 (still running: $(guard_of))"
+  seatd_start
+  adopted_checks "$4"
+}
+seatd_away seatd_stop "seatd stopping stops the seat's guard" "no restart, nothing left" "after a seatd restart"
 e0=$("$CTL" --json status "$A" | json_field 'd["network"]["tamper_events"]')
 nft flush set inet seatd "n40-$BRA"
 for _ in $(seq 1 100); do (($("$CTL" --json status "$A" | json_field 'd["network"]["tamper_events"]') > e0)) && break; sleep 0.1; done
@@ -270,12 +275,7 @@ for _ in $(seq 1 100); do (($("$CTL" --json status "$A" | json_field 'd["network
   && ok "after a seatd restart its name sets are watched (nft flush set: a tamper event)" \
   || not_ok "after a seatd restart its name sets are watched"
 # Killed: the guard sees its lifeline hang up and exits by itself.
-p=$(gfield pid)
-seatd_kill
-gone "$p" && [[ -z $(guard_of) ]] && ok "seatd killed: its guard exits by itself (the lifeline)" \
-  || not_ok "seatd killed: its guard exits by itself (still running: $(guard_of))"
-seatd_start
-adopted_checks "after seatd was killed"
+seatd_away seatd_kill "seatd killed: its guard exits by itself" "the lifeline" "after seatd was killed"
 p=$(gfield pid)
 kill -9 "$p"
 wait_guard "$p" && [[ $(gfield state) == running && $(gfield restarts) == 1 ]] \
