@@ -387,6 +387,23 @@ hold_booting() {
   [[ -n $name ]] && "${VIRSH[@]}" suspend "$name" >/dev/null 2>&1
   echo "$name"
 }
+# kill_while_booting EVENTS REGEX OUT SEATCTL-ARGS...: runs seatctl SEATCTL-ARGS (its output
+# in OUT) with libvirt's lifecycle events logged to EVENTS, holds the domain matching REGEX
+# that it boots (hold_booting) and SIGKILLs seatd. Sets booted (that domain, empty if none
+# started) and ctl_rc (seatctl's exit status).
+kill_while_booting() {
+  local events=$1 re=$2 out=$3 ev_pid ctl_pid
+  shift 3
+  "${VIRSH[@]}" event --loop --event lifecycle >"$events" 2>&1 &
+  ev_pid=$! bg_pids+=("$ev_pid")
+  sleep 0.5 # (the event stream is registered)
+  "$CTL" -q "$@" >"$out" 2>&1 &
+  ctl_pid=$! bg_pids+=("$ctl_pid")
+  booted=$(hold_booting "$events" "$re")
+  seatd_kill
+  wait "$ctl_pid"; ctl_rc=$?
+  kill "$ev_pid" 2>/dev/null
+}
 # settled: no seat's standby machine is being made (warm_reset: each seat boots one beside it,
 # named seatd-ID-gN like a seat's own, which a name match would take for the seat's machine).
 settled() {
@@ -402,15 +419,8 @@ settled() {
   echo "the standby of $st is still being made"; return 1
 }
 check_cmd "no standby machine is being made (the next new domain is the provision's)" settled
-"${VIRSH[@]}" event --loop --event lifecycle >"$t/events-a" 2>&1 &
-ev_pid=$! bg_pids+=("$ev_pid")
-sleep 0.5 # (the event stream is registered)
-"$CTL" -q provision --image test-image >"$t/p8" 2>&1 &
-prov_pid=$! bg_pids+=("$prov_pid")
-new=$(hold_booting "$t/events-a" 'seatd-[0-9a-z]+-g[0-9]+')
-seatd_kill
-wait "$prov_pid"; prc=$?
-kill "$ev_pid" 2>/dev/null
+kill_while_booting "$t/events-a" 'seatd-[0-9a-z]+-g[0-9]+' "$t/p8" provision --image test-image
+new=$booted prc=$ctl_rc
 echo "killed seatd during the provision of ${new:-?} (paused; seatctl provision exited $prc: $(head -c 200 "$t/p8" | tr '\n' ' '))" | tee "$t/out" | sed 's/^/# /'
 [[ -n $new && $prc != 0 ]] && ! grep -qE '[0-9a-f]{64}' "$t/p8" \
   && ok "seatd SIGKILLed while provisioning ${new:-?} (domain started, no token handed out)" || not_ok "seatd SIGKILLed while provisioning"
@@ -427,15 +437,8 @@ out=$(xn "$t/tokA2" "$A" -- hostname 2>&1)
 # b) SIGKILL while a reset boots the new machine (paused as in a)
 check_cmd "the adopted seats' standby machines are made (the next $C domain is the reset's)" settled
 old_id=$(seat_domains | grep -E "^seatd-$C-g[0-9]+$")
-"${VIRSH[@]}" event --loop --event lifecycle >"$t/events-b" 2>&1 &
-ev_pid=$! bg_pids+=("$ev_pid")
-sleep 0.5
-"$CTL" -q reset --cold "$C" >"$t/r8" 2>&1 &
-reset_pid=$! bg_pids+=("$reset_pid")
-cur=$(hold_booting "$t/events-b" "seatd-$C-g[0-9]+")
-seatd_kill
-wait "$reset_pid"; rrc=$?
-kill "$ev_pid" 2>/dev/null
+kill_while_booting "$t/events-b" "seatd-$C-g[0-9]+" "$t/r8" reset --cold "$C"
+cur=$booted rrc=$ctl_rc
 echo "killed seatd during the reset of $C (domain $old_id -> ${cur:-none}, paused; seatctl reset exited $rrc: $(head -c 200 "$t/r8" | tr '\n' ' '))" | tee "$t/out" | sed 's/^/# /'
 [[ -n $cur && $cur != "$old_id" && $rrc != 0 ]] && ok "seatd SIGKILLed while resetting $C (new domain booting)" || not_ok "seatd SIGKILLed while resetting $C"
 seatd_start
