@@ -130,6 +130,23 @@ static Job *take_eligible(Jobs *j) {
         return NULL;
 }
 
+/* The pending and the done queues: singly linked by next, appended at the tail. */
+static void queue_append(Job **head, Job **tail, Job *job) {
+        job->next = NULL;
+        if (*tail)
+                (*tail)->next = job;
+        else
+                *head = job;
+        *tail = job;
+}
+
+static void job_list_free(Job *l) {
+        for (Job *n; l; l = n) {
+                n = l->next;
+                job_free(l);
+        }
+}
+
 static void active_remove(Jobs *j, Job *job) {
         for (Job **pp = &j->active; *pp; pp = &(*pp)->active_next)
                 if (*pp == job) {
@@ -159,11 +176,7 @@ static void *worker(void *arg) {
                 j->queued--;
                 if (j->per_seat_max)
                         pthread_cond_broadcast(&j->cond); /* a seat under its share again */
-                if (j->done_tail)
-                        j->done_tail->next = job;
-                else
-                        j->done = job;
-                j->done_tail = job;
+                queue_append(&j->done, &j->done_tail, job);
                 pthread_mutex_unlock(&j->lock);
                 if (j->ctx) /* (none in the unit test) */
                         lws_cancel_service(j->ctx); /* thread-safe: wakes the loop */
@@ -204,14 +217,8 @@ void jobs_free(Jobs *j) {
         pthread_mutex_unlock(&j->lock);
         for (size_t i = 0; i < j->n_threads; i++)
                 pthread_join(j->threads[i], NULL);
-        for (Job *l = j->pending, *n; l; l = n) {
-                n = l->next;
-                job_free(l);
-        }
-        for (Job *l = j->done, *n; l; l = n) {
-                n = l->next;
-                job_free(l);
-        }
+        job_list_free(j->pending);
+        job_list_free(j->done);
         pthread_cond_destroy(&j->cond);
         pthread_mutex_destroy(&j->lock);
         free(j);
@@ -230,12 +237,7 @@ int jobs_submit(Jobs *j, Job *job) {
                 return -EBUSY;
         }
         j->queued++;
-        job->next = NULL;
-        if (j->pending_tail)
-                j->pending_tail->next = job;
-        else
-                j->pending = job;
-        j->pending_tail = job;
+        queue_append(&j->pending, &j->pending_tail, job);
         pthread_cond_signal(&j->cond);
         pthread_mutex_unlock(&j->lock);
         return 0;
