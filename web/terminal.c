@@ -2,7 +2,6 @@
 /* terminal.c: a browser terminal's seat.exec, run by a thread of its own (see terminal.h). */
 #include <errno.h>
 #include <libwebsockets.h>
-#include <poll.h>
 #include <pthread.h>
 #include <sodium.h>
 #include <stdarg.h>
@@ -265,17 +264,14 @@ static void *terminal_thread(void *p) {
                                 break;
                         continue;
                 }
-                int ev = worker_wait(&t->worker, fd, room ? POLLIN : 0, -1);
-                if (ev < 0) {
-                        finish(t, -1, "poll: %s", strerror(-ev));
+                r = worker_fill(&t->worker, fd, rd, room, -1);
+                if (r == -ECONNRESET) {
+                        finish(t, -1, "seatd closed the terminal's connection.");
                         break;
                 }
-                if (ev & (POLLIN | POLLHUP | POLLERR)) {
-                        ssize_t n = frame_reader_fill(rd, fd);
-                        if (n == 0 || (n < 0 && n != -EAGAIN)) {
-                                finish(t, -1, "seatd closed the terminal's connection.");
-                                break;
-                        }
+                if (r < 0) {
+                        finish(t, -1, "poll: %s", strerror(-r));
+                        break;
                 }
         }
         return NULL;

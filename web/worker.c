@@ -36,6 +36,18 @@ int worker_wait(Worker *w, int fd, short events, int timeout_ms) {
         return pf[0].revents;
 }
 
+int worker_fill(Worker *w, int fd, FrameReader *rd, bool room, int timeout_ms) {
+        int ev = worker_wait(w, fd, room ? POLLIN : 0, timeout_ms);
+        if (ev < 0)
+                return ev;
+        if (ev & (POLLIN | POLLHUP | POLLERR)) {
+                ssize_t n = frame_reader_fill(rd, fd);
+                if (n == 0 || (n < 0 && n != -EAGAIN))
+                        return -ECONNRESET;
+        }
+        return 0;
+}
+
 void worker_stop(Worker *w, pthread_mutex_t *lock, bool *stop) {
         if (w->started) {
                 pthread_mutex_lock(lock);

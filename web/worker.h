@@ -11,6 +11,8 @@
 #include <pthread.h>
 #include <stdbool.h>
 
+#include "common/jsonframe.h"
+
 typedef struct Worker {
         pthread_t thread;
         bool started;
@@ -27,6 +29,11 @@ void worker_wake(Worker *w);
 /* From the thread: poll fd for events and the wake eventfd (drained here) up to timeout_ms
  * (-1: no limit). fd's revents (0 when woken, timed out or interrupted) or -errno. */
 int worker_wait(Worker *w, int fd, short events, int timeout_ms);
+
+/* From the thread: worker_wait() on fd (for input only when room), then what came read into
+ * rd. 0 to look at rd and the queue again (also when woken or timed out), -ECONNRESET when
+ * seatd closed the connection or the read failed, or poll's -errno. */
+int worker_fill(Worker *w, int fd, FrameReader *rd, bool room, int timeout_ms);
 
 /* Sets *stop under lock, wakes and joins the thread, closes the eventfd. */
 void worker_stop(Worker *w, pthread_mutex_t *lock, bool *stop);

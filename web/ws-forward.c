@@ -3,7 +3,6 @@
 #include <errno.h>
 #include <libwebsockets.h>
 #include <openssl/evp.h>
-#include <poll.h>
 #include <pthread.h>
 #include <sodium.h>
 #include <stdarg.h>
@@ -338,17 +337,14 @@ static void *ws_forward_thread(void *p) {
                         }
                         wait = (int) left;
                 }
-                int ev = worker_wait(&f->worker, fd, room ? POLLIN : 0, wait);
-                if (ev < 0) {
-                        finish(f, "poll: %s", strerror(-ev));
+                r = worker_fill(&f->worker, fd, rd, room, wait);
+                if (r == -ECONNRESET) {
+                        finish(f, "seatd closed the connection");
                         break;
                 }
-                if (ev & (POLLIN | POLLHUP | POLLERR)) {
-                        ssize_t n = frame_reader_fill(rd, fd);
-                        if (n == 0 || (n < 0 && n != -EAGAIN)) {
-                                finish(f, "seatd closed the connection");
-                                break;
-                        }
+                if (r < 0) {
+                        finish(f, "poll: %s", strerror(-r));
+                        break;
                 }
         }
 out:
