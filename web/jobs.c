@@ -45,13 +45,9 @@ Job *job_new(JobKind kind, struct lws *wsi, const char *seat, const char *token)
 void job_free(Job *job) {
         if (!job)
                 return;
-        if (job->rec)
-                json_object_put(job->rec);
-        if (job->params)
-                json_object_put(job->params);
-        free(job->data);
-        free(job->resp);
-        free(job->out);
+        json_object_put(job->rec); /* (NULL is fine) */
+        json_object_put(job->params);
+        FREE_MANY(job->data, job->resp, job->out);
         sodium_memzero(job, sizeof(*job));
         free(job);
 }
