@@ -7,18 +7,6 @@
 
 #include "fac-session.h"
 
-FacSessions *fac_sessions_new(size_t max, int64_t idle_ms, int64_t max_age_ms) {
-        return slot_table_new(max, sizeof(FacSession), idle_ms, max_age_ms);
-}
-
-FacSessions *fac_sessions_free(FacSessions *t) {
-        return slot_table_free(t);
-}
-
-void fac_session_close(FacSessions *t, FacSession *s) {
-        slot_close(t, (SlotHead *) s);
-}
-
 int fac_session_open(FacSessions *t, const char *name, int64_t now_ms, char ret_id[WEB_SESSION_ID_LEN + 1]) {
         if (!fac_name_valid(name))
                 return -EINVAL;
@@ -29,10 +17,6 @@ int fac_session_open(FacSessions *t, const char *name, int64_t now_ms, char ret_
         snprintf(s->name, sizeof(s->name), "%s", name);
         memcpy(ret_id, s->id, WEB_SESSION_ID_LEN + 1);
         return 0;
-}
-
-FacSession *fac_session_find(FacSessions *t, const char *id, int64_t now_ms) {
-        return (FacSession *) slot_find(t, id, now_ms);
 }
 
 bool fac_session_csrf_ok(const FacSession *s, const char *token) {

@@ -24,14 +24,9 @@ typedef struct FacSession {
 
 typedef SlotTable FacSessions;
 
-FacSessions *fac_sessions_new(size_t max, int64_t idle_ms, int64_t max_age_ms);
-FacSessions *fac_sessions_free(FacSessions *t);
-DEFINE_TRIVIAL_CLEANUP_FUNC(FacSessions *, fac_sessions_free)
+DEFINE_SLOT_KIND(FacSessions, FacSession, fac_sessions_new, fac_sessions_free, fac_session_find, fac_session_close)
 
 /* A new session for name (the oldest idle one dropped when full); its id in ret_id. */
 int fac_session_open(FacSessions *t, const char *name, int64_t now_ms, char ret_id[WEB_SESSION_ID_LEN + 1]);
-/* The live session of that id (its last use moved to now), or NULL. Constant time per slot. */
-FacSession *fac_session_find(FacSessions *t, const char *id, int64_t now_ms);
-void fac_session_close(FacSessions *t, FacSession *s);
 /* Whether token is s's CSRF token (constant time). */
 bool fac_session_csrf_ok(const FacSession *s, const char *token);

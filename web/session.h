@@ -23,15 +23,10 @@ typedef struct WebSession {
 
 typedef SlotTable SessionTable;
 
-SessionTable *session_table_new(size_t max, int64_t idle_ms, int64_t max_age_ms);
-SessionTable *session_table_free(SessionTable *t);
-DEFINE_TRIVIAL_CLEANUP_FUNC(SessionTable *, session_table_free)
+DEFINE_SLOT_KIND(SessionTable, WebSession, session_table_new, session_table_free, session_find, session_close)
 
 /* A new session for seat and token; its id in ret_id. When the table is full the oldest
  * idle session is dropped first; -ENOSPC if none is (all in use). */
 int session_open(SessionTable *t, const char *seat, const char *token, int64_t now_ms,
                  char ret_id[WEB_SESSION_ID_LEN + 1]);
-/* The live session of that id (not expired; its last use moved to now), or NULL. */
-WebSession *session_find(SessionTable *t, const char *id, int64_t now_ms);
-void session_close(SessionTable *t, WebSession *s);
 size_t session_count(const SessionTable *t);

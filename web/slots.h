@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/macro.h"
 #include "http-parse.h"
 
 #define SLOT_HEAD                                \
@@ -38,3 +39,22 @@ void slot_close(SlotTable *t, SlotHead *s);
 size_t slot_count(const SlotTable *t);
 /* 32 random bytes, base64url without padding (a session id, a CSRF token). */
 void slot_random_id(char out[WEB_SESSION_ID_LEN + 1]);
+
+/* A kind's typed face of the table, for Table (a SlotTable) of Type (a struct beginning with
+ * SLOT_HEAD): table_new(max, idle_ms, max_age_ms) makes one of elements of Type;
+ * table_free() and its _cleanup_ function; find(t, id, now_ms) is slot_find()'s live
+ * session of that id, or NULL; close_slot(t, s) wipes the slot for another. */
+#define DEFINE_SLOT_KIND(Table, Type, table_new, table_free, find, close_slot)                 \
+        static inline Table *table_new(size_t max, int64_t idle_ms, int64_t max_age_ms) {       \
+                return slot_table_new(max, sizeof(Type), idle_ms, max_age_ms);                 \
+        }                                                                                       \
+        static inline Table *table_free(Table *t) {                                             \
+                return slot_table_free(t);                                                      \
+        }                                                                                       \
+        DEFINE_TRIVIAL_CLEANUP_FUNC(Table *, table_free)                                        \
+        static inline Type *find(Table *t, const char *id, int64_t now_ms) {                    \
+                return (Type *) slot_find(t, id, now_ms);                                       \
+        }                                                                                       \
+        static inline void close_slot(Table *t, Type *s) {                                      \
+                slot_close(t, (SlotHead *) s);                                                  \
+        }
