@@ -11,6 +11,7 @@
 #include "common/fileio.h"
 #include "common/macro.h"
 #include "links.h"
+#include "slots.h"
 
 #define LINK_MAGIC "seat-web-link 1\n"
 
@@ -59,9 +60,7 @@ static int links_dir(const WebConfig *c, char *out, size_t size) {
 }
 
 int web_link_issue(const WebConfig *c, const WebLink *l, char ret_id[WEB_SESSION_ID_LEN + 1], SeatError **ret_error) {
-        uint8_t raw[32];
-        randombytes_buf(raw, sizeof(raw));
-        sodium_bin2base64(ret_id, WEB_SESSION_ID_LEN + 1, raw, sizeof(raw), sodium_base64_VARIANT_URLSAFE_NO_PADDING);
+        slot_random_id(ret_id);
         return web_link_put(c, ret_id, l, ret_error);
 }
 

@@ -24,6 +24,7 @@
 #include "mcp-child.h"
 #include "mcp-http.h"
 #include "seatctl/mcp.h"
+#include "slots.h"
 
 #define SESSION_HEADER "mcp-session-id:"
 #define VERSION_HEADER "mcp-protocol-version:"
@@ -253,7 +254,6 @@ static void sweep(lws_sorted_usec_list_t *sul) {
 static int session_new(McpTable *t, struct lws *wsi, const char *seat, const char *token, int64_t generation,
                        McpSession **ret) {
         const WebConfig *conf = t->w->conf;
-        unsigned char raw[32];
         McpSession *s = calloc(1, sizeof(*s));
         if (!s)
                 return -ENOMEM;
@@ -262,9 +262,7 @@ static int session_new(McpTable *t, struct lws *wsi, const char *seat, const cha
                 free(s);
                 return -ENOMEM;
         }
-        randombytes_buf(raw, sizeof(raw));
-        sodium_bin2base64(s->id, sizeof(s->id), raw, sizeof(raw), sodium_base64_VARIANT_URLSAFE_NO_PADDING);
-        sodium_memzero(raw, sizeof(raw));
+        slot_random_id(s->id);
         snprintf(s->seat, sizeof(s->seat), "%.*s", WEB_SEAT_ID_MAX, seat);
         snprintf(s->token, sizeof(s->token), "%s", token);
         s->generation = generation;

@@ -37,7 +37,8 @@ SlotHead *slot_open(SlotTable *t, int64_t now_ms);
 SlotHead *slot_find(SlotTable *t, const char *id, int64_t now_ms);
 void slot_close(SlotTable *t, SlotHead *s);
 size_t slot_count(const SlotTable *t);
-/* 32 random bytes, base64url without padding (a session id, a CSRF token). */
+/* 32 random bytes, base64url without padding (a session id, a CSRF token, a link's id, an
+ * MCP session's id). */
 void slot_random_id(char out[WEB_SESSION_ID_LEN + 1]);
 
 /* A kind's typed face of the table, for Table (a SlotTable) of Type (a struct beginning with
