@@ -128,6 +128,14 @@ void fac_handouts_finish(FacHandouts *h, const char *id, char *page, size_t len,
         }
 }
 
+void fac_handouts_drop(FacHandouts *h, const char *id) {
+        pthread_mutex_lock(&h->lock);
+        Handout *o = find(h, id);
+        if (o)
+                drop(o);
+        pthread_mutex_unlock(&h->lock);
+}
+
 int fac_handouts_get(FacHandouts *h, const char *id, const char *owner, int64_t now_ms, FacHandoutView *ret) {
         int r = 0;
         *ret = (FacHandoutView) { 0 };

@@ -37,6 +37,10 @@ void fac_handouts_progress(FacHandouts *h, const char *id, size_t done);
  * the handout is kept for keep_ms. */
 void fac_handouts_finish(FacHandouts *h, const char *id, char *page, size_t len, int64_t now_ms);
 
+/* A handout started whose worker never ran (the job queue was full): its slot is freed
+ * at once, not kept an hour, and nobody was sent to its page. */
+void fac_handouts_drop(FacHandouts *h, const char *id);
+
 typedef struct FacHandoutView {
         size_t done, total;
         bool made;    /* the worker finished */

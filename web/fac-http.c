@@ -486,7 +486,7 @@ static int do_handout(struct lws *wsi, Web *w, Conn *c, FacSession *s) {
         char to[sizeof("/facilitator/handout/") + WEB_SESSION_ID_LEN];
         snprintf(to, sizeof(to), "/facilitator/handout/%s", job->link_id);
         if (jobs_submit(w->fac->jobs, job) < 0) {
-                fac_handouts_finish(w->fac->handouts, job->link_id, NULL, 0, now_monotonic_ms());
+                fac_handouts_drop(w->fac->handouts, job->link_id);
                 job_free(job);
                 return web_respond_text(wsi, w, c, 503, "seat-web is busy: try again in a moment.\n");
         }

@@ -107,6 +107,32 @@ TEST(ids_and_bounds) {
         assert_false(v.made);
 }
 
+/* A handout whose worker never ran (seat-web's job queue was full): dropped at once, it
+ * holds no kept slot for an hour, and the next one may start. */
+TEST(dropped_when_never_started) {
+        _cleanup_(fac_handouts_freep) FacHandouts *h = fac_handouts_new(KEEP);
+        char id[WEB_SESSION_ID_LEN + 1], next[WEB_SESSION_ID_LEN + 1];
+        FacHandoutView v;
+        assert_non_null(h);
+        for (int i = 0; i < FAC_HANDOUTS_KEPT - 1; i++) {
+                assert_int_equal(fac_handouts_start(h, "alice", 1, i, id), 0);
+                fac_handouts_finish(h, id, dup_page("p"), 1, i);
+        }
+        assert_int_equal(fac_handouts_start(h, "alice", 2, 100, id), 0);
+        fac_handouts_drop(h, id);
+        assert_int_equal(fac_handouts_get(h, id, "alice", 100, &v), -ENOENT);
+        /* its slot is free: one more is made and kept, the last of FAC_HANDOUTS_KEPT */
+        assert_int_equal(fac_handouts_start(h, "alice", 1, 101, next), 0);
+        fac_handouts_finish(h, next, dup_page("q"), 1, 101);
+        assert_int_equal(fac_handouts_start(h, "alice", 1, 102, id), -ENOSPC);
+        /* an unknown ID drops nothing */
+        fac_handouts_drop(h, id);
+        fac_handouts_drop(h, NULL);
+        assert_int_equal(fac_handouts_get(h, next, "alice", 103, &v), 0);
+        assert_true(v.made);
+        free(v.page);
+}
+
 /* A worker reporting while the loop reads (run under ThreadSanitizer in CI). */
 typedef struct Race {
         FacHandouts *h;
