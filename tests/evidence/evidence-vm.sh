@@ -210,8 +210,12 @@ grep -q '"type":"exec.end"' "$audit" 2>/dev/null && grep -q '"type":"end"' "$aud
 ln -s /etc "$t/etc-link"
 "$CTL" evidence open "$arch" --key "$t/facilitator.key" --out "$t/etc-link" >"$t/out" 2>&1; rc=$?
 [[ $rc == 1 ]] && grep -q "symlink" "$t/out" && ok "evidence open refuses an output directory that is a symlink" || not_ok "evidence open refuses a symlinked output directory (rc $rc)"
-[[ $(host_state) == "$host_before" && -z $(find /tmp /etc /root /var/tmp -xdev -newer "$t/marker" \( -name '*pwn*' -o -name '*evil*' -o -name 'shadowlink' -o -name '*passwd*' \) -not -path "$t/*" 2>/dev/null) ]] \
-  && ok "no host path was touched (/etc/shadow, /etc/passwd, /etc/cron.d, /root the same; no stray files)" || not_ok "no host path was touched"
+# (the hostile names above, not any '*passwd*': a build beside this suite, in a tree under
+# /tmp or /var/tmp, makes files such as fac-passwd.c.o)
+stray=$(find /tmp /etc /root /var/tmp -xdev -newer "$t/marker" \( -name '*pwn*' -o -name '*evil*' -o -name 'shadowlink' -o -name 'passwd' -o -name '*2fpasswd*' \) -not -path "$t/*" 2>/dev/null | head -5)
+[[ $(host_state) == "$host_before" && -z $stray ]] \
+  && ok "no host path was touched (/etc/shadow, /etc/passwd, /etc/cron.d, /root the same; no stray files)" \
+  || not_ok "no host path was touched (stray files: ${stray:-none}; host state $([[ $(host_state) == "$host_before" ]] && echo same || echo changed))"
 
 # ---------------------------------------------------------------- 3. disk full while sealing
 "$CTL" exec "$A" -- sh -c 'mkdir -p /root/ev && dd if=/dev/urandom of=/root/ev/session2 bs=1k count=512 2>/dev/null && sync' >"$t/out" 2>&1
