@@ -26,12 +26,10 @@ static AgentConn *conn_unref(AgentConn *k) {
         safe_close(k->fd);
         frame_reader_free(k->reader);
         strv_free(k->capabilities);
-        free(k->agent_name);
-        free(k->routes);
         pthread_cond_destroy(&k->space);
         pthread_mutex_destroy(&k->send_lock);
         pthread_mutex_destroy(&k->lock);
-        free(k);
+        FREE_MANY(k->agent_name, k->routes, k);
         return NULL;
 }
 

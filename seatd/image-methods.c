@@ -66,9 +66,7 @@ static void pull_args_free(void *p) {
         PullArgs *a = p;
         if (!a)
                 return;
-        free(a->url);
-        free(a->display);
-        free(a);
+        FREE_MANY(a->url, a->display, a);
 }
 
 static char *staging_dir(const SeatConfig *c) {

@@ -335,11 +335,9 @@ PoolManager *pool_manager_free(PoolManager *p) {
         seat_manager_set_pool_fn(p->seats, NULL, NULL);
         for (size_t i = 0; i < p->n_pools; i++)
                 pool_done(&p->pools[i]);
-        free(p->pools);
-        free(p->path);
         pthread_cond_destroy(&p->cond);
         pthread_mutex_destroy(&p->lock);
-        free(p);
+        FREE_MANY(p->pools, p->path, p);
         return NULL;
 }
 

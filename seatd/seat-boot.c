@@ -92,9 +92,7 @@ void disk_settle(SeatManager *m, Seat *s) {
 }
 
 void spec_files_done(SpecFiles *f) {
-        free(f->kernel);
-        free(f->initrd);
-        free(f->base);
+        FREE_MANY(f->kernel, f->initrd, f->base);
 }
 
 int spec_files(SeatManager *m, const ImageManifest *man, SpecFiles *f) {

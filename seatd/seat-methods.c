@@ -129,10 +129,7 @@ static void provision_args_free(void *p) {
         ProvisionArgs *a = p;
         if (!a)
                 return;
-        free(a->image);
-        free(a->participant);
-        free(a->egress);
-        free(a);
+        FREE_MANY(a->image, a->participant, a->egress, a);
 }
 
 /* What a boot waits for (the image's readiness check) reaches the client as progress. */

@@ -253,9 +253,7 @@ static SealContext seal_context(SeatManager *m) {
 static void seal_job_free(SealJob *j) {
         if (j->s)
                 seat_unref(j->s);
-        free(j->dir);
-        free(j->seat_id);
-        free(j);
+        FREE_MANY(j->dir, j->seat_id, j);
 }
 static void seat_seal_failed(Seat *s, const char *dir, const char *why) {
         _cleanup_free_ char *fault = NULL;

@@ -6,13 +6,7 @@
 /* ---- warm reset: saved states per slot identity ---- */
 
 void warm_paths_done(WarmPaths *p) {
-        free(p->dir);
-        free(p->save);
-        free(p->overlay);
-        free(p->meta);
-        free(p->save_tmp);
-        free(p->overlay_tmp);
-        free(p->console);
+        FREE_MANY(p->dir, p->save, p->overlay, p->meta, p->save_tmp, p->overlay_tmp, p->console);
 }
 
 int warm_paths(SeatManager *m, const char *id, SeatIdentity k, WarmPaths *p) {

@@ -28,11 +28,6 @@ void seat_set_state(Seat *s, SeatState st) {
 
 void seat_free(Seat *s) {
         seat_uid_release(s->m, s);
-        free(s->reset_mode);
-        free(s->reset_reason);
-        free(s->progress);
-        free(s->warm_standby);
-        free(s->teardown_fault);
         pthread_mutex_destroy(&s->warm_lock);
         audit_log_free(s->audit);
         seat_capture_stop(s->m, s); /* seatd stops: its counters saved for the next one */
@@ -40,22 +35,17 @@ void seat_free(Seat *s) {
         seatnet_forget(s->m->net, s->net);
         json_object_put(s->last_tamper);
         pthread_mutex_destroy(&s->audit_lock);
-        free(s->seal_fault);
         strv_free(s->evidence_paths);
-        free(s->evidence_fs);
         agent_client_free(s->agent);
         if (s->dom)
                 virDomainFree(s->dom);
-        free(s->dir);
-        free(s->overlay);
-        free(s->console_log);
-        free(s->fault);
         seat_view_done(&s->view);
         pthread_mutex_destroy(&s->view_lock);
         pthread_mutex_destroy(&s->ticket_lock);
         pthread_mutex_destroy(&s->lock);
         pthread_cond_destroy(&s->calls_done);
-        free(s);
+        FREE_MANY(s->reset_mode, s->reset_reason, s->progress, s->warm_standby, s->teardown_fault, s->seal_fault,
+                  s->evidence_fs, s->dir, s->overlay, s->console_log, s->fault, s);
 }
 
 void seat_unref(Seat *s) {
@@ -774,10 +764,7 @@ SeatManager *seat_manager_free(SeatManager *m) {
         m->net = seatnet_manager_free(m->net);
         if (m->conn)
                 virConnectClose(m->conn);
-        free(m->seats_dir);
-        free(m->quarantine_dir);
-        free(m->warm_dir);
-        free(m->uid_slot_used);
+        FREE_MANY(m->seats_dir, m->quarantine_dir, m->warm_dir, m->uid_slot_used);
         sodium_memzero(m->warm_key, sizeof(m->warm_key));
         pthread_mutex_destroy(&m->prep_lock);
         pthread_cond_destroy(&m->prep_cond);

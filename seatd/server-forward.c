@@ -73,8 +73,7 @@ static void tunnel_free(void *p) {
         if (!t)
                 return;
         seat_unref(t->seat);
-        free(t->host);
-        free(t);
+        FREE_MANY(t->host, t);
 }
 
 static Stream *stream_by_id(Tunnel *t, int64_t id) {
