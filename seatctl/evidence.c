@@ -145,10 +145,8 @@ static int evidence_list(int argc, char *argv[], SeatError **ret_error) {
         json_object *archives = NULL, *pending = NULL;
         if (seatd_evidence(10000, &res, ret_error) < 0)
                 return 1;
-        if (ctl_opts.json) {
-                ctl_print_json(res);
+        if (ctl_print_json_if_asked(res))
                 return 0;
-        }
         if (json_get_array(res, "archives", true, 10000, &archives) < 0 || json_get_array(res, "pending", true, 10000, &pending) < 0)
                 return seat_error_set(ret_error, EPROTO, "seatd's answer has no archive list"), 1;
         printf("%-40s %-10s %-20s %7s %-9s %s\n", "ARCHIVE", "SEAT", "CREATED", "MEMBERS", "SIGNATURE", "GUEST FILES");
@@ -256,10 +254,8 @@ static int evidence_retry(int argc, char *argv[], SeatError **ret_error) {
                 json_object_object_add(p, "seat", json_object_new_string(argv[1]));
         if (ctl_call_operator("evidence.retry", p, true, &res, ret_error) < 0)
                 return 1;
-        if (ctl_opts.json) {
-                ctl_print_json(res);
+        if (ctl_print_json_if_asked(res))
                 return 0;
-        }
         (void) json_get_array(res, "sealed", false, 100000, &sealed);
         size_t n = sealed ? json_object_array_length(sealed) : 0;
         for (size_t i = 0; i < n; i++)

@@ -32,10 +32,8 @@ int verb_host(int argc, char *argv[], SeatError **ret_error) {
                 return 1;
         ctl_progress_end();
         (void) json_get_bool(res, "ready", false, &ready);
-        if (ctl_opts.json) {
-                ctl_print_json(res);
+        if (ctl_print_json_if_asked(res))
                 return ready ? 0 : 1;
-        }
         if (json_get_array(res, "checks", true, 64, &checks) < 0)
                 return seat_error_set(ret_error, EPROTO, "seatd sent no checks"), 1;
         for (size_t i = 0; i < json_object_array_length(checks); i++) {

@@ -92,10 +92,8 @@ static int one_image_verb(const char *method, const char *key, const char *value
         json_object_object_add(params, key, json_object_new_string(value));
         if (ctl_call_operator(method, params, true, &result, ret_error) < 0)
                 return 1;
-        if (ctl_opts.json) {
-                ctl_print_json(result);
+        if (ctl_print_json_if_asked(result))
                 return 0;
-        }
         if (!strcmp(method, "image.remove")) {
                 printf("removed %s\n", value);
                 return 0;
@@ -130,10 +128,8 @@ int verb_image(int argc, char *argv[], SeatError **ret_error) {
                 }
                 if (ctl_call_operator("image.list", NULL, false, &result, ret_error) < 0)
                         return 1;
-                if (ctl_opts.json) {
-                        ctl_print_json(result);
+                if (ctl_print_json_if_asked(result))
                         return 0;
-                }
                 if (json_get_array(result, "images", true, 100000, &images) < 0)
                         return seat_error_set(ret_error, EPROTO, "seatd sent no image list"), 1;
                 if (json_object_array_length(images) == 0)

@@ -110,6 +110,13 @@ void ctl_print_json(json_object *o) {
         puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
 }
 
+bool ctl_print_json_if_asked(json_object *o) {
+        if (!ctl_opts.json)
+                return false;
+        ctl_print_json(o);
+        return true;
+}
+
 int main(int argc, char *argv[]) {
         static const struct option options[] = {
                 { "socket", required_argument, NULL, 's' },

@@ -76,10 +76,8 @@ static int pool_status(SeatError **ret_error) {
         json_object *pools = NULL, *host = NULL;
         if (ctl_call_operator("pool.status", NULL, false, &res, ret_error) < 0)
                 return 1;
-        if (ctl_opts.json) {
-                ctl_print_json(res);
+        if (ctl_print_json_if_asked(res))
                 return 0;
-        }
         if (json_get_array(res, "pools", true, 4096, &pools) < 0)
                 return seat_error_set(ret_error, EPROTO, "seatd sent no pool list"), 1;
         if (json_object_array_length(pools) == 0)

@@ -138,10 +138,8 @@ static int verb_metrics(int argc, char *argv[], SeatError **ret_error) {
         json_object *o;
         if (ctl_connect(ctl_opts.socket, &cl, ret_error) < 0 || ctl_call(cl, "metrics", NULL, NULL, NULL, &res, NULL, ret_error) < 0)
                 return 1;
-        if (ctl_opts.json) {
-                ctl_print_json(res);
+        if (ctl_print_json_if_asked(res))
                 return 0;
-        }
         if (json_object_object_get_ex(res, "seats_by_state", &o)) {
                 printf("seats     ");
                 json_object_object_foreach(o, state, n) printf("  %s %" PRId64, state, json_object_get_int64(n));

@@ -258,10 +258,8 @@ int verb_provision(int argc, char *argv[], SeatError **ret_error) {
         json_object_object_add(p, "count", json_object_new_int64(count));
         if (seat_call("seat.provision", p, ctl_opts.quiet ? NULL : ctl_progress_bar, NULL, &res, ret_error) < 0)
                 return 1;
-        if (ctl_opts.json) {
-                ctl_print_json(res);
+        if (ctl_print_json_if_asked(res))
                 return 0;
-        }
         if (json_get_array(res, "seats", true, 1000, &seats) < 0)
                 return seat_error_set(ret_error, EPROTO, "seatd sent no seats"), 1;
         printf("%-10s %-64s %s\n", "SEAT", "TOKEN", "PARTICIPANT");
@@ -287,10 +285,8 @@ int verb_list(int argc, char *argv[], SeatError **ret_error) {
         }
         if (seat_call("seat.list", p, NULL, NULL, &res, ret_error) < 0)
                 return 1;
-        if (ctl_opts.json) {
-                ctl_print_json(res);
+        if (ctl_print_json_if_asked(res))
                 return 0;
-        }
         if (json_get_array(res, "seats", true, 100000, &seats) < 0)
                 return seat_error_set(ret_error, EPROTO, "seatd sent no seat list"), 1;
         if (json_object_array_length(seats) == 0) {
@@ -319,10 +315,8 @@ static int one_seat_verb(const char *verb, const char *method, int argc, char *a
                 json_object_object_add(p, "cold", json_object_new_boolean(true));
         if (seat_call(method, p, ctl_opts.quiet ? NULL : ctl_progress_bar, NULL, &res, ret_error) < 0)
                 return 1;
-        if (ctl_opts.json) {
-                ctl_print_json(res);
+        if (ctl_print_json_if_asked(res))
                 return 0;
-        }
         if (!strcmp(method, "seat.release")) {
                 printf("released %s (its session is set aside for evidence)\n", argv[1]);
                 return 0;

@@ -48,3 +48,7 @@ int ctl_call_operator(const char *method, json_object *params, bool progress, js
 
 /* Prints a JSON value (pretty) to stdout. */
 void ctl_print_json(json_object *o);
+
+/* With --json, prints the reply as it came and returns true: the verb's output is done,
+ * its own table or text is only for people. */
+bool ctl_print_json_if_asked(json_object *o);
