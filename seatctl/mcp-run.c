@@ -234,6 +234,20 @@ static json_object *guest_failed(const char *what, const ExecRun *run, const Exe
         return mcp_tool_fail("%s: exit status %" PRId64 "%s", what, res->code, res->signal ? " (killed by a signal)" : "");
 }
 
+/* A command line for seat_exec(): ARGV_NEW("cat", "--", path). */
+static json_object *argv_new(const char *const *words, size_t n) {
+        json_object *a = json_object_new_array();
+        for (size_t i = 0; a && i < n; i++)
+                json_object_array_add(a, json_object_new_string(words[i]));
+        return a;
+}
+#define ARGV_NEW(...) argv_new((const char *const[]) { __VA_ARGS__ }, ELEMENTSOF(((const char *const[]) { __VA_ARGS__ })))
+
+/* The command ran to its end and said it succeeded. */
+static bool guest_succeeded(const ExecResult *res) {
+        return res->code == 0 && !res->signal && !res->timed_out && !res->error;
+}
+
 const char *mcp_arg_str(json_object *args, const char *key) {
         json_object *v = NULL;
         return json_object_object_get_ex(args, key, &v) ? json_object_get_string(v) : NULL;
@@ -268,12 +282,8 @@ json_object *mcp_run_exec(McpCall *call) {
                 return NULL;
         if (json_object_object_get_ex(args, "argv", &v))
                 argv = json_object_get(v);
-        else {
-                argv = json_object_new_array();
-                json_object_array_add(argv, json_object_new_string("/bin/sh"));
-                json_object_array_add(argv, json_object_new_string("-c"));
-                json_object_array_add(argv, json_object_new_string(mcp_arg_str(args, "command")));
-        }
+        else
+                argv = ARGV_NEW("/bin/sh", "-c", mcp_arg_str(args, "command"));
         if ((s = mcp_arg_str(args, "cwd")))
                 json_object_object_add(extra, "cwd", json_object_new_string(s));
         if (json_object_object_get_ex(args, "env", &v)) {
@@ -324,7 +334,7 @@ json_object *mcp_run_read_file(McpCall *call) {
         json_object *args = call->arguments, *v = NULL;
         const char *path = mcp_arg_str(args, "path"), *enc = mcp_arg_str(args, "encoding") ?: "text";
         int64_t max = json_object_object_get_ex(args, "max_bytes", &v) ? json_object_get_int64(v) : MCP_READ_MAX;
-        _cleanup_json_ json_object *argv = json_object_new_array(), *extra = json_object_new_object(), *res_obj = NULL;
+        _cleanup_json_ json_object *argv = ARGV_NEW("cat", "--", path), *extra = json_object_new_object(), *res_obj = NULL;
         _cleanup_error_ SeatError *err = NULL;
         /* One byte more than asked tells whether the file holds more. */
         ExecRun run = { .call = call, .out.keep = (size_t) max + 1, .err.keep = REASON_MAX };
@@ -332,9 +342,6 @@ json_object *mcp_run_read_file(McpCall *call) {
 
         if (!argv || !extra)
                 return NULL;
-        json_object_array_add(argv, json_object_new_string("cat"));
-        json_object_array_add(argv, json_object_new_string("--"));
-        json_object_array_add(argv, json_object_new_string(path));
         /* The guest sends what it likes: the agent stops sending past max_output. */
         json_object_object_add(extra, "max_output", json_object_new_int64(max + 1 + REASON_MAX));
         int r = seat_exec(&run, argv, extra, &res, &res_obj, &err);
@@ -346,7 +353,7 @@ json_object *mcp_run_read_file(McpCall *call) {
         json_object *result;
         bool truncated = run.out.len > (size_t) max;
         size_t n = MIN(run.out.len, (size_t) max);
-        if (res.code != 0 || res.signal || res.timed_out || res.error) {
+        if (!guest_succeeded(&res)) {
                 result = guest_failed("cannot read it", &run, &res);
         } else if (!strcmp(enc, "base64")) {
                 _cleanup_free_ char *b64 = NULL;
@@ -402,7 +409,10 @@ int mcp_check_write_file(json_object *arguments, char *msg, size_t size) {
 }
 
 int mcp_seat_write(McpCall *call, const char *path, bool create, const void *data, size_t len, json_object **ret_result) {
-        _cleanup_json_ json_object *argv = json_object_new_array(), *extra = json_object_new_object(), *res_obj = NULL;
+        /* The shell opens the file as the tools' user: the guest's permissions decide. The
+         * path is an argument, never part of the script. */
+        _cleanup_json_ json_object *argv = ARGV_NEW("/bin/sh", "-c", create ? "cat > \"$1\"" : "cat >> \"$1\"", call->tool, path),
+                                   *extra = json_object_new_object(), *res_obj = NULL;
         _cleanup_error_ SeatError *err = NULL;
         _cleanup_free_ char *b64 = NULL;
         ExecRun run = { .call = call, .out.keep = 0, .err.keep = REASON_MAX };
@@ -411,26 +421,19 @@ int mcp_seat_write(McpCall *call, const char *path, bool create, const void *dat
         *ret_result = NULL;
         if (!argv || !extra || base64_encode(data, len, &b64, NULL) < 0)
                 return -ENOMEM;
-        /* The shell opens the file as the tools' user: the guest's permissions decide. The
-         * path is an argument, never part of the script. */
-        json_object_array_add(argv, json_object_new_string("/bin/sh"));
-        json_object_array_add(argv, json_object_new_string("-c"));
-        json_object_array_add(argv, json_object_new_string(create ? "cat > \"$1\"" : "cat >> \"$1\""));
-        json_object_array_add(argv, json_object_new_string(call->tool));
-        json_object_array_add(argv, json_object_new_string(path));
         json_object_object_add(extra, "stdin", json_object_new_string(b64));
         json_object_object_add(extra, "max_output", json_object_new_int64(REASON_MAX));
         int r = seat_exec(&run, argv, extra, &res, &res_obj, &err);
         if (r < 0)
                 *ret_result = seatd_failed(r, err);
-        else if (res.code != 0 || res.signal || res.timed_out || res.error)
+        else if (!guest_succeeded(&res))
                 *ret_result = guest_failed("cannot write it", &run, &res);
         capture_done(&run.err);
         return r == -ECANCELED ? r : 0;
 }
 
 int mcp_seat_read_to_fd(McpCall *call, const char *path, int fd, uint64_t max, uint64_t *ret_bytes, json_object **ret_result) {
-        _cleanup_json_ json_object *argv = json_object_new_array(), *extra = json_object_new_object(), *res_obj = NULL;
+        _cleanup_json_ json_object *argv = ARGV_NEW("cat", "--", path), *extra = json_object_new_object(), *res_obj = NULL;
         _cleanup_error_ SeatError *err = NULL;
         ExecRun run = { .call = call, .err.keep = REASON_MAX, .sink_fd = fd, .sink_max = max };
         ExecResult res;
@@ -438,14 +441,11 @@ int mcp_seat_read_to_fd(McpCall *call, const char *path, int fd, uint64_t max, u
         *ret_result = NULL;
         if (!argv || !extra)
                 return -ENOMEM;
-        json_object_array_add(argv, json_object_new_string("cat"));
-        json_object_array_add(argv, json_object_new_string("--"));
-        json_object_array_add(argv, json_object_new_string(path));
         json_object_object_add(extra, "max_output", json_object_new_int64((int64_t) max + 1 + REASON_MAX));
         int r = seat_exec(&run, argv, extra, &res, &res_obj, &err);
         if (r < 0)
                 *ret_result = seatd_failed(r, err);
-        else if (res.code != 0 || res.signal || res.timed_out || res.error)
+        else if (!guest_succeeded(&res))
                 *ret_result = guest_failed("cannot read it", &run, &res);
         else if (run.out.total > max)
                 *ret_result = mcp_tool_fail("the file is over %" PRIu64 " MiB", max >> 20);
@@ -477,19 +477,16 @@ json_object *mcp_run_write_file(McpCall *call) {
                 return result;
         if (mode) {
                 /* A second exec: chmod as the same user, after the content is there. */
-                _cleanup_json_ json_object *argv = json_object_new_array(), *res_obj = NULL;
+                _cleanup_json_ json_object *argv = ARGV_NEW("chmod", mode, path), *res_obj = NULL;
                 _cleanup_error_ SeatError *err = NULL;
                 ExecRun run = { .call = call, .err.keep = REASON_MAX };
                 ExecResult res;
                 if (!argv)
                         return NULL;
-                json_object_array_add(argv, json_object_new_string("chmod"));
-                json_object_array_add(argv, json_object_new_string(mode));
-                json_object_array_add(argv, json_object_new_string(path));
                 r = seat_exec(&run, argv, NULL, &res, &res_obj, &err);
                 if (r < 0)
                         result = seatd_failed(r, err);
-                else if (res.code != 0 || res.signal || res.timed_out || res.error)
+                else if (!guest_succeeded(&res))
                         result = guest_failed("wrote it, but cannot set its mode", &run, &res);
                 capture_done(&run.err);
                 if (r < 0 || result)
@@ -516,18 +513,14 @@ static const char list_script[] =
 
 json_object *mcp_run_list_directory(McpCall *call) {
         const char *path = mcp_arg_str(call->arguments, "path");
-        _cleanup_json_ json_object *argv = json_object_new_array(), *extra = json_object_new_object(), *res_obj = NULL;
+        _cleanup_json_ json_object *argv = ARGV_NEW("/bin/sh", "-c", list_script, "list_directory", path),
+                                   *extra = json_object_new_object(), *res_obj = NULL;
         _cleanup_error_ SeatError *err = NULL;
         ExecRun run = { .call = call, .out.keep = 4u * 1024u * 1024u, .err.keep = REASON_MAX };
         ExecResult res;
 
         if (!argv || !extra)
                 return NULL;
-        json_object_array_add(argv, json_object_new_string("/bin/sh"));
-        json_object_array_add(argv, json_object_new_string("-c"));
-        json_object_array_add(argv, json_object_new_string(list_script));
-        json_object_array_add(argv, json_object_new_string("list_directory"));
-        json_object_array_add(argv, json_object_new_string(path));
         json_object_object_add(extra, "max_output", json_object_new_int64((int64_t) run.out.keep + REASON_MAX));
         int r = seat_exec(&run, argv, extra, &res, &res_obj, &err);
         if (r < 0) {
@@ -535,7 +528,7 @@ json_object *mcp_run_list_directory(McpCall *call) {
                 capture_done(&run.err);
                 return seatd_failed(r, err);
         }
-        if (res.code != 0 || res.signal || res.timed_out || res.error) {
+        if (!guest_succeeded(&res)) {
                 json_object *f = guest_failed("cannot list it", &run, &res);
                 capture_done(&run.out);
                 capture_done(&run.err);
