@@ -110,15 +110,29 @@ const char *mcp_tool_name(const McpTool *t) {
         return t->name;
 }
 
+/* The JSON Schema type each kind of argument takes. */
+static const char *const arg_json_type[] = {
+        [ARG_STRING] = "string",   [ARG_PATH] = "string",  [ARG_MODE] = "string",
+        [ARG_INTEGER] = "integer", [ARG_STRINGS] = "array", [ARG_STRING_MAP] = "object",
+};
+
+/* {"type": "string"}: the items of a list, the values of a map. */
+static json_object *string_schema(void) {
+        json_object *o = json_object_new_object();
+        if (o)
+                json_object_object_add(o, "type", json_object_new_string("string"));
+        return o;
+}
+
 static json_object *arg_schema(const ArgSpec *a) {
-        json_object *s = json_object_new_object(), *items;
+        json_object *s = json_object_new_object();
         if (!s)
                 return NULL;
+        json_object_object_add(s, "type", json_object_new_string(arg_json_type[a->type]));
         switch (a->type) {
         case ARG_STRING:
         case ARG_PATH:
         case ARG_MODE:
-                json_object_object_add(s, "type", json_object_new_string("string"));
                 if (a->choices) {
                         json_object *e = json_object_new_array();
                         for (const char *const *c = a->choices; *c; c++)
@@ -131,23 +145,16 @@ static json_object *arg_schema(const ArgSpec *a) {
                         json_object_object_add(s, "pattern", json_object_new_string("^[0-7]{3,4}$"));
                 break;
         case ARG_INTEGER:
-                json_object_object_add(s, "type", json_object_new_string("integer"));
                 json_object_object_add(s, "minimum", json_object_new_int64(a->min));
                 json_object_object_add(s, "maximum", json_object_new_int64(a->max));
                 break;
         case ARG_STRINGS:
-                json_object_object_add(s, "type", json_object_new_string("array"));
-                items = json_object_new_object();
-                json_object_object_add(items, "type", json_object_new_string("string"));
-                json_object_object_add(s, "items", items);
+                json_object_object_add(s, "items", string_schema());
                 json_object_object_add(s, "minItems", json_object_new_int64(a->min));
                 json_object_object_add(s, "maxItems", json_object_new_int64(a->max));
                 break;
         case ARG_STRING_MAP:
-                json_object_object_add(s, "type", json_object_new_string("object"));
-                items = json_object_new_object();
-                json_object_object_add(items, "type", json_object_new_string("string"));
-                json_object_object_add(s, "additionalProperties", items);
+                json_object_object_add(s, "additionalProperties", string_schema());
                 json_object_object_add(s, "maxProperties", json_object_new_int64(a->max));
                 break;
         }
