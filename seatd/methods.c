@@ -4,19 +4,13 @@
 /* The images first (seats boot them), then the seats (adopting running ones), the
  * evidence and pool methods that use both, and the host check. */
 int seatd_methods_init(Manager *m, SeatError **ret_error) {
-        int r = image_methods_init(m, ret_error);
-        if (r >= 0)
-                r = seat_methods_init(m, ret_error);
-        if (r >= 0)
-                r = forward_methods_init(m, ret_error);
-        if (r >= 0)
-                r = evidence_methods_init(m, ret_error);
-        if (r >= 0)
-                r = pool_methods_init(m, ret_error);
-        if (r >= 0)
-                r = host_methods_init(m, ret_error);
-        if (r >= 0)
-                r = facilitator_methods_init(m, ret_error);
+        static int (*const inits[])(Manager *, SeatError **) = {
+                image_methods_init, seat_methods_init, forward_methods_init, evidence_methods_init,
+                pool_methods_init, host_methods_init, facilitator_methods_init,
+        };
+        int r = 0;
+        for (size_t i = 0; i < ELEMENTSOF(inits) && r >= 0; i++)
+                r = inits[i](m, ret_error);
         return r;
 }
 
