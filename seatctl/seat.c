@@ -426,8 +426,9 @@ static int parse_size(const char *s, uint64_t *ret) {
 
 /*
  * exec's options in argv[1..], up to "--" or the first word that is not one (getopt's
- * '+'); *ret_next is where that stopped. Returns -1 to carry on, or the exit status (help,
- * bad usage). main() left --json and -q here: it cannot tell where the command begins.
+ * '+'); *ret_next is where that stopped, and a word must stand there (SEAT, or the
+ * command): none is bad usage. Returns -1 to carry on, or the exit status (help, bad
+ * usage). main() left --json and -q here: it cannot tell where the command begins.
  */
 typedef struct ExecFlags {
         double timeout;
@@ -491,6 +492,10 @@ static int exec_options(int argc, char *argv[], json_object *p, json_object *env
                         usage(stderr);
                         return CTL_EXEC_FAILED;
                 }
+        if (optind >= argc) {
+                usage(stderr);
+                return CTL_EXEC_FAILED;
+        }
         *ret_next = optind;
         return -1;
 }
@@ -512,6 +517,20 @@ static void exec_env_terminal(json_object *env) {
                 if (asprintf(&s, "TERM=%s", t && *t && strlen(t) < 64 ? t : "vt100") >= 0)
                         json_object_array_add(env, json_object_new_string(s));
         }
+}
+
+/* The rest of an exec or shell request: its seat, the command line av (taken), the
+ * environment (when it holds any; on a terminal, completed with TERM and PATH) and the
+ * timeout. */
+static void exec_request(json_object *p, const char *seat, json_object *av, json_object *env, const ExecFlags *f) {
+        json_object_object_add(p, "seat", json_object_new_string(seat));
+        json_object_object_add(p, "argv", av);
+        if (f->tty)
+                exec_env_terminal(env);
+        if (json_object_array_length(env) > 0)
+                json_object_object_add(p, "env", json_object_get(env));
+        if (f->timeout > 0)
+                json_object_object_add(p, "timeout_ms", json_object_new_int64((int64_t) (f->timeout * 1000)));
 }
 
 /* Every failure here is seatctl's own, never the command's: CTL_EXEC_FAILED. */
@@ -556,30 +575,15 @@ int verb_exec(int argc, char *argv[], SeatError **ret_error) {
         if (r >= 0)
                 return r;
         int i = next;
-        if (i >= argc) {
-                exec_usage(stderr);
-                return CTL_EXEC_FAILED;
-        }
         const char *seat = argv[i];
         r = exec_options(argc - i, argv + i, p, env, &f, exec_usage, &next);
         if (r >= 0)
                 return r;
         i += next;
-        if (i >= argc) {
-                exec_usage(stderr);
-                return CTL_EXEC_FAILED;
-        }
         json_object *av = json_object_new_array();
         for (; i < argc; i++)
                 json_object_array_add(av, json_object_new_string(argv[i]));
-        json_object_object_add(p, "seat", json_object_new_string(seat));
-        json_object_object_add(p, "argv", av);
-        if (f.tty)
-                exec_env_terminal(env);
-        if (json_object_array_length(env) > 0)
-                json_object_object_add(p, "env", json_object_get(env));
-        if (f.timeout > 0)
-                json_object_object_add(p, "timeout_ms", json_object_new_int64((int64_t) (f.timeout * 1000)));
+        exec_request(p, seat, av, env, &f);
         if (f.interactive || f.tty)
                 return exec_live(p, f.tty, ret_error);
         if (!isatty(STDIN_FILENO)) {
@@ -621,10 +625,6 @@ int verb_shell(int argc, char *argv[], SeatError **ret_error) {
         r = exec_options(argc, argv, p, env, &f, shell_usage, &next);
         if (r >= 0)
                 return r;
-        if (next >= argc) {
-                shell_usage(stderr);
-                return CTL_EXEC_FAILED;
-        }
         const char *seat = argv[next];
         int i = next + 1;
         if (i < argc && !strcmp(argv[i], "--"))
@@ -637,14 +637,11 @@ int verb_shell(int argc, char *argv[], SeatError **ret_error) {
                 json_object_array_add(av, json_object_new_string("/bin/sh"));
                 json_object_array_add(av, json_object_new_string("-l"));
         }
-        json_object_object_add(p, "seat", json_object_new_string(seat));
-        json_object_object_add(p, "argv", av);
+        /* A login shell, always on a terminal. */
         json_object_array_add(env, json_object_new_string("HOME=/root"));
-        exec_env_terminal(env);
-        json_object_object_add(p, "env", json_object_get(env));
-        if (f.timeout > 0)
-                json_object_object_add(p, "timeout_ms", json_object_new_int64((int64_t) (f.timeout * 1000)));
-        return exec_live(p, true, ret_error);
+        f.tty = true;
+        exec_request(p, seat, av, env, &f);
+        return exec_live(p, f.tty, ret_error);
 }
 
 /* ---- cp ---- */
