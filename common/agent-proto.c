@@ -87,68 +87,6 @@ AgentMsg *agent_msg_new(AgentMsgType type, int64_t id) {
         return m;
 }
 
-AgentMsg *agent_msg_free(AgentMsg *m) {
-        if (!m)
-                return NULL;
-        switch (m->type) {
-        case AGENT_MSG_HELLO:
-                free(m->hello.agent);
-                strv_free(m->hello.capabilities);
-                break;
-        case AGENT_MSG_CONFIGURE:
-                free(m->configure.hostname);
-                free(m->configure.seat_id);
-                free(m->configure.machine_id);
-                free(m->configure.entropy);
-                for (size_t i = 0; i < m->configure.n_addresses; i++) {
-                        free(m->configure.addresses[i].ifname);
-                        free(m->configure.addresses[i].address);
-                        free(m->configure.addresses[i].gateway);
-                }
-                free(m->configure.addresses);
-                break;
-        case AGENT_MSG_EXEC:
-                strv_free(m->exec.argv);
-                strv_free(m->exec.env);
-                free(m->exec.cwd);
-                free(m->exec.stdin_data);
-                break;
-        case AGENT_MSG_STDIN:
-                free(m->stdin_msg.data);
-                break;
-        case AGENT_MSG_CONNECT:
-                free(m->connect.host);
-                break;
-        case AGENT_MSG_FILE_PUT:
-                free(m->file_put.path);
-                free(m->file_put.data);
-                break;
-        case AGENT_MSG_FILE_GET:
-                free(m->file_get.path);
-                break;
-        case AGENT_MSG_SHUTDOWN:
-                free(m->shutdown.action);
-                break;
-        case AGENT_MSG_ERROR:
-                free(m->error.code);
-                free(m->error.message);
-                break;
-        case AGENT_MSG_OUTPUT:
-                free(m->output.data);
-                break;
-        case AGENT_MSG_EXIT:
-                free(m->exit.error);
-                break;
-        case AGENT_MSG_DATA:
-                free(m->data.data);
-                break;
-        default:
-                break;
-        }
-        free(m);
-        return NULL;
-}
-
 /* ---- parsing ---- */
 
 typedef struct ParseCtx {
@@ -219,23 +157,21 @@ static int get_strv(ParseCtx *c, const char *key, bool required, size_t max_item
         return r < 0 ? field_fail(c, key, r) : 0;
 }
 
+#define ALNUM_CHARS "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+
+static bool only_chars(const char *s, const char *set) {
+        return s[strspn(s, set)] == '\0';
+}
+
 static bool hostname_valid(const char *s) {
         size_t n = strlen(s);
         if (n == 0 || n > HOSTNAME_MAX || s[0] == '-' || s[0] == '.')
                 return false;
-        for (const char *p = s; *p; p++)
-                if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-.", *p))
-                        return false;
-        return true;
+        return only_chars(s, ALNUM_CHARS "-.");
 }
 
 static bool machine_id_valid(const char *s) {
-        if (strlen(s) != 32)
-                return false;
-        for (const char *p = s; *p; p++)
-                if (!strchr("0123456789abcdef", *p))
-                        return false;
-        return true;
+        return strlen(s) == 32 && only_chars(s, "0123456789abcdef");
 }
 
 static bool printable(const char *s) {
@@ -245,18 +181,198 @@ static bool printable(const char *s) {
         return true;
 }
 
-static int parse_hello(ParseCtx *c, AgentMsg *m) {
-        int r;
-        if ((r = get_int(c, "version", true, 0, 1000000, &m->hello.version)) < 0 ||
-            (r = get_str(c, "agent", false, 256, &m->hello.agent)) < 0 ||
-            (r = get_strv(c, "capabilities", false, AGENT_CAPS_MAX, 64, &m->hello.capabilities)) < 0 ||
-            (r = get_int(c, "boot_ms", false, 0, INT_FIELD_MAX, &m->hello.boot_ms)) < 0 ||
-            (r = get_int(c, "uptime_ms", false, 0, INT_FIELD_MAX, &m->hello.uptime_ms)) < 0 ||
-            (r = get_int(c, "max_frame", false, 0, INT_FIELD_MAX, &m->hello.max_frame)) < 0 ||
-            (r = get_int(c, "max_execs", false, 0, INT_FIELD_MAX, &m->hello.max_execs)) < 0 ||
-            (r = get_int(c, "max_output", false, 0, INT_FIELD_MAX, &m->hello.max_output)) < 0 ||
-            (r = get_int(c, "max_file", false, 0, INT_FIELD_MAX, &m->hello.max_file)) < 0)
-                return r;
+/* ---- the fields ---- */
+
+/* One field of a message as it stands on the wire: its key, its type and bounds, and where
+ * it lives in its struct. The parser and the formatter walk the same list, so a field's key,
+ * its bounds and its place in the frame are written once and the two sides cannot drift. */
+typedef enum FieldKind {
+        FIELD_INT,  /* int64_t, min..max */
+        FIELD_BOOL, /* bool */
+        FIELD_STR,  /* char *, at most max bytes */
+        FIELD_STRV, /* char **, at most max items of item_max bytes */
+        FIELD_B64,  /* uint8_t * and its size_t length at len_offset, at most max bytes */
+} FieldKind;
+
+typedef struct Field {
+        const char *key;
+        FieldKind kind;
+        bool required;
+        bool omit_empty; /* formatting: a NULL buffer or a false flag stays out of the frame */
+        int64_t min, max;
+        size_t item_max;
+        size_t offset;
+        size_t len_offset;
+} Field;
+
+#define INT_FIELD(T, k, req, lo, hi, f) \
+        { .key = k, .kind = FIELD_INT, .required = req, .min = lo, .max = hi, .offset = offsetof(T, f) }
+#define BOOL_FIELD(T, k, f, ...) { .key = k, .kind = FIELD_BOOL, .offset = offsetof(T, f), __VA_ARGS__ }
+#define STR_FIELD(T, k, req, n, f) { .key = k, .kind = FIELD_STR, .required = req, .max = n, .offset = offsetof(T, f) }
+#define STRV_FIELD(T, k, req, items, n, f) \
+        { .key = k, .kind = FIELD_STRV, .required = req, .max = items, .item_max = n, .offset = offsetof(T, f) }
+#define B64_FIELD(T, k, req, n, f, len, ...)                                                   \
+        { .key = k, .kind = FIELD_B64, .required = req, .max = n, .offset = offsetof(T, f),    \
+          .len_offset = offsetof(T, len), __VA_ARGS__ }
+#define FIELDS(t) t, ELEMENTSOF(t)
+
+static const Field hello_fields[] = {
+        INT_FIELD(AgentMsg, "version", true, 0, 1000000, hello.version),
+        /* The rest is the reply's: a request carries the version only. */
+        STR_FIELD(AgentMsg, "agent", false, 256, hello.agent),
+        STRV_FIELD(AgentMsg, "capabilities", false, AGENT_CAPS_MAX, 64, hello.capabilities),
+        INT_FIELD(AgentMsg, "boot_ms", false, 0, INT_FIELD_MAX, hello.boot_ms),
+        INT_FIELD(AgentMsg, "uptime_ms", false, 0, INT_FIELD_MAX, hello.uptime_ms),
+        INT_FIELD(AgentMsg, "max_frame", false, 0, INT_FIELD_MAX, hello.max_frame),
+        INT_FIELD(AgentMsg, "max_execs", false, 0, INT_FIELD_MAX, hello.max_execs),
+        INT_FIELD(AgentMsg, "max_output", false, 0, INT_FIELD_MAX, hello.max_output),
+        INT_FIELD(AgentMsg, "max_file", false, 0, INT_FIELD_MAX, hello.max_file),
+};
+
+static const Field configure_fields[] = {
+        STR_FIELD(AgentMsg, "hostname", false, HOSTNAME_MAX, configure.hostname),
+        STR_FIELD(AgentMsg, "seat_id", false, 128, configure.seat_id),
+        STR_FIELD(AgentMsg, "machine_id", false, 32, configure.machine_id),
+        B64_FIELD(AgentMsg, "entropy", false, AGENT_ENTROPY_MAX, configure.entropy, configure.entropy_len,
+                  .omit_empty = true),
+};
+
+/* "time": {"sec": S, "nsec": N}: the host's wall clock, for the guest to take. */
+static const Field time_fields[] = {
+        INT_FIELD(AgentMsg, "sec", true, 0, AGENT_TIME_SEC_MAX, configure.time_sec),
+        INT_FIELD(AgentMsg, "nsec", true, 0, 999999999, configure.time_nsec),
+};
+
+static const Field address_fields[] = {
+        STR_FIELD(AgentAddress, "ifname", true, IFNAME_MAX, ifname),
+        STR_FIELD(AgentAddress, "address", true, ADDRESS_MAX, address),
+        STR_FIELD(AgentAddress, "gateway", false, ADDRESS_MAX, gateway),
+};
+
+static const Field exec_fields[] = {
+        STRV_FIELD(AgentMsg, "argv", true, AGENT_ARGV_MAX, AGENT_STR_MAX, exec.argv),
+        STRV_FIELD(AgentMsg, "env", false, AGENT_ENV_MAX, AGENT_STR_MAX, exec.env),
+        STR_FIELD(AgentMsg, "cwd", false, AGENT_STR_MAX, exec.cwd),
+        B64_FIELD(AgentMsg, "stdin", false, AGENT_CHUNK_MAX, exec.stdin_data, exec.stdin_len, .omit_empty = true),
+        BOOL_FIELD(AgentMsg, "stdin_eof", exec.stdin_eof),
+        INT_FIELD(AgentMsg, "timeout_ms", false, 0, TIMEOUT_MAX_MS, exec.timeout_ms),
+        INT_FIELD(AgentMsg, "max_output", false, 0, OUTPUT_CAP_MAX, exec.max_output),
+        INT_FIELD(AgentMsg, "uid", false, 0, ID_MAX_U32, exec.uid),
+        INT_FIELD(AgentMsg, "gid", false, 0, ID_MAX_U32, exec.gid),
+};
+
+/* "pty": {"rows": R, "cols": C}: the exec runs on a pseudo-terminal of that size. */
+static const Field pty_fields[] = {
+        INT_FIELD(AgentMsg, "rows", true, 1, AGENT_PTY_DIM_MAX, exec.pty_rows),
+        INT_FIELD(AgentMsg, "cols", true, 1, AGENT_PTY_DIM_MAX, exec.pty_cols),
+};
+
+static const Field resize_fields[] = {
+        INT_FIELD(AgentMsg, "exec", true, 1, AGENT_ID_MAX, resize.exec),
+        INT_FIELD(AgentMsg, "rows", true, 1, AGENT_PTY_DIM_MAX, resize.rows),
+        INT_FIELD(AgentMsg, "cols", true, 1, AGENT_PTY_DIM_MAX, resize.cols),
+};
+
+static const Field stdin_fields[] = {
+        INT_FIELD(AgentMsg, "exec", true, 1, AGENT_ID_MAX, stdin_msg.exec),
+        B64_FIELD(AgentMsg, "data", false, AGENT_CHUNK_MAX, stdin_msg.data, stdin_msg.len),
+        BOOL_FIELD(AgentMsg, "eof", stdin_msg.eof),
+};
+
+static const Field connect_fields[] = {
+        STR_FIELD(AgentMsg, "host", true, AGENT_CONNECT_HOST_MAX, connect.host),
+        INT_FIELD(AgentMsg, "port", true, 1, 65535, connect.port),
+        INT_FIELD(AgentMsg, "timeout_ms", false, 0, AGENT_CONNECT_TIMEOUT_MAX_MS, connect.timeout_ms),
+};
+
+static const Field kill_fields[] = {
+        INT_FIELD(AgentMsg, "exec", true, 1, AGENT_ID_MAX, kill.exec),
+        INT_FIELD(AgentMsg, "signal", false, 1, 64, kill.signal),
+};
+
+static const Field file_put_fields[] = {
+        STR_FIELD(AgentMsg, "path", true, AGENT_STR_MAX, file_put.path),
+        INT_FIELD(AgentMsg, "offset", false, 0, INT_FIELD_MAX, file_put.offset),
+        B64_FIELD(AgentMsg, "data", false, AGENT_CHUNK_MAX, file_put.data, file_put.len),
+        INT_FIELD(AgentMsg, "mode", false, 0, 07777, file_put.mode),
+        BOOL_FIELD(AgentMsg, "final", file_put.final),
+};
+
+static const Field file_get_fields[] = {
+        STR_FIELD(AgentMsg, "path", true, AGENT_STR_MAX, file_get.path),
+        INT_FIELD(AgentMsg, "offset", false, 0, INT_FIELD_MAX, file_get.offset),
+        INT_FIELD(AgentMsg, "length", false, 0, AGENT_CHUNK_MAX, file_get.length),
+};
+
+static const Field shutdown_fields[] = {
+        STR_FIELD(AgentMsg, "action", true, 16, shutdown.action),
+};
+
+static const Field ok_fields[] = {
+        INT_FIELD(AgentMsg, "size", false, -1, INT_FIELD_MAX, ok.size),
+};
+
+static const Field error_fields[] = {
+        STR_FIELD(AgentMsg, "code", true, CODE_MAX, error.code),
+        STR_FIELD(AgentMsg, "message", false, MESSAGE_MAX, error.message),
+};
+
+static const Field started_fields[] = {
+        INT_FIELD(AgentMsg, "pid", true, 0, INT32_MAX, started.pid),
+};
+
+/* After "stream", which is not a field of its own (two flags). */
+static const Field output_fields[] = {
+        B64_FIELD(AgentMsg, "data", true, AGENT_CHUNK_MAX, output.data, output.len),
+        /* Only when true: byte for byte what agent_format_output() writes otherwise. */
+        BOOL_FIELD(AgentMsg, "eof", output.eof, .omit_empty = true),
+};
+
+static const Field exit_fields[] = {
+        INT_FIELD(AgentMsg, "code", true, -1, 255, exit.code),
+        INT_FIELD(AgentMsg, "signal", false, 0, 64, exit.signal),
+        INT_FIELD(AgentMsg, "duration_ms", false, 0, INT_FIELD_MAX, exit.duration_ms),
+        BOOL_FIELD(AgentMsg, "timed_out", exit.timed_out),
+        BOOL_FIELD(AgentMsg, "truncated", exit.truncated),
+        INT_FIELD(AgentMsg, "stdout_bytes", false, 0, INT_FIELD_MAX, exit.stdout_bytes),
+        INT_FIELD(AgentMsg, "stderr_bytes", false, 0, INT_FIELD_MAX, exit.stderr_bytes),
+        STR_FIELD(AgentMsg, "error", false, MESSAGE_MAX, exit.error),
+};
+
+static const Field data_fields[] = {
+        B64_FIELD(AgentMsg, "data", true, AGENT_CHUNK_MAX, data.data, data.len),
+        BOOL_FIELD(AgentMsg, "eof", data.eof),
+        INT_FIELD(AgentMsg, "size", false, -1, INT_FIELD_MAX, data.size),
+};
+
+static const Field pong_fields[] = {
+        INT_FIELD(AgentMsg, "uptime_ms", false, 0, INT_FIELD_MAX, pong.uptime_ms),
+};
+
+static int parse_field(ParseCtx *c, void *base, const Field *f) {
+        void *p = (uint8_t *) base + f->offset;
+        switch (f->kind) {
+        case FIELD_INT:
+                return get_int(c, f->key, f->required, f->min, f->max, p);
+        case FIELD_BOOL:
+                return get_bool(c, f->key, f->required, p);
+        case FIELD_STR:
+                return get_str(c, f->key, f->required, (size_t) f->max, p);
+        case FIELD_STRV:
+                return get_strv(c, f->key, f->required, (size_t) f->max, f->item_max, p);
+        case FIELD_B64:
+                return get_b64(c, f->key, f->required, (size_t) f->max, p, (size_t *) ((uint8_t *) base + f->len_offset));
+        }
+        return -EINVAL;
+}
+
+/* In the table's order: the first bad field is the one the error names. */
+static int parse_fields(ParseCtx *c, void *base, const Field *fields, size_t n) {
+        for (size_t i = 0; i < n; i++) {
+                int r = parse_field(c, base, &fields[i]);
+                if (r < 0)
+                        return r;
+        }
         return 0;
 }
 
@@ -265,39 +381,35 @@ static int parse_address(ParseCtx *c, json_object *a, AgentAddress *ret) {
         int r;
         if (!json_object_is_type(a, json_type_object))
                 return field_fail(c, "addresses", -EINVAL);
-        if ((r = get_str(&sub, "ifname", true, IFNAME_MAX, &ret->ifname)) < 0 ||
-            (r = get_str(&sub, "address", true, ADDRESS_MAX, &ret->address)) < 0 ||
-            (r = get_str(&sub, "gateway", false, ADDRESS_MAX, &ret->gateway)) < 0)
+        if ((r = parse_fields(&sub, ret, FIELDS(address_fields))) < 0)
                 return r;
         if (!printable(ret->ifname) || !printable(ret->address) || (ret->gateway && !printable(ret->gateway)))
                 return field_fail(c, "addresses", -EINVAL);
         return 0;
 }
 
-/* "time": {"sec": S, "nsec": N}: the host's wall clock, for the guest to take. */
-static int parse_time(ParseCtx *c, AgentMsg *m) {
+/* An optional object of two bounded integers ("time", "pty"): one message for anything
+ * wrong inside it, naming both bounds. */
+static int parse_int_pair(ParseCtx *c, AgentMsg *m, const char *key, const Field pair[static 2], bool *ret_has) {
         json_object *t = NULL;
-        int r = json_get_object(c->o, "time", false, &t);
+        int r = json_get_object(c->o, key, false, &t);
         if (r < 0)
-                return field_fail(c, "time", r);
+                return field_fail(c, key, r);
         if (!t)
                 return 0;
         ParseCtx sub = { .o = t, .err = c->err, .id = c->id };
-        if ((r = get_int(&sub, "sec", true, 0, AGENT_TIME_SEC_MAX, &m->configure.time_sec)) < 0 ||
-            (r = get_int(&sub, "nsec", true, 0, 999999999, &m->configure.time_nsec)) < 0)
+        if (parse_fields(&sub, m, pair, 2) < 0)
                 return parse_fail(c, -EINVAL, AGENT_ERR_INVALID,
-                                  "field 'time' must be {\"sec\": 0..%" PRId64 ", \"nsec\": 0..999999999}", AGENT_TIME_SEC_MAX);
-        m->configure.has_time = true;
+                                  "field '%s' must be {\"%s\": %" PRId64 "..%" PRId64 ", \"%s\": %" PRId64 "..%" PRId64 "}", key,
+                                  pair[0].key, pair[0].min, pair[0].max, pair[1].key, pair[1].min, pair[1].max);
+        *ret_has = true;
         return 0;
 }
 
 static int parse_configure(ParseCtx *c, AgentMsg *m) {
         json_object *a = NULL;
         int r;
-        if ((r = get_str(c, "hostname", false, HOSTNAME_MAX, &m->configure.hostname)) < 0 ||
-            (r = get_str(c, "seat_id", false, 128, &m->configure.seat_id)) < 0 ||
-            (r = get_str(c, "machine_id", false, 32, &m->configure.machine_id)) < 0 ||
-            (r = get_b64(c, "entropy", false, AGENT_ENTROPY_MAX, &m->configure.entropy, &m->configure.entropy_len)) < 0)
+        if ((r = parse_fields(c, m, FIELDS(configure_fields))) < 0)
                 return r;
         if (m->configure.hostname && !hostname_valid(m->configure.hostname))
                 return field_fail(c, "hostname", -EINVAL);
@@ -305,7 +417,7 @@ static int parse_configure(ParseCtx *c, AgentMsg *m) {
                 return field_fail(c, "seat_id", -EINVAL);
         if (m->configure.machine_id && !machine_id_valid(m->configure.machine_id))
                 return field_fail(c, "machine_id", -EINVAL);
-        if ((r = parse_time(c, m)) < 0)
+        if ((r = parse_int_pair(c, m, "time", time_fields, &m->configure.has_time)) < 0)
                 return r;
 
         r = json_get_array(c->o, "addresses", false, AGENT_ADDR_MAX, &a);
@@ -326,43 +438,9 @@ static int parse_configure(ParseCtx *c, AgentMsg *m) {
         return 0;
 }
 
-/* "pty": {"rows": R, "cols": C}: the exec runs on a pseudo-terminal of that size. */
-static int parse_pty(ParseCtx *c, AgentMsg *m) {
-        json_object *p = NULL;
-        int r = json_get_object(c->o, "pty", false, &p);
-        if (r < 0)
-                return field_fail(c, "pty", r);
-        if (!p)
-                return 0;
-        ParseCtx sub = { .o = p, .err = c->err, .id = c->id };
-        if (get_int(&sub, "rows", true, 1, AGENT_PTY_DIM_MAX, &m->exec.pty_rows) < 0 ||
-            get_int(&sub, "cols", true, 1, AGENT_PTY_DIM_MAX, &m->exec.pty_cols) < 0)
-                return parse_fail(c, -EINVAL, AGENT_ERR_INVALID, "field 'pty' must be {\"rows\": 1..%d, \"cols\": 1..%d}",
-                                  AGENT_PTY_DIM_MAX, AGENT_PTY_DIM_MAX);
-        m->exec.has_pty = true;
-        return 0;
-}
-
-static int parse_resize(ParseCtx *c, AgentMsg *m) {
-        int r;
-        if ((r = get_int(c, "exec", true, 1, AGENT_ID_MAX, &m->resize.exec)) < 0 ||
-            (r = get_int(c, "rows", true, 1, AGENT_PTY_DIM_MAX, &m->resize.rows)) < 0 ||
-            (r = get_int(c, "cols", true, 1, AGENT_PTY_DIM_MAX, &m->resize.cols)) < 0)
-                return r;
-        return 0;
-}
-
 static int parse_exec(ParseCtx *c, AgentMsg *m) {
-        int r;
-        if ((r = get_strv(c, "argv", true, AGENT_ARGV_MAX, AGENT_STR_MAX, &m->exec.argv)) < 0 ||
-            (r = get_strv(c, "env", false, AGENT_ENV_MAX, AGENT_STR_MAX, &m->exec.env)) < 0 ||
-            (r = get_str(c, "cwd", false, AGENT_STR_MAX, &m->exec.cwd)) < 0 ||
-            (r = get_b64(c, "stdin", false, AGENT_CHUNK_MAX, &m->exec.stdin_data, &m->exec.stdin_len)) < 0 ||
-            (r = get_bool(c, "stdin_eof", false, &m->exec.stdin_eof)) < 0 ||
-            (r = get_int(c, "timeout_ms", false, 0, TIMEOUT_MAX_MS, &m->exec.timeout_ms)) < 0 ||
-            (r = get_int(c, "max_output", false, 0, OUTPUT_CAP_MAX, &m->exec.max_output)) < 0 ||
-            (r = get_int(c, "uid", false, 0, ID_MAX_U32, &m->exec.uid)) < 0 ||
-            (r = get_int(c, "gid", false, 0, ID_MAX_U32, &m->exec.gid)) < 0)
+        int r = parse_fields(c, m, FIELDS(exec_fields));
+        if (r < 0)
                 return r;
         if (!m->exec.argv[0] || m->exec.argv[0][0] == '\0')
                 return parse_fail(c, -EINVAL, AGENT_ERR_INVALID, "field 'argv' must hold at least one non-empty string");
@@ -373,16 +451,7 @@ static int parse_exec(ParseCtx *c, AgentMsg *m) {
         }
         if (m->exec.cwd && m->exec.cwd[0] != '/')
                 return parse_fail(c, -EINVAL, AGENT_ERR_INVALID, "field 'cwd' must be an absolute path");
-        return parse_pty(c, m);
-}
-
-static int parse_stdin(ParseCtx *c, AgentMsg *m) {
-        int r;
-        if ((r = get_int(c, "exec", true, 1, AGENT_ID_MAX, &m->stdin_msg.exec)) < 0 ||
-            (r = get_b64(c, "data", false, AGENT_CHUNK_MAX, &m->stdin_msg.data, &m->stdin_msg.len)) < 0 ||
-            (r = get_bool(c, "eof", false, &m->stdin_msg.eof)) < 0)
-                return r;
-        return 0;
+        return parse_int_pair(c, m, "pty", pty_fields, &m->exec.has_pty);
 }
 
 /* A host name or an address, as the guest's resolver takes it: letters, digits and
@@ -391,30 +460,16 @@ static bool connect_host_valid(const char *h) {
         size_t n = strlen(h);
         if (n == 0 || n > AGENT_CONNECT_HOST_MAX)
                 return false;
-        for (const char *p = h; *p; p++)
-                if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '.' ||
-                      *p == '-' || *p == '_' || *p == ':'))
-                        return false;
-        return true;
+        return only_chars(h, ALNUM_CHARS ".-_:");
 }
 
 static int parse_connect(ParseCtx *c, AgentMsg *m) {
-        int r;
-        if ((r = get_str(c, "host", true, AGENT_CONNECT_HOST_MAX, &m->connect.host)) < 0 ||
-            (r = get_int(c, "port", true, 1, 65535, &m->connect.port)) < 0 ||
-            (r = get_int(c, "timeout_ms", false, 0, AGENT_CONNECT_TIMEOUT_MAX_MS, &m->connect.timeout_ms)) < 0)
+        int r = parse_fields(c, m, FIELDS(connect_fields));
+        if (r < 0)
                 return r;
         if (!connect_host_valid(m->connect.host))
                 return parse_fail(c, -EINVAL, AGENT_ERR_INVALID,
                                   "field 'host' must be a host name or an address (letters, digits, '.-_:')");
-        return 0;
-}
-
-static int parse_kill(ParseCtx *c, AgentMsg *m) {
-        int r;
-        if ((r = get_int(c, "exec", true, 1, AGENT_ID_MAX, &m->kill.exec)) < 0 ||
-            (r = get_int(c, "signal", false, 1, 64, &m->kill.signal)) < 0)
-                return r;
         return 0;
 }
 
@@ -424,49 +479,22 @@ static int check_path(ParseCtx *c, const char *path) {
         return 0;
 }
 
-static int parse_file_put(ParseCtx *c, AgentMsg *m) {
-        int r;
-        if ((r = get_str(c, "path", true, AGENT_STR_MAX, &m->file_put.path)) < 0 ||
-            (r = get_int(c, "offset", false, 0, INT_FIELD_MAX, &m->file_put.offset)) < 0 ||
-            (r = get_b64(c, "data", false, AGENT_CHUNK_MAX, &m->file_put.data, &m->file_put.len)) < 0 ||
-            (r = get_int(c, "mode", false, 0, 07777, &m->file_put.mode)) < 0 ||
-            (r = get_bool(c, "final", false, &m->file_put.final)) < 0)
+/* file_put and file_get: the path each names must be absolute. */
+static int parse_file(ParseCtx *c, AgentMsg *m) {
+        bool put = m->type == AGENT_MSG_FILE_PUT;
+        int r = put ? parse_fields(c, m, FIELDS(file_put_fields)) : parse_fields(c, m, FIELDS(file_get_fields));
+        if (r < 0)
                 return r;
-        return check_path(c, m->file_put.path);
-}
-
-static int parse_file_get(ParseCtx *c, AgentMsg *m) {
-        int r;
-        if ((r = get_str(c, "path", true, AGENT_STR_MAX, &m->file_get.path)) < 0 ||
-            (r = get_int(c, "offset", false, 0, INT_FIELD_MAX, &m->file_get.offset)) < 0 ||
-            (r = get_int(c, "length", false, 0, AGENT_CHUNK_MAX, &m->file_get.length)) < 0)
-                return r;
-        return check_path(c, m->file_get.path);
+        return check_path(c, put ? m->file_put.path : m->file_get.path);
 }
 
 static int parse_shutdown(ParseCtx *c, AgentMsg *m) {
-        int r = get_str(c, "action", true, 16, &m->shutdown.action);
+        int r = parse_fields(c, m, FIELDS(shutdown_fields));
         if (r < 0)
                 return r;
         if (!strcmp(m->shutdown.action, "poweroff") || !strcmp(m->shutdown.action, "reboot"))
                 return 0;
         return parse_fail(c, -EINVAL, AGENT_ERR_INVALID, "field 'action' must be \"poweroff\" or \"reboot\"");
-}
-
-static int parse_ok(ParseCtx *c, AgentMsg *m) {
-        return get_int(c, "size", false, -1, INT_FIELD_MAX, &m->ok.size);
-}
-
-static int parse_error(ParseCtx *c, AgentMsg *m) {
-        int r;
-        if ((r = get_str(c, "code", true, CODE_MAX, &m->error.code)) < 0 ||
-            (r = get_str(c, "message", false, MESSAGE_MAX, &m->error.message)) < 0)
-                return r;
-        return 0;
-}
-
-static int parse_started(ParseCtx *c, AgentMsg *m) {
-        return get_int(c, "pid", true, 0, INT32_MAX, &m->started.pid);
 }
 
 static int parse_output(ParseCtx *c, AgentMsg *m) {
@@ -480,109 +508,15 @@ static int parse_output(ParseCtx *c, AgentMsg *m) {
         free(stream);
         if (!ok)
                 return parse_fail(c, -EINVAL, AGENT_ERR_INVALID, "field 'stream' must be \"stdout\", \"stderr\" or \"pty\"");
-        if ((r = get_b64(c, "data", true, AGENT_CHUNK_MAX, &m->output.data, &m->output.len)) < 0)
-                return r;
-        return get_bool(c, "eof", false, &m->output.eof);
+        return parse_fields(c, m, FIELDS(output_fields));
 }
 
 static int parse_exit(ParseCtx *c, AgentMsg *m) {
-        int r;
-        if ((r = get_int(c, "code", true, -1, 255, &m->exit.code)) < 0 ||
-            (r = get_int(c, "signal", false, 0, 64, &m->exit.signal)) < 0 ||
-            (r = get_int(c, "duration_ms", false, 0, INT_FIELD_MAX, &m->exit.duration_ms)) < 0 ||
-            (r = get_bool(c, "timed_out", false, &m->exit.timed_out)) < 0 ||
-            (r = get_bool(c, "truncated", false, &m->exit.truncated)) < 0 ||
-            (r = get_int(c, "stdout_bytes", false, 0, INT_FIELD_MAX, &m->exit.stdout_bytes)) < 0 ||
-            (r = get_int(c, "stderr_bytes", false, 0, INT_FIELD_MAX, &m->exit.stderr_bytes)) < 0 ||
-            (r = get_str(c, "error", false, MESSAGE_MAX, &m->exit.error)) < 0)
+        int r = parse_fields(c, m, FIELDS(exit_fields));
+        if (r < 0)
                 return r;
         if ((m->exit.code == -1) != (m->exit.signal != 0))
                 return parse_fail(c, -EINVAL, AGENT_ERR_INVALID, "fields 'code' and 'signal' disagree");
-        return 0;
-}
-
-static int parse_data(ParseCtx *c, AgentMsg *m) {
-        int r;
-        if ((r = get_b64(c, "data", true, AGENT_CHUNK_MAX, &m->data.data, &m->data.len)) < 0 ||
-            (r = get_bool(c, "eof", false, &m->data.eof)) < 0 ||
-            (r = get_int(c, "size", false, -1, INT_FIELD_MAX, &m->data.size)) < 0)
-                return r;
-        return 0;
-}
-
-static int parse_pong(ParseCtx *c, AgentMsg *m) {
-        return get_int(c, "uptime_ms", false, 0, INT_FIELD_MAX, &m->pong.uptime_ms);
-}
-
-static int parse_none(ParseCtx *c, AgentMsg *m) {
-        return 0;
-}
-
-typedef int (*ParseFn)(ParseCtx *c, AgentMsg *m);
-static const ParseFn parsers[_AGENT_MSG_MAX] = {
-        [AGENT_MSG_HELLO] = parse_hello,
-        [AGENT_MSG_CONFIGURE] = parse_configure,
-        [AGENT_MSG_EXEC] = parse_exec,
-        [AGENT_MSG_STDIN] = parse_stdin,
-        [AGENT_MSG_KILL] = parse_kill,
-        [AGENT_MSG_FILE_PUT] = parse_file_put,
-        [AGENT_MSG_FILE_GET] = parse_file_get,
-        [AGENT_MSG_PING] = parse_none,
-        [AGENT_MSG_SHUTDOWN] = parse_shutdown,
-        [AGENT_MSG_RESIZE] = parse_resize,
-        [AGENT_MSG_CONNECT] = parse_connect,
-        [AGENT_MSG_OK] = parse_ok,
-        [AGENT_MSG_ERROR] = parse_error,
-        [AGENT_MSG_STARTED] = parse_started,
-        [AGENT_MSG_OUTPUT] = parse_output,
-        [AGENT_MSG_EXIT] = parse_exit,
-        [AGENT_MSG_DATA] = parse_data,
-        [AGENT_MSG_PONG] = parse_pong,
-};
-
-int agent_msg_parse(const char *frame, size_t len, AgentMsg **ret, AgentParseError *err) {
-        _cleanup_json_ json_object *o = NULL;
-        ParseCtx c = { .err = err };
-        const char *type = NULL;
-        int r;
-
-        if (err)
-                *err = (AgentParseError) { .code = AGENT_ERR_MALFORMED };
-
-        static const JsonFrameLimits limits = {
-                .max_depth = AGENT_MAX_DEPTH, .max_containers = AGENT_MAX_CONTAINERS, .max_values = AGENT_MAX_VALUES,
-        };
-        r = json_frame_parse_limited(frame, len, &limits, &o);
-        if (r == -ELOOP)
-                return parse_fail(&c, -EBADMSG, AGENT_ERR_MALFORMED, "JSON nested deeper than %d", AGENT_MAX_DEPTH);
-        if (r == -E2BIG)
-                return parse_fail(&c, -E2BIG, AGENT_ERR_TOO_LARGE, "frame holds more than %d JSON objects and arrays or %d values",
-                                  AGENT_MAX_CONTAINERS, AGENT_MAX_VALUES);
-        if (r < 0)
-                return parse_fail(&c, -EBADMSG, AGENT_ERR_MALFORMED, "frame is not one JSON object in valid UTF-8");
-        c.o = o;
-
-        /* The id first, so that every later error can be answered to the right request. */
-        if (json_get_string(o, "type", true, 32, &type) < 0)
-                type = NULL;
-        int t = type ? agent_msg_type_from_string(type) : -EINVAL;
-        int64_t id = 0;
-        r = json_get_int64(o, "id", true, t == AGENT_MSG_ERROR ? 0 : 1, AGENT_ID_MAX, &id);
-        if (r < 0)
-                return field_fail(&c, "id", r);
-        c.id = id;
-        if (!type)
-                return field_fail(&c, "type", json_get_string(o, "type", true, 32, &type));
-        if (t < 0)
-                return parse_fail(&c, -EOPNOTSUPP, AGENT_ERR_UNKNOWN_TYPE, "unknown message type");
-
-        _cleanup_agent_msg_ AgentMsg *m = agent_msg_new((AgentMsgType) t, id);
-        if (!m)
-                return parse_fail(&c, -ENOMEM, AGENT_ERR_IO, "out of memory");
-        r = parsers[t](&c, m);
-        if (r < 0)
-                return r;
-        *ret = TAKE_PTR(m);
         return 0;
 }
 
@@ -637,41 +571,61 @@ static int add_strv(json_object *o, const char *key, char **l) {
         return add(o, key, a);
 }
 
-static int format_hello(json_object *o, const AgentMsg *m) {
-        int r;
-        if ((r = add_int(o, "version", m->hello.version)) < 0)
-                return r;
-        if (!m->hello.agent) /* a request */
-                return 0;
-        if ((r = add_str(o, "agent", m->hello.agent)) < 0 ||
-            (r = add_strv(o, "capabilities", m->hello.capabilities)) < 0 ||
-            (r = add_int(o, "boot_ms", m->hello.boot_ms)) < 0 ||
-            (r = add_int(o, "uptime_ms", m->hello.uptime_ms)) < 0 ||
-            (r = add_int(o, "max_frame", m->hello.max_frame)) < 0 ||
-            (r = add_int(o, "max_execs", m->hello.max_execs)) < 0 ||
-            (r = add_int(o, "max_output", m->hello.max_output)) < 0 ||
-            (r = add_int(o, "max_file", m->hello.max_file)) < 0)
-                return r;
+static int format_field(json_object *o, const void *base, const Field *f) {
+        const void *p = (const uint8_t *) base + f->offset;
+        switch (f->kind) {
+        case FIELD_INT:
+                return add_int(o, f->key, *(const int64_t *) p);
+        case FIELD_BOOL:
+                if (f->omit_empty && !*(const bool *) p)
+                        return 0;
+                return add_bool(o, f->key, *(const bool *) p);
+        case FIELD_STR:
+                return add_str(o, f->key, *(char *const *) p);
+        case FIELD_STRV:
+                return add_strv(o, f->key, *(char **const *) p);
+        case FIELD_B64:
+                if (f->omit_empty && !*(uint8_t *const *) p)
+                        return 0;
+                return add_b64(o, f->key, *(uint8_t *const *) p, *(const size_t *) ((const uint8_t *) base + f->len_offset));
+        }
+        return -EINVAL;
+}
+
+static int format_fields(json_object *o, const void *base, const Field *fields, size_t n) {
+        for (size_t i = 0; i < n; i++) {
+                int r = format_field(o, base, &fields[i]);
+                if (r < 0)
+                        return r;
+        }
         return 0;
+}
+
+/* The other side of parse_int_pair(): out of bounds is refused, not sent. */
+static int format_int_pair(json_object *o, const AgentMsg *m, const char *key, const Field pair[static 2]) {
+        for (size_t i = 0; i < 2; i++) {
+                int64_t v = *(const int64_t *) ((const uint8_t *) m + pair[i].offset);
+                if (v < pair[i].min || v > pair[i].max)
+                        return -EINVAL;
+        }
+        json_object *t = json_object_new_object();
+        int r = add(o, key, t);
+        if (r < 0)
+                return r;
+        return format_fields(t, m, pair, 2);
+}
+
+static int format_hello(json_object *o, const AgentMsg *m) {
+        /* A request (no agent): the version only. */
+        return format_fields(o, m, hello_fields, m->hello.agent ? ELEMENTSOF(hello_fields) : 1);
 }
 
 static int format_configure(json_object *o, const AgentMsg *m) {
         int r;
-        if ((r = add_str(o, "hostname", m->configure.hostname)) < 0 ||
-            (r = add_str(o, "seat_id", m->configure.seat_id)) < 0 ||
-            (r = add_str(o, "machine_id", m->configure.machine_id)) < 0)
+        if ((r = format_fields(o, m, FIELDS(configure_fields))) < 0)
                 return r;
-        if (m->configure.entropy && (r = add_b64(o, "entropy", m->configure.entropy, m->configure.entropy_len)) < 0)
+        if (m->configure.has_time && (r = format_int_pair(o, m, "time", time_fields)) < 0)
                 return r;
-        if (m->configure.has_time) {
-                if (m->configure.time_sec < 0 || m->configure.time_sec > AGENT_TIME_SEC_MAX || m->configure.time_nsec < 0 ||
-                    m->configure.time_nsec > 999999999)
-                        return -EINVAL;
-                json_object *t = json_object_new_object();
-                if ((r = add(o, "time", t)) < 0 || (r = add_int(t, "sec", m->configure.time_sec)) < 0 ||
-                    (r = add_int(t, "nsec", m->configure.time_nsec)) < 0)
-                        return r;
-        }
         if (!m->configure.addresses)
                 return 0;
         json_object *a = json_object_new_array();
@@ -686,9 +640,7 @@ static int format_configure(json_object *o, const AgentMsg *m) {
                         json_object_put(e);
                         return -ENOMEM;
                 }
-                if ((r = add_str(e, "ifname", ad->ifname)) < 0 ||
-                    (r = add_str(e, "address", ad->address)) < 0 ||
-                    (r = add_str(e, "gateway", ad->gateway)) < 0)
+                if ((r = format_fields(e, ad, FIELDS(address_fields))) < 0)
                         return r;
         }
         return 0;
@@ -698,176 +650,155 @@ static int format_exec(json_object *o, const AgentMsg *m) {
         int r;
         if (!m->exec.argv || !m->exec.argv[0])
                 return -EINVAL;
-        if ((r = add_strv(o, "argv", m->exec.argv)) < 0 ||
-            (r = add_strv(o, "env", m->exec.env)) < 0 ||
-            (r = add_str(o, "cwd", m->exec.cwd)) < 0)
+        if ((r = format_fields(o, m, FIELDS(exec_fields))) < 0)
                 return r;
-        if (m->exec.stdin_data && (r = add_b64(o, "stdin", m->exec.stdin_data, m->exec.stdin_len)) < 0)
-                return r;
-        if ((r = add_bool(o, "stdin_eof", m->exec.stdin_eof)) < 0 ||
-            (r = add_int(o, "timeout_ms", m->exec.timeout_ms)) < 0 ||
-            (r = add_int(o, "max_output", m->exec.max_output)) < 0 ||
-            (r = add_int(o, "uid", m->exec.uid)) < 0 ||
-            (r = add_int(o, "gid", m->exec.gid)) < 0)
-                return r;
-        if (m->exec.has_pty) {
-                if (m->exec.pty_rows < 1 || m->exec.pty_rows > AGENT_PTY_DIM_MAX || m->exec.pty_cols < 1 ||
-                    m->exec.pty_cols > AGENT_PTY_DIM_MAX)
-                        return -EINVAL;
-                json_object *p = json_object_new_object();
-                if ((r = add(o, "pty", p)) < 0 || (r = add_int(p, "rows", m->exec.pty_rows)) < 0 ||
-                    (r = add_int(p, "cols", m->exec.pty_cols)) < 0)
-                        return r;
-        }
+        if (m->exec.has_pty)
+                return format_int_pair(o, m, "pty", pty_fields);
         return 0;
 }
 
 static int format_resize(json_object *o, const AgentMsg *m) {
-        int r;
         if (m->resize.exec < 1 || m->resize.rows < 1 || m->resize.rows > AGENT_PTY_DIM_MAX || m->resize.cols < 1 ||
             m->resize.cols > AGENT_PTY_DIM_MAX)
                 return -EINVAL;
-        if ((r = add_int(o, "exec", m->resize.exec)) < 0 || (r = add_int(o, "rows", m->resize.rows)) < 0 ||
-            (r = add_int(o, "cols", m->resize.cols)) < 0)
-                return r;
-        return 0;
-}
-
-static int format_stdin(json_object *o, const AgentMsg *m) {
-        int r;
-        if ((r = add_int(o, "exec", m->stdin_msg.exec)) < 0 ||
-            (r = add_b64(o, "data", m->stdin_msg.data, m->stdin_msg.len)) < 0 ||
-            (r = add_bool(o, "eof", m->stdin_msg.eof)) < 0)
-                return r;
-        return 0;
+        return format_fields(o, m, FIELDS(resize_fields));
 }
 
 static int format_connect(json_object *o, const AgentMsg *m) {
-        int r;
         if (!m->connect.host || !connect_host_valid(m->connect.host) || m->connect.port < 1 || m->connect.port > 65535 ||
             m->connect.timeout_ms < 0 || m->connect.timeout_ms > AGENT_CONNECT_TIMEOUT_MAX_MS)
                 return -EINVAL;
-        if ((r = add_str(o, "host", m->connect.host)) < 0 || (r = add_int(o, "port", m->connect.port)) < 0 ||
-            (r = add_int(o, "timeout_ms", m->connect.timeout_ms)) < 0)
-                return r;
-        return 0;
+        return format_fields(o, m, FIELDS(connect_fields));
 }
 
-static int format_kill(json_object *o, const AgentMsg *m) {
-        int r;
-        if ((r = add_int(o, "exec", m->kill.exec)) < 0 || (r = add_int(o, "signal", m->kill.signal)) < 0)
-                return r;
-        return 0;
-}
-
-static int format_file_put(json_object *o, const AgentMsg *m) {
-        int r;
-        if (!m->file_put.path)
-                return -EINVAL;
-        if ((r = add_str(o, "path", m->file_put.path)) < 0 ||
-            (r = add_int(o, "offset", m->file_put.offset)) < 0 ||
-            (r = add_b64(o, "data", m->file_put.data, m->file_put.len)) < 0 ||
-            (r = add_int(o, "mode", m->file_put.mode)) < 0 ||
-            (r = add_bool(o, "final", m->file_put.final)) < 0)
-                return r;
-        return 0;
-}
-
-static int format_file_get(json_object *o, const AgentMsg *m) {
-        int r;
-        if (!m->file_get.path)
-                return -EINVAL;
-        if ((r = add_str(o, "path", m->file_get.path)) < 0 ||
-            (r = add_int(o, "offset", m->file_get.offset)) < 0 ||
-            (r = add_int(o, "length", m->file_get.length)) < 0)
-                return r;
-        return 0;
+static int format_file(json_object *o, const AgentMsg *m) {
+        if (m->type == AGENT_MSG_FILE_PUT)
+                return m->file_put.path ? format_fields(o, m, FIELDS(file_put_fields)) : -EINVAL;
+        return m->file_get.path ? format_fields(o, m, FIELDS(file_get_fields)) : -EINVAL;
 }
 
 static int format_shutdown(json_object *o, const AgentMsg *m) {
-        return m->shutdown.action ? add_str(o, "action", m->shutdown.action) : -EINVAL;
+        return m->shutdown.action ? format_fields(o, m, FIELDS(shutdown_fields)) : -EINVAL;
 }
 
 static int format_ok(json_object *o, const AgentMsg *m) {
-        return m->ok.size >= 0 ? add_int(o, "size", m->ok.size) : 0;
+        /* -1: no size to tell. */
+        return m->ok.size >= 0 ? format_fields(o, m, FIELDS(ok_fields)) : 0;
 }
 
 static int format_error(json_object *o, const AgentMsg *m) {
-        int r;
-        if (!m->error.code)
-                return -EINVAL;
-        if ((r = add_str(o, "code", m->error.code)) < 0 || (r = add_str(o, "message", m->error.message)) < 0)
-                return r;
-        return 0;
-}
-
-static int format_started(json_object *o, const AgentMsg *m) {
-        return add_int(o, "pid", m->started.pid);
+        return m->error.code ? format_fields(o, m, FIELDS(error_fields)) : -EINVAL;
 }
 
 static int format_output(json_object *o, const AgentMsg *m) {
-        int r;
-        if ((r = add_str(o, "stream", m->output.is_pty ? "pty" : m->output.is_stderr ? "stderr" : "stdout")) < 0 ||
-            (r = add_b64(o, "data", m->output.data, m->output.len)) < 0)
+        int r = add_str(o, "stream", m->output.is_pty ? "pty" : m->output.is_stderr ? "stderr" : "stdout");
+        if (r < 0)
                 return r;
-        /* Only when true: byte for byte what agent_format_output() writes otherwise. */
-        if (m->output.eof && (r = add_bool(o, "eof", true)) < 0)
-                return r;
-        return 0;
+        return format_fields(o, m, FIELDS(output_fields));
 }
 
-static int format_exit(json_object *o, const AgentMsg *m) {
-        int r;
-        if ((r = add_int(o, "code", m->exit.code)) < 0 ||
-            (r = add_int(o, "signal", m->exit.signal)) < 0 ||
-            (r = add_int(o, "duration_ms", m->exit.duration_ms)) < 0 ||
-            (r = add_bool(o, "timed_out", m->exit.timed_out)) < 0 ||
-            (r = add_bool(o, "truncated", m->exit.truncated)) < 0 ||
-            (r = add_int(o, "stdout_bytes", m->exit.stdout_bytes)) < 0 ||
-            (r = add_int(o, "stderr_bytes", m->exit.stderr_bytes)) < 0 ||
-            (r = add_str(o, "error", m->exit.error)) < 0)
-                return r;
-        return 0;
-}
+/* Each type's fields (what it carries and owns), and where the fields alone do not make the
+ * message, the function that reads or writes it whole (checks across fields, nested objects,
+ * a request's shorter form). */
+typedef struct MsgSpec {
+        const Field *fields;
+        size_t n_fields;
+        int (*parse)(ParseCtx *c, AgentMsg *m);           /* NULL: the fields */
+        int (*format)(json_object *o, const AgentMsg *m); /* NULL: the fields */
+} MsgSpec;
 
-static int format_data(json_object *o, const AgentMsg *m) {
-        int r;
-        if ((r = add_b64(o, "data", m->data.data, m->data.len)) < 0 ||
-            (r = add_bool(o, "eof", m->data.eof)) < 0 ||
-            (r = add_int(o, "size", m->data.size)) < 0)
-                return r;
-        return 0;
-}
-
-static int format_pong(json_object *o, const AgentMsg *m) {
-        return add_int(o, "uptime_ms", m->pong.uptime_ms);
-}
-
-static int format_none(json_object *o, const AgentMsg *m) {
-        return 0;
-}
-
-typedef int (*FormatFn)(json_object *o, const AgentMsg *m);
-static const FormatFn formatters[_AGENT_MSG_MAX] = {
-        [AGENT_MSG_HELLO] = format_hello,
-        [AGENT_MSG_CONFIGURE] = format_configure,
-        [AGENT_MSG_EXEC] = format_exec,
-        [AGENT_MSG_STDIN] = format_stdin,
-        [AGENT_MSG_KILL] = format_kill,
-        [AGENT_MSG_FILE_PUT] = format_file_put,
-        [AGENT_MSG_FILE_GET] = format_file_get,
-        [AGENT_MSG_PING] = format_none,
-        [AGENT_MSG_SHUTDOWN] = format_shutdown,
-        [AGENT_MSG_RESIZE] = format_resize,
-        [AGENT_MSG_CONNECT] = format_connect,
-        [AGENT_MSG_OK] = format_ok,
-        [AGENT_MSG_ERROR] = format_error,
-        [AGENT_MSG_STARTED] = format_started,
-        [AGENT_MSG_OUTPUT] = format_output,
-        [AGENT_MSG_EXIT] = format_exit,
-        [AGENT_MSG_DATA] = format_data,
-        [AGENT_MSG_PONG] = format_pong,
+static const MsgSpec specs[_AGENT_MSG_MAX] = {
+        [AGENT_MSG_HELLO] = { FIELDS(hello_fields), .format = format_hello },
+        [AGENT_MSG_CONFIGURE] = { FIELDS(configure_fields), .parse = parse_configure, .format = format_configure },
+        [AGENT_MSG_EXEC] = { FIELDS(exec_fields), .parse = parse_exec, .format = format_exec },
+        [AGENT_MSG_STDIN] = { FIELDS(stdin_fields) },
+        [AGENT_MSG_KILL] = { FIELDS(kill_fields) },
+        [AGENT_MSG_FILE_PUT] = { FIELDS(file_put_fields), .parse = parse_file, .format = format_file },
+        [AGENT_MSG_FILE_GET] = { FIELDS(file_get_fields), .parse = parse_file, .format = format_file },
+        [AGENT_MSG_PING] = {},
+        [AGENT_MSG_SHUTDOWN] = { FIELDS(shutdown_fields), .parse = parse_shutdown, .format = format_shutdown },
+        [AGENT_MSG_RESIZE] = { FIELDS(resize_fields), .format = format_resize },
+        [AGENT_MSG_CONNECT] = { FIELDS(connect_fields), .parse = parse_connect, .format = format_connect },
+        [AGENT_MSG_OK] = { FIELDS(ok_fields), .format = format_ok },
+        [AGENT_MSG_ERROR] = { FIELDS(error_fields), .format = format_error },
+        [AGENT_MSG_STARTED] = { FIELDS(started_fields) },
+        [AGENT_MSG_OUTPUT] = { FIELDS(output_fields), .parse = parse_output, .format = format_output },
+        [AGENT_MSG_EXIT] = { FIELDS(exit_fields), .parse = parse_exit },
+        [AGENT_MSG_DATA] = { FIELDS(data_fields) },
+        [AGENT_MSG_PONG] = { FIELDS(pong_fields) },
 };
+
+/* The buffers and string lists among the fields are the message's own. */
+static void free_fields(void *base, const Field *fields, size_t n) {
+        for (size_t i = 0; i < n; i++) {
+                void *p = (uint8_t *) base + fields[i].offset;
+                if (fields[i].kind == FIELD_STRV)
+                        strv_free(*(char ***) p);
+                else if (fields[i].kind == FIELD_STR || fields[i].kind == FIELD_B64)
+                        free(*(void **) p);
+        }
+}
+
+AgentMsg *agent_msg_free(AgentMsg *m) {
+        if (!m)
+                return NULL;
+        if ((unsigned) m->type < _AGENT_MSG_MAX)
+                free_fields(m, specs[m->type].fields, specs[m->type].n_fields);
+        if (m->type == AGENT_MSG_CONFIGURE) {
+                for (size_t i = 0; i < m->configure.n_addresses; i++)
+                        free_fields(&m->configure.addresses[i], FIELDS(address_fields));
+                free(m->configure.addresses);
+        }
+        free(m);
+        return NULL;
+}
+
+int agent_msg_parse(const char *frame, size_t len, AgentMsg **ret, AgentParseError *err) {
+        _cleanup_json_ json_object *o = NULL;
+        ParseCtx c = { .err = err };
+        const char *type = NULL;
+        int r;
+
+        if (err)
+                *err = (AgentParseError) { .code = AGENT_ERR_MALFORMED };
+
+        static const JsonFrameLimits limits = {
+                .max_depth = AGENT_MAX_DEPTH, .max_containers = AGENT_MAX_CONTAINERS, .max_values = AGENT_MAX_VALUES,
+        };
+        r = json_frame_parse_limited(frame, len, &limits, &o);
+        if (r == -ELOOP)
+                return parse_fail(&c, -EBADMSG, AGENT_ERR_MALFORMED, "JSON nested deeper than %d", AGENT_MAX_DEPTH);
+        if (r == -E2BIG)
+                return parse_fail(&c, -E2BIG, AGENT_ERR_TOO_LARGE, "frame holds more than %d JSON objects and arrays or %d values",
+                                  AGENT_MAX_CONTAINERS, AGENT_MAX_VALUES);
+        if (r < 0)
+                return parse_fail(&c, -EBADMSG, AGENT_ERR_MALFORMED, "frame is not one JSON object in valid UTF-8");
+        c.o = o;
+
+        /* The id first, so that every later error can be answered to the right request. */
+        if (json_get_string(o, "type", true, 32, &type) < 0)
+                type = NULL;
+        int t = type ? agent_msg_type_from_string(type) : -EINVAL;
+        int64_t id = 0;
+        r = json_get_int64(o, "id", true, t == AGENT_MSG_ERROR ? 0 : 1, AGENT_ID_MAX, &id);
+        if (r < 0)
+                return field_fail(&c, "id", r);
+        c.id = id;
+        if (!type)
+                return field_fail(&c, "type", json_get_string(o, "type", true, 32, &type));
+        if (t < 0)
+                return parse_fail(&c, -EOPNOTSUPP, AGENT_ERR_UNKNOWN_TYPE, "unknown message type");
+
+        _cleanup_agent_msg_ AgentMsg *m = agent_msg_new((AgentMsgType) t, id);
+        if (!m)
+                return parse_fail(&c, -ENOMEM, AGENT_ERR_IO, "out of memory");
+        const MsgSpec *s = &specs[t];
+        r = s->parse ? s->parse(&c, m) : parse_fields(&c, m, s->fields, s->n_fields);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(m);
+        return 0;
+}
 
 int agent_msg_format(const AgentMsg *m, size_t max_frame, char **ret, size_t *ret_len) {
         int r;
@@ -881,7 +812,8 @@ int agent_msg_format(const AgentMsg *m, size_t max_frame, char **ret, size_t *re
                 return -ENOMEM;
         if ((r = add_str(o, "type", type_names[m->type])) < 0 || (r = add_int(o, "id", m->id)) < 0)
                 return r;
-        r = formatters[m->type](o, m);
+        const MsgSpec *s = &specs[m->type];
+        r = s->format ? s->format(o, m) : format_fields(o, m, s->fields, s->n_fields);
         if (r < 0)
                 return r;
         return json_frame_format(o, max_frame, ret, ret_len);
