@@ -158,6 +158,14 @@ static int read_comment_line(LineReader *lr, const char *what, SeatError **ret_e
         return 0;
 }
 
+/* Every minisign file starts alike: text under its cap, then the untrusted comment line. */
+static int text_file_start(LineReader *lr, size_t max, const char *what, SeatError **ret_error) {
+        int r = check_text_file(lr->buf, lr->len, max, what, ret_error);
+        if (r < 0)
+                return r;
+        return read_comment_line(lr, what, ret_error);
+}
+
 /* Decode one base64 line into exactly `want` bytes (malloc'd). */
 static int read_b64_line(LineReader *lr, size_t want, const char *what, void **ret, SeatError **ret_error) {
         const char *line;
@@ -224,10 +232,7 @@ int seat_public_key_parse(const char *buf, size_t len, SeatPublicKey *ret, SeatE
 
         if (!ret)
                 return seat_error_set(ret_error, EINVAL, "no place for the public key");
-        r = check_text_file(buf, len, SEAT_KEY_FILE_MAX, "public key file", ret_error);
-        if (r < 0)
-                return r;
-        r = read_comment_line(&lr, "public key file", ret_error);
+        r = text_file_start(&lr, SEAT_KEY_FILE_MAX, "public key file", ret_error);
         if (r < 0)
                 return r;
         r = read_b64_line(&lr, PK_BLOB_BYTES, "public key", &d, ret_error);
@@ -506,10 +511,7 @@ int seat_secret_key_parse(const char *buf, size_t len, SeatPasswordFn get_passwo
                 return seat_error_set(ret_error, EINVAL, "no place for the secret key");
         if (signing_init() < 0)
                 return seat_error_set(ret_error, EIO, "cannot initialise libsodium");
-        r = check_text_file(buf, len, SEAT_KEY_FILE_MAX, "secret key file", ret_error);
-        if (r < 0)
-                return r;
-        r = read_comment_line(&lr, "secret key file", ret_error);
+        r = text_file_start(&lr, SEAT_KEY_FILE_MAX, "secret key file", ret_error);
         if (r < 0)
                 return r;
         blob = sodium_malloc(SK_BLOB_BYTES);
@@ -816,10 +818,7 @@ static int signature_parse(const char *buf, size_t len, ParsedSignature *ret, Se
         _cleanup_free_ void *blob = NULL, *global = NULL;
         int r;
 
-        r = check_text_file(buf, len, SEAT_SIG_FILE_MAX, "signature", ret_error);
-        if (r < 0)
-                return r;
-        r = read_comment_line(&lr, "signature", ret_error);
+        r = text_file_start(&lr, SEAT_SIG_FILE_MAX, "signature", ret_error);
         if (r < 0)
                 return r;
         r = read_b64_line(&lr, SIG_BLOB_BYTES, "signature", &blob, ret_error);
