@@ -380,10 +380,36 @@ static int agent_handle_shutdown(Agent *a, const AgentMsg *m) {
         return agent_send_ok(a, m->id, -1);
 }
 
+/* A stdin or a kill goes to whichever owns the id: a forwarded connection or an exec. */
+static int agent_handle_stdin(Agent *a, const AgentMsg *m) {
+        return forward_owns(a, m->stdin_msg.exec) ? forward_handle_stdin(a, m) : exec_handle_stdin(a, m);
+}
+
+static int agent_handle_kill(Agent *a, const AgentMsg *m) {
+        return forward_owns(a, m->kill.exec) ? forward_handle_kill(a, m) : exec_handle_kill(a, m);
+}
+
+/* Every request type has its handler; a reply type has none. */
+typedef int (*AgentHandler)(Agent *a, const AgentMsg *m);
+static const AgentHandler handlers[_AGENT_MSG_MAX] = {
+        [AGENT_MSG_HELLO] = agent_handle_hello,
+        [AGENT_MSG_PING] = agent_handle_ping,
+        [AGENT_MSG_CONFIGURE] = configure_handle,
+        [AGENT_MSG_EXEC] = exec_handle_exec,
+        [AGENT_MSG_STDIN] = agent_handle_stdin,
+        [AGENT_MSG_KILL] = agent_handle_kill,
+        [AGENT_MSG_CONNECT] = forward_handle_connect,
+        [AGENT_MSG_RESIZE] = exec_handle_resize,
+        [AGENT_MSG_FILE_PUT] = files_handle_put,
+        [AGENT_MSG_FILE_GET] = files_handle_get,
+        [AGENT_MSG_SHUTDOWN] = agent_handle_shutdown,
+};
+
 static int agent_dispatch(Agent *a, const AgentMsg *m) {
         log_debug("Request %" PRId64 ": %s", m->id, agent_msg_type_to_string(m->type));
 
-        if (!agent_msg_type_is_request(m->type))
+        AgentHandler handler = (unsigned) m->type < _AGENT_MSG_MAX ? handlers[m->type] : NULL;
+        if (!handler)
                 return agent_send_error(a, m->id, AGENT_ERR_UNKNOWN_TYPE, "type '%s' is not a request",
                                         agent_msg_type_to_string(m->type));
 
@@ -393,37 +419,7 @@ static int agent_dispatch(Agent *a, const AgentMsg *m) {
         if (a->shutdown_pending && m->type != AGENT_MSG_PING)
                 return agent_send_error(a, m->id, AGENT_ERR_STATE, "the agent is shutting down");
 
-        switch (m->type) {
-        case AGENT_MSG_HELLO:
-                return agent_handle_hello(a, m);
-        case AGENT_MSG_PING:
-                return agent_handle_ping(a, m);
-        case AGENT_MSG_CONFIGURE:
-                return configure_handle(a, m);
-        case AGENT_MSG_EXEC:
-                return exec_handle_exec(a, m);
-        case AGENT_MSG_STDIN:
-                if (forward_owns(a, m->stdin_msg.exec))
-                        return forward_handle_stdin(a, m);
-                return exec_handle_stdin(a, m);
-        case AGENT_MSG_KILL:
-                if (forward_owns(a, m->kill.exec))
-                        return forward_handle_kill(a, m);
-                return exec_handle_kill(a, m);
-        case AGENT_MSG_CONNECT:
-                return forward_handle_connect(a, m);
-        case AGENT_MSG_RESIZE:
-                return exec_handle_resize(a, m);
-        case AGENT_MSG_FILE_PUT:
-                return files_handle_put(a, m);
-        case AGENT_MSG_FILE_GET:
-                return files_handle_get(a, m);
-        case AGENT_MSG_SHUTDOWN:
-                return agent_handle_shutdown(a, m);
-        default:
-                return agent_send_error(a, m->id, AGENT_ERR_UNKNOWN_TYPE, "type '%s' is not a request",
-                                        agent_msg_type_to_string(m->type));
-        }
+        return handler(a, m);
 }
 
 static void agent_handle_frame(Agent *a, const char *frame, size_t len) {
