@@ -12,11 +12,8 @@
 ControlMsg *control_msg_free(ControlMsg *m) {
         if (!m)
                 return NULL;
-        free(m->method);
-        free(m->type);
         json_object_put(m->body);
-        free(m->error_code);
-        free(m->error_message);
+        FREE_MANY(m->method, m->type, m->error_code, m->error_message);
         free(m);
         return NULL;
 }

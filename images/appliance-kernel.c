@@ -196,10 +196,7 @@ static void remove_old(const char *cache, const char *keep) {
 }
 
 void appliance_kernel_done(ApplianceKernel *k) {
-        free(k->version);
-        free(k->modules);
-        free(k->vmlinux);
-        free(k->cache_dir);
+        FREE_MANY(k->version, k->modules, k->vmlinux, k->cache_dir);
         if (k->lock_fd >= 0)
                 (void) close(k->lock_fd);
         *k = (ApplianceKernel) { .lock_fd = -1 };

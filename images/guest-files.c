@@ -18,12 +18,9 @@
 GuestFiles *guest_files_free(GuestFiles *f) {
         if (!f)
                 return NULL;
-        for (size_t i = 0; i < f->n_entries; i++) {
-                free(f->entries[i].guest_path);
-                free(f->entries[i].host_path);
-        }
-        free(f->entries);
-        free(f->index_path);
+        for (size_t i = 0; i < f->n_entries; i++)
+                FREE_MANY(f->entries[i].guest_path, f->entries[i].host_path);
+        FREE_MANY(f->entries, f->index_path);
         free(f);
         return NULL;
 }

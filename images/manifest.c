@@ -73,17 +73,11 @@ static void image_file_done(ImageFile *f) {
 ImageManifest *image_manifest_free(ImageManifest *m) {
         if (!m)
                 return NULL;
-        free(m->name);
-        free(m->kernel);
-        free(m->initrd);
-        free(m->cmdline);
         for (size_t i = 0; i < m->n_files; i++)
                 image_file_done(&m->files[i]);
-        free(m->files);
-        free(m->guest_init_filesystem);
-        free(m->guest_init_path);
+        FREE_MANY(m->name, m->kernel, m->initrd, m->cmdline, m->files, m->guest_init_filesystem, m->guest_init_path,
+                  m->egress_profile);
         strv_free(m->evidence_paths);
-        free(m->egress_profile);
         free(m);
         return NULL;
 }

@@ -64,13 +64,8 @@ int image_store_open(const char *images_dir, const char *trust_dir, const char *
 ImageStore *image_store_free(ImageStore *s) {
         if (!s)
                 return NULL;
-        free(s->images_dir);
-        free(s->blobs_dir);
-        free(s->manifests_dir);
-        free(s->current_dir);
-        free(s->hwm_dir);
-        free(s->keys_dir);
-        free(s->inspect_cache_dir);
+        FREE_MANY(s->images_dir, s->blobs_dir, s->manifests_dir, s->current_dir, s->hwm_dir, s->keys_dir,
+                  s->inspect_cache_dir);
         pthread_mutex_destroy(&s->commit_lock);
         free(s);
         return NULL;
