@@ -468,24 +468,25 @@ static int build_ingress(json_object *rules, const NftSeatSpec *spec) {
         return r < 0 ? r : add_deny_tail(rules, spec);
 }
 
-static int build_jumps(json_object *rules, ChainKind k, const NftSeatSpec *spec) {
+/* "jump to the seat's chain `to` when the packet's iface_key ("iifname", "oifname") is the bridge". */
+static int add_jump(json_object *rules, ChainKind to, const char *iface_key, const NftSeatSpec *spec) {
         char target[CHAIN_NAME_MAX + 1];
+        nft_chain_name(to, spec->bridge, target);
+        return RULE(rules, nft_j_obj1("jump", nft_j_obj1("target", nft_j_str(target))),
+                    j_match("==", j_keyed("meta", iface_key), nft_j_str(spec->bridge)));
+}
+
+static int build_jumps(json_object *rules, ChainKind k, const NftSeatSpec *spec) {
         int r;
 
         switch (k) {
         case CHAIN_FWD:
-                nft_chain_name(CHAIN_OUT, spec->bridge, target);
-                r = RULE(rules, nft_j_obj1("jump", nft_j_obj1("target", nft_j_str(target))),
-                         j_match("==", j_keyed("meta", "iifname"), nft_j_str(spec->bridge)));
+                r = add_jump(rules, CHAIN_OUT, "iifname", spec);
                 if (r < 0)
                         return r;
-                nft_chain_name(CHAIN_TO, spec->bridge, target);
-                return RULE(rules, nft_j_obj1("jump", nft_j_obj1("target", nft_j_str(target))),
-                            j_match("==", j_keyed("meta", "oifname"), nft_j_str(spec->bridge)));
+                return add_jump(rules, CHAIN_TO, "oifname", spec);
         case CHAIN_IN:
-                nft_chain_name(CHAIN_HOST, spec->bridge, target);
-                return RULE(rules, nft_j_obj1("jump", nft_j_obj1("target", nft_j_str(target))),
-                            j_match("==", j_keyed("meta", "iifname"), nft_j_str(spec->bridge)));
+                return add_jump(rules, CHAIN_HOST, "iifname", spec);
         case CHAIN_NAT:
                 return RULE(rules, j_verdict("masquerade"), j_match("==", j_payload("ip", "saddr"), j_guest_ip(spec)),
                             j_match("==", j_keyed("meta", "oifname"), nft_j_str(spec->uplink)));
@@ -529,6 +530,12 @@ json_object *nft_chain_ref(ChainKind k, const char *bridge) {
         return c;
 }
 
+/* The chains with rules of their own; the others (fwd, in, nat) only jump to them. */
+typedef int (*RulesBuilder)(json_object *rules, const NftSeatSpec *spec);
+static const RulesBuilder rules_builders[_CHAIN_MAX] = {
+        [CHAIN_OUT] = build_out, [CHAIN_TO] = build_to, [CHAIN_HOST] = build_host, [CHAIN_ING] = build_ingress,
+};
+
 static int build_chain(ChainKind k, const NftSeatSpec *spec, json_object **ret) {
         _cleanup_json_ json_object *entry = json_object_new_object();
         json_object *rules = json_object_new_array();
@@ -543,22 +550,7 @@ static int build_chain(ChainKind k, const NftSeatSpec *spec, json_object **ret) 
                 json_object_put(c);
                 return -ENOMEM;
         }
-        switch (k) {
-        case CHAIN_OUT:
-                r = build_out(rules, spec);
-                break;
-        case CHAIN_TO:
-                r = build_to(rules, spec);
-                break;
-        case CHAIN_HOST:
-                r = build_host(rules, spec);
-                break;
-        case CHAIN_ING:
-                r = build_ingress(rules, spec);
-                break;
-        default:
-                r = build_jumps(rules, k, spec);
-        }
+        r = rules_builders[k] ? rules_builders[k](rules, spec) : build_jumps(rules, k, spec);
         if (r < 0)
                 return r;
         *ret = TAKE_PTR(entry);
