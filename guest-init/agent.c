@@ -191,6 +191,17 @@ int agent_send_ok(Agent *a, int64_t id, int64_t size) {
         return out_queue_push(a, TAKE_PTR(line), len);
 }
 
+void agent_acks_flush(Agent *a, AgentAcks *acks, bool detached, const char *what, int64_t id, const char *code,
+                      const char *message) {
+        for (unsigned i = 0; i < acks->n && !detached; i++) {
+                if (code)
+                        (void) agent_send_error(a, acks->ids[i], code, "%s %" PRId64 " %s", what, id, message);
+                else
+                        (void) agent_send_ok(a, acks->ids[i], -1);
+        }
+        acks->n = 0;
+}
+
 int agent_send(Agent *a, const AgentMsg *m) {
         _cleanup_free_ char *line = NULL;
         size_t len;

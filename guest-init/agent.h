@@ -28,6 +28,13 @@
  * socket is not read until the host took some, so one flood never holds more than this
  * (plus one read) ahead of another stream's keystroke echo. */
 #define AGENT_STREAM_QUEUED_MAX (192u * 1024u)
+
+/* The stdin requests of one exec or connection not yet acknowledged: their data is pending
+ * above AGENT_STDIN_ACK_WATER; each gets its `ok` once the reader has taken it below. */
+typedef struct AgentAcks {
+        int64_t ids[AGENT_STDIN_ACKS_MAX];
+        unsigned n;
+} AgentAcks;
 #define AGENT_EXEC_GRACE_MS 1000                  /* drain pipes after the main process exits */
 #define AGENT_BACKSTOP_MS 1000                    /* re-probe a disconnected virtio port */
 #define AGENT_SHUTDOWN_FLUSH_MS 1000              /* flush the queue before poweroff */
@@ -129,6 +136,10 @@ int agent_send_output(Agent *a, int64_t id, AgentStream stream, const uint8_t *d
 /* Queue a message for the host; silently dropped while disconnected. */
 int agent_send(Agent *a, const AgentMsg *m);
 int agent_send_ok(Agent *a, int64_t id, int64_t size);
+/* Answer every held-back stdin request of exec or connection `id`: `ok` when code is NULL,
+ * else that error, "<what> <id> <message>". A detached one answers nothing: its host is gone. */
+void agent_acks_flush(Agent *a, AgentAcks *acks, bool detached, const char *what, int64_t id, const char *code,
+                      const char *message);
 int agent_send_error(Agent *a, int64_t id, const char *code, const char *fmt, ...) _printf_(4, 5);
 /* Add an fd to the poll set; returns its index. */
 int poll_set_add(PollSet *s, int fd, short events);

@@ -36,10 +36,7 @@ struct Exec {
         uint8_t *stdin_buf; /* pending stdin: stdin_buf[stdin_off..stdin_len) */
         size_t stdin_len, stdin_off;
         bool stdin_eof;     /* the host said no more stdin comes */
-        /* stdin requests not yet acknowledged: their data is in stdin_buf, above
-         * AGENT_STDIN_ACK_WATER; each gets its `ok` once the tool has read below it. */
-        int64_t acks[AGENT_STDIN_ACKS_MAX];
-        unsigned n_acks;
+        AgentAcks acks;     /* of stdin requests whose data is in stdin_buf */
         bool pty;           /* stdout_fd is the terminal's master, stdin_fd a dup of it */
 
         uint64_t max_output, sent, stdout_bytes, stderr_bytes;
@@ -392,15 +389,7 @@ fail:
 
 /* Answer the deferred stdin requests: ok when the tool took their bytes, else why not. */
 static void exec_flush_acks(Agent *a, Exec *e, const char *code, const char *message) {
-        for (unsigned i = 0; i < e->n_acks; i++) {
-                if (e->detached)
-                        break;
-                if (code)
-                        (void) agent_send_error(a, e->acks[i], code, "exec %" PRId64 " %s", e->id, message);
-                else
-                        (void) agent_send_ok(a, e->acks[i], -1);
-        }
-        e->n_acks = 0;
+        agent_acks_flush(a, &e->acks, e->detached, "exec", e->id, code, message);
 }
 
 static void exec_write_stdin(Agent *a, Exec *e) {
@@ -417,7 +406,7 @@ static void exec_write_stdin(Agent *a, Exec *e) {
                 }
                 e->stdin_off += (size_t) n;
         }
-        if (e->n_acks > 0 && e->stdin_len - e->stdin_off <= AGENT_STDIN_ACK_WATER)
+        if (e->acks.n > 0 && e->stdin_len - e->stdin_off <= AGENT_STDIN_ACK_WATER)
                 exec_flush_acks(a, e, NULL, NULL);
         if (e->stdin_off == e->stdin_len) {
                 free(e->stdin_buf);
@@ -533,10 +522,10 @@ int exec_handle_stdin(Agent *a, const AgentMsg *m) {
                 return agent_send_error(a, m->id, AGENT_ERR_IO, "exec %" PRId64 " closed its stdin", e->id);
         }
 
-        if (e->n_acks >= AGENT_STDIN_ACKS_MAX)
+        if (e->acks.n >= AGENT_STDIN_ACKS_MAX)
                 return agent_send_error(a, m->id, AGENT_ERR_LIMIT,
                                         "exec %" PRId64 " has %u stdin requests waiting for the tool to read", e->id,
-                                        e->n_acks);
+                                        e->acks.n);
         r = exec_append_stdin(e, m->stdin_msg.data, m->stdin_msg.len);
         /* A terminal has no end of input but its EOF character (VEOF, ^D by default): the
          * line discipline turns it into a read of 0 bytes for the tool. */
@@ -552,7 +541,7 @@ int exec_handle_stdin(Agent *a, const AgentMsg *m) {
         if (m->stdin_msg.eof)
                 e->stdin_eof = true;
         if (e->stdin_len - e->stdin_off > AGENT_STDIN_ACK_WATER) {
-                e->acks[e->n_acks++] = m->id; /* answered by exec_write_stdin() */
+                e->acks.ids[e->acks.n++] = m->id; /* answered by exec_write_stdin() */
                 exec_write_stdin(a, e);
                 return 0;
         }

@@ -37,8 +37,7 @@ struct Forward {
         bool host_eof;   /* the host sends no more */
         bool wr_shut;    /* ... and the peer was told (shutdown(SHUT_WR)) */
         bool peer_eof;   /* the peer sends no more (told to the host) */
-        int64_t acks[AGENT_STDIN_ACKS_MAX];
-        unsigned n_acks;
+        AgentAcks acks;  /* of stdin requests whose data is in buf */
 
         uint64_t received, sent;
         bool detached; /* of an earlier host session: closed, never reported */
@@ -57,13 +56,7 @@ bool forward_owns(Agent *a, int64_t id) {
 }
 
 static void forward_flush_acks(Agent *a, Forward *f, const char *code, const char *message) {
-        for (unsigned i = 0; i < f->n_acks && !f->detached; i++) {
-                if (code)
-                        (void) agent_send_error(a, f->acks[i], code, "connection %" PRId64 " %s", f->id, message);
-                else
-                        (void) agent_send_ok(a, f->acks[i], -1);
-        }
-        f->n_acks = 0;
+        agent_acks_flush(a, &f->acks, f->detached, "connection", f->id, code, message);
 }
 
 /* End the connection and report it: code 0 when both directions ended, else the reason
@@ -170,7 +163,7 @@ static void forward_write(Agent *a, Forward *f) {
                 f->off += (size_t) n;
                 f->sent += (uint64_t) n;
         }
-        if (f->n_acks > 0 && f->len - f->off <= AGENT_STDIN_ACK_WATER)
+        if (f->acks.n > 0 && f->len - f->off <= AGENT_STDIN_ACK_WATER)
                 forward_flush_acks(a, f, NULL, NULL);
         if (f->off == f->len) {
                 free(f->buf);
@@ -196,9 +189,9 @@ int forward_handle_stdin(Agent *a, const AgentMsg *m) {
                 return agent_send_error(a, m->id, AGENT_ERR_NOT_FOUND, "no open connection %" PRId64, m->stdin_msg.exec);
         if (f->host_eof)
                 return agent_send_error(a, m->id, AGENT_ERR_STATE, "connection %" PRId64 " was half-closed already", f->id);
-        if (f->n_acks >= AGENT_STDIN_ACKS_MAX)
+        if (f->acks.n >= AGENT_STDIN_ACKS_MAX)
                 return agent_send_error(a, m->id, AGENT_ERR_LIMIT, "connection %" PRId64 " has %u requests waiting",
-                                        f->id, f->n_acks);
+                                        f->id, f->acks.n);
         r = agent_pending_append(&f->buf, &f->off, &f->len, m->stdin_msg.data, m->stdin_msg.len);
         if (r == -ENOBUFS)
                 return agent_send_error(a, m->id, AGENT_ERR_LIMIT, "connection %" PRId64 " has more than %u bytes pending",
@@ -208,7 +201,7 @@ int forward_handle_stdin(Agent *a, const AgentMsg *m) {
         if (m->stdin_msg.eof)
                 f->host_eof = true;
         if (f->len - f->off > AGENT_STDIN_ACK_WATER) {
-                f->acks[f->n_acks++] = m->id; /* answered by forward_write() */
+                f->acks.ids[f->acks.n++] = m->id; /* answered by forward_write() */
                 if (!f->connecting)
                         forward_write(a, f);
                 return 0;
