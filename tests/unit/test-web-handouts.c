@@ -22,6 +22,15 @@ static char *dup_page(const char *s) {
         return p;
 }
 
+/* n handouts of alice's, made at 0, 1, ...: kept from then on */
+static void make_kept(FacHandouts *h, int n) {
+        char id[WEB_SESSION_ID_LEN + 1];
+        for (int i = 0; i < n; i++) {
+                assert_int_equal(fac_handouts_start(h, "alice", 1, i, id), 0);
+                fac_handouts_finish(h, id, dup_page("p"), 1, i);
+        }
+}
+
 TEST(made_then_kept_then_gone) {
         _cleanup_(fac_handouts_freep) FacHandouts *h = fac_handouts_new(KEEP);
         char id[WEB_SESSION_ID_LEN + 1], other[WEB_SESSION_ID_LEN + 1];
@@ -83,10 +92,7 @@ TEST(ids_and_bounds) {
         assert_int_equal(fac_handouts_start(h, long_name, 1, 0, id), -EINVAL);
         assert_int_equal(fac_handouts_start(h, NULL, 1, 0, id), -EINVAL);
         /* FAC_HANDOUTS_KEPT made ones kept: no more until one is no longer kept */
-        for (int i = 0; i < FAC_HANDOUTS_KEPT; i++) {
-                assert_int_equal(fac_handouts_start(h, "alice", 1, i, id), 0);
-                fac_handouts_finish(h, id, dup_page("p"), 1, i);
-        }
+        make_kept(h, FAC_HANDOUTS_KEPT);
         assert_int_equal(fac_handouts_start(h, "alice", 1, 100, wrong), -ENOSPC);
         assert_int_equal(fac_handouts_start(h, "alice", 1, KEEP, wrong), 0); /* the first made at 0 is gone */
         /* IDs: the whole ID, nothing shorter or longer, nothing alike */
@@ -114,10 +120,7 @@ TEST(dropped_when_never_started) {
         char id[WEB_SESSION_ID_LEN + 1], next[WEB_SESSION_ID_LEN + 1];
         FacHandoutView v;
         assert_non_null(h);
-        for (int i = 0; i < FAC_HANDOUTS_KEPT - 1; i++) {
-                assert_int_equal(fac_handouts_start(h, "alice", 1, i, id), 0);
-                fac_handouts_finish(h, id, dup_page("p"), 1, i);
-        }
+        make_kept(h, FAC_HANDOUTS_KEPT - 1);
         assert_int_equal(fac_handouts_start(h, "alice", 2, 100, id), 0);
         fac_handouts_drop(h, id);
         assert_int_equal(fac_handouts_get(h, id, "alice", 100, &v), -ENOENT);
