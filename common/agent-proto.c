@@ -215,6 +215,8 @@ typedef struct Field {
         { .key = k, .kind = FIELD_B64, .required = req, .max = n, .offset = offsetof(T, f),    \
           .len_offset = offsetof(T, len), __VA_ARGS__ }
 #define FIELDS(t) t, ELEMENTSOF(t)
+/* (the same in a MsgSpec: designated, as clang wants every member of a positional one) */
+#define SPEC_FIELDS(t) .fields = t, .n_fields = ELEMENTSOF(t)
 
 static const Field hello_fields[] = {
         INT_FIELD(AgentMsg, "version", true, 0, 1000000, hello.version),
@@ -708,24 +710,24 @@ typedef struct MsgSpec {
 } MsgSpec;
 
 static const MsgSpec specs[_AGENT_MSG_MAX] = {
-        [AGENT_MSG_HELLO] = { FIELDS(hello_fields), .format = format_hello },
-        [AGENT_MSG_CONFIGURE] = { FIELDS(configure_fields), .parse = parse_configure, .format = format_configure },
-        [AGENT_MSG_EXEC] = { FIELDS(exec_fields), .parse = parse_exec, .format = format_exec },
-        [AGENT_MSG_STDIN] = { FIELDS(stdin_fields) },
-        [AGENT_MSG_KILL] = { FIELDS(kill_fields) },
-        [AGENT_MSG_FILE_PUT] = { FIELDS(file_put_fields), .parse = parse_file, .format = format_file },
-        [AGENT_MSG_FILE_GET] = { FIELDS(file_get_fields), .parse = parse_file, .format = format_file },
+        [AGENT_MSG_HELLO] = { SPEC_FIELDS(hello_fields), .format = format_hello },
+        [AGENT_MSG_CONFIGURE] = { SPEC_FIELDS(configure_fields), .parse = parse_configure, .format = format_configure },
+        [AGENT_MSG_EXEC] = { SPEC_FIELDS(exec_fields), .parse = parse_exec, .format = format_exec },
+        [AGENT_MSG_STDIN] = { SPEC_FIELDS(stdin_fields) },
+        [AGENT_MSG_KILL] = { SPEC_FIELDS(kill_fields) },
+        [AGENT_MSG_FILE_PUT] = { SPEC_FIELDS(file_put_fields), .parse = parse_file, .format = format_file },
+        [AGENT_MSG_FILE_GET] = { SPEC_FIELDS(file_get_fields), .parse = parse_file, .format = format_file },
         [AGENT_MSG_PING] = {},
-        [AGENT_MSG_SHUTDOWN] = { FIELDS(shutdown_fields), .parse = parse_shutdown, .format = format_shutdown },
-        [AGENT_MSG_RESIZE] = { FIELDS(resize_fields), .format = format_resize },
-        [AGENT_MSG_CONNECT] = { FIELDS(connect_fields), .parse = parse_connect, .format = format_connect },
-        [AGENT_MSG_OK] = { FIELDS(ok_fields), .format = format_ok },
-        [AGENT_MSG_ERROR] = { FIELDS(error_fields), .format = format_error },
-        [AGENT_MSG_STARTED] = { FIELDS(started_fields) },
-        [AGENT_MSG_OUTPUT] = { FIELDS(output_fields), .parse = parse_output, .format = format_output },
-        [AGENT_MSG_EXIT] = { FIELDS(exit_fields), .parse = parse_exit },
-        [AGENT_MSG_DATA] = { FIELDS(data_fields) },
-        [AGENT_MSG_PONG] = { FIELDS(pong_fields) },
+        [AGENT_MSG_SHUTDOWN] = { SPEC_FIELDS(shutdown_fields), .parse = parse_shutdown, .format = format_shutdown },
+        [AGENT_MSG_RESIZE] = { SPEC_FIELDS(resize_fields), .format = format_resize },
+        [AGENT_MSG_CONNECT] = { SPEC_FIELDS(connect_fields), .parse = parse_connect, .format = format_connect },
+        [AGENT_MSG_OK] = { SPEC_FIELDS(ok_fields), .format = format_ok },
+        [AGENT_MSG_ERROR] = { SPEC_FIELDS(error_fields), .format = format_error },
+        [AGENT_MSG_STARTED] = { SPEC_FIELDS(started_fields) },
+        [AGENT_MSG_OUTPUT] = { SPEC_FIELDS(output_fields), .parse = parse_output, .format = format_output },
+        [AGENT_MSG_EXIT] = { SPEC_FIELDS(exit_fields), .parse = parse_exit },
+        [AGENT_MSG_DATA] = { SPEC_FIELDS(data_fields) },
+        [AGENT_MSG_PONG] = { SPEC_FIELDS(pong_fields) },
 };
 
 /* The buffers and string lists among the fields are the message's own. */
