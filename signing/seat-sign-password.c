@@ -6,6 +6,7 @@
 #include <termios.h>
 
 #include "common/fileio.h"
+#include "common/password.h"
 #include "minisign.h"
 #include "seat-sign.h"
 
@@ -45,40 +46,20 @@ static int password_from_file(const char *path, char *out, size_t size, SeatErro
 }
 
 static int tty_read_line(int fd, const char *prompt, char *out, size_t size, SeatError **ret_error) {
-        struct termios old, quiet;
-        size_t len = 0;
-        bool echo_off = tcgetattr(fd, &old) == 0;
-        int r = 0;
+        struct termios old;
+        bool echo_off = password_echo_off(fd, &old) >= 0;
+        size_t len;
+        int r;
 
-        if (echo_off) {
-                quiet = old;
-                quiet.c_lflag &= ~(tcflag_t) ECHO;
-                quiet.c_lflag |= ECHONL;
-                echo_off = tcsetattr(fd, TCSAFLUSH, &quiet) == 0;
-        }
         (void) loop_write(fd, prompt, strlen(prompt));
-        for (;;) {
-                char c;
-                ssize_t k = read(fd, &c, 1);
-                if (k < 0 && errno == EINTR)
-                        continue;
-                if (k < 0) {
-                        r = seat_error_set(ret_error, errno, "cannot read the password from the terminal: %s",
-                                           strerror(errno));
-                        break;
-                }
-                if (k == 0 || c == '\n')
-                        break;
-                if (len + 1 >= size) {
-                        r = seat_error_set(ret_error, EINVAL, "password is longer than %zu bytes", size - 1);
-                        break;
-                }
-                out[len++] = c;
-        }
-        out[len] = '\0';
+        r = password_read_line(fd, out, size - 1, &len);
         if (echo_off)
                 (void) tcsetattr(fd, TCSAFLUSH, &old);
-        return r;
+        if (r == -E2BIG)
+                return seat_error_set(ret_error, EINVAL, "password is longer than %zu bytes", size - 1);
+        if (r < 0)
+                return seat_error_set(ret_error, -r, "cannot read the password from the terminal: %s", strerror(-r));
+        return 0;
 }
 
 static int password_from_tty(const char *what, bool confirm, char *out, size_t size, SeatError **ret_error) {

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "common/fileio.h"
+#include "common/password.h"
 #include "fac-passwd.h"
 #include "facilitators.h"
 
@@ -17,47 +18,26 @@
 /* One line from fd into buf (no newline kept); echo off on a terminal. -E2BIG past
  * FAC_PASSWORD_MAX, -ENODATA for nothing at all. */
 static int read_line(int fd, const char *prompt, char *buf, size_t *ret_len) {
-        struct termios old, quiet;
+        struct termios old;
         bool tty = isatty(fd);
-        size_t n = 0;
-        int r = 0;
+        size_t n;
+        int r;
 
         if (tty) {
-                if (tcgetattr(fd, &old) < 0)
-                        return -errno;
-                quiet = old;
-                quiet.c_lflag &= ~(tcflag_t) ECHO;
-                quiet.c_lflag |= ECHONL;
                 /* Echo off first, then the prompt: what is typed after the prompt must
                  * never be flushed (TCSAFLUSH drops only what came before it). */
-                if (tcsetattr(fd, TCSAFLUSH, &quiet) < 0)
-                        return -errno;
+                r = password_echo_off(fd, &old);
+                if (r < 0)
+                        return r;
                 (void) loop_write(STDERR_FILENO, prompt, strlen(prompt));
         }
-        for (;;) {
-                char ch;
-                ssize_t k = read(fd, &ch, 1);
-                if (k < 0 && errno == EINTR)
-                        continue;
-                if (k < 0) {
-                        r = -errno;
-                        break;
-                }
-                if (k == 0 || ch == '\n')
-                        break;
-                if (n >= FAC_PASSWORD_MAX) {
-                        r = -E2BIG;
-                        break;
-                }
-                buf[n++] = ch;
-        }
+        r = password_read_line(fd, buf, FAC_PASSWORD_MAX, &n);
         if (tty)
                 (void) tcsetattr(fd, TCSANOW, &old);
         if (r == 0 && n > 0 && buf[n - 1] == '\r')
-                n--;
+                buf[--n] = '\0';
         if (r == 0 && n == 0)
                 r = -ENODATA;
-        buf[n] = '\0';
         *ret_len = n;
         return r;
 }
