@@ -312,7 +312,9 @@ int deny_summary_new(uint16_t group, unsigned interval_s, DenySummaryEmitFn emit
                      SeatError **ret_error) {
         if (group == 0 || interval_s == 0 || !emit)
                 return seat_error_set(ret_error, EINVAL, "denied-flow summaries need a log group and an interval");
-        DenySummary *d = calloc(1, sizeof(*d));
+        _cleanup_(deny_summary_freep) DenySummary *d = calloc(1, sizeof(*d));
+        int r;
+
         if (!d)
                 return -ENOMEM;
         d->fd = -EBADF;
@@ -322,21 +324,18 @@ int deny_summary_new(uint16_t group, unsigned interval_s, DenySummaryEmitFn emit
         d->userdata = userdata;
         pthread_mutex_init(&d->lock, NULL);
         pthread_mutex_init(&d->emit_lock, NULL);
-        int r = (d->table = deny_table_new()) ? 0 : -ENOMEM;
-        if (r >= 0 && (r = nflog_open(group, RECEIVE_TIMEOUT_MS, &d->fd)) < 0)
-                r = seat_error_set(ret_error, -r, "cannot bind nfnetlink_log group %u: %s%s", group, strerror(-r),
-                                   r == -EPERM || r == -EBUSY ? " (another program, e.g. another seatd, may hold it: set deny_log_group in seatd.conf)" : "");
-        if (r >= 0) {
-                r = -pthread_create(&d->thread, NULL, deny_thread, d);
-                d->started = r >= 0;
-                if (r < 0)
-                        r = seat_error_set(ret_error, -r, "cannot start the denied-flow summary thread: %s", strerror(-r));
-        }
-        if (r < 0) {
-                deny_summary_free(d);
-                return r;
-        }
-        *ret = d;
+        d->table = deny_table_new();
+        if (!d->table)
+                return -ENOMEM;
+        r = nflog_open(group, RECEIVE_TIMEOUT_MS, &d->fd);
+        if (r < 0)
+                return seat_error_set(ret_error, -r, "cannot bind nfnetlink_log group %u: %s%s", group, strerror(-r),
+                                      r == -EPERM || r == -EBUSY ? " (another program, e.g. another seatd, may hold it: set deny_log_group in seatd.conf)" : "");
+        r = -pthread_create(&d->thread, NULL, deny_thread, d);
+        if (r < 0)
+                return seat_error_set(ret_error, -r, "cannot start the denied-flow summary thread: %s", strerror(-r));
+        d->started = true;
+        *ret = TAKE_PTR(d);
         return 0;
 }
 

@@ -282,7 +282,7 @@ int terminal_start(const TerminalSpec *spec, Terminal **ret) {
             strlen(spec->socket_path) >= sizeof(((Terminal *) NULL)->socket_path) ||
             strlen(spec->seat) > WEB_SEAT_ID_MAX || strlen(spec->token) > WEB_TOKEN_HEX)
                 return -EINVAL;
-        Terminal *t = calloc(1, sizeof(*t));
+        _cleanup_(terminal_freep) Terminal *t = calloc(1, sizeof(*t));
         if (!t)
                 return -ENOMEM;
         pthread_mutex_init(&t->lock, NULL);
@@ -293,11 +293,9 @@ int terminal_start(const TerminalSpec *spec, Terminal **ret) {
         snprintf(t->seat, sizeof(t->seat), "%s", spec->seat);
         snprintf(t->token, sizeof(t->token), "%s", spec->token);
         int r = worker_start(&t->worker, terminal_thread, t);
-        if (r < 0) {
-                terminal_free(t);
+        if (r < 0)
                 return r;
-        }
-        *ret = t;
+        *ret = TAKE_PTR(t);
         return 0;
 }
 

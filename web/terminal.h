@@ -22,6 +22,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "common/macro.h"
+
 #define TERMINAL_OUT_CAP (256u * 1024u)
 #define TERMINAL_IN_CAP (64u * 1024u)
 #define TERMINAL_INFLIGHT_MAX 4
@@ -40,6 +42,7 @@ typedef struct TerminalSpec {
 int terminal_start(const TerminalSpec *spec, Terminal **ret);
 /* Stops the thread (the shell dies in the guest), waits for it, wipes the token. */
 Terminal *terminal_free(Terminal *t);
+DEFINE_TRIVIAL_CLEANUP_FUNC(Terminal *, terminal_free)
 
 /* Typed bytes for the shell: -ENOBUFS when TERMINAL_IN_CAP would be passed (the caller
  * stops reading until terminal_input_room() says so), -EPIPE after the end. */

@@ -358,7 +358,7 @@ int ws_forward_start(const WsForwardSpec *spec, WsForward **ret) {
             strlen(spec->token) > WEB_TOKEN_HEX || strlen(spec->host) >= sizeof(((WsForward *) NULL)->host) ||
             strlen(spec->target) >= sizeof(((WsForward *) NULL)->target))
                 return -EINVAL;
-        WsForward *f = calloc(1, sizeof(*f));
+        _cleanup_(ws_forward_freep) WsForward *f = calloc(1, sizeof(*f));
         if (!f)
                 return -ENOMEM;
         pthread_mutex_init(&f->lock, NULL);
@@ -371,11 +371,9 @@ int ws_forward_start(const WsForwardSpec *spec, WsForward **ret) {
         snprintf(f->host, sizeof(f->host), "%s", spec->host);
         snprintf(f->target, sizeof(f->target), "%s", spec->target);
         int r = worker_start(&f->worker, ws_forward_thread, f);
-        if (r < 0) {
-                ws_forward_free(f);
+        if (r < 0)
                 return r;
-        }
-        *ret = f;
+        *ret = TAKE_PTR(f);
         return 0;
 }
 

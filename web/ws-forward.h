@@ -22,6 +22,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/macro.h"
+
 #define WS_FORWARD_MESSAGE_MAX (1024u * 1024u)
 #define WS_FORWARD_QUEUE_MAX (2u * 1024u * 1024u)
 
@@ -41,6 +43,7 @@ typedef struct WsForwardSpec {
 int ws_forward_start(const WsForwardSpec *spec, WsForward **ret);
 /* Stops the thread (seatd then resets the guest's connection), waits for it. */
 WsForward *ws_forward_free(WsForward *f);
+DEFINE_TRIVIAL_CLEANUP_FUNC(WsForward *, ws_forward_free)
 /* A whole message from the browser. -ENOBUFS: the queue is full (retry when
  * ws_forward_room()); -EMSGSIZE; -EPIPE after the end. */
 int ws_forward_send(WsForward *f, bool binary, const void *data, size_t len);
