@@ -178,22 +178,19 @@ static void *events_thread(void *arg) {
 }
 
 FacEvents *fac_events_new(const char *socket_path, struct lws_context *ctx) {
-        FacEvents *e = calloc(1, sizeof(*e));
-        if (!e || strlen(socket_path) >= sizeof(e->socket_path)) {
-                free(e);
+        if (strlen(socket_path) >= sizeof(((FacEvents *) NULL)->socket_path))
                 return NULL;
-        }
+        _cleanup_(fac_events_freep) FacEvents *e = calloc(1, sizeof(*e));
+        if (!e)
+                return NULL;
         pthread_mutex_init(&e->lock, NULL);
         snprintf(e->socket_path, sizeof(e->socket_path), "%s", socket_path);
         e->ctx = ctx;
         e->fd = -1;
-        if (pthread_create(&e->thread, NULL, events_thread, e) != 0) {
-                pthread_mutex_destroy(&e->lock);
-                free(e);
+        if (pthread_create(&e->thread, NULL, events_thread, e) != 0)
                 return NULL;
-        }
         e->started = true;
-        return e;
+        return TAKE_PTR(e);
 }
 
 void fac_events_free(FacEvents *e) {

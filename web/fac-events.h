@@ -9,11 +9,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/macro.h"
+
 typedef struct FacEvents FacEvents;
 
 /* Starts the thread that subscribes (and subscribes again after seatd went away). */
 FacEvents *fac_events_new(const char *socket_path, struct lws_context *ctx);
 void fac_events_free(FacEvents *e);
+DEFINE_TRIVIAL_CLEANUP_FUNC(FacEvents *, fac_events_free)
 /* Bumped with each snapshot (and when the stream breaks). */
 uint64_t fac_events_seq(FacEvents *e);
 /* A copy of the latest message (LWS_PRE bytes of room first), its seq, whether the

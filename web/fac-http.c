@@ -330,7 +330,7 @@ static int submit(struct lws *wsi, Web *w, Conn *c, Job *job) {
 }
 
 static Job *new_job(struct lws *wsi, Web *w, FacRoute r, void (*work)(Job *), const char *method) {
-        Job *job = job_new(JOB_FAC, wsi, "", "");
+        _cleanup_(job_freep) Job *job = job_new(JOB_FAC, wsi, "", "");
         if (!job)
                 return NULL;
         job->work = work;
@@ -339,11 +339,9 @@ static Job *new_job(struct lws *wsi, Web *w, FacRoute r, void (*work)(Job *), co
         if (method)
                 snprintf(job->method, sizeof(job->method), "%s", method);
         job->params = json_object_new_object();
-        if (!job->params) {
-                job_free(job);
+        if (!job->params)
                 return NULL;
-        }
-        return job;
+        return TAKE_PTR(job);
 }
 
 /* ---------------------------------------------------------------- requests */
@@ -365,20 +363,18 @@ static int do_login(struct lws *wsi, Web *w, Conn *c) {
                 log_warning("refused: facilitator login over the rate limit for the name '%s' (from %s)", esc ? esc : "?", peer);
                 return web_respond_text(wsi, w, c, 429, "Too many logins for this facilitator name: wait a minute.\n");
         }
-        Job *job = new_job(wsi, w, FR_LOGIN, verify_work, NULL);
+        _cleanup_(job_freep) Job *job = new_job(wsi, w, FR_LOGIN, verify_work, NULL);
         if (!job)
                 return -1;
         snprintf(job->path, sizeof(job->path), "%s", name); /* the name travels in the path field */
         snprintf(job->peer, sizeof(job->peer), "%s", peer);
         int r = fac_form_get(c->body, c->body_len, "password", job->secret, sizeof(job->secret));
-        if (r < 0 && r != -ENOENT && r != -E2BIG) {
-                job_free(job);
+        if (r < 0 && r != -ENOENT && r != -E2BIG)
                 return web_respond_text(wsi, w, c, 400, "Malformed form.\n");
-        }
         if (r < 0)
                 job->secret[0] = '\0'; /* verified all the same: an empty password fails like a wrong one */
         sodium_memzero(c->body, sizeof(c->body));
-        return submit(wsi, w, c, job);
+        return submit(wsi, w, c, TAKE_PTR(job));
 }
 
 static int finish_login(struct lws *wsi, Web *w, Conn *c, Job *job) {
@@ -403,7 +399,7 @@ static int finish_login(struct lws *wsi, Web *w, Conn *c, Job *job) {
 
 static int do_seat_call(struct lws *wsi, Web *w, Conn *c, FacSession *s, FacRoute r) {
         const char *method = r == FR_RESET ? "seat.reset" : r == FR_RELEASE ? "seat.release" : r == FR_AUDIT ? "seat.audit" : "seat.console";
-        Job *job = new_job(wsi, w, r, call_work, method);
+        _cleanup_(job_freep) Job *job = new_job(wsi, w, r, call_work, method);
         if (!job)
                 return -1;
         json_object_object_add(job->params, "seat", json_object_new_string(c->fac_arg));
@@ -415,15 +411,13 @@ static int do_seat_call(struct lws *wsi, Web *w, Conn *c, FacSession *s, FacRout
                 char buf[32];
                 uint64_t off = 0;
                 const char *v = lws_get_urlarg_by_name(wsi, "offset=", buf, (int) sizeof(buf));
-                if (v && web_parse_u64(v, INT64_MAX, &off) < 0) {
-                        job_free(job);
+                if (v && web_parse_u64(v, INT64_MAX, &off) < 0)
                         return web_respond_text(wsi, w, c, 400, "'offset' must be a byte count.\n");
-                }
                 json_object_object_add(job->params, "offset", json_object_new_int64((int64_t) off));
                 if (r == FR_AUDIT)
                         json_object_object_add(job->params, "max_bytes", json_object_new_int64(AUDIT_CHUNK));
         }
-        return submit(wsi, w, c, job);
+        return submit(wsi, w, c, TAKE_PTR(job));
 }
 
 static int do_evidence_chunk(struct lws *wsi, Web *w, Conn *c) {
@@ -458,13 +452,11 @@ static int do_handout(struct lws *wsi, Web *w, Conn *c, FacSession *s) {
                                         "List the participants, one per line (at most 64, each at most 64 letters, digits, "
                                         "spaces and @._+-, no name twice).\n");
         /* (no connection waits for it: the answer is the 303 below) */
-        Job *job = new_job(NULL, w, FR_HANDOUT, handout_work, "seat.provision");
+        _cleanup_(job_freep) Job *job = new_job(NULL, w, FR_HANDOUT, handout_work, "seat.provision");
         if (!job)
                 return -1;
-        if (base_url(wsi, w, job->path, sizeof(job->path)) < 0) {
-                job_free(job);
+        if (base_url(wsi, w, job->path, sizeof(job->path)) < 0)
                 return web_respond_text(wsi, w, c, 400, "The request names no usable Host.\n");
-        }
         json_object *arr = json_object_new_array();
         for (size_t i = 0; arr && i < n; i++)
                 json_object_array_add(arr, json_object_new_string(names[i]));
@@ -473,7 +465,6 @@ static int do_handout(struct lws *wsi, Web *w, Conn *c, FacSession *s) {
         json_object_object_add(job->params, "facilitator", json_object_new_string(s->name));
         int r = fac_handouts_start(w->fac->handouts, s->name, n, now_monotonic_ms(), job->link_id);
         if (r < 0) {
-                job_free(job);
                 if (r == -EBUSY)
                         return web_respond_text(wsi, w, c, 409,
                                                 "A handout is being made: its seats are provisioned one after the other. "
@@ -487,9 +478,9 @@ static int do_handout(struct lws *wsi, Web *w, Conn *c, FacSession *s) {
         snprintf(to, sizeof(to), "/facilitator/handout/%s", job->link_id);
         if (jobs_submit(w->fac->jobs, job) < 0) {
                 fac_handouts_drop(w->fac->handouts, job->link_id);
-                job_free(job);
                 return web_respond_text(wsi, w, c, 503, "seat-web is busy: try again in a moment.\n");
         }
+        TAKE_PTR(job); /* the pool's now */
         log_info("facilitator '%s': a handout of %zu seats of image '%s'", s->name, n, image);
         return redirect(wsi, w, c, to, NULL);
 }

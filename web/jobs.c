@@ -185,7 +185,7 @@ static void *worker(void *arg) {
 Jobs *jobs_new(const char *socket_path, int timeout_ms, size_t workers, size_t max_queued, struct lws_context *ctx) {
         if (workers == 0 || workers > JOBS_MAX_WORKERS || strlen(socket_path) >= sizeof(((Jobs *) 0)->socket_path))
                 return NULL;
-        Jobs *j = calloc(1, sizeof(*j));
+        _cleanup_(jobs_freep) Jobs *j = calloc(1, sizeof(*j));
         if (!j)
                 return NULL;
         pthread_mutex_init(&j->lock, NULL);
@@ -195,13 +195,11 @@ Jobs *jobs_new(const char *socket_path, int timeout_ms, size_t workers, size_t m
         j->max_queued = max_queued;
         j->ctx = ctx;
         for (size_t i = 0; i < workers; i++) {
-                if (pthread_create(&j->threads[i], NULL, worker, j) != 0) {
-                        jobs_free(j);
+                if (pthread_create(&j->threads[i], NULL, worker, j) != 0)
                         return NULL;
-                }
                 j->n_threads++;
         }
-        return j;
+        return TAKE_PTR(j);
 }
 
 void jobs_free(Jobs *j) {

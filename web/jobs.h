@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/macro.h"
 #include "http-parse.h"
 
 struct lws;
@@ -76,6 +77,7 @@ typedef struct Jobs Jobs;
 /* workers threads calling seatd at socket_path, at most max_queued calls waiting. */
 Jobs *jobs_new(const char *socket_path, int timeout_ms, size_t workers, size_t max_queued, struct lws_context *ctx);
 void jobs_free(Jobs *j);
+DEFINE_TRIVIAL_CLEANUP_FUNC(Jobs *, jobs_free)
 /* Queue a call for seat/token; -EBUSY when the queue is full. The job then belongs to
  * the queue until jobs_done() hands it back. */
 int jobs_submit(Jobs *j, Job *job);
@@ -90,3 +92,4 @@ void jobs_abandon(Jobs *j, Job *job);
 Job *jobs_done(Jobs *j);
 Job *job_new(JobKind kind, struct lws *wsi, const char *seat, const char *token);
 void job_free(Job *job);
+DEFINE_TRIVIAL_CLEANUP_FUNC(Job *, job_free)
