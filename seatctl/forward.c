@@ -79,6 +79,7 @@ static Local *local_free(Local *l) {
         free(l);
         return NULL;
 }
+DEFINE_TRIVIAL_CLEANUP_FUNC(Local *, local_free)
 
 static json_object *stream_params(Forwarder *f, Local *l) {
         json_object *p = json_object_new_object();
@@ -122,16 +123,14 @@ static int local_abort(Forwarder *f, Local *l, SeatError **ret_error) {
 static int local_accept(Forwarder *f, SeatError **ret_error) {
         struct sockaddr_storage sa;
         socklen_t sl = sizeof(sa);
-        int fd = accept4(f->listen_fd, (struct sockaddr *) &sa, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        _cleanup_close_ int fd = accept4(f->listen_fd, (struct sockaddr *) &sa, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0)
                 return errno == EAGAIN || errno == EINTR || errno == ECONNABORTED ? 0
                                                                                    : seat_error_set(ret_error, errno, "accept: %m");
-        Local *l = calloc(1, sizeof(*l));
-        if (!l) {
-                safe_close(fd);
+        _cleanup_(local_freep) Local *l = calloc(1, sizeof(*l));
+        if (!l)
                 return -ENOMEM;
-        }
-        l->fd = fd;
+        l->fd = TAKE_FD(fd);
         l->pfd = -1;
         char a[INET6_ADDRSTRLEN] = "?";
         unsigned port = 0;
@@ -145,13 +144,11 @@ static int local_accept(Forwarder *f, SeatError **ret_error) {
         snprintf(l->peer, sizeof(l->peer), "%s:%u", a, port);
         _cleanup_json_ json_object *p = stream_params(f, NULL);
         int r = p ? ctl_send(f->c, "seat.forward.open", p, &l->stream, ret_error) : -ENOMEM;
-        if (r < 0) {
-                local_free(l);
+        if (r < 0)
                 return r;
-        }
         f->inflight++;
         l->next = f->locals;
-        f->locals = l;
+        f->locals = TAKE_PTR(l);
         f->n_locals++;
         return 0;
 }

@@ -86,16 +86,14 @@ static int seat_param(Request *req, Seat **ret, SeatTicket *ret_ticket) {
 }
 
 static int start_seat_job(Request *req, JobFn fn) {
-        Seat *s = NULL;
+        _cleanup_(seat_unrefp) Seat *s = NULL;
         SeatTicket t;
         if (seat_param(req, &s, &t) < 0)
                 return 0; /* answered */
         SeatArgs *a = calloc(1, sizeof(*a));
-        if (!a) {
-                seat_unref(s);
+        if (!a)
                 return -ENOMEM;
-        }
-        a->seat = s;
+        a->seat = TAKE_PTR(s);
         a->ticket = t;
         a->params = json_object_get(req->params);
         return request_start_job(req, fn, a, seat_args_free);

@@ -250,11 +250,15 @@ static SealContext seal_context(SeatManager *m) {
                                .userdata = m };
 }
 
-static void seal_job_free(SealJob *j) {
+static SealJob *seal_job_free(SealJob *j) {
+        if (!j)
+                return NULL;
         if (j->s)
                 seat_unref(j->s);
         FREE_MANY(j->dir, j->seat_id, j);
+        return NULL;
 }
+DEFINE_TRIVIAL_CLEANUP_FUNC(SealJob *, seal_job_free)
 static void seat_seal_failed(Seat *s, const char *dir, const char *why) {
         _cleanup_free_ char *fault = NULL;
         pthread_mutex_lock(&s->lock);
@@ -300,16 +304,17 @@ void seal_dir_in_background(SeatManager *m, Seat *s, const char *seat_id, char *
                 free(dir);
                 return;
         }
-        SealJob *j = calloc(1, sizeof(*j));
+        _cleanup_(seal_job_freep) SealJob *j = calloc(1, sizeof(*j));
         pthread_t t;
-        if (!j || !(j->seat_id = strdup(seat_id))) {
+        if (!j) {
                 free(dir);
-                if (j)
-                        seal_job_free(j);
                 return;
         }
-        j->m = m;
         j->dir = dir;
+        j->seat_id = strdup(seat_id);
+        if (!j->seat_id)
+                return;
+        j->m = m;
         if (s) {
                 pthread_mutex_lock(&m->lock);
                 s->refs++;
@@ -324,9 +329,9 @@ void seal_dir_in_background(SeatManager *m, Seat *s, const char *seat_id, char *
                         s->seal_fault = strdup("seatd could not start a thread to seal it: seatctl evidence retry");
                         seat_view_publish(s);
                 }
-                seal_job_free(j);
                 return;
         }
+        TAKE_PTR(j); /* the thread's now */
         pthread_detach(t);
 }
 
