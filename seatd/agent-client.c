@@ -35,21 +35,19 @@ static AgentConn *conn_unref(AgentConn *k) {
 
 /* A handle on k (which it references). */
 static int handle_new(AgentConn *k, bool first, AgentClient **ret) {
-        AgentClient *c = calloc(1, sizeof(*c));
+        _cleanup_free_ AgentClient *c = calloc(1, sizeof(*c));
         if (!c)
                 return -ENOMEM;
         c->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-        if (c->efd < 0) {
-                free(c);
+        if (c->efd < 0)
                 return negative_errno();
-        }
         c->conn = k;
         c->first = first;
         c->tail = &c->head;
         pthread_mutex_lock(&k->lock);
         k->refs++;
         pthread_mutex_unlock(&k->lock);
-        *ret = c;
+        *ret = TAKE_PTR(c);
         return 0;
 }
 

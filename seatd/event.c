@@ -23,16 +23,13 @@ struct EventLoop {
 };
 
 int event_loop_new(EventLoop **ret) {
-        EventLoop *l = calloc(1, sizeof(*l));
+        _cleanup_free_ EventLoop *l = calloc(1, sizeof(*l));
         if (!l)
                 return -ENOMEM;
         l->epfd = epoll_create1(EPOLL_CLOEXEC);
-        if (l->epfd < 0) {
-                int r = negative_errno();
-                free(l);
-                return r;
-        }
-        *ret = l;
+        if (l->epfd < 0)
+                return negative_errno();
+        *ret = TAKE_PTR(l);
         return 0;
 }
 
@@ -54,18 +51,16 @@ EventLoop *event_loop_free(EventLoop *l) {
 }
 
 int event_add_io(EventLoop *l, int fd, uint32_t events, EventIoFn fn, void *userdata, EventSource **ret) {
-        EventSource *s = calloc(1, sizeof(*s));
+        _cleanup_free_ EventSource *s = calloc(1, sizeof(*s));
         if (!s)
                 return -ENOMEM;
         *s = (EventSource) { .loop = l, .fd = fd, .fn = fn, .userdata = userdata };
         struct epoll_event ev = { .events = events, .data.ptr = s };
-        if (epoll_ctl(l->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
-                int r = negative_errno();
-                free(s);
-                return r;
-        }
+        if (epoll_ctl(l->epfd, EPOLL_CTL_ADD, fd, &ev) < 0)
+                return negative_errno();
         if (ret)
                 *ret = s;
+        TAKE_PTR(s); /* the loop's now: epoll hands it back */
         return 0;
 }
 

@@ -149,19 +149,17 @@ bool job_cancelled(Request *req) {
 /* ---- follow-up requests ---- */
 
 int request_open_inbox(Request *req) {
-        JobInbox *b = calloc(1, sizeof(*b));
+        _cleanup_free_ JobInbox *b = calloc(1, sizeof(*b));
         if (!b)
                 return -ENOMEM;
         b->fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-        if (b->fd < 0) {
-                free(b);
+        if (b->fd < 0)
                 return -errno;
-        }
         b->owner = req;
         b->tail = &b->head;
         b->next = req->conn->inboxes;
         req->conn->inboxes = b;
-        req->inbox = b;
+        req->inbox = TAKE_PTR(b);
         return 0;
 }
 

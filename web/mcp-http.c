@@ -251,17 +251,26 @@ static void sweep(lws_sorted_usec_list_t *sul) {
         lws_sul_schedule(t->ctx, 0, &t->sul, sweep, SWEEP_USEC);
 }
 
+/* A session that never started: its reader, and its copy of the token wiped. */
+static McpSession *session_free_unstarted(McpSession *s) {
+        if (!s)
+                return NULL;
+        frame_reader_free(s->reader);
+        sodium_memzero(s, sizeof(*s));
+        free(s);
+        return NULL;
+}
+DEFINE_TRIVIAL_CLEANUP_FUNC(McpSession *, session_free_unstarted)
+
 static int session_new(McpTable *t, struct lws *wsi, const char *seat, const char *token, int64_t generation,
                        McpSession **ret) {
         const WebConfig *conf = t->w->conf;
-        McpSession *s = calloc(1, sizeof(*s));
+        _cleanup_(session_free_unstartedp) McpSession *s = calloc(1, sizeof(*s));
         if (!s)
                 return -ENOMEM;
         s->reader = frame_reader_new(CHILD_LINE_MAX);
-        if (!s->reader) {
-                free(s);
+        if (!s->reader)
                 return -ENOMEM;
-        }
         slot_random_id(s->id);
         snprintf(s->seat, sizeof(s->seat), "%.*s", WEB_SEAT_ID_MAX, seat);
         snprintf(s->token, sizeof(s->token), "%s", token);
@@ -270,9 +279,6 @@ static int session_new(McpTable *t, struct lws *wsi, const char *seat, const cha
         int r = mcp_child_spawn(conf->seatctl, conf->participant_socket, conf->mcp_user, seat, token, &s->child);
         if (r < 0) {
                 log_error("cannot start '%s mcp %s': %s", conf->seatctl, seat, strerror(-r));
-                frame_reader_free(s->reader);
-                sodium_memzero(s, sizeof(*s));
-                free(s);
                 return r;
         }
         lws_sock_file_fd_type fd = { .filefd = s->child.out_fd };
@@ -281,9 +287,6 @@ static int session_new(McpTable *t, struct lws *wsi, const char *seat, const cha
                 log_error("cannot watch the output of '%s mcp %s'", conf->seatctl, seat);
                 safe_close(s->child.out_fd);
                 mcp_child_kill(&s->child);
-                frame_reader_free(s->reader);
-                sodium_memzero(s, sizeof(*s));
-                free(s);
                 return -ENOMEM;
         }
         lws_set_opaque_user_data(s->pipe, s);
@@ -291,7 +294,7 @@ static int session_new(McpTable *t, struct lws *wsi, const char *seat, const cha
         t->sessions = s;
         t->count++;
         log_info("MCP session of seat '%s' started: seatctl mcp pid %d (%zu sessions)", seat, (int) s->child.pid, t->count);
-        *ret = s;
+        *ret = TAKE_PTR(s);
         return 0;
 }
 
