@@ -19,16 +19,14 @@ static SlotHead *slot_at(const SlotTable *t, size_t i) {
 SlotTable *slot_table_new(size_t max, size_t elem_size, int64_t idle_ms, int64_t max_age_ms) {
         if (sodium_init() < 0 || max == 0 || elem_size < sizeof(SlotHead))
                 return NULL;
-        SlotTable *t = calloc(1, sizeof(*t));
+        _cleanup_free_ SlotTable *t = calloc(1, sizeof(*t));
         if (!t)
                 return NULL;
         t->slots = calloc(max, elem_size);
-        if (!t->slots) {
-                free(t);
+        if (!t->slots)
                 return NULL;
-        }
         *t = (SlotTable) { .max = max, .elem_size = elem_size, .idle_ms = idle_ms, .max_age_ms = max_age_ms, .slots = t->slots };
-        return t;
+        return TAKE_PTR(t);
 }
 
 SlotTable *slot_table_free(SlotTable *t) {
