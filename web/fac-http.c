@@ -796,15 +796,10 @@ int fac_init(Web *w, struct lws_context *ctx, SeatError **ret_error) {
         w->fac = f;
         f->w = w;
         pthread_mutex_init(&f->verify_lock, NULL);
-        for (size_t i = 0; i < ELEMENTSOF(names); i++) {
-                char path[4096];
-                snprintf(path, sizeof(path), "%s/facilitator/%s", w->conf->assets_dir, names[i][0]);
-                int r = read_file_capped(path, ASSET_MAX, &f->assets[i].data, &f->assets[i].len);
-                if (r < 0)
-                        return seat_error_set(ret_error, -r, "cannot read asset '%s': %s (assets_dir)", path, strerror(-r));
-                f->assets[i].name = names[i][0];
-                f->assets[i].mime = names[i][1];
-        }
+        _Static_assert(ELEMENTSOF(names) == ELEMENTSOF(((Fac *) NULL)->assets), "one asset a name");
+        int r = web_assets_load(w->conf->assets_dir, "facilitator/", names, ELEMENTSOF(names), ASSET_MAX, f->assets, ret_error);
+        if (r < 0)
+                return r;
         f->sessions = fac_sessions_new(64, w->conf->facilitator_session_idle_timeout * 1000,
                                        w->conf->facilitator_session_max_age * 1000);
         f->per_address = rate_limit_new(w->conf->facilitator_login_rate_per_address, (size_t) w->conf->rate_table_size);

@@ -650,6 +650,21 @@ static void lws_log(int level, const char *line) {
                        "libwebsockets: %.*s", (int) n, line);
 }
 
+int web_assets_load(const char *assets_dir, const char *sub, const char *const (*names)[2], size_t n, size_t max,
+                    Asset *assets, SeatError **ret_error) {
+        for (size_t i = 0; i < n; i++) {
+                char path[4096];
+                snprintf(path, sizeof(path), "%s/%s%s", assets_dir, sub, names[i][0]);
+                int r = read_file_capped(path, max, &assets[i].data, &assets[i].len);
+                if (r < 0)
+                        return seat_error_set(ret_error, -r, "cannot read asset '%s': %s (assets_dir)", path, strerror(-r));
+                const char *slash = strrchr(names[i][0], '/');
+                assets[i].name = slash ? slash + 1 : names[i][0]; /* "vendor/xterm.js" is /static/xterm.js */
+                assets[i].mime = names[i][1];
+        }
+        return 0;
+}
+
 static int load_assets(Web *w, SeatError **ret_error) {
         static const char *const names[][2] = {
                 { "login.html", "text/html; charset=utf-8" },
@@ -661,17 +676,8 @@ static int load_assets(Web *w, SeatError **ret_error) {
                 { "vendor/xterm.css", "text/css; charset=utf-8" },
                 { "vendor/addon-fit.js", "text/javascript; charset=utf-8" },
         };
-        for (size_t i = 0; i < ELEMENTSOF(names); i++) {
-                char path[4096];
-                snprintf(path, sizeof(path), "%s/%s", w->conf->assets_dir, names[i][0]);
-                int r = read_file_capped(path, ASSET_MAX, &w->assets[i].data, &w->assets[i].len);
-                if (r < 0)
-                        return seat_error_set(ret_error, -r, "cannot read asset '%s': %s (assets_dir)", path, strerror(-r));
-                const char *slash = strrchr(names[i][0], '/');
-                w->assets[i].name = slash ? slash + 1 : names[i][0]; /* served as /static/NAME */
-                w->assets[i].mime = names[i][1];
-        }
-        return 0;
+        _Static_assert(ELEMENTSOF(names) == ELEMENTSOF(((Web *) NULL)->assets), "one asset a name");
+        return web_assets_load(w->conf->assets_dir, "", names, ELEMENTSOF(names), ASSET_MAX, w->assets, ret_error);
 }
 
 static void web_done(Web *w) {

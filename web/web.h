@@ -126,3 +126,7 @@ bool web_cross_origin(struct lws *wsi, Web *w);
 /* The security headers every answer carries (no body yet). */
 int web_add_security_headers(struct lws *wsi, Web *w, unsigned char **p, unsigned char *end);
 int web_add_keepalive_header(struct lws *wsi, Web *w, unsigned char **p, unsigned char *end);
+/* The pages' files: each names[i] = { its path under assets_dir/sub, its MIME type } read
+ * (at most max bytes) into assets[i], served by the part of its path after the last '/'. */
+int web_assets_load(const char *assets_dir, const char *sub, const char *const (*names)[2], size_t n, size_t max,
+                    Asset *assets, SeatError **ret_error);
