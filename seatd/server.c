@@ -412,27 +412,24 @@ int server_accept(EventSource *src, int fd, uint32_t revents, void *userdata) {
                 refuse(cfd, CONTROL_ERR_STATE, "the facilitator socket has too many clients connected: close one");
                 return 0;
         }
-        Conn *c = calloc(1, sizeof(*c));
+        /* Refused before it is on the list, it is only this memory (and its reader, freed below). */
+        _cleanup_free_ Conn *c = calloc(1, sizeof(*c));
         if (!c)
                 return 0;
         socklen_t len = sizeof(c->cred);
-        if (getsockopt(cfd, SOL_SOCKET, SO_PEERCRED, &c->cred, &len) < 0) {
-                free(c);
+        if (getsockopt(cfd, SOL_SOCKET, SO_PEERCRED, &c->cred, &len) < 0)
                 return 0;
-        }
         if (l->participant && participant_conns_of_uid(s, c->cred.uid) >= (unsigned) s->config->participant_max_connections) {
                 char msg[200];
                 snprintf(msg, sizeof(msg), "uid %u already has %ld connections to the participant socket: close one",
                          (unsigned) c->cred.uid, s->config->participant_max_connections);
                 log_warning("refusing a participant client pid %d: %s", (int) c->cred.pid, msg);
                 refuse(cfd, CONTROL_ERR_STATE, msg);
-                free(c);
                 return 0;
         }
         c->reader = frame_reader_new(CONTROL_MAX_FRAME);
         if (!c->reader || event_add_io(s->loop, cfd, EPOLLIN, conn_io, c, &c->src) < 0) {
                 frame_reader_free(c->reader);
-                free(c);
                 return 0;
         }
         c->server = s;
@@ -450,6 +447,7 @@ int server_accept(EventSource *src, int fd, uint32_t revents, void *userdata) {
         log_debug("client pid %d uid %u connected on the %s socket (%s)", (int) c->cred.pid, (unsigned) c->cred.uid,
                   c->participant ? "participant" : c->facilitator ? "facilitator" : "operator",
                   c->operator ? "operator" : c->facilitator ? "facilitator" : "not an operator");
+        TAKE_PTR(c); /* the server's now */
         return 0;
 }
 
