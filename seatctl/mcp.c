@@ -101,12 +101,16 @@ static void call_cancel_locked(McpCall *call) {
         ctl_client_shutdown(call->client);
 }
 
-static void call_free(McpCall *call) {
+static McpCall *call_free(McpCall *call) {
+        if (!call)
+                return NULL;
         json_object_put(call->id);
         json_object_put(call->progress_token);
         json_object_put(call->arguments);
         free(call);
+        return NULL;
 }
+DEFINE_TRIVIAL_CLEANUP_FUNC(McpCall *, call_free)
 
 static void *call_thread(void *userdata) {
         McpCall *call = userdata;
@@ -175,9 +179,8 @@ static void start_call(McpServer *srv, McpMessage *m) {
                 return;
         }
 
-        McpCall *call = calloc(1, sizeof(*call));
+        _cleanup_(call_freep) McpCall *call = calloc(1, sizeof(*call));
         if (!call || mcp_id_key(m->id, call->id_key, sizeof(call->id_key)) < 0) {
-                free(call);
                 mcp_send_error(srv, m->id, MCP_INTERNAL_ERROR, "Internal error: out of memory");
                 return;
         }
@@ -188,7 +191,6 @@ static void start_call(McpServer *srv, McpMessage *m) {
         if (json_object_deep_copy(m->id, &call->id, NULL) < 0 ||
             (token && json_object_deep_copy(token, &call->progress_token, NULL) < 0) ||
             json_object_deep_copy(args, &call->arguments, NULL) < 0) {
-                call_free(call);
                 mcp_send_error(srv, m->id, MCP_INTERNAL_ERROR, "Internal error: out of memory");
                 return;
         }
@@ -214,15 +216,16 @@ static void start_call(McpServer *srv, McpMessage *m) {
                 }
         }
         pthread_mutex_unlock(&srv->lock);
-        if (r == 0)
+        if (r == 0) {
+                TAKE_PTR(call); /* its thread's now */
                 return;
+        }
         if (busy)
                 mcp_send_error(srv, m->id, MCP_SERVER_BUSY, "Server busy: %d tool calls are running; wait for one to end", MCP_CALLS_MAX);
         else if (dup)
                 mcp_send_error(srv, m->id, MCP_INVALID_REQUEST, "Invalid Request: a call with this id is still running");
         else
                 mcp_send_error(srv, m->id, MCP_INTERNAL_ERROR, "Internal error: cannot start a thread: %s", strerror(r));
-        call_free(call);
 }
 
 static void cancel_request(McpServer *srv, json_object *params) {
