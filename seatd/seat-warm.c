@@ -268,6 +268,15 @@ typedef struct WarmStateMakeJob {
         SeatRecord rec;
 } WarmStateMakeJob;
 
+static WarmStateMakeJob *warm_state_make_job_free(WarmStateMakeJob *j) {
+        if (!j)
+                return NULL;
+        seat_unref(j->s);
+        free(j);
+        return NULL;
+}
+DEFINE_TRIVIAL_CLEANUP_FUNC(WarmStateMakeJob *, warm_state_make_job_free)
+
 /* At most WARM_PREP_PARALLEL preparations at once; false when cancelled while waiting. */
 static bool warm_state_make_acquire(SeatManager *m, Seat *s) {
         pthread_mutex_lock(&m->prep_lock);
@@ -288,7 +297,7 @@ static void warm_state_make_release(SeatManager *m) {
 }
 
 static void *warm_state_make_thread(void *p) {
-        WarmStateMakeJob *j = p;
+        _cleanup_(warm_state_make_job_freep) WarmStateMakeJob *j = p;
         _cleanup_error_ SeatError *err = NULL;
         if (!warm_state_make_acquire(j->m, j->s))
                 warm_set_standby(j->s, "none: the reset came before its state was made");
@@ -303,8 +312,6 @@ static void *warm_state_make_thread(void *p) {
                 } else
                         warm_set_standby(j->s, "ready");
         }
-        seat_unref(j->s);
-        free(j);
         return NULL;
 }
 
@@ -312,7 +319,7 @@ static void *warm_state_make_thread(void *p) {
 void warm_state_make_start(SeatManager *m, Seat *s) {
         if (!m->config->warm_reset || s->prep_running)
                 return;
-        WarmStateMakeJob *j = calloc(1, sizeof(*j));
+        _cleanup_(warm_state_make_job_freep) WarmStateMakeJob *j = calloc(1, sizeof(*j));
         if (!j)
                 return;
         *j = (WarmStateMakeJob) { .m = m, .s = s, .k = 1 - seat_identity(s->rec.generation), .rec = s->rec };
@@ -325,10 +332,9 @@ void warm_state_make_start(SeatManager *m, Seat *s) {
         warm_set_standby(s, "preparing");
         if (pthread_create(&s->prep, NULL, warm_state_make_thread, j) != 0) {
                 warm_set_standby(s, "none: cannot start a thread");
-                seat_unref(s);
-                free(j);
                 return;
         }
+        TAKE_PTR(j); /* the thread's now */
         s->prep_running = true;
 }
 
