@@ -149,13 +149,13 @@ after=$(denied "$A")
 echo "denied $before -> $after" >>"$t/out"
 grep -qE 'open=0 ' "$t/out" && grep -qE 'refused=0 ' "$t/out" && ((after - before >= 65535)) \
   && ok "every TCP port of the host's bridge address: none open, none even refused, $((after - before)) packets denied" \
-  || not_ok "every TCP port of the host's bridge address is dropped"
+  || { net_diag "$A"; not_ok "every TCP port of the host's bridge address is dropped"; }
 
 # Crafted frames: the control goes out with the real MAC and IP and arrives; forged ones do not.
 k=ctl$RANDOM
 probe "$A" --key "$k" raw eth0 "$WORLD_ALLOWED" "$WORLD_RECORD_PORT"
 world_wait_received "$k" 3000 >>"$t/out" 2>&1 && ok "control: a crafted frame from the real MAC and IP arrives" \
-  || not_ok "control: a crafted frame from the real MAC and IP arrives"
+  || { net_diag "$A"; not_ok "control: a crafted frame from the real MAC and IP arrives"; }
 # A crafted frame's drop is counted once the guest's queue reaches the bridge: after the
 # scan above a TCG guest may still be draining it, so the count is awaited (up to 5 s),
 # not read after a fixed sleep. A failure says what the probe printed and how the seat was.

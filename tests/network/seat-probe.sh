@@ -15,6 +15,27 @@ bridge_of() { "$CTL" --json status "$1" | json_field 'd["network"]["bridge"]'; }
 # probe SEAT ARGS...: guest-probe in the guest; its one result line goes to $t/out
 probe() { local s=$1; shift; "$CTL" exec --timeout 60 "$s" -- /bin/guest-probe "$@" >"$t/out" 2>&1; }
 
+# net_diag SEAT: where a seat's path to its host stopped, appended to $t/out for not_ok (a
+# flake seen a few times: after the 65535-port scan of the host's address the guest got no
+# ARP reply from its host and nothing more was counted). Twice, a second apart, as a stalled
+# queue does not move: the host's end of the guest's tap, the guest's own NIC counters and
+# ARP table; then the host's backlog drops per CPU.
+net_diag() {
+  local dom tap i
+  dom=$("$CTL" --json status "$1" 2>/dev/null | json_field 'd["domain"]' 2>/dev/null)
+  tap=$("${VIRSH[@]}" domiflist "$dom" 2>/dev/null | awk '$1 ~ /^vnet|^tap/ {print $1; exit}')
+  for i in 1 2; do
+    {
+      echo "net_diag $i: domain ${dom:-?}, host tap ${tap:-?}: $(ip -s -o link show "${tap:-none}" 2>&1 | tr -s ' ' | cut -c1-500)"
+      "$CTL" exec --timeout 10 "$1" -- cat /proc/net/dev /proc/net/arp 2>&1 | grep -E 'eth0|IP address|^10\.|rror' | sed 's/^/net_diag guest: /'
+    } >>"$t/out"
+    sleep 1
+  done
+  local _p d drops=
+  while read -r _p d _; do drops+="$((16#$d)) "; done </proc/net/softnet_stat
+  echo "net_diag host: backlog drops per CPU (softnet_stat): $drops" >>"$t/out"
+}
+
 # denied_case SEAT DESC ARGS...: the probe must fail, and the seat's denied counter must grow
 denied_case() {
   local s=$1 d=$2; shift 2
