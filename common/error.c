@@ -14,18 +14,16 @@ int seat_error_set(SeatError **ret_error, int errnum, const char *fmt, ...) {
         if (!ret_error || *ret_error)
                 return -errnum;
 
-        SeatError *e = calloc(1, sizeof(*e));
+        _cleanup_error_ SeatError *e = calloc(1, sizeof(*e));
         if (!e)
                 return -errnum;
         va_start(ap, fmt);
         e->message = vstrprintf(fmt, ap);
         va_end(ap);
-        if (!e->message) {
-                free(e);
+        if (!e->message)
                 return -errnum;
-        }
         e->code = errnum;
-        *ret_error = e;
+        *ret_error = TAKE_PTR(e);
         return -errnum;
 }
 

@@ -17,17 +17,15 @@ struct FrameReader {
 FrameReader *frame_reader_new(size_t max_frame) {
         if (max_frame == 0 || max_frame > (size_t) INT_MAX)
                 return NULL;
-        FrameReader *r = calloc(1, sizeof(*r));
+        _cleanup_(frame_reader_freep) FrameReader *r = calloc(1, sizeof(*r));
         if (!r)
                 return NULL;
         r->max_frame = max_frame;
         r->cap = max_frame + 1;
         r->buf = malloc(r->cap);
-        if (!r->buf) {
-                free(r);
+        if (!r->buf)
                 return NULL;
-        }
-        return r;
+        return TAKE_PTR(r);
 }
 
 FrameReader *frame_reader_free(FrameReader *r) {
