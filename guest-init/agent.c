@@ -293,7 +293,7 @@ static int agent_setup_signals(Agent *a) {
 }
 
 int agent_new(const AgentLimits *limits, bool pid1, Agent **ret) {
-        Agent *a;
+        _cleanup_(agent_freep) Agent *a = NULL;
         int r;
 
         a = calloc(1, sizeof(*a));
@@ -304,17 +304,13 @@ int agent_new(const AgentLimits *limits, bool pid1, Agent **ret) {
         a->signal_fd = -EBADF;
         transport_init(&a->transport);
         a->reader = frame_reader_new(limits->max_frame);
-        if (!a->reader) {
-                agent_free(a);
+        if (!a->reader)
                 return -ENOMEM;
-        }
         /* Before any transport exists: an early SIGIO must not kill us. */
         r = agent_setup_signals(a);
-        if (r < 0) {
-                agent_free(a);
+        if (r < 0)
                 return r;
-        }
-        *ret = a;
+        *ret = TAKE_PTR(a);
         return 0;
 }
 
