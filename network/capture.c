@@ -198,6 +198,7 @@ static void capture_free(Capture *c) {
         pthread_mutex_destroy(&c->read_lock);
         free(c);
 }
+DEFINE_TRIVIAL_CLEANUP_FUNC(Capture *, capture_free)
 
 static int open_pcap(Capture *c, const CaptureParams *p, SeatError **ret_error) {
         char err[PCAP_ERRBUF_SIZE] = "";
@@ -224,7 +225,7 @@ static int open_pcap(Capture *c, const CaptureParams *p, SeatError **ret_error) 
 }
 
 int capture_start(const CaptureParams *p, Capture **ret, SeatError **ret_error) {
-        Capture *c = calloc(1, sizeof(*c));
+        _cleanup_(capture_freep) Capture *c = calloc(1, sizeof(*c));
         int k;
         if (!c)
                 return -ENOMEM;
@@ -234,34 +235,24 @@ int capture_start(const CaptureParams *p, Capture **ret, SeatError **ret_error) 
         pthread_mutex_init(&c->lock, NULL);
         pthread_mutex_init(&c->read_lock, NULL);
         c->dir_fd = open(p->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (c->dir_fd < 0) {
-                k = seat_error_set(ret_error, errno, "capture: cannot open '%s': %m", p->dir);
-                goto fail;
-        }
+        if (c->dir_fd < 0)
+                return seat_error_set(ret_error, errno, "capture: cannot open '%s': %m", p->dir);
         c->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-        if (c->stop_fd < 0) {
-                k = -errno;
-                goto fail;
-        }
+        if (c->stop_fd < 0)
+                return -errno;
         k = open_pcap(c, p, ret_error);
         if (k < 0)
-                goto fail;
+                return k;
         k = capture_ring_new(c->dir_fd, p->prefix, p->ifname, 1 /* LINKTYPE_ETHERNET */, p->snaplen, p->max_bytes,
                              &c->ring);
-        if (k < 0) {
-                k = seat_error_set(ret_error, -k, "capture: cannot start its files in '%s': %s", p->dir, strerror(-k));
-                goto fail;
-        }
+        if (k < 0)
+                return seat_error_set(ret_error, -k, "capture: cannot start its files in '%s': %s", p->dir,
+                                      strerror(-k));
         k = -pthread_create(&c->thread, NULL, capture_thread, c);
-        if (k < 0) {
-                k = seat_error_set(ret_error, -k, "capture on '%s': cannot start its thread", p->ifname);
-                goto fail;
-        }
-        *ret = c;
+        if (k < 0)
+                return seat_error_set(ret_error, -k, "capture on '%s': cannot start its thread", p->ifname);
+        *ret = TAKE_PTR(c);
         return 0;
-fail:
-        capture_free(c);
-        return k;
 }
 
 void capture_stats(Capture *c, CaptureStats *ret) {
