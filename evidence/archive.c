@@ -176,16 +176,14 @@ int read_block(Source *s, uint32_t min, uint32_t max, const char *what, uint8_t 
         if (n < min || n > max)
                 return seat_error_set(ret_error, EBADMSG, "the archive's %s length %" PRIu32 " is out of range (%" PRIu32
                                       "..%" PRIu32 ")", what, n, min, max);
-        uint8_t *b = malloc((size_t) n + 1);
+        _cleanup_free_ uint8_t *b = malloc((size_t) n + 1);
         if (!b)
                 return seat_error_set(ret_error, ENOMEM, "out of memory");
         r = src_read(s, b, n);
-        if (r < 0) {
-                free(b);
+        if (r < 0)
                 return read_fail(ret_error, r, what);
-        }
         b[n] = 0;
-        *ret = b;
+        *ret = TAKE_PTR(b);
         *ret_len = n;
         return 0;
 }

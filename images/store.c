@@ -72,16 +72,14 @@ ImageStore *image_store_free(ImageStore *s) {
 }
 
 int image_store_set_inspect(ImageStore *s, bool enabled, const char *cache_dir, bool force_tcg) {
-        char *dir = NULL;
+        _cleanup_free_ char *dir = NULL;
         if (cache_dir && !(dir = strdup(cache_dir)))
                 return -ENOMEM;
         int r = enabled && cache_dir ? mkdir_p(cache_dir, 0700) : 0;
-        if (r < 0) {
-                free(dir);
+        if (r < 0)
                 return r;
-        }
         free(s->inspect_cache_dir);
-        s->inspect_cache_dir = dir;
+        s->inspect_cache_dir = TAKE_PTR(dir);
         s->inspect = enabled;
         s->inspect_force_tcg = force_tcg;
         return 0;

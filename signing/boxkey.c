@@ -42,15 +42,13 @@ SeatBoxSecretKey *seat_box_secret_key_free(SeatBoxSecretKey *sk) {
 int seat_box_key_generate(SeatBoxSecretKey **ret) {
         if (signing_init() < 0)
                 return -EIO;
-        SeatBoxSecretKey *sk = sodium_malloc(sizeof(*sk));
+        _cleanup_(seat_box_secret_key_freep) SeatBoxSecretKey *sk = sodium_malloc(sizeof(*sk));
         if (!sk)
                 return -ENOMEM;
         randombytes_buf(sk->key_id, sizeof(sk->key_id));
-        if (crypto_box_keypair(sk->pk, sk->sk) != 0) {
-                sodium_free(sk);
+        if (crypto_box_keypair(sk->pk, sk->sk) != 0)
                 return -EIO;
-        }
-        *ret = sk;
+        *ret = TAKE_PTR(sk);
         return 0;
 }
 
