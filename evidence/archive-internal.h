@@ -16,6 +16,7 @@
 #include "archive.h"
 #include "common/fileio.h"
 #include "signing/hash.h"
+#include "signing/sodium-cleanup.h"
 #include "common/jsonframe.h"
 
 #define FORMAT_NAME "seatd-evidence"
@@ -25,8 +26,6 @@
 #define CT_CHUNK_MAX (ARCHIVE_CHUNK_SIZE + SS_ABYTES)
 #define MANIFEST_DEPTH 8
 #define PARTIAL_FMT ".seatd-partial-%04u"
-
-#define _cleanup_sodium_ _cleanup_(sodium_freep)
 
 
 /*
@@ -126,7 +125,6 @@ int seal_payload(Sealer *s, ArchiveManifest *m, const SeatBoxPublicKey *fac, Sea
                         SeatError **ret_error);
 bool seat_id_valid(const char *s);
 bool session_valid(const char *s);
-void sodium_freep(void *p);
 char *trusted_comment(const char *seat, const char *session);
 
 /* archive-manifest.c */

@@ -2,12 +2,6 @@
 /* archive.c: the archive's names and small formats shared by the manifest, sealing and reading. */
 #include "archive-internal.h"
 
-void sodium_freep(void *p) {
-        void **pp = p;
-        sodium_free(*pp);
-        *pp = NULL;
-}
-
 static const char *const roles[] = { "audit", "console", "capture", "recording", "file", "symlink" };
 
 bool role_valid(const char *r) {

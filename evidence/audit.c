@@ -11,6 +11,7 @@
 #include "common/fileio.h"
 #include "signing/hash.h"
 #include "common/jsonframe.h"
+#include "signing/sodium-cleanup.h"
 
 #define AUDIT_DOMAIN "seatd-audit-v1\n"
 #define AUDIT_MAC_SUFFIX ",\"mac\":\""
@@ -31,12 +32,6 @@ struct AuditLog {
         uint8_t prev[AUDIT_HASH_BYTES]; /* hash of the last line written */
         uint8_t *key;                   /* sodium_malloc'd: k_seq */
 };
-
-static void sodium_freep(void *p) {
-        void **pp = p;
-        sodium_free(*pp);
-        *pp = NULL;
-}
 
 void audit_key_generate(uint8_t key[AUDIT_KEY_BYTES]) {
         (void) signing_init();

@@ -12,6 +12,7 @@
 #include "hash.h"
 #include "common/log.h"
 #include "minisign.h"
+#include "sodium-cleanup.h"
 
 /* Tags and prefixes, as in minisign.h of minisign. */
 #define SIG_ALG "Ed"
@@ -315,14 +316,6 @@ int seat_public_key_save(const SeatPublicKey *pk, const char *path, SeatError **
 }
 
 /* ---- secret keys ---------------------------------------------------------------- */
-
-/* sodium_malloc'd buffers. */
-static void sodium_freep(void *p) {
-        void **pp = p;
-        sodium_free(*pp); /* NULL is fine */
-        *pp = NULL;
-}
-#define _cleanup_sodium_ _cleanup_(sodium_freep)
 
 SeatSecretKey *seat_secret_key_free(SeatSecretKey *sk) {
         sodium_free(sk); /* makes it writable, wipes, unmaps */
