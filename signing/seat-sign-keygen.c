@@ -7,6 +7,7 @@
 #include "common/log.h"
 #include "minisign.h"
 #include "seat-sign.h"
+#include "sodium-cleanup.h"
 
 static void keygen_help(void) {
         printf("NAME\n"
@@ -61,7 +62,7 @@ int verb_keygen(int argc, char *argv[], SeatError **ret_error) {
         if (r < 0)
                 return r;
 
-        char *password = NULL;
+        _cleanup_sodium_ char *password = NULL;
         if (!o.no_password) {
                 _cleanup_free_ char *what = NULL;
                 if (asprintf(&what, "new secret key '%s'", o.sec_path) < 0)
@@ -70,24 +71,19 @@ int verb_keygen(int argc, char *argv[], SeatError **ret_error) {
                 r = password_get(&src, true, &password, ret_error);
                 if (r < 0)
                         return r;
-                if (password[0] == '\0') {
-                        sodium_free(password);
+                if (password[0] == '\0')
                         return seat_error_set(ret_error, EINVAL,
                                               "an empty password protects nothing: give one, or use -W to "
                                               "store the key unprotected on purpose");
-                }
         } else
                 log_warning("the secret key '%s' is stored WITHOUT a password: whoever reads it can sign",
                             o.sec_path);
 
         _cleanup_(seat_secret_key_freep) SeatSecretKey *sk = NULL;
         r = seat_secret_key_generate(&sk);
-        if (r < 0) {
-                sodium_free(password);
+        if (r < 0)
                 return seat_error_set(ret_error, -r, "cannot generate a key pair: %s", strerror(-r));
-        }
         r = seat_secret_key_save(sk, o.sec_path, password, NULL, ret_error);
-        sodium_free(password);
         if (r < 0)
                 return r;
 
