@@ -23,10 +23,8 @@ static int add_members(json_object *arr, json_object *set) {
                 if (!json_object_is_type(val, json_type_string))
                         continue;
                 json_object *m = json_object_new_object();
-                if (!m || json_object_array_add(arr, m) < 0) {
-                        json_object_put(m);
+                if (nft_j_append(arr, m) < 0)
                         return -ENOMEM;
-                }
                 json_object_object_add(m, "address", json_object_new_string(json_object_get_string(val)));
                 json_object_object_add(m, "expires_s", exp ? json_object_new_int64(json_object_get_int64(exp)) : NULL);
         }
@@ -124,10 +122,8 @@ int nft_seat_names(NftContext *c, const NftSeatSpec *spec, json_object **ret, Se
                 if (egress_profile_name_index(spec->profile, i) != (int) i)
                         continue;
                 int r = name_entry(items, spec, i, &e);
-                if (r >= 0 && json_object_array_add(arr, e) < 0) {
-                        json_object_put(e);
-                        r = -ENOMEM;
-                }
+                if (r >= 0)
+                        r = nft_j_append(arr, e);
                 if (r < 0)
                         return seat_error_set(ret_error, -r, "seat '%s': cannot list the names' sets", spec->seat);
         }

@@ -164,10 +164,8 @@ static int counter_entry(json_object *arr, const char *chain, const char *text, 
         uint64_t packets, bytes;
         counter_values(expr, &packets, &bytes);
         json_object *o = json_object_new_object();
-        if (!o || json_object_array_add(arr, o) < 0) {
-                json_object_put(o);
+        if (nft_j_append(arr, o) < 0)
                 return -ENOMEM;
-        }
         json_object_object_add(o, "chain", nft_j_str(chain));
         json_object_object_add(o, "rule", nft_j_str(text));
         json_object_object_add(o, "packets", json_object_new_int64((int64_t) packets));
