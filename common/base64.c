@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "base64.h"
+#include "macro.h"
 
 static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
@@ -74,7 +75,8 @@ int base64_decode(const char *in, size_t len, size_t max_out, void **ret, size_t
         if (n > max_out)
                 return -E2BIG;
 
-        uint8_t *out = malloc(n + 1), *o = out;
+        _cleanup_free_ uint8_t *out = malloc(n + 1);
+        uint8_t *o = out;
         if (!out)
                 return -ENOMEM;
 
@@ -84,15 +86,15 @@ int base64_decode(const char *in, size_t len, size_t max_out, void **ret, size_t
                 int c = last && pad == 2 ? 0 : decode_char(in[i + 2]);
                 int d = last && pad >= 1 ? 0 : decode_char(in[i + 3]);
                 if (a < 0 || b < 0 || c < 0 || d < 0)
-                        goto fail;
+                        return -EINVAL;
                 uint32_t v = (uint32_t) a << 18 | (uint32_t) b << 12 | (uint32_t) c << 6 | (uint32_t) d;
                 if (last && pad == 2) {
                         if (v & 0xffff) /* non-canonical trailing bits */
-                                goto fail;
+                                return -EINVAL;
                         *o++ = (uint8_t) (v >> 16);
                 } else if (last && pad == 1) {
                         if (v & 0xff)
-                                goto fail;
+                                return -EINVAL;
                         *o++ = (uint8_t) (v >> 16);
                         *o++ = (uint8_t) (v >> 8);
                 } else {
@@ -102,11 +104,8 @@ int base64_decode(const char *in, size_t len, size_t max_out, void **ret, size_t
                 }
         }
         *o = 0;
-        *ret = out;
+        *ret = TAKE_PTR(out);
         if (ret_len)
                 *ret_len = n;
         return 0;
-fail:
-        free(out);
-        return -EINVAL;
 }
