@@ -9,6 +9,7 @@
 #include "common/fileio.h"
 #include "hash.h"
 #include "minisign.h"
+#include "sodium-cleanup.h"
 
 #define BOX_TAG "BX"
 #define BOX_TAG_BYTES 2U
@@ -201,14 +202,11 @@ int seat_box_public_key_save(const SeatBoxPublicKey *pk, const char *path, SeatE
 int seat_box_secret_key_save(const SeatBoxSecretKey *sk, const char *path, SeatError **ret_error) {
         const size_t b64_len = base64_encoded_len(BOX_SK_BLOB);
         const size_t text_len = strlen(SK_COMMENT) + 1 + b64_len + 1;
-        uint8_t *blob = sodium_malloc(BOX_SK_BLOB);
-        char *text = sodium_malloc(text_len);
-        int r;
+        _cleanup_sodium_ uint8_t *blob = sodium_malloc(BOX_SK_BLOB);
+        _cleanup_sodium_ char *text = sodium_malloc(text_len);
 
-        if (!blob || !text) {
-                r = seat_error_set(ret_error, ENOMEM, "out of memory");
-                goto out;
-        }
+        if (!blob || !text)
+                return seat_error_set(ret_error, ENOMEM, "out of memory");
         uint8_t *p = blob;
         memcpy(p, BOX_TAG, BOX_TAG_BYTES), p += BOX_TAG_BYTES;
         *p++ = 0, *p++ = 0;
@@ -219,13 +217,10 @@ int seat_box_secret_key_save(const SeatBoxSecretKey *sk, const char *path, SeatE
         memcpy(text, SK_COMMENT "\n", strlen(SK_COMMENT) + 1);
         base64_encode_to(blob, BOX_SK_BLOB, text + strlen(SK_COMMENT) + 1);
         text[text_len - 1] = '\n';
-        r = write_file_atomic(path, text, text_len, 0600);
+        int r = write_file_atomic(path, text, text_len, 0600);
         if (r < 0)
-                r = seat_error_set(ret_error, -r, "cannot write box secret key file '%s': %s", path, strerror(-r));
-out:
-        sodium_free(blob);
-        sodium_free(text);
-        return r;
+                return seat_error_set(ret_error, -r, "cannot write box secret key file '%s': %s", path, strerror(-r));
+        return 0;
 }
 
 int seat_box_seal(const SeatBoxPublicKey *pk, const void *data, size_t len, uint8_t *out) {
