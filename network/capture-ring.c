@@ -142,7 +142,7 @@ int capture_ring_new(int dir_fd, const char *prefix, const char *ifname, uint16_
         if (!prefix || !ifname || strlen(prefix) > CAPTURE_RING_PREFIX_MAX || strlen(ifname) > CAPTURE_RING_IFNAME_MAX ||
             strchr(prefix, '/') || snaplen == 0 || snaplen > 262144u || max_bytes < 1024u * 1024u)
                 return -EINVAL;
-        CaptureRing *r = calloc(1, sizeof(*r));
+        _cleanup_(capture_ring_closep) CaptureRing *r = calloc(1, sizeof(*r));
         if (!r)
                 return -ENOMEM;
         r->dir_fd = dir_fd;
@@ -154,16 +154,12 @@ int capture_ring_new(int dir_fd, const char *prefix, const char *ifname, uint16_
         r->file_max = file_max_for(r);
         r->cur = -1;
         r->buf = malloc(FILE_BUFFER);
-        if (!r->buf) {
-                capture_ring_close(r);
+        if (!r->buf)
                 return -ENOMEM;
-        }
         int k = scan_existing(r);
-        if (k < 0) {
-                capture_ring_close(r);
+        if (k < 0)
                 return k;
-        }
-        *ret = r;
+        *ret = TAKE_PTR(r);
         return 0;
 }
 

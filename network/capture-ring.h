@@ -20,6 +20,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "common/macro.h"
+
 #define CAPTURE_RING_FILES 8u
 #define CAPTURE_RING_PREFIX_MAX 64u
 #define CAPTURE_RING_IFNAME_MAX 32u
@@ -67,6 +69,7 @@ void capture_ring_stats(const CaptureRing *r, CaptureStats *ret);
 void capture_ring_finish(CaptureRing *r);
 /* capture_ring_finish() if not done yet, and free r. NULL is fine. */
 CaptureRing *capture_ring_close(CaptureRing *r);
+DEFINE_TRIVIAL_CLEANUP_FUNC(CaptureRing *, capture_ring_close)
 /* The bytes a packet of caplen takes in a file (its Enhanced Packet Block). */
 uint32_t capture_ring_block_bytes(uint32_t caplen);
 /* The size of one file of the ring under max_bytes. */
