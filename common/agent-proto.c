@@ -524,28 +524,18 @@ static int parse_exit(ParseCtx *c, AgentMsg *m) {
 
 /* ---- formatting ---- */
 
-static int add(json_object *o, const char *key, json_object *v) {
-        if (!v)
-                return -ENOMEM;
-        if (json_object_object_add(o, key, v) < 0) {
-                json_object_put(v);
-                return -ENOMEM;
-        }
-        return 0;
-}
-
 static int add_int(json_object *o, const char *key, int64_t v) {
-        return add(o, key, json_object_new_int64(v));
+        return json_add(o, key, json_object_new_int64(v));
 }
 
 static int add_bool(json_object *o, const char *key, bool v) {
-        return add(o, key, json_object_new_boolean(v));
+        return json_add(o, key, json_object_new_boolean(v));
 }
 
 static int add_str(json_object *o, const char *key, const char *s) {
         if (!s)
                 return 0;
-        return add(o, key, json_object_new_string(s));
+        return json_add(o, key, json_object_new_string(s));
 }
 
 static int add_b64(json_object *o, const char *key, const uint8_t *data, size_t len) {
@@ -556,7 +546,7 @@ static int add_b64(json_object *o, const char *key, const uint8_t *data, size_t 
         int r = base64_encode(data ? data : (const uint8_t *) "", len, &s, &n);
         if (r < 0)
                 return r;
-        return add(o, key, json_object_new_string_len(s, (int) n));
+        return json_add(o, key, json_object_new_string_len(s, (int) n));
 }
 
 static int add_strv(json_object *o, const char *key, char **l) {
@@ -570,7 +560,7 @@ static int add_strv(json_object *o, const char *key, char **l) {
                         json_object_put(a);
                         return -ENOMEM;
                 }
-        return add(o, key, a);
+        return json_add(o, key, a);
 }
 
 static int format_field(json_object *o, const void *base, const Field *f) {
@@ -611,7 +601,7 @@ static int format_int_pair(json_object *o, const AgentMsg *m, const char *key, c
                         return -EINVAL;
         }
         json_object *t = json_object_new_object();
-        int r = add(o, key, t);
+        int r = json_add(o, key, t);
         if (r < 0)
                 return r;
         return format_fields(t, m, pair, 2);
@@ -633,15 +623,13 @@ static int format_configure(json_object *o, const AgentMsg *m) {
         json_object *a = json_object_new_array();
         if (!a)
                 return -ENOMEM;
-        if ((r = add(o, "addresses", a)) < 0)
+        if ((r = json_add(o, "addresses", a)) < 0)
                 return r;
         for (size_t i = 0; i < m->configure.n_addresses; i++) {
                 const AgentAddress *ad = &m->configure.addresses[i];
                 json_object *e = json_object_new_object();
-                if (!e || json_object_array_add(a, e) < 0) {
-                        json_object_put(e);
+                if (json_append(a, e) < 0)
                         return -ENOMEM;
-                }
                 if ((r = format_fields(e, ad, FIELDS(address_fields))) < 0)
                         return r;
         }

@@ -303,3 +303,19 @@ int json_get_strv(json_object *o, const char *key, bool required, size_t max_ite
         *ret = TAKE_PTR(l);
         return 0;
 }
+
+int json_add(json_object *o, const char *key, json_object *v) {
+        if (!v || json_object_object_add(o, key, v) < 0) {
+                json_object_put(v);
+                return -ENOMEM;
+        }
+        return 0;
+}
+
+int json_append(json_object *arr, json_object *v) {
+        if (!v || json_object_array_add(arr, v) < 0) {
+                json_object_put(v);
+                return -ENOMEM;
+        }
+        return 0;
+}

@@ -86,3 +86,9 @@ int json_get_object(json_object *o, const char *key, bool required, json_object 
 int json_get_base64(json_object *o, const char *key, bool required, size_t max_bytes, void **ret, size_t *ret_len);
 /* Array of strings, each at most max_len, at most max_items, no NUL inside. NULL-terminated. */
 int json_get_strv(json_object *o, const char *key, bool required, size_t max_items, size_t max_len, char ***ret);
+
+/* Builders that take v, so a caller can pass json_object_new_*() straight in: json_add() sets
+ * o[key] = v, json_append() appends v to the array arr. -ENOMEM, with v put, when v is NULL
+ * (its constructor ran out of memory) or json-c could not add it. */
+int json_add(json_object *o, const char *key, json_object *v);
+int json_append(json_object *arr, json_object *v);

@@ -12,14 +12,6 @@ ArchiveManifest *archive_manifest_free(ArchiveManifest *m) {
 
 /* ---- manifest ------------------------------------------------------------------- */
 
-static int json_add(json_object *o, const char *key, json_object *v) {
-        if (!v || json_object_object_add(o, key, v) < 0) {
-                json_object_put(v);
-                return -ENOMEM;
-        }
-        return 0;
-}
-
 static int add_hex(json_object *o, const char *key, const uint8_t *d, size_t n) {
         char hex[2 * 128 + 1];
         if (digest_to_hex(d, n, hex, sizeof(hex)) < 0)
@@ -151,10 +143,8 @@ int archive_manifest_to_json(const ArchiveManifest *m, json_object **ret) {
         for (size_t i = 0; i < m->n_members; i++) {
                 const ArchiveMember *a = m->members + i;
                 json_object *e = json_object_new_object();
-                if (!e || json_object_array_add(list, e) < 0) {
-                        json_object_put(e);
+                if (json_append(list, e) < 0)
                         return -ENOMEM;
-                }
                 r |= json_add(e, "path", json_object_new_string(a->path));
                 r |= json_add(e, "name", json_object_new_string(a->name));
                 r |= json_add(e, "origin", json_object_new_string(a->origin));

@@ -398,7 +398,7 @@ int image_manifest_to_json(const ImageManifest *m, json_object **ret) {
         for (size_t i = 0; i < m->n_files; i++) {
                 const ImageFile *f = &m->files[i];
                 json_object *d = json_object_new_object();
-                if (!d || json_object_array_add(disks, d) < 0)
+                if (json_append(disks, d) < 0)
                         return -ENOMEM;
                 json_object_object_add(d, "file", json_object_new_string(f->name));
                 json_object_object_add(d, "role", json_object_new_string(image_role_to_string(f->role)));

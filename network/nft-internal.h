@@ -49,8 +49,6 @@ int nft_set_kind_of(const char *name, const char *bridge, int *ret_index);
 /* JSON building blocks: {key: val} (takes val), a string. NULL on no memory. */
 json_object *nft_j_obj1(const char *key, json_object *val);
 json_object *nft_j_str(const char *s);
-/* Appends v to the array arr and takes v: on -ENOMEM (v NULL, or the append failed) v is put. */
-int nft_j_append(json_object *arr, json_object *v);
 
 /* The listed table, as the array under "nftables"; *ret = NULL when there is no table. */
 int nft_list_table(NftContext *c, json_object **ret, SeatError **ret_error);

@@ -23,7 +23,7 @@ static int add_members(json_object *arr, json_object *set) {
                 if (!json_object_is_type(val, json_type_string))
                         continue;
                 json_object *m = json_object_new_object();
-                if (nft_j_append(arr, m) < 0)
+                if (json_append(arr, m) < 0)
                         return -ENOMEM;
                 json_object_object_add(m, "address", json_object_new_string(json_object_get_string(val)));
                 json_object_object_add(m, "expires_s", exp ? json_object_new_int64(json_object_get_int64(exp)) : NULL);
@@ -123,7 +123,7 @@ int nft_seat_names(NftContext *c, const NftSeatSpec *spec, json_object **ret, Se
                         continue;
                 int r = name_entry(items, spec, i, &e);
                 if (r >= 0)
-                        r = nft_j_append(arr, e);
+                        r = json_append(arr, e);
                 if (r < 0)
                         return seat_error_set(ret_error, -r, "seat '%s': cannot list the names' sets", spec->seat);
         }

@@ -146,14 +146,6 @@ json_object *nft_j_obj1(const char *key, json_object *val) {
         return o;
 }
 
-int nft_j_append(json_object *arr, json_object *v) {
-        if (!v || json_object_array_add(arr, v) < 0) {
-                json_object_put(v);
-                return -ENOMEM;
-        }
-        return 0;
-}
-
 json_object *nft_j_str(const char *s) {
         return json_object_new_string(s);
 }
@@ -595,7 +587,7 @@ static int add_name_sets(json_object *arr, const NftSeatSpec *spec) {
                         json_object *e = nft_j_obj1("set", nft_set_object(v6 ? AF_INET6 : AF_INET, (int) i, spec->bridge,
                                                                                   spec->name_timeout_s ? spec->name_timeout_s
                                                                                                        : NFT_NAME_SET_TIMEOUT_S));
-                        if (nft_j_append(arr, e) < 0)
+                        if (json_append(arr, e) < 0)
                                 return -ENOMEM;
                 }
         }
@@ -621,7 +613,7 @@ int nft_seat_expected(const NftSeatSpec *spec, json_object **ret, SeatError **re
                         continue;
                 r = build_chain(chain_order[i], spec, &entry);
                 if (r >= 0)
-                        r = nft_j_append(chains, entry);
+                        r = json_append(chains, entry);
                 if (r < 0)
                         return seat_error_set(ret_error, -r, "seat '%s': cannot build the egress rules", spec->seat);
         }

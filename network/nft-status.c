@@ -164,7 +164,7 @@ static int counter_entry(json_object *arr, const char *chain, const char *text, 
         uint64_t packets, bytes;
         counter_values(expr, &packets, &bytes);
         json_object *o = json_object_new_object();
-        if (nft_j_append(arr, o) < 0)
+        if (json_append(arr, o) < 0)
                 return -ENOMEM;
         json_object_object_add(o, "chain", nft_j_str(chain));
         json_object_object_add(o, "rule", nft_j_str(text));

@@ -70,7 +70,7 @@ static int run_json(NftContext *c, json_object *cmds, const char *what, SeatErro
 }
 
 static int add_cmd(json_object *cmds, const char *verb, const char *type, json_object *val) {
-        return nft_j_append(cmds, nft_j_obj1(verb, nft_j_obj1(type, val)));
+        return json_append(cmds, nft_j_obj1(verb, nft_j_obj1(type, val)));
 }
 
 static json_object *table_object(void) {
@@ -297,7 +297,7 @@ static int collect(json_object *items, const char *bridge, Listed *l) {
                         if (k < 0)
                                 continue;
                         json_object *e = normalize_expr(json_object_object_get(o, "expr"));
-                        if (nft_j_append(l->rules[k], e) < 0)
+                        if (json_append(l->rules[k], e) < 0)
                                 return -ENOMEM;
                 }
         }
