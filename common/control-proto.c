@@ -151,11 +151,8 @@ static int format_with(int64_t id, const char *k1, const char *v1, const char *k
         if (json_object_object_add(o, "id", json_object_new_int64(id)) < 0 ||
             json_object_object_add(o, k1, json_object_new_string(v1)) < 0)
                 return -ENOMEM;
-        json_object *b = body ? json_object_get(body) : json_object_new_object();
-        if (!b || json_object_object_add(o, key, b) < 0) {
-                json_object_put(b);
+        if (json_add(o, key, body ? json_object_get(body) : json_object_new_object()) < 0)
                 return -ENOMEM;
-        }
         return json_frame_format(o, CONTROL_MAX_FRAME, ret, ret_len);
 }
 
