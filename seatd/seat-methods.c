@@ -14,6 +14,7 @@
 #include "signing/hash.h"
 #include "common/jsonframe.h"
 #include "common/log.h"
+#include "exec-record.h"
 #include "exec-tool.h"
 #include "methods.h"
 #include "metrics.h"
@@ -294,67 +295,6 @@ typedef struct ExecStream {
         int64_t out_bytes, err_bytes;      /* as they reached seatd */
 } ExecStream;
 
-static json_object *digest_json(crypto_generichash_state *st) {
-        uint8_t d[64];
-        char hex[129];
-        if (crypto_generichash_final(st, d, sizeof(d)) < 0 || digest_to_hex(d, sizeof(d), hex, sizeof(hex)) < 0)
-                return json_object_new_string("");
-        return json_object_new_string(hex);
-}
-
-/* BLAKE2b-512 of each string with its terminating NUL, as /proc/PID/cmdline holds an argv. */
-static json_object *strv_digest_json(char **l) {
-        crypto_generichash_state st;
-        crypto_generichash_init(&st, NULL, 0, 64);
-        for (char **i = l; i && *i; i++)
-                crypto_generichash_update(&st, (const uint8_t *) *i, strlen(*i) + 1);
-        return digest_json(&st);
-}
-
-static json_object *bytes_digest_json(const void *data, size_t len) {
-        crypto_generichash_state st;
-        crypto_generichash_init(&st, NULL, 0, 64);
-        crypto_generichash_update(&st, data, len);
-        return digest_json(&st);
-}
-
-/* The first up to budget bytes of the strings (of their names when names_only), the last
- * one kept cut at a UTF-8 character boundary; *ret_truncated when anything was left out. */
-static json_object *strv_json_capped(char **l, bool names_only, size_t budget, bool *ret_truncated) {
-        json_object *a = json_object_new_array();
-        *ret_truncated = false;
-        for (char **i = l; a && i && *i; i++) {
-                const char *eq = names_only ? strchr(*i, '=') : NULL;
-                size_t n = eq ? (size_t) (eq - *i) : strlen(*i);
-                if (n > budget) {
-                        *ret_truncated = true;
-                        n = budget;
-                        while (n > 0 && ((uint8_t) (*i)[n] & 0xC0) == 0x80)
-                                n--;
-                        if (n > 0)
-                                json_object_array_add(a, json_object_new_string_len(*i, (int) n));
-                        break;
-                }
-                json_object_array_add(a, json_object_new_string_len(*i, (int) n));
-                budget -= n;
-        }
-        return a;
-}
-
-static size_t strv_length(char **l) {
-        size_t n = 0;
-        while (l && l[n])
-                n++;
-        return n;
-}
-
-static int64_t strv_bytes(char **l) {
-        int64_t n = 0;
-        for (char **i = l; i && *i; i++)
-                n += (int64_t) strlen(*i) + 1;
-        return n;
-}
-
 static Recording *exec_recording(ExecStream *st) {
         if (!st->pty || st->rec_tried)
                 return st->rec;
@@ -461,17 +401,17 @@ static json_object *exec_start_record(Request *req, char **argv, char **env, con
                 return NULL;
         json_object_object_add(rec, "uid", json_object_new_int64(req->uid));
         json_object_object_add(rec, "operator", json_object_new_boolean(req->operator));
-        json_object_object_add(rec, "argv", strv_json_capped(argv, false, AUDIT_ARGV_KEEP, &argv_cut));
+        json_object_object_add(rec, "argv", exec_record_strv_capped(argv, false, AUDIT_ARGV_KEEP, &argv_cut));
         json_object_object_add(rec, "argv_truncated", json_object_new_boolean(argv_cut));
-        json_object_object_add(rec, "argc", json_object_new_int64((int64_t) strv_length(argv)));
-        json_object_object_add(rec, "argv_bytes", json_object_new_int64(strv_bytes(argv)));
-        json_object_object_add(rec, "argv_blake2b", strv_digest_json(argv));
+        json_object_object_add(rec, "argc", json_object_new_int64((int64_t) exec_record_strv_count(argv)));
+        json_object_object_add(rec, "argv_bytes", json_object_new_int64(exec_record_strv_bytes(argv)));
+        json_object_object_add(rec, "argv_blake2b", exec_record_strv_digest(argv));
         json_object_object_add(rec, "cwd", json_object_new_string(cwd ? cwd : "/"));
-        json_object_object_add(rec, "env_names", strv_json_capped(env, true, AUDIT_ENV_NAMES_KEEP, &env_cut));
+        json_object_object_add(rec, "env_names", exec_record_strv_capped(env, true, AUDIT_ENV_NAMES_KEEP, &env_cut));
         if (env_cut)
                 json_object_object_add(rec, "env_names_truncated", json_object_new_boolean(true));
         json_object_object_add(rec, "stdin_bytes", json_object_new_int64((int64_t) stdin_len));
-        json_object_object_add(rec, "stdin_blake2b", bytes_digest_json(stdin_data, stdin_len));
+        json_object_object_add(rec, "stdin_blake2b", exec_record_bytes_digest(stdin_data, stdin_len));
         json_object_object_add(rec, "timeout_ms", json_object_new_int64(timeout_ms));
         if (max_output)
                 json_object_object_add(rec, "max_output", json_object_new_int64(max_output));
@@ -518,8 +458,8 @@ static json_object *exec_end_record(int r, const AgentExecResult *res, const Sea
                 } else
                         json_object_object_add(rec, "recording_error", json_object_new_string(strerror(-st->rec_error)));
         }
-        json_object_object_add(rec, "stdout_blake2b", digest_json(&st->out));
-        json_object_object_add(rec, "stderr_blake2b", digest_json(&st->err));
+        json_object_object_add(rec, "stdout_blake2b", exec_record_digest(&st->out));
+        json_object_object_add(rec, "stderr_blake2b", exec_record_digest(&st->err));
         return rec;
 }
 
