@@ -84,3 +84,12 @@ char *utf8_from_bytes(const void *data, size_t len, size_t max, size_t *ret_len)
                 *ret_len = o;
         return out;
 }
+
+size_t utf8_cut(const char *s, size_t len, size_t max) {
+        if (len <= max)
+                return len;
+        size_t n = max;
+        while (n > 0 && ((uint8_t) s[n] & 0xC0) == 0x80)
+                n--;
+        return n;
+}

@@ -20,6 +20,9 @@ bool utf8_is_valid(const void *data, size_t len);
 /* How many bytes at the end of data begin a sequence that more bytes could complete (0..3):
  * a stream converted chunk by chunk keeps them for the next chunk. */
 size_t utf8_pending_tail(const void *data, size_t len);
+/* The longest prefix of s (len bytes), at most max bytes, that ends on a character
+ * boundary: a cut never splits a sequence (the bytes need not be valid otherwise). */
+size_t utf8_cut(const char *s, size_t len, size_t max);
 /* The first max bytes of data (all when max >= len) as a NUL-terminated valid string, each
  * bad byte and NUL replaced by U+FFFD; its length in *ret_len. NULL: out of memory. */
 char *utf8_from_bytes(const void *data, size_t len, size_t max, size_t *ret_len);

@@ -2,6 +2,7 @@
 /* exec-record.c: the digests and capped lists of seat.exec's audit records (exec-record.h). */
 #include <string.h>
 
+#include "common/utf8.h"
 #include "exec-record.h"
 #include "signing/hash.h"
 
@@ -36,9 +37,7 @@ json_object *exec_record_strv_capped(char **l, bool names_only, size_t budget, b
                 size_t n = eq ? (size_t) (eq - *i) : strlen(*i);
                 if (n > budget) {
                         *ret_truncated = true;
-                        n = budget;
-                        while (n > 0 && ((uint8_t) (*i)[n] & 0xC0) == 0x80)
-                                n--;
+                        n = utf8_cut(*i, n, budget);
                         if (n > 0)
                                 json_object_array_add(a, json_object_new_string_len(*i, (int) n));
                         break;

@@ -6,6 +6,7 @@
 #include <sodium.h>
 
 #include "common/jsonframe.h"
+#include "common/utf8.h"
 #include "exec-tool.h"
 #include "signing/hash.h"
 
@@ -20,15 +21,6 @@ static bool tool_name_ok(const char *s) {
         return true;
 }
 
-/* The longest prefix of s, at most max bytes, that ends on a UTF-8 character boundary. */
-static size_t utf8_cut(const char *s, size_t len, size_t max) {
-        if (len <= max)
-                return len;
-        size_t n = max;
-        while (n > 0 && ((uint8_t) s[n] & 0xC0) == 0x80)
-                n--;
-        return n;
-}
 
 int exec_tool_record(json_object *params, json_object **ret, SeatError **ret_error) {
         json_object *tool = NULL;
