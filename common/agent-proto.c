@@ -739,8 +739,7 @@ AgentMsg *agent_msg_free(AgentMsg *m) {
                         free_fields(&m->configure.addresses[i], FIELDS(address_fields));
                 free(m->configure.addresses);
         }
-        free(m);
-        return NULL;
+        return mfree(m);
 }
 
 int agent_msg_parse(const char *frame, size_t len, AgentMsg **ret, AgentParseError *err) {

@@ -14,8 +14,7 @@ ControlMsg *control_msg_free(ControlMsg *m) {
                 return NULL;
         json_object_put(m->body);
         FREE_MANY(m->method, m->type, m->error_code, m->error_message);
-        free(m);
-        return NULL;
+        return mfree(m);
 }
 
 static int fail(ControlParseError *err, int64_t id, int r, const char *code, const char *fmt, ...) _printf_(5, 6);

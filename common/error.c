@@ -52,6 +52,5 @@ SeatError *seat_error_free(SeatError *e) {
         if (!e)
                 return NULL;
         free(e->message);
-        free(e);
-        return NULL;
+        return mfree(e);
 }

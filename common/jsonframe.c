@@ -32,8 +32,7 @@ FrameReader *frame_reader_free(FrameReader *r) {
         if (!r)
                 return NULL;
         free(r->buf);
-        free(r);
-        return NULL;
+        return mfree(r);
 }
 
 static void frame_reader_compact(FrameReader *r) {

@@ -48,6 +48,13 @@ static inline void closep(int *fd) {
 }
 #define _cleanup_close_ _cleanup_(closep)
 
+/* x = mfree(x), or "return mfree(x);" at the end of a destructor: free() that gives back
+ * the NULL the pointer should now hold (systemd's mfree()). */
+static inline void *mfree(void *p) {
+        free(p);
+        return NULL;
+}
+
 /* FREE_MANY(s->dir, s->overlay, s->meta): frees each pointer given (systemd's free_many()),
  * so a destructor of many owned buffers reads as one list, not a column of free() calls. */
 static inline void free_many(void **p, size_t n) {

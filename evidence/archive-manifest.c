@@ -6,8 +6,7 @@ ArchiveManifest *archive_manifest_free(ArchiveManifest *m) {
         if (!m)
                 return NULL;
         free(m->members);
-        free(m);
-        return NULL;
+        return mfree(m);
 }
 
 /* ---- manifest ------------------------------------------------------------------- */

@@ -94,8 +94,7 @@ AuditLog *audit_log_free(AuditLog *log) {
         safe_close(log->fd);
         sodium_free(log->key);
         sodium_memzero(log, sizeof(*log));
-        free(log);
-        return NULL;
+        return mfree(log);
 }
 
 uint64_t audit_log_count(const AuditLog *log) {

@@ -89,11 +89,6 @@ int poll_set_add(PollSet *s, int fd, short events) {
         return (int) s->n++;
 }
 
-static void *mfree(void *p) {
-        free(p);
-        return NULL;
-}
-
 static void out_queue_clear(Agent *a) {
         while (a->out_head) {
                 OutFrame *f = a->out_head;
@@ -324,8 +319,7 @@ Agent *agent_free(Agent *a) {
         frame_reader_free(a->reader);
         transport_close(&a->transport);
         safe_close(a->signal_fd);
-        free(a);
-        return NULL;
+        return mfree(a);
 }
 
 /* ---- requests ---- */

@@ -104,8 +104,7 @@ static Exec *exec_free(Exec *e) {
         safe_close(e->stdout_fd);
         safe_close(e->stderr_fd);
         free(e->error);
-        free(e);
-        return NULL;
+        return mfree(e);
 }
 
 static void exec_unlink(Agent *a, Exec *e) {

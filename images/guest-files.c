@@ -21,8 +21,7 @@ GuestFiles *guest_files_free(GuestFiles *f) {
         for (size_t i = 0; i < f->n_entries; i++)
                 FREE_MANY(f->entries[i].guest_path, f->entries[i].host_path);
         FREE_MANY(f->entries, f->index_path);
-        free(f);
-        return NULL;
+        return mfree(f);
 }
 
 #if HAVE_LIBGUESTFS

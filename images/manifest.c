@@ -78,8 +78,7 @@ ImageManifest *image_manifest_free(ImageManifest *m) {
         FREE_MANY(m->name, m->kernel, m->initrd, m->cmdline, m->files, m->guest_init_filesystem, m->guest_init_path,
                   m->egress_profile);
         strv_free(m->evidence_paths);
-        free(m);
-        return NULL;
+        return mfree(m);
 }
 
 const ImageFile *image_manifest_find_file(const ImageManifest *m, const char *name) {

@@ -67,8 +67,7 @@ ImageStore *image_store_free(ImageStore *s) {
         FREE_MANY(s->images_dir, s->blobs_dir, s->manifests_dir, s->current_dir, s->hwm_dir, s->keys_dir,
                   s->inspect_cache_dir);
         pthread_mutex_destroy(&s->commit_lock);
-        free(s);
-        return NULL;
+        return mfree(s);
 }
 
 int image_store_set_inspect(ImageStore *s, bool enabled, const char *cache_dir, bool force_tcg) {

@@ -41,8 +41,7 @@ NftContext *nft_context_free(NftContext *c) {
         if (!c)
                 return NULL;
         nft_ctx_free(c->ctx);
-        free(c);
-        return NULL;
+        return mfree(c);
 }
 
 /* ---- running commands --------------------------------------------------------------- */

@@ -60,8 +60,7 @@ NftMonitor *nft_monitor_free(NftMonitor *m) {
                 return NULL;
         safe_close(m->fd);
         nft_context_free(m->nft);
-        free(m);
-        return NULL;
+        return mfree(m);
 }
 
 static ssize_t find_seat(const NftMonitor *m, const char *bridge) {

@@ -43,8 +43,7 @@ EgressProfile *egress_profile_free(EgressProfile *p) {
         for (size_t i = 0; i < p->n_rules; i++)
                 free(p->rules[i].name);
         free(p->rules);
-        free(p);
-        return NULL;
+        return mfree(p);
 }
 
 static unsigned addr_bits(int family) {

@@ -72,8 +72,7 @@ CtlClient *ctl_client_free(CtlClient *c) {
                 return NULL;
         safe_close(c->fd);
         frame_reader_free(c->reader);
-        free(c);
-        return NULL;
+        return mfree(c);
 }
 
 /* The next message, waiting for it (ctl_next() reads at most once a call). */

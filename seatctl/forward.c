@@ -76,8 +76,7 @@ static Local *local_free(Local *l) {
                 return NULL;
         safe_close(l->fd);
         free(l->out);
-        free(l);
-        return NULL;
+        return mfree(l);
 }
 DEFINE_TRIVIAL_CLEANUP_FUNC(Local *, local_free)
 
@@ -398,8 +397,7 @@ Forwarder *forwarder_free(Forwarder *f) {
         safe_close(f->stop_fd);
         f->c = ctl_client_free(f->c); /* seatd then ends the tunnel's connections */
         free(f->seat);
-        free(f);
-        return NULL;
+        return mfree(f);
 }
 
 int forwarder_open(const char *seat, const ForwardSpec *spec, const char *token, json_object *tool, Forwarder **ret,

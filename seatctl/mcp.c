@@ -107,8 +107,7 @@ static McpCall *call_free(McpCall *call) {
         json_object_put(call->id);
         json_object_put(call->progress_token);
         json_object_put(call->arguments);
-        free(call);
-        return NULL;
+        return mfree(call);
 }
 DEFINE_TRIVIAL_CLEANUP_FUNC(McpCall *, call_free)
 

@@ -416,8 +416,7 @@ SeatConfig *seat_config_free(SeatConfig *c) {
         for (size_t i = 0; i < ELEMENTSOF(items); i++)
                 if (items[i].kind == CONF_STRING)
                         free(*(char **) item_field(&items[i], c));
-        free(c);
-        return NULL;
+        return mfree(c);
 }
 
 /* ---- printing ---- */

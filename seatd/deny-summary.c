@@ -48,8 +48,7 @@ DenyTable *deny_table_new(void) {
 }
 
 DenyTable *deny_table_free(DenyTable *t) {
-        free(t);
-        return NULL;
+        return mfree(t);
 }
 
 static bool same_flow(const DenyEntry *e, const NflogPacket *p) {
@@ -353,6 +352,5 @@ DenySummary *deny_summary_free(DenySummary *d) {
         deny_table_free(d->table);
         pthread_mutex_destroy(&d->lock);
         pthread_mutex_destroy(&d->emit_lock);
-        free(d);
-        return NULL;
+        return mfree(d);
 }

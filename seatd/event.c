@@ -46,8 +46,7 @@ EventLoop *event_loop_free(EventLoop *l) {
                 return NULL;
         release_dead(l);
         safe_close(l->epfd);
-        free(l);
-        return NULL;
+        return mfree(l);
 }
 
 int event_add_io(EventLoop *l, int fd, uint32_t events, EventIoFn fn, void *userdata, EventSource **ret) {

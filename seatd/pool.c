@@ -44,11 +44,6 @@ struct PoolManager {
         bool worker_running;
 };
 
-static char *mfree(char *t) {
-        free(t);
-        return NULL;
-}
-
 static void pool_done(Pool *p) {
         free(p->held);
         free(p->last_error);

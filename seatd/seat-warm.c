@@ -272,8 +272,7 @@ static WarmStateMakeJob *warm_state_make_job_free(WarmStateMakeJob *j) {
         if (!j)
                 return NULL;
         seat_unref(j->s);
-        free(j);
-        return NULL;
+        return mfree(j);
 }
 DEFINE_TRIVIAL_CLEANUP_FUNC(WarmStateMakeJob *, warm_state_make_job_free)
 

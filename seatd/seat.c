@@ -772,6 +772,5 @@ SeatManager *seat_manager_free(SeatManager *m) {
         pthread_mutex_destroy(&m->lock);
         pthread_mutex_destroy(&m->conn_lock);
         changes_done(&m->changes);
-        free(m);
-        return NULL;
+        return mfree(m);
 }

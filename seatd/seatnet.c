@@ -216,8 +216,7 @@ SeatNetManager *seatnet_manager_free(SeatNetManager *nm) {
         nft_context_free(nm->nft);
         free(nm->used);
         pthread_mutex_destroy(&nm->lock);
-        free(nm);
-        return NULL;
+        return mfree(nm);
 }
 
 int seatnet_fd(SeatNetManager *nm) {

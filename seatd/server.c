@@ -158,8 +158,7 @@ Request *request_free(Request *req) {
                 req->conn->active_ms = now_monotonic_ms();
                 conn_unref(req->conn);
         }
-        free(req);
-        return NULL;
+        return mfree(req);
 }
 
 static void request_send_final(Request *req, const char *line, size_t len) {
@@ -565,6 +564,5 @@ Server *server_free(Server *s) {
         safe_close(s->wake_fd);
         pthread_mutex_destroy(&s->lock);
         pthread_cond_destroy(&s->jobs_done);
-        free(s);
-        return NULL;
+        return mfree(s);
 }

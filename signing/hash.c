@@ -112,8 +112,7 @@ ChunkHasher *chunk_hasher_free(ChunkHasher *h) {
         if (!h)
                 return NULL;
         free(h->digests);
-        free(h);
-        return NULL;
+        return mfree(h);
 }
 
 static int chunk_hasher_close_chunk(ChunkHasher *h) {

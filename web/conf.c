@@ -165,8 +165,7 @@ WebConfig *web_config_free(WebConfig *c) {
         for (size_t i = 0; i < ELEMENTSOF(items); i++)
                 if (items[i].kind == K_PATH || items[i].kind == K_STRING || items[i].kind == K_ADDRESS)
                         free(*(char **) ((char *) c + items[i].offset));
-        free(c);
-        return NULL;
+        return mfree(c);
 }
 
 typedef struct ParseState {

@@ -68,8 +68,7 @@ FacHandouts *fac_handouts_free(FacHandouts *h) {
         for (size_t i = 0; i < ELEMENTSOF(h->slot); i++)
                 drop(&h->slot[i]);
         pthread_mutex_destroy(&h->lock);
-        free(h);
-        return NULL;
+        return mfree(h);
 }
 
 int fac_handouts_start(FacHandouts *h, const char *owner, size_t total, int64_t now_ms,

@@ -257,8 +257,7 @@ static McpSession *session_free_unstarted(McpSession *s) {
                 return NULL;
         frame_reader_free(s->reader);
         sodium_memzero(s, sizeof(*s));
-        free(s);
-        return NULL;
+        return mfree(s);
 }
 DEFINE_TRIVIAL_CLEANUP_FUNC(McpSession *, session_free_unstarted)
 

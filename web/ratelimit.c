@@ -32,8 +32,7 @@ RateLimit *rate_limit_new(long per_minute, size_t slots) {
 }
 
 RateLimit *rate_limit_free(RateLimit *r) {
-        free(r);
-        return NULL;
+        return mfree(r);
 }
 
 static double refilled(const RateLimit *r, const Slot *s, int64_t now_ms) {

@@ -34,8 +34,7 @@ SlotTable *slot_table_free(SlotTable *t) {
                 return NULL;
         sodium_memzero(t->slots, t->max * t->elem_size);
         free(t->slots);
-        free(t);
-        return NULL;
+        return mfree(t);
 }
 
 void slot_close(SlotTable *t, SlotHead *s) {

@@ -309,8 +309,7 @@ Terminal *terminal_free(Terminal *t) {
         free(t->in.data);
         free(t->out.data);
         pthread_mutex_destroy(&t->lock);
-        free(t);
-        return NULL;
+        return mfree(t);
 }
 
 int terminal_input(Terminal *t, const void *data, size_t len) {

@@ -389,8 +389,7 @@ WsForward *ws_forward_free(WsForward *f) {
                 free(m);
         }
         pthread_mutex_destroy(&f->lock);
-        free(f);
-        return NULL;
+        return mfree(f);
 }
 
 int ws_forward_send(WsForward *f, bool binary, const void *data, size_t len) {

@@ -216,6 +216,5 @@ TestVm *testvm_free(TestVm *vm) {
         for (size_t i = 0; i < ELEMENTSOF(vm->boot_files); i++)
                 free(vm->boot_files[i]);
         free(vm->agent_socket);
-        free(vm);
-        return NULL;
+        return mfree(vm);
 }
