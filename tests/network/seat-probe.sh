@@ -19,7 +19,7 @@ probe() { local s=$1; shift; "$CTL" exec --timeout 60 "$s" -- /bin/guest-probe "
 # flake seen a few times: after the 65535-port scan of the host's address the guest got no
 # ARP reply from its host and nothing more was counted). Twice, a second apart, as a stalled
 # queue does not move: the host's end of the guest's tap, the guest's own NIC counters and
-# ARP table; then the host's backlog drops per CPU.
+# ARP table; then the guest's log, QEMU's view of the NIC, and the host's backlog drops per CPU.
 net_diag() {
   local dom tap i
   dom=$("$CTL" --json status "$1" 2>/dev/null | json_field 'd["domain"]' 2>/dev/null)
@@ -31,6 +31,12 @@ net_diag() {
     } >>"$t/out"
     sleep 1
   done
+  # A stalled virtio TX queue shows in the guest's log (the netdev watchdog) and in QEMU's
+  # view of its tap (link down, or a peer that stopped taking frames).
+  "$CTL" exec --timeout 10 "$1" -- dmesg 2>&1 | grep -iE 'watchdog|timed? ?out|eth0|virtio_net' | tail -5 |
+    sed 's/^/net_diag guest log: /' >>"$t/out"
+  "${VIRSH[@]}" qemu-monitor-command --hmp "${dom:-none}" 'info network' 2>&1 | head -8 |
+    sed 's/^/net_diag qemu: /' >>"$t/out"
   local _p d drops=
   while read -r _p d _; do drops+="$((16#$d)) "; done </proc/net/softnet_stat
   echo "net_diag host: backlog drops per CPU (softnet_stat): $drops" >>"$t/out"
