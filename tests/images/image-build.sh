@@ -19,29 +19,15 @@ need_kernel
 [[ -z ${SEATD_FRESH_ROOT-} ]] || skip_all "the fresh root has no network for mmdebstrap to fetch Debian packages"
 need_libvirt --start
 
-SI=$HARNESS_SRC/images/seat-image
+seat_image_setup
 RECIPE_DIR=$HARNESS_SRC/images/recipes/debian-minimal
-CACHE=${SEAT_IMAGE_CACHE:-/var/cache/seatd-images}
-si() { "$SI" build "$@" --guest-init "$GUEST_INIT" --tools "$build/images:$build/signing" --quiet; }
 test_key
 
 # ---------------------------------------------------------------- 1. malformed recipes
 # Each is refused with FILE:LINE and the value, and leaves neither an output directory nor
 # a cache directory behind.
-bad() { # NAME EXPECTED-MESSAGE-REGEX: the recipe is on stdin
-	local name=$1 want=$2
-	mkdir -p "$t/bad"
-	cat >"$t/bad/$name.conf"
-	"$SI" build "$t/bad/$name.conf" --out "$t/bad/out" --cache "$t/bad/cache" --guest-init "$GUEST_INIT" \
-		--sign-key "$t/test.key" >"$t/out" 2>&1
-	local rc=$?
-	if [[ $rc != 0 ]] && grep -Eq -- "$want" "$t/out" && [[ ! -e $t/bad/out && ! -e $t/bad/cache ]]; then
-		ok "malformed recipe ($name) refused: $(head -n1 "$t/out")"
-	else
-		not_ok "malformed recipe ($name) refused with /$want/ and nothing written (rc=$rc)"
-		diag_file "$t/out"
-	fi
-}
+# bad NAME EXPECTED-MESSAGE-REGEX: the recipe on stdin, built with the suite's signing key.
+bad() { recipe_refused "$1" "$2" --sign-key "$t/test.key"; }
 bad unknown "unknown.conf:3: unknown key 'imgae'" <<'EOF'
 name = x
 base = debian-12
@@ -107,17 +93,7 @@ bad nul "nul.conf: holds NUL bytes" < <(printf 'name = x\0y\nbase = debian-12\nr
 bad huge "huge.conf: 70000 bytes, more than a recipe may have" < <(head -c 70000 /dev/zero | tr '\0' '#')
 
 # ---------------------------------------------------------------- 2. build, cache, digests
-s0=$(date +%s)
-si "$RECIPE_DIR" --out "$t/img" --sign-key "$t/test.key" --cache "$CACHE" >"$t/out" 2>&1
-rc=$?
-build_s=$(($(date +%s) - s0))
-if [[ $rc == 0 && -f $t/img/manifest.json && -f $t/img/manifest.json.minisig ]]; then
-	ok "seat-image build debian-minimal: a signed bundle in $build_s s (cache $CACHE)"
-else
-	not_ok "seat-image build debian-minimal (rc=$rc)"
-	diag_file "$t/out"
-	bail "no image to boot"
-fi
+recipe_build_signed "$RECIPE_DIR"
 diag "packages: $(wc -l <"$t/img/packages.txt") ($(grep -E '^(systemd|udev|procps) ' "$t/img/packages.txt" | tr '\n' ' '))"
 
 s0=$(date +%s)

@@ -22,10 +22,8 @@ need_kernel
 [[ -z ${SEATD_FRESH_ROOT-} ]] || skip_all "the fresh root has no network for mmdebstrap (the Debian root of the OCI archive)"
 need_libvirt --start
 
-SI=$HARNESS_SRC/images/seat-image
+seat_image_setup
 MKOCI=$HARNESS_SRC/tests/images/mkoci.sh
-CACHE=${SEAT_IMAGE_CACHE:-/var/cache/seatd-images}
-si() { "$SI" build "$@" --guest-init "$GUEST_INIT" --tools "$build/images:$build/signing" --quiet; }
 test_key
 TAR=(tar --sort=name --owner=0 --group=0 --numeric-owner --mtime=@1)
 

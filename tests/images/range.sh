@@ -27,26 +27,13 @@ need_kernel
 [[ -z ${SEATD_FRESH_ROOT-} ]] || skip_all "the fresh root has no network for mmdebstrap to fetch Debian packages"
 need_libvirt --start
 
-SI=$HARNESS_SRC/images/seat-image
+seat_image_setup
 RECIPE_DIR=$HARNESS_SRC/images/recipes/purple-range
-CACHE=${SEAT_IMAGE_CACHE:-/var/cache/seatd-images}
-si() { "$SI" build "$@" --guest-init "$GUEST_INIT" --tools "$build/images:$build/signing" --quiet; }
 test_key
 
 # ---------------------------------------------------------------- 1. refused recipes
-# Checked before anything is written: no output, no cache entry.
-refused() { # NAME EXPECTED-REGEX: the recipe on stdin, the compose file in $t/bad/compose.yaml
-	local name=$1 want=$2 rc
-	cat >"$t/bad/$name.conf"
-	"$SI" build "$t/bad/$name.conf" --out "$t/bad/out" --cache "$t/bad/cache" --guest-init "$GUEST_INIT" >"$t/out" 2>&1
-	rc=$?
-	if [[ $rc != 0 ]] && grep -Eq -- "$want" "$t/out" && [[ ! -e $t/bad/out && ! -e $t/bad/cache ]]; then
-		ok "refused at build time ($name): $(grep -E -- "$want" "$t/out" | head -n1)"
-	else
-		not_ok "refused at build time ($name) with /$want/, nothing written (rc=$rc)"
-		diag_file "$t/out"
-	fi
-}
+# Checked before anything is written: no output, no cache entry (recipe_refused NAME
+# EXPECTED-REGEX: the recipe on stdin, the compose files beside it in $t/bad).
 mkdir -p "$t/bad"
 cat >"$t/bad/compose.yaml" <<'EOF'
 version: "2.4"
@@ -56,7 +43,7 @@ services:
   db:
     image: postgres:15
 EOF
-refused unloaded "service 'db' names image 'postgres:15', which is not loaded in the image" <<'EOF'
+recipe_refused unloaded "service 'db' names image 'postgres:15', which is not loaded in the image" <<'EOF'
 name = x
 base = debian-12
 container_image = range/web nginx-light
@@ -68,18 +55,18 @@ services:
     build: .
     image: range/web
 EOF
-refused build "service 'web' has 'build'" <<'EOF'
+recipe_refused build "service 'web' has 'build'" <<'EOF'
 name = x
 base = debian-12
 container_image = range/web nginx-light
 compose = build.yaml
 EOF
-refused no-images "'compose' without any 'container_image'" <<'EOF'
+recipe_refused no-images "'compose' without any 'container_image'" <<'EOF'
 name = x
 base = debian-12
 compose = compose.yaml
 EOF
-refused bad-package "bad package 'nginx;rm' of container image 'range/web'" <<'EOF'
+recipe_refused bad-package "bad package 'nginx;rm' of container image 'range/web'" <<'EOF'
 name = x
 base = debian-12
 container_image = range/web nginx;rm
@@ -87,17 +74,7 @@ compose = compose.yaml
 EOF
 
 # ---------------------------------------------------------------- 2. build
-s0=$(date +%s)
-si "$RECIPE_DIR" --out "$t/img" --sign-key "$t/test.key" --cache "$CACHE" >"$t/out" 2>&1
-rc=$?
-build_s=$(($(date +%s) - s0))
-if [[ $rc == 0 && -f $t/img/manifest.json && -f $t/img/manifest.json.minisig ]]; then
-	ok "seat-image build purple-range: a signed bundle in $build_s s (cache $CACHE)"
-else
-	not_ok "seat-image build purple-range (rc=$rc)"
-	diag_file "$t/out"
-	bail "no image to boot"
-fi
+recipe_build_signed "$RECIPE_DIR"
 diag "root.qcow2 $(du -m "$t/img/root.qcow2" | cut -f1) MiB on disk; $(wc -l <"$t/img/packages.txt") packages in the guest ($(grep -E '^(docker.io|docker-compose) ' "$t/img/packages.txt" | tr '\n' ' '))"
 
 # ---------------------------------------------------------------- 3. boot to READY

@@ -16,6 +16,8 @@
 #     where it can, built by images/recipes/test-image where the suite asks for more;
 #     test_key, image_build sign it (or an image made from it) with a key seatd trusts,
 #     image_import imports it;
+#   - seat-image: seat_image_setup (SI, CACHE), si builds a recipe, recipe_build_signed,
+#     recipe_refused;
 #   - bench helpers: bench_seatd, bench_provisions, bench_naive, ms, median, median_int,
 #     wait_agent, image_blob, naive_domain_xml, naive_cycle.
 # A suite:
@@ -403,6 +405,52 @@ seatd_start_sealing() {
 # provision_id [seatctl provision options...]: provision a seat of the test image, print its id.
 provision_id() {
         "$CTL" -q --json provision --image test-image "$@" | python3 -c 'import json,sys; print(json.load(sys.stdin)["seats"][0]["id"])'
+}
+
+# ---------------------------------------------------------------- seat-image
+# seat_image_setup: SI, images/seat-image, and CACHE, where it keeps its Debian roots and
+# built images (SEAT_IMAGE_CACHE, default /var/cache/seatd-images like scripts/fresh-root's).
+# shellcheck disable=SC2034
+seat_image_setup() {
+        SI=$HARNESS_SRC/images/seat-image
+        CACHE=${SEAT_IMAGE_CACHE:-/var/cache/seatd-images}
+}
+# si RECIPE [seat-image build options...]: a quiet build with this build's guest-init and tools.
+si() { "$SI" build "$@" --guest-init "$GUEST_INIT" --tools "$build/images:$build/signing" --quiet; }
+# recipe_build_signed RECIPE: the recipe built into $t/img, signed with test_key's key, its
+# Debian roots from CACHE: ok with the seconds it took (also in build_s), a bail out when
+# there is no signed bundle.
+recipe_build_signed() {
+        local rc s0
+        s0=$(date +%s)
+        si "$1" --out "$t/img" --sign-key "$t/test.key" --cache "$CACHE" >"$t/out" 2>&1
+        rc=$?
+        build_s=$(($(date +%s) - s0))
+        if [[ $rc == 0 && -f $t/img/manifest.json && -f $t/img/manifest.json.minisig ]]; then
+                ok "seat-image build ${1##*/}: a signed bundle in $build_s s (cache $CACHE)"
+        else
+                not_ok "seat-image build ${1##*/} (rc=$rc)"
+                diag_file "$t/out"
+                bail "no image to boot"
+        fi
+}
+# recipe_refused NAME REGEX [seat-image build options...]: the recipe on stdin, written to
+# $t/bad/NAME.conf (beside the files it names), is refused by seat-image build with a
+# message matching REGEX, and leaves neither an output directory nor a cache directory.
+recipe_refused() {
+        local name=$1 want=$2 rc
+        shift 2
+        mkdir -p "$t/bad"
+        cat >"$t/bad/$name.conf"
+        "$SI" build "$t/bad/$name.conf" --out "$t/bad/out" --cache "$t/bad/cache" --guest-init "$GUEST_INIT" "$@" \
+                >"$t/out" 2>&1
+        rc=$?
+        if [[ $rc != 0 ]] && grep -Eq -- "$want" "$t/out" && [[ ! -e $t/bad/out && ! -e $t/bad/cache ]]; then
+                ok "recipe $name refused before anything is written: $(grep -E -- "$want" "$t/out" | head -n1)"
+        else
+                not_ok "recipe $name refused with /$want/ and nothing written (rc=$rc)"
+                diag_file "$t/out"
+        fi
 }
 
 # ---------------------------------------------------------------- seat-web
