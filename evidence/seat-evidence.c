@@ -69,19 +69,26 @@ static int parse_opts(int argc, char *argv[], EvidenceOptions *o, SeatError **re
 
 /* ---- verify / open ------------------------------------------------------------------ */
 
+/* Both take ARCHIVE and --host-key PUB, the key loaded into pk; open also --key and --out. */
+static int parse_archive_opts(int argc, char *argv[], bool to_open, EvidenceOptions *o, SeatPublicKey *pk,
+                              SeatError **ret_error) {
+        int r = parse_opts(argc, argv, o, ret_error);
+        if (r < 0)
+                return r;
+        if (!o->archive || !o->host_key || (to_open && (!o->key || !o->out)))
+                return usage_error(ret_error, "%s",
+                                   to_open ? "open needs ARCHIVE, --host-key PUB, --key SEC and --out DIR"
+                                           : "verify needs ARCHIVE and --host-key PUB");
+        return seat_public_key_load(o->host_key, pk, ret_error);
+}
+
 static int verb_verify(int argc, char *argv[], SeatError **ret_error) {
         _cleanup_(archive_manifest_freep) ArchiveManifest *m = NULL;
         SeatPublicKey pk;
         EvidenceOptions o = {};
-        int r = parse_opts(argc, argv, &o, ret_error);
-        if (r < 0)
-                return r;
-        if (!o.archive || !o.host_key)
-                return usage_error(ret_error, "verify needs ARCHIVE and --host-key PUB");
-        r = seat_public_key_load(o.host_key, &pk, ret_error);
-        if (r < 0)
-                return r;
-        r = archive_verify(o.archive, &pk, o.seat, o.session, &m, ret_error);
+        int r = parse_archive_opts(argc, argv, false, &o, &pk, ret_error);
+        if (r >= 0)
+                r = archive_verify(o.archive, &pk, o.seat, o.session, &m, ret_error);
         if (r < 0)
                 return r;
         print_manifest(m);
@@ -95,12 +102,7 @@ static int verb_open(int argc, char *argv[], SeatError **ret_error) {
         _cleanup_(seat_box_secret_key_freep) SeatBoxSecretKey *sk = NULL;
         SeatPublicKey pk;
         EvidenceOptions o = {};
-        int r = parse_opts(argc, argv, &o, ret_error);
-        if (r < 0)
-                return r;
-        if (!o.archive || !o.host_key || !o.key || !o.out)
-                return usage_error(ret_error, "open needs ARCHIVE, --host-key PUB, --key SEC and --out DIR");
-        r = seat_public_key_load(o.host_key, &pk, ret_error);
+        int r = parse_archive_opts(argc, argv, true, &o, &pk, ret_error);
         if (r >= 0)
                 r = seat_box_secret_key_load(o.key, &sk, ret_error);
         if (r >= 0)
