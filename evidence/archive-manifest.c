@@ -18,13 +18,7 @@ static int add_hex(json_object *o, const char *key, const uint8_t *d, size_t n) 
         return json_add(o, key, json_object_new_string(hex));
 }
 
-/* One count of "guest" or "capture": its key, and where it lives in the struct. */
-typedef struct CountField {
-        const char *key;
-        size_t offset;
-} CountField;
-
-static const CountField collection_counts[] = {
+static const ArchiveCount collection_counts[] = {
         { "files", offsetof(ArchiveCollection, files) },
         { "symlinks", offsetof(ArchiveCollection, symlinks) },
         { "bytes", offsetof(ArchiveCollection, bytes) },
@@ -35,7 +29,7 @@ static const CountField collection_counts[] = {
         { "max_files", offsetof(ArchiveCollection, max_files) },
 };
 
-static const CountField capture_counts[] = {
+static const ArchiveCount capture_counts[] = {
         { "snaplen", offsetof(ArchiveCapture, snaplen) },
         { "max_bytes", offsetof(ArchiveCapture, max_bytes) },
         { "files", offsetof(ArchiveCapture, files) },
@@ -52,21 +46,38 @@ static const CountField capture_counts[] = {
         { "restarts", offsetof(ArchiveCapture, restarts) },
 };
 
-static uint64_t *capture_count(ArchiveCapture *c, size_t i) {
-        return (uint64_t *) ((char *) c + capture_counts[i].offset);
+int archive_counts_to_json(json_object *o, const ArchiveCount *counts, size_t n, const void *base) {
+        int r = 0;
+        for (size_t i = 0; i < n; i++) {
+                const uint64_t *v = (const uint64_t *) ((const char *) base + counts[i].offset);
+                r |= json_add(o, counts[i].key, json_object_new_int64((int64_t) *v));
+        }
+        return r != 0 ? -ENOMEM : 0;
+}
+
+static bool key_in(const char *key, const char *const *list) {
+        for (; list && *list; list++)
+                if (!strcmp(key, *list))
+                        return true;
+        return false;
+}
+
+const char *archive_counts_parse(json_object *o, const ArchiveCount *counts, size_t n, const char *const *skip,
+                                 void *base) {
+        for (size_t i = 0; i < n; i++) {
+                int64_t v;
+                if (key_in(counts[i].key, skip))
+                        continue;
+                if (json_get_int64(o, counts[i].key, true, 0, (int64_t) ARCHIVE_COUNT_MAX, &v) < 0)
+                        return counts[i].key;
+                *(uint64_t *) ((char *) base + counts[i].offset) = (uint64_t) v;
+        }
+        return NULL;
 }
 
 const char *archive_capture_counts_parse(json_object *o, bool with_files, ArchiveCapture *c) {
-        for (size_t i = 0; i < ELEMENTSOF(capture_counts); i++) {
-                int64_t v;
-                const char *k = capture_counts[i].key;
-                if (!with_files && (!strcmp(k, "files") || !strcmp(k, "bytes")))
-                        continue;
-                if (json_get_int64(o, k, true, 0, (int64_t) ARCHIVE_COUNT_MAX, &v) < 0)
-                        return k;
-                *capture_count(c, i) = (uint64_t) v;
-        }
-        return NULL;
+        static const char *const on_disk[] = { "files", "bytes", NULL };
+        return archive_counts_parse(o, capture_counts, ELEMENTSOF(capture_counts), with_files ? NULL : on_disk, c);
 }
 
 bool archive_capture_is_complete(const ArchiveCapture *c) {
@@ -75,17 +86,14 @@ bool archive_capture_is_complete(const ArchiveCapture *c) {
 }
 
 /* "guest" and "capture" are written alike: "complete", their counts, then the reason if any. */
-static int counted_to_json(bool complete, const CountField *fields, size_t n_fields, const void *section,
+static int counted_to_json(bool complete, const ArchiveCount *counts, size_t n_counts, const void *section,
                            const char *reason, json_object **ret) {
         _cleanup_json_ json_object *o = json_object_new_object();
         int r = 0;
         if (!o)
                 return -ENOMEM;
         r |= json_add(o, "complete", json_object_new_boolean(complete));
-        for (size_t i = 0; i < n_fields; i++) {
-                const uint64_t *v = (const uint64_t *) ((const char *) section + fields[i].offset);
-                r |= json_add(o, fields[i].key, json_object_new_int64((int64_t) *v));
-        }
+        r |= archive_counts_to_json(o, counts, n_counts, section);
         if (reason[0])
                 r |= json_add(o, "reason", json_object_new_string(reason));
         if (r != 0)
@@ -96,10 +104,6 @@ static int counted_to_json(bool complete, const CountField *fields, size_t n_fie
 
 static int capture_to_json(const ArchiveCapture *c, json_object **ret) {
         return counted_to_json(c->complete, capture_counts, ELEMENTSOF(capture_counts), c, c->reason, ret);
-}
-
-static uint64_t *collection_count(ArchiveCollection *c, size_t i) {
-        return (uint64_t *) ((char *) c + collection_counts[i].offset);
 }
 
 static int collection_to_json(const ArchiveCollection *c, json_object **ret) {
@@ -286,15 +290,12 @@ static int counted_parse_reason(json_object *g, const char *what, char ret_reaso
 static int collection_parse(json_object *o, ArchiveManifest *m, SeatError **ret_error) {
         json_object *g = NULL;
         ArchiveCollection *c = &m->collection;
-        int64_t v;
         int r = counted_parse_begin(o, "guest", &g, &c->complete, ret_error);
         if (r <= 0)
                 return r;
-        for (size_t i = 0; i < ELEMENTSOF(collection_counts); i++) {
-                if (json_get_int64(g, collection_counts[i].key, true, 0, (int64_t) ARCHIVE_COUNT_MAX, &v) < 0)
-                        return seat_error_set(ret_error, EBADMSG, "manifest: bad \"guest\".\"%s\"", collection_counts[i].key);
-                *collection_count(c, i) = (uint64_t) v;
-        }
+        const char *bad = archive_counts_parse(g, collection_counts, ELEMENTSOF(collection_counts), NULL, c);
+        if (bad)
+                return seat_error_set(ret_error, EBADMSG, "manifest: bad \"guest\".\"%s\"", bad);
         r = counted_parse_reason(g, "guest.reason", c->reason, ret_error);
         if (r < 0)
                 return r;

@@ -155,6 +155,21 @@ int archive_manifest_to_json(const ArchiveManifest *m, json_object **ret);
  * written to f (the only function here that writes anywhere but its arguments). */
 void archive_manifest_describe(const ArchiveManifest *m, FILE *f);
 
+/* A uint64_t count of a struct, by its JSON key. The manifest's "guest" and "capture"
+ * counts and seatd's saved capture counters are each a table of these, so that one loop
+ * writes them and one reads them back, in the table's order. */
+typedef struct ArchiveCount {
+        const char *key;
+        size_t offset; /* of the uint64_t in the struct */
+} ArchiveCount;
+
+/* Adds each count of base to o, in the table's order; -ENOMEM when one was not added. */
+int archive_counts_to_json(json_object *o, const ArchiveCount *counts, size_t n, const void *base);
+/* Reads each count (required, 0..ARCHIVE_COUNT_MAX) from o into base, but those whose key
+ * is in skip (NULL-terminated, or NULL). NULL, or the key that is missing or bad. */
+const char *archive_counts_parse(json_object *o, const ArchiveCount *counts, size_t n, const char *const *skip,
+                                 void *base);
+
 /* No packet lost, cut or rotated away, no reason: what "complete" must say. */
 bool archive_capture_is_complete(const ArchiveCapture *c);
 /* The capture's counters from o (each 0..ARCHIVE_COUNT_MAX, all required) into c; without

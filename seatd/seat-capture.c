@@ -8,10 +8,7 @@
 
 /* The counters, as saved beside the files ("capture-gN.json", then "capture.json" in the
  * quarantine) and read back by a restarted seatd and by the seal. */
-static const struct {
-        const char *key;
-        size_t offset;
-} stat_keys[] = {
+static const ArchiveCount stat_keys[] = {
         { "packets", offsetof(CaptureStats, packets) },
         { "bytes_on_wire", offsetof(CaptureStats, bytes_on_wire) },
         { "packets_cut", offsetof(CaptureStats, packets_cut) },
@@ -30,23 +27,14 @@ static uint64_t *stat_field(CaptureStats *st, size_t i) {
 }
 
 static json_object *stats_to_json(const CaptureStats *st) {
-        json_object *o = json_object_new_object();
-        CaptureStats copy = *st;
-        if (!o)
+        _cleanup_json_ json_object *o = json_object_new_object();
+        if (!o || archive_counts_to_json(o, stat_keys, ELEMENTSOF(stat_keys), st) < 0)
                 return NULL;
-        for (size_t i = 0; i < ELEMENTSOF(stat_keys); i++)
-                json_object_object_add(o, stat_keys[i].key, json_object_new_int64((int64_t) *stat_field(&copy, i)));
-        return o;
+        return TAKE_PTR(o);
 }
 
 static int stats_from_json(json_object *o, CaptureStats *ret) {
-        for (size_t i = 0; i < ELEMENTSOF(stat_keys); i++) {
-                int64_t v;
-                if (json_get_int64(o, stat_keys[i].key, true, 0, (int64_t) ARCHIVE_COUNT_MAX, &v) < 0)
-                        return -EBADMSG;
-                *stat_field(ret, i) = (uint64_t) v;
-        }
-        return 0;
+        return archive_counts_parse(o, stat_keys, ELEMENTSOF(stat_keys), NULL, ret) ? -EBADMSG : 0;
 }
 
 /* The earlier runs of this session's capture, then this one: files and bytes are what is
