@@ -60,6 +60,14 @@ int log_level_from_string(const char *s, LogLevel *ret) {
         return -EINVAL;
 }
 
+int log_level_from_string_syslog(const char *s, LogLevel *ret) {
+        if (strcmp(s, "err") == 0) {
+                *ret = LOG_LEVEL_ERR;
+                return 0;
+        }
+        return log_level_from_string(s, ret);
+}
+
 /*
  * systemd sets $JOURNAL_STREAM to "DEV:INODE" of the socket it connected a service's
  * stdout/stderr to. The variable is inherited by children whose stderr may point elsewhere

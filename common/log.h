@@ -18,6 +18,8 @@ typedef enum LogLevel {
 /* The words a --log-level option takes (as printed before each line: "error", "warning",
  * "notice", "info", "debug"), parsed in one place for every binary. 0 or -EINVAL. */
 int log_level_from_string(const char *s, LogLevel *ret);
+/* Those words and syslog's "err" as well: what guest-init and seat-web document. */
+int log_level_from_string_syslog(const char *s, LogLevel *ret);
 void log_set_max_level(LogLevel level);
 LogLevel log_get_max_level(void);
 /* "seatd", "guest-init", …: printed before every line. */

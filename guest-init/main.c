@@ -81,15 +81,6 @@ static int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *ret) {
         return 0;
 }
 
-/* seatd's words, and syslog's "err" as well. */
-static int parse_log_level(const char *s, LogLevel *ret) {
-        if (strcmp(s, "err") == 0) {
-                *ret = LOG_LEVEL_ERR;
-                return 0;
-        }
-        return log_level_from_string(s, ret);
-}
-
 /* Returns 1 to run, 0 to exit successfully (--help), -EINVAL on bad arguments. As PID 1
  * the kernel may pass words from its command line: unknown arguments are ignored there. */
 static int parse_args(int argc, char *argv[], bool pid1, Args *args) {
@@ -169,7 +160,7 @@ static int parse_args(int argc, char *argv[], bool pid1, Args *args) {
                                 args->limits.default_timeout_ms = (int64_t) v;
                         break;
                 case ARG_LOG_LEVEL:
-                        r = parse_log_level(optarg, &args->log_level);
+                        r = log_level_from_string_syslog(optarg, &args->log_level);
                         break;
                 case '?':
                         if (pid1)

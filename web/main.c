@@ -43,20 +43,6 @@ static void usage(FILE *f) {
               f);
 }
 
-static int parse_level(const char *s, LogLevel *ret) {
-        static const struct {
-                const char *name;
-                LogLevel level;
-        } levels[] = { { "err", LOG_LEVEL_ERR }, { "warning", LOG_LEVEL_WARNING }, { "notice", LOG_LEVEL_NOTICE },
-                       { "info", LOG_LEVEL_INFO }, { "debug", LOG_LEVEL_DEBUG } };
-        for (size_t i = 0; i < ELEMENTSOF(levels); i++)
-                if (!strcmp(s, levels[i].name)) {
-                        *ret = levels[i].level;
-                        return 0;
-                }
-        return -EINVAL;
-}
-
 static int self_signed(const WebConfig *c, bool renew, SeatError **ret_error) {
         char cert[4096], key[4096], dir[4096], host[256] = "localhost";
         TlsFingerprint fp;
@@ -230,7 +216,7 @@ int main(int argc, char **argv) {
                         config = optarg;
                         break;
                 case 'l':
-                        if (parse_level(optarg, &level) < 0) {
+                        if (log_level_from_string_syslog(optarg, &level) < 0) {
                                 fprintf(stderr, "seat-web: unknown log level '%s' (err, warning, notice, info, debug)\n", optarg);
                                 return 2;
                         }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The small helpers of common/ that several components took over from their own copies:
- * strprintf(), sockaddr_from_ip(), log_level_from_string(), the fd flag setters. */
+ * strprintf(), sockaddr_from_ip(), log_level_from_string() and its _syslog() variant, the fd flag setters. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -77,6 +77,20 @@ TEST(log_level_from_string) {
         assert_int_equal(log_level_from_string("err", &l), -EINVAL);
         assert_int_equal(log_level_from_string("DEBUG", &l), -EINVAL);
         assert_int_equal(log_level_from_string("", &l), -EINVAL);
+        assert_int_equal(l, LOG_LEVEL_INFO);
+}
+
+TEST(log_level_from_string_syslog) {
+        LogLevel l = LOG_LEVEL_INFO;
+        assert_int_equal(log_level_from_string_syslog("err", &l), 0);
+        assert_int_equal(l, LOG_LEVEL_ERR);
+        assert_int_equal(log_level_from_string_syslog("debug", &l), 0);
+        assert_int_equal(l, LOG_LEVEL_DEBUG);
+        assert_int_equal(log_level_from_string_syslog("error", &l), 0);
+        assert_int_equal(l, LOG_LEVEL_ERR);
+        l = LOG_LEVEL_INFO;
+        assert_int_equal(log_level_from_string_syslog("ERR", &l), -EINVAL);
+        assert_int_equal(log_level_from_string_syslog("", &l), -EINVAL);
         assert_int_equal(l, LOG_LEVEL_INFO);
 }
 
