@@ -245,34 +245,23 @@ static void *terminal_thread(void *p) {
                         finish(t, -1, "seatd closed the terminal's connection (%s).", strerror(-r));
                         break;
                 }
-                /* What is already read first, then the socket when there is room. */
-                const char *frame;
-                size_t len;
-                r = room ? frame_reader_next(rd, &frame, &len) : 0;
-                if (r < 0) {
-                        finish(t, -1, "seatd sent a line too long for a terminal.");
-                        break;
-                }
-                if (r > 0) {
-                        ControlParseError perr;
-                        _cleanup_control_msg_ ControlMsg *m = NULL;
-                        if (control_msg_parse_reply(frame, len, &m, &perr) < 0 || (r = on_message(t, m, &inflight)) < 0) {
-                                finish(t, -1, "seatd sent what a terminal cannot show.");
-                                break;
-                        }
-                        if (r > 0)
-                                break;
+                _cleanup_control_msg_ ControlMsg *m = NULL;
+                r = worker_next_reply(&t->worker, fd, rd, room, 0, &m);
+                if (r > 0 && (r = on_message(t, m, &inflight)) < 0)
+                        r = -EBADMSG;
+                if (r == 0)
                         continue;
-                }
-                r = worker_fill(&t->worker, fd, rd, room, -1);
-                if (r == -ECONNRESET) {
+                if (r > 0)
+                        break;
+                if (r == -E2BIG)
+                        finish(t, -1, "seatd sent a line too long for a terminal.");
+                else if (r == -EBADMSG)
+                        finish(t, -1, "seatd sent what a terminal cannot show.");
+                else if (r == -ECONNRESET)
                         finish(t, -1, "seatd closed the terminal's connection.");
-                        break;
-                }
-                if (r < 0) {
+                else
                         finish(t, -1, "poll: %s", strerror(-r));
-                        break;
-                }
+                break;
         }
         return NULL;
 }

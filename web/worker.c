@@ -6,6 +6,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "common/fileio.h"
 #include "common/macro.h"
 #include "worker.h"
 
@@ -46,6 +47,26 @@ int worker_fill(Worker *w, int fd, FrameReader *rd, bool room, int timeout_ms) {
                         return -ECONNRESET;
         }
         return 0;
+}
+
+int worker_next_reply(Worker *w, int fd, FrameReader *rd, bool room, int64_t deadline_ms, ControlMsg **ret) {
+        const char *frame;
+        size_t len;
+        int r = room ? frame_reader_next(rd, &frame, &len) : 0;
+        if (r < 0)
+                return r;
+        if (r > 0) {
+                ControlParseError perr;
+                return control_msg_parse_reply(frame, len, ret, &perr) < 0 ? -EBADMSG : 1;
+        }
+        int wait = -1;
+        if (deadline_ms > 0) {
+                int64_t left = deadline_ms - now_monotonic_ms();
+                if (left <= 0)
+                        return -ETIMEDOUT;
+                wait = (int) left;
+        }
+        return worker_fill(w, fd, rd, room, wait);
 }
 
 void worker_stop(Worker *w, pthread_mutex_t *lock, bool *stop) {

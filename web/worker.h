@@ -11,6 +11,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 
+#include "common/control-proto.h"
 #include "common/jsonframe.h"
 
 typedef struct Worker {
@@ -34,6 +35,13 @@ int worker_wait(Worker *w, int fd, short events, int timeout_ms);
  * rd. 0 to look at rd and the queue again (also when woken or timed out), -ECONNRESET when
  * seatd closed the connection or the read failed, or poll's -errno. */
 int worker_fill(Worker *w, int fd, FrameReader *rd, bool room, int timeout_ms);
+
+/* From the thread: the next reply of seatd's, what is already read first, then the socket
+ * when there is room (rd full of what the owner has not taken yet: woken only). 1 with *ret
+ * set; 0 to look at the queue again; -E2BIG: a line over rd's cap; -EBADMSG: not a reply;
+ * -ETIMEDOUT: nothing read by deadline_ms (monotonic; 0: none), checked only when nothing
+ * is buffered; else worker_fill()'s -errno. The owners word each of these their own way. */
+int worker_next_reply(Worker *w, int fd, FrameReader *rd, bool room, int64_t deadline_ms, ControlMsg **ret);
 
 /* Sets *stop under lock, wakes and joins the thread, closes the eventfd. */
 void worker_stop(Worker *w, pthread_mutex_t *lock, bool *stop);

@@ -309,43 +309,27 @@ static void *ws_forward_thread(void *p) {
                         finish(f, "seatd closed the connection (%s)", strerror(-r));
                         break;
                 }
-                const char *frame;
-                size_t len;
-                r = room ? frame_reader_next(rd, &frame, &len) : 0;
-                if (r < 0) {
-                        finish(f, "seatd sent a line too long");
-                        break;
-                }
+                /* Until the guest's upgrade answer, the whole of it is bounded in time. */
+                _cleanup_control_msg_ ControlMsg *m = NULL;
+                r = worker_next_reply(&f->worker, fd, rd, room, upgraded ? 0 : deadline, &m);
+                if (r == 0)
+                        continue;
                 if (r > 0) {
-                        ControlParseError perr;
-                        _cleanup_control_msg_ ControlMsg *m = NULL;
-                        if (control_msg_parse_reply(frame, len, &m, &perr) < 0) {
-                                finish(f, "seatd sent what is not a reply");
-                                break;
-                        }
                         if (on_message(f, &rx, m, &opened, &send_id) > 0)
                                 break;
                         continue;
                 }
-                /* Until the guest's upgrade answer, the whole of it is bounded in time. */
-                int wait = -1;
-                if (!upgraded) {
-                        int64_t left = deadline - now_monotonic_ms();
-                        if (left <= 0) {
-                                finish(f, "the server in the seat did not answer the WebSocket upgrade in time");
-                                break;
-                        }
-                        wait = (int) left;
-                }
-                r = worker_fill(&f->worker, fd, rd, room, wait);
-                if (r == -ECONNRESET) {
+                if (r == -E2BIG)
+                        finish(f, "seatd sent a line too long");
+                else if (r == -EBADMSG)
+                        finish(f, "seatd sent what is not a reply");
+                else if (r == -ETIMEDOUT)
+                        finish(f, "the server in the seat did not answer the WebSocket upgrade in time");
+                else if (r == -ECONNRESET)
                         finish(f, "seatd closed the connection");
-                        break;
-                }
-                if (r < 0) {
+                else
                         finish(f, "poll: %s", strerror(-r));
-                        break;
-                }
+                break;
         }
 out:
         free(rx.raw.data);
