@@ -51,36 +51,34 @@ static int filter(struct lws *wsi, Web *w, WsProxy *p) {
          * like its terminals. */
         size_t mine = 0;
         for (WsProxy *o = w->wsp; o; o = o->next)
-                mine += !strcmp(o->session, s->id);
+                mine += !strcmp(o->who.session, s->id);
         if (w->n_terms + w->n_wsp >= (size_t) w->conf->max_terminals || mine >= (size_t) w->conf->terminals_per_session) {
                 web_log_refusal(wsi, "a forwarded WebSocket over max_terminals or terminals_per_session", seat);
                 return -1;
         }
         if (forward_request_target(wsi, rest, target, sizeof(target)) < 0 || !(p->target = strdup(target)))
                 return -1;
-        snprintf(p->seat, sizeof(p->seat), "%s", s->seat);
-        snprintf(p->token, sizeof(p->token), "%s", s->token);
-        snprintf(p->session, sizeof(p->session), "%s", s->id);
+        ws_seat_who_set(&p->who, s);
         p->port = port;
         return 0;
 }
 
 static int established(struct lws *wsi, Web *w, WsProxy *p) {
         lws_set_timeout(wsi, NO_PENDING_TIMEOUT, 0); /* as long as the page keeps it */
-        WsForwardSpec spec = { .socket_path = w->conf->participant_socket, .seat = p->seat, .token = p->token,
+        WsForwardSpec spec = { .socket_path = w->conf->participant_socket, .seat = p->who.seat, .token = p->who.token,
                                .host = w->conf->forward_host, .port = p->port, .target = p->target,
                                .timeout_ms = (int) w->conf->forward_timeout_ms, .ctx = lws_get_context(wsi) };
         int r = ws_forward_start(&spec, &p->fwd);
-        sodium_memzero(p->token, sizeof(p->token));
+        sodium_memzero(p->who.token, sizeof(p->who.token));
         if (r < 0) {
-                log_warning("forwarded WebSocket to seat '%s' port %u: cannot start: %s", p->seat, p->port, strerror(-r));
+                log_warning("forwarded WebSocket to seat '%s' port %u: cannot start: %s", p->who.seat, p->port, strerror(-r));
                 return -1;
         }
         p->wsi = wsi;
         p->w = w;
         LIST_PREPEND(next, prev, w->wsp, p);
         w->n_wsp++;
-        log_info("forwarded WebSocket opened: seat '%s' port %u", p->seat, p->port);
+        log_info("forwarded WebSocket opened: seat '%s' port %u", p->who.seat, p->port);
         return 0;
 }
 
@@ -89,14 +87,14 @@ static void closed(Web *w, WsProxy *p) {
         p->target = NULL;
         free(p->rx);
         p->rx = NULL;
-        sodium_memzero(p->token, sizeof(p->token));
+        sodium_memzero(p->who.token, sizeof(p->who.token));
         if (!p->wsi)
                 return;
         LIST_REMOVE(next, prev, w->wsp, p);
         w->n_wsp--;
         p->fwd = ws_forward_free(p->fwd); /* seatd resets the guest's connection */
         p->wsi = NULL;
-        log_info("forwarded WebSocket closed: seat '%s' port %u", p->seat, p->port);
+        log_info("forwarded WebSocket closed: seat '%s' port %u", p->who.seat, p->port);
 }
 
 static int receive(struct lws *wsi, WsProxy *p, const void *in, size_t len) {
@@ -115,7 +113,7 @@ static int receive(struct lws *wsi, WsProxy *p, const void *in, size_t len) {
         if (!lws_is_final_fragment(wsi))
                 return 0;
         if (p->rx_bad) {
-                log_warning("forwarded WebSocket to seat '%s': a message over %u bytes from the browser: closing", p->seat,
+                log_warning("forwarded WebSocket to seat '%s': a message over %u bytes from the browser: closing", p->who.seat,
                             WS_FORWARD_MESSAGE_MAX);
                 return -1;
         }
@@ -154,7 +152,7 @@ static int writeable(struct lws *wsi, WsProxy *p) {
         }
         if (ws_forward_ended(p->fwd, why, sizeof(why))) {
                 _cleanup_free_ char *esc = log_escape(why, strlen(why), 256);
-                log_info("forwarded WebSocket to seat '%s' port %u ended: %s", p->seat, p->port, esc ? esc : "?");
+                log_info("forwarded WebSocket to seat '%s' port %u ended: %s", p->who.seat, p->port, esc ? esc : "?");
                 lws_close_reason(wsi, LWS_CLOSE_STATUS_NORMAL, (unsigned char *) "ended", 5);
                 return -1;
         }

@@ -9,6 +9,7 @@
 
 #include "http-parse.h"
 #include "ws-forward.h"
+#include "ws-terminal.h"
 
 typedef struct Web Web;
 typedef struct WsProxy WsProxy;
@@ -16,9 +17,7 @@ typedef struct WsProxy WsProxy;
 struct WsProxy {
         struct lws *wsi;
         Web *w;
-        char seat[WEB_SEAT_ID_MAX + 1];
-        char token[WEB_TOKEN_HEX + 1];
-        char session[WEB_SESSION_ID_LEN + 1]; /* whose: terminals_per_session counts these too */
+        WsSeatWho who; /* its session's: terminals_per_session counts these too */
         unsigned port;
         char *target;
         WsForward *fwd;

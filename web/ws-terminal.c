@@ -33,7 +33,7 @@
 static size_t session_terminals(Web *w, const char *session) {
         size_t n = 0;
         for (TermConn *t = w->terms; t; t = t->next)
-                n += !strcmp(t->session, session);
+                n += !strcmp(t->who.session, session);
         return n;
 }
 
@@ -58,6 +58,12 @@ WebSession *ws_seat_session(struct lws *wsi, Web *w, const char *seat, const WsS
         return s;
 }
 
+void ws_seat_who_set(WsSeatWho *who, const WebSession *s) {
+        snprintf(who->seat, sizeof(who->seat), "%s", s->seat);
+        snprintf(who->session, sizeof(who->session), "%s", s->id);
+        snprintf(who->token, sizeof(who->token), "%s", s->token);
+}
+
 /* The handshake: the same checks as a page of the seat, plus a required, matching Origin. */
 static int filter(struct lws *wsi, Web *w, TermConn *tc) {
         static const WsSeatRefusals refusals = {
@@ -79,28 +85,26 @@ static int filter(struct lws *wsi, Web *w, TermConn *tc) {
                 web_log_refusal(wsi, "a terminal over max_terminals or terminals_per_session", arg);
                 return -1;
         }
-        snprintf(tc->seat, sizeof(tc->seat), "%s", s->seat);
-        snprintf(tc->session, sizeof(tc->session), "%s", s->id);
-        snprintf(tc->token, sizeof(tc->token), "%s", s->token);
+        ws_seat_who_set(&tc->who, s);
         return 0;
 }
 
 static int established(struct lws *wsi, Web *w, TermConn *tc) {
         /* A terminal may sit idle as long as the person does: no HTTP idle timeout. */
         lws_set_timeout(wsi, NO_PENDING_TIMEOUT, 0);
-        TerminalSpec spec = { .socket_path = w->conf->participant_socket, .seat = tc->seat, .token = tc->token,
+        TerminalSpec spec = { .socket_path = w->conf->participant_socket, .seat = tc->who.seat, .token = tc->who.token,
                               .rows = 24, .cols = 80, .ctx = lws_get_context(wsi) };
         int r = terminal_start(&spec, &tc->term);
-        sodium_memzero(tc->token, sizeof(tc->token));
+        sodium_memzero(tc->who.token, sizeof(tc->who.token));
         if (r < 0) {
-                log_warning("terminal for seat '%s': cannot start: %s", tc->seat, strerror(-r));
+                log_warning("terminal for seat '%s': cannot start: %s", tc->who.seat, strerror(-r));
                 return -1;
         }
         tc->wsi = wsi;
         tc->w = w;
         LIST_PREPEND(next, prev, w->terms, tc);
         w->n_terms++;
-        log_info("terminal opened: seat '%s' (%zu open)", tc->seat, w->n_terms);
+        log_info("terminal opened: seat '%s' (%zu open)", tc->who.seat, w->n_terms);
         return 0;
 }
 
@@ -111,7 +115,7 @@ static void closed(Web *w, TermConn *tc) {
         w->n_terms--;
         tc->term = terminal_free(tc->term); /* the shell's process group dies in the guest */
         tc->wsi = NULL;
-        log_info("terminal closed: seat '%s' (%zu open)", tc->seat, w->n_terms);
+        log_info("terminal closed: seat '%s' (%zu open)", tc->who.seat, w->n_terms);
 }
 
 static int on_control(TermConn *tc) {
@@ -134,7 +138,7 @@ static int receive(struct lws *wsi, TermConn *tc, const void *in, size_t len) {
                  * terabyte is refused at once, not after streaming it into the shell. */
                 if (tc->input_len + len + lws_remaining_packet_payload(wsi) > WS_INPUT_MESSAGE_MAX) {
                         static const char why[] = "input message too large";
-                        log_warning("terminal for seat '%s': an input message over %u bytes: closing", tc->seat,
+                        log_warning("terminal for seat '%s': an input message over %u bytes: closing", tc->who.seat,
                                     WS_INPUT_MESSAGE_MAX);
                         lws_close_reason(wsi, LWS_CLOSE_STATUS_MESSAGE_TOO_LARGE, (unsigned char *) why, sizeof(why) - 1);
                         return -1;
@@ -143,7 +147,7 @@ static int receive(struct lws *wsi, TermConn *tc, const void *in, size_t len) {
                 int r = terminal_input(tc->term, in, len);
                 if (r == -ENOBUFS) {
                         /* Only when the room was checked wrong: the bytes would be lost. */
-                        log_warning("terminal for seat '%s': typed input over its cap: closing", tc->seat);
+                        log_warning("terminal for seat '%s': typed input over its cap: closing", tc->who.seat);
                         return -1;
                 }
                 if (!terminal_input_room(tc->term) && !tc->rx_paused) {
@@ -158,7 +162,7 @@ static int receive(struct lws *wsi, TermConn *tc, const void *in, size_t len) {
                  * page. Closing (1009) rather than skipping it means seat-web never reads
                  * the rest of a megabyte it would only throw away. */
                 static const char why[] = "control message too large";
-                log_warning("terminal for seat '%s': a control message over %u bytes: closing", tc->seat, WS_CONTROL_MAX);
+                log_warning("terminal for seat '%s': a control message over %u bytes: closing", tc->who.seat, WS_CONTROL_MAX);
                 lws_close_reason(wsi, LWS_CLOSE_STATUS_MESSAGE_TOO_LARGE, (unsigned char *) why, sizeof(why) - 1);
                 return -1;
         }

@@ -18,13 +18,20 @@
 typedef struct Web Web;
 typedef struct TermConn TermConn;
 
+/* Whom a seat's WebSocket (a terminal, or a forwarded one: ws-proxy.c) speaks for, copied
+ * from the participant's session at the handshake. The token is wiped once the shell or
+ * the relay has started with it. */
+typedef struct WsSeatWho {
+        char seat[WEB_SEAT_ID_MAX + 1];
+        char session[WEB_SESSION_ID_LEN + 1];
+        char token[WEB_TOKEN_HEX + 1];
+} WsSeatWho;
+
 /* One terminal WebSocket's state (libwebsockets allocates it zeroed). */
 struct TermConn {
         struct lws *wsi;
         Web *w;
-        char seat[WEB_SEAT_ID_MAX + 1];
-        char session[WEB_SESSION_ID_LEN + 1];
-        char token[WEB_TOKEN_HEX + 1];
+        WsSeatWho who;
         Terminal *term;
         char control[WS_CONTROL_MAX + 1];
         size_t control_len;
@@ -46,6 +53,9 @@ typedef struct WsSeatRefusals {
  * own (a browser sends cookies with a WebSocket from any site), then the participant's
  * session of that very seat. The session, or NULL after logging the refusal. */
 WebSession *ws_seat_session(struct lws *wsi, Web *w, const char *seat, const WsSeatRefusals *refusals);
+
+/* Who the handshake let in: s's seat, id and token. */
+void ws_seat_who_set(WsSeatWho *who, const WebSession *s);
 
 int ws_terminal_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in, size_t len);
 /* A terminal's thread woke the loop: ask for a write where output or the end waits, and read
