@@ -456,7 +456,8 @@ recipe_refused() {
 # ---------------------------------------------------------------- seat-web
 # seat_web_conf FILE KEY=VALUE...: a seat-web.conf for a seat-web as it ships: its own
 # state directory $t/web (made here once, its user's: nobody, as systemd's StateDirectory=
-# gives it to User=), this tree's assets, the private seatd's participant and facilitator
+# gives it to User=), the build's assets (web/assets in the build tree: the pages composed
+# there, web/assets/meson.build), the private seatd's participant and facilitator
 # sockets, a facilitators file in the state directory.
 seat_web_conf() {
         local f=$1 kv
@@ -464,7 +465,7 @@ seat_web_conf() {
         [[ -d $t/web ]] || { mkdir -m 0700 "$t/web" && chown nobody:nogroup "$t/web"; }
         {
                 echo "state_dir = $t/web"
-                echo "assets_dir = $HARNESS_SRC/web/assets"
+                echo "assets_dir = $build/web/assets"
                 echo "participant_socket = $t/participant.sock"
                 echo "facilitator_socket = $t/facilitator.sock"
                 echo "facilitators_file = $t/web/facilitators"
