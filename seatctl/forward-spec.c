@@ -4,6 +4,7 @@
 #include <stdbool.h>
 #include <string.h>
 
+#include "common/decimal.h"
 #include "forward-spec.h"
 
 #define FIELDS_MAX 4
@@ -29,15 +30,8 @@ static int field(const char *s, const char **ret, size_t *ret_len, bool *ret_bra
 }
 
 static int port(const char *s, size_t n, unsigned min, uint16_t *ret) {
-        unsigned v = 0;
-        if (n == 0 || n > 5)
-                return -EINVAL;
-        for (size_t i = 0; i < n; i++) {
-                if (s[i] < '0' || s[i] > '9')
-                        return -EINVAL;
-                v = v * 10 + (unsigned) (s[i] - '0');
-        }
-        if (v < min || v > 65535)
+        uint64_t v;
+        if (decimal_parse(s, n, 5, &v) < 0 || v < min || v > 65535)
                 return -EINVAL;
         *ret = (uint16_t) v;
         return 0;

@@ -6,20 +6,14 @@
 #include <string.h>
 #include <strings.h>
 
+#include "common/decimal.h"
 #include "forward-parse.h"
 
 static int parse_port(const char *s, size_t n, unsigned *ret) {
-        unsigned v = 0;
-        if (n == 0 || n > 5 || s[0] == '0')
+        uint64_t v;
+        if (n == 0 || s[0] == '0' || decimal_parse(s, n, 5, &v) < 0 || v < 1 || v > 65535)
                 return -EINVAL;
-        for (size_t i = 0; i < n; i++) {
-                if (s[i] < '0' || s[i] > '9')
-                        return -EINVAL;
-                v = v * 10 + (unsigned) (s[i] - '0');
-        }
-        if (v < 1 || v > 65535)
-                return -EINVAL;
-        *ret = v;
+        *ret = (unsigned) v;
         return 0;
 }
 
@@ -150,15 +144,10 @@ static bool name_is(const WebForwardHeader *h, const char *name) {
 
 /* A Content-Length value: digits only, at most 15 of them (a petabyte: more is a lie). */
 static int parse_length(const char *v, size_t n, int64_t *ret) {
-        int64_t x = 0;
-        if (n == 0 || n > 15)
+        uint64_t x;
+        if (decimal_parse(v, n, 15, &x) < 0)
                 return -EBADMSG;
-        for (size_t i = 0; i < n; i++) {
-                if (v[i] < '0' || v[i] > '9')
-                        return -EBADMSG;
-                x = x * 10 + (v[i] - '0');
-        }
-        *ret = x;
+        *ret = (int64_t) x;
         return 0;
 }
 

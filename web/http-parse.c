@@ -3,6 +3,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "common/decimal.h"
 #include "common/hex.h"
 #include "http-parse.h"
 
@@ -281,14 +282,12 @@ bool web_guest_path_valid(const char *s) {
 
 int web_parse_u64(const char *s, uint64_t max, uint64_t *ret) {
         size_t n = strnlen(s, 21);
-        if (n == 0 || n > 19)
-                return n > 19 ? -ERANGE : -EINVAL;
-        uint64_t v = 0;
-        for (size_t i = 0; i < n; i++) {
-                if (s[i] < '0' || s[i] > '9')
-                        return -EINVAL;
-                v = v * 10 + (uint64_t) (s[i] - '0');
-        }
+        if (n > 19)
+                return -ERANGE;
+        uint64_t v;
+        int r = decimal_parse(s, n, 19, &v);
+        if (r < 0)
+                return r;
         if (v > max)
                 return -ERANGE;
         *ret = v;

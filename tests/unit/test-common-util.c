@@ -13,6 +13,7 @@
 #include <unistd.h>
 #include "../lib/seat-test.h"
 
+#include "common/decimal.h"
 #include "common/fileio.h"
 #include "common/list.h"
 #include "common/log.h"
@@ -27,6 +28,23 @@ TEST(strprintf) {
         _cleanup_free_ char *empty = strprintf("%s", "");
         assert_non_null(empty);
         assert_string_equal(empty, "");
+}
+
+TEST(decimal_parse) {
+        uint64_t v = 0;
+        assert_int_equal(decimal_parse("65535", 5, 5, &v), 0);
+        assert_int_equal(v, 65535);
+        assert_int_equal(decimal_parse("0080x", 4, 5, &v), 0); /* n bytes only; leading zeros are the caller's */
+        assert_int_equal(v, 80);
+        assert_int_equal(decimal_parse("9999999999999999999", 19, 19, &v), 0);
+        assert_true(v == UINT64_C(9999999999999999999));
+        assert_int_equal(decimal_parse("", 0, 5, &v), -EINVAL);
+        assert_int_equal(decimal_parse("123456", 6, 5, &v), -EINVAL);
+        assert_int_equal(decimal_parse("18446744073709551616", 20, 20, &v), -EINVAL); /* 20 digits never */
+        assert_int_equal(decimal_parse("+1", 2, 5, &v), -EINVAL);
+        assert_int_equal(decimal_parse("1 ", 2, 5, &v), -EINVAL);
+        assert_int_equal(decimal_parse("-1", 2, 5, &v), -EINVAL);
+        assert_int_equal(v, UINT64_C(9999999999999999999)); /* untouched on failure */
 }
 
 TEST(sockaddr_from_ip) {
