@@ -1,10 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* terminal.c: a browser terminal's seat.exec, run by a thread of its own (see terminal.h). */
 #include <errno.h>
-#include <libwebsockets.h>
 #include <pthread.h>
 #include <sodium.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,18 +29,15 @@ typedef struct Bytes {
 } Bytes;
 
 struct Terminal {
-        Worker worker;
-        struct lws_context *ctx;
-        char socket_path[108];
-        char seat[WEB_SEAT_ID_MAX + 1];
-        char token[WEB_TOKEN_HEX + 1];
-
-        pthread_mutex_t lock; /* everything below */
+        WorkerSeat base; /* its lock: everything below too */
         Bytes out, in;
-        int rows, cols;       /* the size to send; 0: sent */
-        bool stop, ended;
-        int exit_code;
-        char message[256];
+        int rows, cols; /* the size to send; 0: sent */
+};
+
+static const WorkerReplyEnds reply_ends = {
+        .too_long = "seatd sent a line too long for a terminal.",
+        .not_reply = "seatd sent what a terminal cannot show.",
+        .closed = "seatd closed the terminal's connection.",
 };
 
 static int bytes_append(Bytes *b, const void *data, size_t len, size_t cap) {
@@ -70,26 +65,6 @@ static void bytes_take(Bytes *b, size_t n) {
         b->len -= n;
 }
 
-static void wake_loop(Terminal *t) {
-        if (t->ctx)
-                lws_cancel_service(t->ctx);
-}
-
-static void finish(Terminal *t, int code, const char *fmt, ...) _printf_(3, 4);
-static void finish(Terminal *t, int code, const char *fmt, ...) {
-        va_list ap;
-        pthread_mutex_lock(&t->lock);
-        if (!t->ended) {
-                t->ended = true;
-                t->exit_code = code;
-                va_start(ap, fmt);
-                (void) vsnprintf(t->message, sizeof(t->message), fmt, ap);
-                va_end(ap);
-        }
-        pthread_mutex_unlock(&t->lock);
-        wake_loop(t);
-}
-
 /* hello and the shell, in one round trip. */
 static int start_exec(Terminal *t, int fd, int rows, int cols) {
         _cleanup_json_ json_object *hello = json_object_new_object(), *p = json_object_new_object();
@@ -106,8 +81,8 @@ static int start_exec(Terminal *t, int fd, int rows, int cols) {
         json_object_array_add(env, json_object_new_string("TERM=xterm-256color"));
         json_object_object_add(pty, "rows", json_object_new_int(rows));
         json_object_object_add(pty, "cols", json_object_new_int(cols));
-        json_object_object_add(p, "seat", json_object_new_string(t->seat));
-        json_object_object_add(p, "token", json_object_new_string(t->token));
+        json_object_object_add(p, "seat", json_object_new_string(t->base.seat));
+        json_object_object_add(p, "token", json_object_new_string(t->base.token));
         json_object_object_add(p, "argv", argv);
         json_object_object_add(p, "env", env);
         json_object_object_add(p, "pty", pty);
@@ -124,7 +99,7 @@ static int start_exec(Terminal *t, int fd, int rows, int cols) {
 static int on_message(Terminal *t, ControlMsg *m, unsigned *inflight) {
         if (m->id == 1) {
                 if (m->kind == CONTROL_ERROR) {
-                        finish(t, -1, "seatd refused this connection: %s", m->error_message ? m->error_message : "?");
+                        worker_seat_end(&t->base, -1, "seatd refused this connection: %s", m->error_message ? m->error_message : "?");
                         return 1;
                 }
                 return 0;
@@ -145,28 +120,29 @@ static int on_message(Terminal *t, ControlMsg *m, unsigned *inflight) {
                 if (json_get_string(m->body, "stream", true, 16, &stream) < 0 ||
                     json_get_base64(m->body, "data", true, TERMINAL_FRAME_MAX, &data, &len) < 0)
                         return -EPROTO;
-                pthread_mutex_lock(&t->lock);
+                pthread_mutex_lock(&t->base.lock);
                 /* The thread reads seatd only while there is room (see the poll), so this
                  * fits; a chunk larger than the rest of the room still goes in whole. */
                 int r = bytes_append(&t->out, data, len, TERMINAL_OUT_CAP + TERMINAL_FRAME_MAX);
-                pthread_mutex_unlock(&t->lock);
-                wake_loop(t);
+                pthread_mutex_unlock(&t->base.lock);
+                worker_seat_wake_loop(&t->base);
                 return r < 0 ? r : 0;
         }
         if (m->kind == CONTROL_ERROR) {
                 if (m->error_code && !strcmp(m->error_code, "denied"))
-                        finish(t, -1, "This seat's token no longer opens it (it was reset or released): the terminal has ended.");
+                        worker_seat_end(&t->base, -1,
+                                        "This seat's token no longer opens it (it was reset or released): the terminal has ended.");
                 else
-                        finish(t, -1, "The terminal ended: %s", m->error_message ? m->error_message : "?");
+                        worker_seat_end(&t->base, -1, "The terminal ended: %s", m->error_message ? m->error_message : "?");
                 return 1;
         }
         int64_t code = -1, sig = 0;
         (void) json_get_int64(m->body, "code", false, INT32_MIN, INT32_MAX, &code);
         (void) json_get_int64(m->body, "signal", false, 0, 64, &sig);
         if (sig)
-                finish(t, (int) code, "The shell was killed by signal %d.", (int) sig);
+                worker_seat_end(&t->base, (int) code, "The shell was killed by signal %d.", (int) sig);
         else
-                finish(t, (int) code, "The shell exited with status %d.", (int) code);
+                worker_seat_end(&t->base, (int) code, "The shell exited with status %d.", (int) code);
         return 1;
 }
 
@@ -177,7 +153,7 @@ static int send_pending(Terminal *t, int fd, int64_t *next_id, unsigned *infligh
                 unsigned char chunk[STDIN_CHUNK_MAX];
                 size_t n = 0;
                 int rows = 0, cols = 0;
-                pthread_mutex_lock(&t->lock);
+                pthread_mutex_lock(&t->base.lock);
                 if (t->rows) {
                         rows = t->rows, cols = t->cols;
                         t->rows = t->cols = 0;
@@ -186,7 +162,7 @@ static int send_pending(Terminal *t, int fd, int64_t *next_id, unsigned *infligh
                         memcpy(chunk, t->in.data, n);
                         bytes_take(&t->in, n);
                 }
-                pthread_mutex_unlock(&t->lock);
+                pthread_mutex_unlock(&t->base.lock);
                 if (!rows && !n)
                         return 0;
                 _cleanup_json_ json_object *p = json_object_new_object();
@@ -208,7 +184,7 @@ static int send_pending(Terminal *t, int fd, int64_t *next_id, unsigned *infligh
                         return r;
                 (*inflight)++;
                 if (!rows)
-                        wake_loop(t); /* room for more input */
+                        worker_seat_wake_loop(&t->base); /* room for more input */
         }
         return 0;
 }
@@ -221,46 +197,39 @@ static void *terminal_thread(void *p) {
         unsigned inflight = 0;
         int r;
 
-        pthread_mutex_lock(&t->lock);
+        pthread_mutex_lock(&t->base.lock);
         int rows = t->rows, cols = t->cols;
         t->rows = t->cols = 0;
-        pthread_mutex_unlock(&t->lock);
+        pthread_mutex_unlock(&t->base.lock);
         if (!rd)
-                return finish(t, -1, "out of memory"), NULL;
-        fd = seatd_socket_connect(t->socket_path, 0);
+                return worker_seat_end(&t->base, -1, "out of memory"), NULL;
+        fd = seatd_socket_connect(t->base.socket_path, 0);
         if (fd < 0)
-                return finish(t, -1, "seatd cannot be reached now (%s): try again in a moment.", strerror(-fd)), NULL;
+                return worker_seat_end(&t->base, -1, "seatd cannot be reached now (%s): try again in a moment.", strerror(-fd)), NULL;
         r = start_exec(t, fd, rows, cols);
-        sodium_memzero(t->token, sizeof(t->token)); /* seatd has it; nothing here needs it again */
+        sodium_memzero(t->base.token, sizeof(t->base.token)); /* seatd has it; nothing here needs it again */
         if (r < 0)
-                return finish(t, -1, "cannot ask seatd for the shell: %s", strerror(-r)), NULL;
+                return worker_seat_end(&t->base, -1, "cannot ask seatd for the shell: %s", strerror(-r)), NULL;
         for (;;) {
-                pthread_mutex_lock(&t->lock);
-                bool stop = t->stop, room = t->out.len < TERMINAL_OUT_CAP;
-                pthread_mutex_unlock(&t->lock);
+                pthread_mutex_lock(&t->base.lock);
+                bool stop = t->base.stop, room = t->out.len < TERMINAL_OUT_CAP;
+                pthread_mutex_unlock(&t->base.lock);
                 if (stop)
                         break;
                 r = send_pending(t, fd, &next_id, &inflight);
                 if (r < 0) {
-                        finish(t, -1, "seatd closed the terminal's connection (%s).", strerror(-r));
+                        worker_seat_end(&t->base, -1, "seatd closed the terminal's connection (%s).", strerror(-r));
                         break;
                 }
                 _cleanup_control_msg_ ControlMsg *m = NULL;
-                r = worker_next_reply(&t->worker, fd, rd, room, 0, &m);
+                r = worker_next_reply(&t->base.worker, fd, rd, room, 0, &m);
                 if (r > 0 && (r = on_message(t, m, &inflight)) < 0)
                         r = -EBADMSG;
                 if (r == 0)
                         continue;
                 if (r > 0)
                         break;
-                if (r == -E2BIG)
-                        finish(t, -1, "seatd sent a line too long for a terminal.");
-                else if (r == -EBADMSG)
-                        finish(t, -1, "seatd sent what a terminal cannot show.");
-                else if (r == -ECONNRESET)
-                        finish(t, -1, "seatd closed the terminal's connection.");
-                else
-                        finish(t, -1, "poll: %s", strerror(-r));
+                worker_seat_end_reply(&t->base, r, &reply_ends);
                 break;
         }
         return NULL;
@@ -268,20 +237,15 @@ static void *terminal_thread(void *p) {
 
 int terminal_start(const TerminalSpec *spec, Terminal **ret) {
         if (spec->rows < 1 || spec->rows > TERMINAL_DIM_MAX || spec->cols < 1 || spec->cols > TERMINAL_DIM_MAX ||
-            strlen(spec->socket_path) >= sizeof(((Terminal *) NULL)->socket_path) ||
-            strlen(spec->seat) > WEB_SEAT_ID_MAX || strlen(spec->token) > WEB_TOKEN_HEX)
+            !worker_seat_fits(spec->socket_path, spec->seat, spec->token))
                 return -EINVAL;
         _cleanup_(terminal_freep) Terminal *t = calloc(1, sizeof(*t));
         if (!t)
                 return -ENOMEM;
-        pthread_mutex_init(&t->lock, NULL);
-        t->ctx = spec->ctx;
+        worker_seat_init(&t->base, spec->socket_path, spec->seat, spec->token, spec->ctx);
         t->rows = spec->rows;
         t->cols = spec->cols;
-        snprintf(t->socket_path, sizeof(t->socket_path), "%s", spec->socket_path);
-        snprintf(t->seat, sizeof(t->seat), "%s", spec->seat);
-        snprintf(t->token, sizeof(t->token), "%s", spec->token);
-        int r = worker_start(&t->worker, terminal_thread, t);
+        int r = worker_start(&t->base.worker, terminal_thread, t);
         if (r < 0)
                 return r;
         *ret = TAKE_PTR(t);
@@ -291,45 +255,43 @@ int terminal_start(const TerminalSpec *spec, Terminal **ret) {
 Terminal *terminal_free(Terminal *t) {
         if (!t)
                 return NULL;
-        worker_stop(&t->worker, &t->lock, &t->stop);
-        sodium_memzero(t->token, sizeof(t->token));
+        worker_seat_done(&t->base);
         if (t->in.data)
                 sodium_memzero(t->in.data, t->in.cap); /* typed input: passwords too */
         free(t->in.data);
         free(t->out.data);
-        pthread_mutex_destroy(&t->lock);
         return mfree(t);
 }
 
 int terminal_input(Terminal *t, const void *data, size_t len) {
-        pthread_mutex_lock(&t->lock);
-        int r = t->ended ? -EPIPE : bytes_append(&t->in, data, len, TERMINAL_IN_CAP);
-        pthread_mutex_unlock(&t->lock);
+        pthread_mutex_lock(&t->base.lock);
+        int r = t->base.ended ? -EPIPE : bytes_append(&t->in, data, len, TERMINAL_IN_CAP);
+        pthread_mutex_unlock(&t->base.lock);
         if (r >= 0)
-                worker_wake(&t->worker);
+                worker_wake(&t->base.worker);
         return r;
 }
 
 bool terminal_input_room(Terminal *t) {
-        pthread_mutex_lock(&t->lock);
+        pthread_mutex_lock(&t->base.lock);
         bool room = t->in.len < TERMINAL_IN_CAP / 2;
-        pthread_mutex_unlock(&t->lock);
+        pthread_mutex_unlock(&t->base.lock);
         return room;
 }
 
 int terminal_resize(Terminal *t, int rows, int cols) {
         if (rows < 1 || rows > TERMINAL_DIM_MAX || cols < 1 || cols > TERMINAL_DIM_MAX)
                 return -EINVAL;
-        pthread_mutex_lock(&t->lock);
+        pthread_mutex_lock(&t->base.lock);
         t->rows = rows;
         t->cols = cols;
-        pthread_mutex_unlock(&t->lock);
-        worker_wake(&t->worker);
+        pthread_mutex_unlock(&t->base.lock);
+        worker_wake(&t->base.worker);
         return 0;
 }
 
 size_t terminal_take_output(Terminal *t, void *buf, size_t max) {
-        pthread_mutex_lock(&t->lock);
+        pthread_mutex_lock(&t->base.lock);
         size_t n = MIN(max, t->out.len);
         bool was_full = t->out.len >= TERMINAL_OUT_CAP;
         if (n > 0) {
@@ -337,26 +299,26 @@ size_t terminal_take_output(Terminal *t, void *buf, size_t max) {
                 bytes_take(&t->out, n);
         }
         bool room = t->out.len < TERMINAL_OUT_CAP;
-        pthread_mutex_unlock(&t->lock);
+        pthread_mutex_unlock(&t->base.lock);
         if (was_full && room)
-                worker_wake(&t->worker); /* it may read seatd again */
+                worker_wake(&t->base.worker); /* it may read seatd again */
         return n;
 }
 
 bool terminal_has_output(Terminal *t) {
-        pthread_mutex_lock(&t->lock);
+        pthread_mutex_lock(&t->base.lock);
         bool has = t->out.len > 0;
-        pthread_mutex_unlock(&t->lock);
+        pthread_mutex_unlock(&t->base.lock);
         return has;
 }
 
 bool terminal_ended(Terminal *t, int *ret_code, char *msg, size_t size) {
-        pthread_mutex_lock(&t->lock);
-        bool ended = t->ended && t->out.len == 0;
+        pthread_mutex_lock(&t->base.lock);
+        bool ended = t->base.ended && t->out.len == 0;
         if (ended) {
-                *ret_code = t->exit_code;
-                snprintf(msg, size, "%s", t->message);
+                *ret_code = t->base.code;
+                snprintf(msg, size, "%s", t->base.why);
         }
-        pthread_mutex_unlock(&t->lock);
+        pthread_mutex_unlock(&t->base.lock);
         return ended;
 }

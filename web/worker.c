@@ -1,8 +1,13 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* worker.c: a seat-web thread woken by an eventfd (worker.h). */
 #include <errno.h>
+#include <libwebsockets.h>
 #include <poll.h>
+#include <sodium.h>
+#include <stdarg.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <string.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -79,4 +84,55 @@ void worker_stop(Worker *w, pthread_mutex_t *lock, bool *stop) {
                 w->started = false;
         }
         w->wake_fd = safe_close(w->wake_fd);
+}
+
+bool worker_seat_fits(const char *socket_path, const char *seat, const char *token) {
+        return strlen(socket_path) < sizeof(((WorkerSeat *) NULL)->socket_path) && strlen(seat) <= WEB_SEAT_ID_MAX &&
+               strlen(token) <= WEB_TOKEN_HEX;
+}
+
+void worker_seat_init(WorkerSeat *s, const char *socket_path, const char *seat, const char *token,
+                      struct lws_context *ctx) {
+        pthread_mutex_init(&s->lock, NULL);
+        s->ctx = ctx;
+        snprintf(s->socket_path, sizeof(s->socket_path), "%s", socket_path);
+        snprintf(s->seat, sizeof(s->seat), "%s", seat);
+        snprintf(s->token, sizeof(s->token), "%s", token);
+}
+
+void worker_seat_done(WorkerSeat *s) {
+        worker_stop(&s->worker, &s->lock, &s->stop);
+        sodium_memzero(s->token, sizeof(s->token));
+        pthread_mutex_destroy(&s->lock);
+}
+
+void worker_seat_wake_loop(WorkerSeat *s) {
+        if (s->ctx)
+                lws_cancel_service(s->ctx);
+}
+
+void worker_seat_end(WorkerSeat *s, int code, const char *fmt, ...) {
+        va_list ap;
+        pthread_mutex_lock(&s->lock);
+        if (!s->ended) {
+                s->ended = true;
+                s->code = code;
+                va_start(ap, fmt);
+                (void) vsnprintf(s->why, sizeof(s->why), fmt, ap);
+                va_end(ap);
+        }
+        pthread_mutex_unlock(&s->lock);
+        worker_seat_wake_loop(s);
+}
+
+void worker_seat_end_reply(WorkerSeat *s, int r, const WorkerReplyEnds *ends) {
+        const char *why = r == -E2BIG ? ends->too_long
+                : r == -EBADMSG ? ends->not_reply
+                : r == -ETIMEDOUT ? ends->timed_out
+                : r == -ECONNRESET ? ends->closed
+                : NULL;
+        if (why)
+                worker_seat_end(s, -1, "%s", why);
+        else
+                worker_seat_end(s, -1, "poll: %s", strerror(-r));
 }

@@ -1,11 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* ws-forward.c: one WebSocket relayed to a server in the seat (ws-forward.h). */
 #include <errno.h>
-#include <libwebsockets.h>
 #include <openssl/evp.h>
 #include <pthread.h>
 #include <sodium.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,23 +32,24 @@ typedef struct Msg {
 } Msg;
 
 struct WsForward {
-        Worker worker;
-        struct lws_context *ctx;
-        char socket_path[108];
-        char seat[WEB_SEAT_ID_MAX + 1];
-        char token[WEB_TOKEN_HEX + 1];
+        WorkerSeat base; /* its lock: the queues below too */
         char host[64];
         unsigned port;
         char target[WEB_FORWARD_PATH_MAX * 3 + 1];
         int timeout_ms;
 
-        pthread_mutex_t lock; /* everything below */
         Bytes to_guest;       /* the upgrade, then frames (masked), waiting for seat.forward.send */
         size_t preupgrade;    /* bytes of to_guest that may go before the guest's 101: the upgrade's */
         Msg *msgs, *msgs_tail;
         size_t msgs_bytes;
-        bool stop, ended, upgraded;
-        char why[256];
+        bool upgraded;
+};
+
+static const WorkerReplyEnds reply_ends = {
+        .too_long = "seatd sent a line too long",
+        .not_reply = "seatd sent what is not a reply",
+        .timed_out = "the server in the seat did not answer the WebSocket upgrade in time",
+        .closed = "seatd closed the connection",
 };
 
 static int bytes_append(Bytes *b, const void *data, size_t len) {
@@ -68,25 +67,6 @@ static void bytes_take(Bytes *b, size_t n) {
                 return;
         memmove(b->data, b->data + n, b->len - n);
         b->len -= n;
-}
-
-static void wake_loop(WsForward *f) {
-        if (f->ctx)
-                lws_cancel_service(f->ctx);
-}
-
-static void finish(WsForward *f, const char *fmt, ...) _printf_(2, 3);
-static void finish(WsForward *f, const char *fmt, ...) {
-        va_list ap;
-        pthread_mutex_lock(&f->lock);
-        if (!f->ended) {
-                f->ended = true;
-                va_start(ap, fmt);
-                (void) vsnprintf(f->why, sizeof(f->why), fmt, ap);
-                va_end(ap);
-        }
-        pthread_mutex_unlock(&f->lock);
-        wake_loop(f);
 }
 
 /* A frame to the guest, masked with a fresh key, queued (the lock held). */
@@ -125,7 +105,7 @@ static int queue_upgrade(WsForward *f, char accept[64]) {
                          f->target, v6 ? "[" : "", f->host, v6 ? "]" : "", f->port, key);
         if (n < 0 || (size_t) n >= sizeof(req))
                 return -E2BIG;
-        pthread_mutex_lock(&f->lock);
+        pthread_mutex_lock(&f->base.lock);
         /* First in the queue: the browser may have sent messages already; they wait for the
          * guest's 101 (a client sends no frame before it). */
         int r = bytes_append(&f->to_guest, req, (size_t) n);
@@ -134,7 +114,7 @@ static int queue_upgrade(WsForward *f, char accept[64]) {
                 memcpy(f->to_guest.data, req, (size_t) n);
         }
         f->preupgrade = (size_t) n;
-        pthread_mutex_unlock(&f->lock);
+        pthread_mutex_unlock(&f->base.lock);
         return r;
 }
 
@@ -149,9 +129,9 @@ typedef struct Rx {
 /* The guest's bytes: the upgrade's answer, then frames. 1 when it ended, 0 to go on. */
 static int on_guest_bytes(WsForward *f, Rx *rx, const void *data, size_t len) {
         if (rx->raw.len + len > WS_FORWARD_MESSAGE_MAX + WEB_FORWARD_HEAD_MAX)
-                return finish(f, "the server in the seat sent more than a message's cap at once"), 1;
+                return worker_seat_end(&f->base, -1, "the server in the seat sent more than a message's cap at once"), 1;
         if (bytes_append(&rx->raw, data, len) < 0)
-                return finish(f, "out of memory"), 1;
+                return worker_seat_end(&f->base, -1, "out of memory"), 1;
         if (!f->upgraded) {
                 size_t head = 0;
                 int r = web_ws_upgrade_parse((const char *) rx->raw.data, rx->raw.len, rx->accept, &head);
@@ -162,14 +142,14 @@ static int on_guest_bytes(WsForward *f, Rx *rx, const void *data, size_t len) {
                         size_t show = 0; /* raw holds no NUL: bounded by its length */
                         while (show < rx->raw.len && show < 80 && rx->raw.data[show] != '\r' && rx->raw.data[show] != '\n')
                                 show++;
-                        return finish(f, "the server in the seat did not accept the WebSocket (%s: '%.*s')",
-                                      r == -EPROTO ? "not a 101 with our Sec-WebSocket-Accept" : "a malformed answer",
-                                      (int) show, (const char *) rx->raw.data), 1;
+                        return worker_seat_end(&f->base, -1, "the server in the seat did not accept the WebSocket (%s: '%.*s')",
+                                               r == -EPROTO ? "not a 101 with our Sec-WebSocket-Accept" : "a malformed answer",
+                                               (int) show, (const char *) rx->raw.data), 1;
                 }
                 bytes_take(&rx->raw, head);
-                pthread_mutex_lock(&f->lock);
+                pthread_mutex_lock(&f->base.lock);
                 f->upgraded = true;
-                pthread_mutex_unlock(&f->lock);
+                pthread_mutex_unlock(&f->base.lock);
         }
         for (;;) {
                 WebWsFrame fr;
@@ -177,27 +157,28 @@ static int on_guest_bytes(WsForward *f, Rx *rx, const void *data, size_t len) {
                 if (r == -EAGAIN)
                         return 0;
                 if (r < 0)
-                        return finish(f, "the server in the seat sent a %s WebSocket frame", r == -E2BIG ? "too large" : "malformed"), 1;
+                        return worker_seat_end(&f->base, -1, "the server in the seat sent a %s WebSocket frame",
+                                               r == -E2BIG ? "too large" : "malformed"), 1;
                 int q = 0;
                 if (fr.opcode == WEB_WS_OP_PING) {
                         /* A pong only while the queue to the guest has room: a guest that
                          * floods pings (and leaves its side unread) would grow it without
                          * bound. A ping left unanswered then is the guest's own doing. */
-                        pthread_mutex_lock(&f->lock);
+                        pthread_mutex_lock(&f->base.lock);
                         if (f->to_guest.len + fr.payload_len + 14 <= WS_FORWARD_QUEUE_MAX)
                                 q = queue_frame(f, WEB_WS_OP_PONG, fr.payload, fr.payload_len);
-                        pthread_mutex_unlock(&f->lock);
+                        pthread_mutex_unlock(&f->base.lock);
                 } else if (fr.opcode == WEB_WS_OP_CLOSE) {
-                        return finish(f, "the server in the seat closed the WebSocket"), 1;
+                        return worker_seat_end(&f->base, -1, "the server in the seat closed the WebSocket"), 1;
                 } else if (fr.opcode != WEB_WS_OP_PONG) {
                         /* a message's frames: the first says text or binary, the rest continue */
                         if ((fr.opcode == WEB_WS_OP_CONT) != rx->in_msg)
-                                return finish(f, "the server in the seat sent frames out of order"), 1;
+                                return worker_seat_end(&f->base, -1, "the server in the seat sent frames out of order"), 1;
                         if (!rx->in_msg)
                                 rx->msg_op = fr.opcode;
                         rx->in_msg = true;
                         if (rx->msg.len + fr.payload_len > WS_FORWARD_MESSAGE_MAX)
-                                return finish(f, "the server in the seat sent a message over the cap"), 1;
+                                return worker_seat_end(&f->base, -1, "the server in the seat sent a message over the cap"), 1;
                         q = fr.payload_len ? bytes_append(&rx->msg, fr.payload, fr.payload_len) : 0;
                         if (q >= 0 && fr.fin) {
                                 Msg *m = calloc(1, sizeof(*m));
@@ -209,20 +190,20 @@ static int on_guest_bytes(WsForward *f, Rx *rx, const void *data, size_t len) {
                                         m->len = rx->msg.len;
                                         rx->msg = (Bytes) {};
                                         rx->in_msg = false;
-                                        pthread_mutex_lock(&f->lock);
+                                        pthread_mutex_lock(&f->base.lock);
                                         if (f->msgs_tail)
                                                 f->msgs_tail->next = m;
                                         else
                                                 f->msgs = m;
                                         f->msgs_tail = m;
                                         f->msgs_bytes += m->len;
-                                        pthread_mutex_unlock(&f->lock);
-                                        wake_loop(f);
+                                        pthread_mutex_unlock(&f->base.lock);
+                                        worker_seat_wake_loop(&f->base);
                                 }
                         }
                 }
                 if (q < 0)
-                        return finish(f, "out of memory"), 1;
+                        return worker_seat_end(&f->base, -1, "out of memory"), 1;
                 bytes_take(&rx->raw, fr.frame_len);
         }
 }
@@ -232,50 +213,50 @@ static int on_message(WsForward *f, Rx *rx, ControlMsg *m, bool *opened, int64_t
         if (m->id == FORWARD_ID_HELLO || m->id == FORWARD_ID_TUNNEL || m->id == FORWARD_ID_OPEN) {
                 if (m->kind == CONTROL_ERROR) {
                         if (m->error_code && !strcmp(m->error_code, "denied"))
-                                return finish(f, "seatd no longer accepts this session's token"), 1;
-                        return finish(f, "%s", m->error_message ? m->error_message : "seatd refused the forward"), 1;
+                                return worker_seat_end(&f->base, -1, "seatd no longer accepts this session's token"), 1;
+                        return worker_seat_end(&f->base, -1, "%s", m->error_message ? m->error_message : "seatd refused the forward"), 1;
                 }
                 if (m->id == FORWARD_ID_OPEN)
                         *opened = true;
                 if (m->id != FORWARD_ID_TUNNEL)
                         return 0;
                 if (m->kind == CONTROL_RESULT)
-                        return finish(f, "seatd ended the forward"), 1;
+                        return worker_seat_end(&f->base, -1, "seatd ended the forward"), 1;
                 _cleanup_free_ void *d = NULL;
                 size_t n = 0;
                 int r = forward_link_event(m, &d, &n);
                 if (r < 0)
-                        return finish(f, "seatd sent bad data"), 1;
+                        return worker_seat_end(&f->base, -1, "seatd sent bad data"), 1;
                 if (r == FORWARD_LINK_DATA)
                         return on_guest_bytes(f, rx, d, n);
                 if (r == FORWARD_LINK_END)
-                        return finish(f, "the server in the seat closed the connection"), 1;
+                        return worker_seat_end(&f->base, -1, "the server in the seat closed the connection"), 1;
                 return 0;
         }
         if (m->id == *send_id && m->kind != CONTROL_EVENT) {
                 *send_id = 0;
                 if (m->kind == CONTROL_ERROR)
-                        return finish(f, "the connection to the server in the seat is gone"), 1;
+                        return worker_seat_end(&f->base, -1, "the connection to the server in the seat is gone"), 1;
         }
         return 0;
 }
 
 static int send_pending(WsForward *f, int fd, int64_t *next_id, int64_t *send_id) {
         uint8_t chunk[FORWARD_LINK_SEND_CHUNK];
-        pthread_mutex_lock(&f->lock);
+        pthread_mutex_lock(&f->base.lock);
         size_t n = MIN(f->upgraded ? f->to_guest.len : f->preupgrade, sizeof(chunk));
         memcpy(chunk, f->to_guest.data, n);
         bytes_take(&f->to_guest, n);
         if (!f->upgraded)
                 f->preupgrade -= n;
-        pthread_mutex_unlock(&f->lock);
+        pthread_mutex_unlock(&f->base.lock);
         if (n == 0)
                 return 0;
         _cleanup_json_ json_object *p = forward_link_send_params(chunk, n);
         if (!p)
                 return -ENOMEM;
         *send_id = (*next_id)++;
-        wake_loop(f); /* room for more from the browser */
+        worker_seat_wake_loop(&f->base); /* room for more from the browser */
         return seatd_socket_send(fd, *send_id, "seat.forward.send", p);
 }
 
@@ -289,29 +270,29 @@ static void *ws_forward_thread(void *p) {
         int r;
 
         if (!rd)
-                return finish(f, "out of memory"), NULL;
-        fd = seatd_socket_connect(f->socket_path, 0);
+                return worker_seat_end(&f->base, -1, "out of memory"), NULL;
+        fd = seatd_socket_connect(f->base.socket_path, 0);
         if (fd < 0)
-                return finish(f, "seatd cannot be reached (%s)", strerror(-fd)), NULL;
-        r = forward_link_open(fd, f->seat, f->token, f->host, f->port);
-        sodium_memzero(f->token, sizeof(f->token));
+                return worker_seat_end(&f->base, -1, "seatd cannot be reached (%s)", strerror(-fd)), NULL;
+        r = forward_link_open(fd, f->base.seat, f->base.token, f->host, f->port);
+        sodium_memzero(f->base.token, sizeof(f->base.token));
         if (r < 0 || (r = queue_upgrade(f, rx.accept)) < 0) {
-                finish(f, "cannot ask seatd for the forward: %s", strerror(-r));
+                worker_seat_end(&f->base, -1, "cannot ask seatd for the forward: %s", strerror(-r));
                 goto out;
         }
         for (;;) {
-                pthread_mutex_lock(&f->lock);
-                bool stop = f->stop, upgraded = f->upgraded, room = f->msgs_bytes < WS_FORWARD_QUEUE_MAX;
-                pthread_mutex_unlock(&f->lock);
+                pthread_mutex_lock(&f->base.lock);
+                bool stop = f->base.stop, upgraded = f->upgraded, room = f->msgs_bytes < WS_FORWARD_QUEUE_MAX;
+                pthread_mutex_unlock(&f->base.lock);
                 if (stop)
                         break;
                 if (opened && !send_id && (r = send_pending(f, fd, &next_id, &send_id)) < 0) {
-                        finish(f, "seatd closed the connection (%s)", strerror(-r));
+                        worker_seat_end(&f->base, -1, "seatd closed the connection (%s)", strerror(-r));
                         break;
                 }
                 /* Until the guest's upgrade answer, the whole of it is bounded in time. */
                 _cleanup_control_msg_ ControlMsg *m = NULL;
-                r = worker_next_reply(&f->worker, fd, rd, room, upgraded ? 0 : deadline, &m);
+                r = worker_next_reply(&f->base.worker, fd, rd, room, upgraded ? 0 : deadline, &m);
                 if (r == 0)
                         continue;
                 if (r > 0) {
@@ -319,16 +300,7 @@ static void *ws_forward_thread(void *p) {
                                 break;
                         continue;
                 }
-                if (r == -E2BIG)
-                        finish(f, "seatd sent a line too long");
-                else if (r == -EBADMSG)
-                        finish(f, "seatd sent what is not a reply");
-                else if (r == -ETIMEDOUT)
-                        finish(f, "the server in the seat did not answer the WebSocket upgrade in time");
-                else if (r == -ECONNRESET)
-                        finish(f, "seatd closed the connection");
-                else
-                        finish(f, "poll: %s", strerror(-r));
+                worker_seat_end_reply(&f->base, r, &reply_ends);
                 break;
         }
 out:
@@ -338,23 +310,19 @@ out:
 }
 
 int ws_forward_start(const WsForwardSpec *spec, WsForward **ret) {
-        if (strlen(spec->socket_path) >= sizeof(((WsForward *) NULL)->socket_path) || strlen(spec->seat) > WEB_SEAT_ID_MAX ||
-            strlen(spec->token) > WEB_TOKEN_HEX || strlen(spec->host) >= sizeof(((WsForward *) NULL)->host) ||
+        if (!worker_seat_fits(spec->socket_path, spec->seat, spec->token) ||
+            strlen(spec->host) >= sizeof(((WsForward *) NULL)->host) ||
             strlen(spec->target) >= sizeof(((WsForward *) NULL)->target))
                 return -EINVAL;
         _cleanup_(ws_forward_freep) WsForward *f = calloc(1, sizeof(*f));
         if (!f)
                 return -ENOMEM;
-        pthread_mutex_init(&f->lock, NULL);
-        f->ctx = spec->ctx;
+        worker_seat_init(&f->base, spec->socket_path, spec->seat, spec->token, spec->ctx);
         f->port = spec->port;
         f->timeout_ms = spec->timeout_ms;
-        snprintf(f->socket_path, sizeof(f->socket_path), "%s", spec->socket_path);
-        snprintf(f->seat, sizeof(f->seat), "%s", spec->seat);
-        snprintf(f->token, sizeof(f->token), "%s", spec->token);
         snprintf(f->host, sizeof(f->host), "%s", spec->host);
         snprintf(f->target, sizeof(f->target), "%s", spec->target);
-        int r = worker_start(&f->worker, ws_forward_thread, f);
+        int r = worker_start(&f->base.worker, ws_forward_thread, f);
         if (r < 0)
                 return r;
         *ret = TAKE_PTR(f);
@@ -364,47 +332,45 @@ int ws_forward_start(const WsForwardSpec *spec, WsForward **ret) {
 WsForward *ws_forward_free(WsForward *f) {
         if (!f)
                 return NULL;
-        worker_stop(&f->worker, &f->lock, &f->stop);
-        sodium_memzero(f->token, sizeof(f->token));
+        worker_seat_done(&f->base);
         free(f->to_guest.data);
         for (Msg *m = f->msgs, *n; m; m = n) {
                 n = m->next;
                 free(m->data);
                 free(m);
         }
-        pthread_mutex_destroy(&f->lock);
         return mfree(f);
 }
 
 int ws_forward_send(WsForward *f, bool binary, const void *data, size_t len) {
         if (len > WS_FORWARD_MESSAGE_MAX)
                 return -EMSGSIZE;
-        pthread_mutex_lock(&f->lock);
-        int r = f->ended ? -EPIPE
+        pthread_mutex_lock(&f->base.lock);
+        int r = f->base.ended ? -EPIPE
                 : f->to_guest.len + len > WS_FORWARD_QUEUE_MAX ? -ENOBUFS
                 : queue_frame(f, binary ? WEB_WS_OP_BINARY : WEB_WS_OP_TEXT, data, len);
-        pthread_mutex_unlock(&f->lock);
+        pthread_mutex_unlock(&f->base.lock);
         if (r >= 0)
-                worker_wake(&f->worker);
+                worker_wake(&f->base.worker);
         return r;
 }
 
 size_t ws_forward_to_guest_bytes(WsForward *f) {
-        pthread_mutex_lock(&f->lock);
+        pthread_mutex_lock(&f->base.lock);
         size_t n = f->to_guest.len;
-        pthread_mutex_unlock(&f->lock);
+        pthread_mutex_unlock(&f->base.lock);
         return n;
 }
 
 bool ws_forward_room(WsForward *f) {
-        pthread_mutex_lock(&f->lock);
+        pthread_mutex_lock(&f->base.lock);
         bool room = f->to_guest.len < WS_FORWARD_QUEUE_MAX / 2;
-        pthread_mutex_unlock(&f->lock);
+        pthread_mutex_unlock(&f->base.lock);
         return room;
 }
 
 bool ws_forward_take(WsForward *f, bool *ret_binary, uint8_t **ret_data, size_t *ret_len) {
-        pthread_mutex_lock(&f->lock);
+        pthread_mutex_lock(&f->base.lock);
         Msg *m = f->msgs;
         bool was_full = f->msgs_bytes >= WS_FORWARD_QUEUE_MAX;
         if (m) {
@@ -413,11 +379,11 @@ bool ws_forward_take(WsForward *f, bool *ret_binary, uint8_t **ret_data, size_t 
                         f->msgs_tail = NULL;
                 f->msgs_bytes -= m->len;
         }
-        pthread_mutex_unlock(&f->lock);
+        pthread_mutex_unlock(&f->base.lock);
         if (!m)
                 return false;
         if (was_full)
-                worker_wake(&f->worker); /* it may read seatd again */
+                worker_wake(&f->base.worker); /* it may read seatd again */
         *ret_binary = m->binary;
         *ret_data = m->data;
         *ret_len = m->len;
@@ -426,17 +392,17 @@ bool ws_forward_take(WsForward *f, bool *ret_binary, uint8_t **ret_data, size_t 
 }
 
 bool ws_forward_has_message(WsForward *f) {
-        pthread_mutex_lock(&f->lock);
+        pthread_mutex_lock(&f->base.lock);
         bool has = f->msgs != NULL;
-        pthread_mutex_unlock(&f->lock);
+        pthread_mutex_unlock(&f->base.lock);
         return has;
 }
 
 bool ws_forward_ended(WsForward *f, char *why, size_t size) {
-        pthread_mutex_lock(&f->lock);
-        bool ended = f->ended && !f->msgs;
+        pthread_mutex_lock(&f->base.lock);
+        bool ended = f->base.ended && !f->msgs;
         if (ended)
-                snprintf(why, size, "%s", f->why);
-        pthread_mutex_unlock(&f->lock);
+                snprintf(why, size, "%s", f->base.why);
+        pthread_mutex_unlock(&f->base.lock);
         return ended;
 }
