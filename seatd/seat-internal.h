@@ -43,7 +43,7 @@ typedef int SeatIdentity;
 #define ADOPT_HELLO_TIMEOUT_MS 20000
 #define PARTICIPANT_MAX 64
 #define WARM_AGENT_TIMEOUT_MS 20000 /* a restored guest answers at once: its agent was up when saved */
-#define WARM_PREP_PARALLEL 1        /* saved states made at a time (each is a boot beside the seats) */
+#define WARM_MAKE_PARALLEL 1        /* saved states made at a time (each is a boot beside the seats) */
 #define POOL_CLAIM_PING_MS 2000     /* a pooled seat's agent answers a ping in milliseconds when healthy */
 
 /* The save file as it was when last hashed: the same inode, size, mtime and ctime (which
@@ -152,10 +152,10 @@ struct Seat {
         bool from_pool;                 /* this participant's seat was claimed from a pool */
         uint64_t pool_seq;              /* claims take the oldest pooled seat first */
         uint64_t memory_mib;            /* its machine's memory, for the pools' host limit */
-        pthread_t prep;                 /* makes or checks the standby identity's state */
-        bool prep_running;              /* under s->lock */
-        bool prep_cancel;               /* under m->prep_lock */
-        WarmSeen seen[2];               /* by the prep thread, or under s->lock once it is joined */
+        pthread_t warm_make_thread;     /* makes or checks the standby identity's state */
+        bool warm_make_running;         /* under s->lock */
+        bool warm_make_cancel;          /* under m->warm_make_lock */
+        WarmSeen seen[2];               /* by warm_make_thread, or under s->lock once it is joined */
         char **evidence_paths;    /* the image's evidence_paths for this session (NULL: unknown) */
         char *evidence_fs;        /* and the filesystem holding them (guest_init's), or NULL */
         pthread_mutex_t view_lock; /* a leaf: held only to copy view in or out */
@@ -183,9 +183,9 @@ struct SeatManager {
         uint64_t disk_pending;            /* admitted, not yet in the table; under lock */
         char *warm_dir;                   /* <state_dir>/warm: saved states, 0711; files 0600 */
         uint8_t warm_key[WARM_KEY_BYTES]; /* MACs their sidecars */
-        pthread_mutex_t prep_lock;
-        pthread_cond_t prep_cond;
-        unsigned prep_active;
+        pthread_mutex_t warm_make_lock;
+        pthread_cond_t warm_make_cond;
+        unsigned warm_make_active;
         SeatPoolFn pool_fn;               /* told when a pool's seats change (seatd/pool.c) */
         void *pool_userdata;
         uint64_t pool_seq;                /* under lock */

@@ -111,9 +111,9 @@ static void warm_ready_report(void *userdata, const char *what) {
 /* A reset or release that comes meanwhile does not wait for the range to come up. */
 static bool warm_ready_cancelled(void *userdata) {
         WarmReadyWait *w = userdata;
-        pthread_mutex_lock(&w->m->prep_lock);
-        bool c = w->s->prep_cancel;
-        pthread_mutex_unlock(&w->m->prep_lock);
+        pthread_mutex_lock(&w->m->warm_make_lock);
+        bool c = w->s->warm_make_cancel;
+        pthread_mutex_unlock(&w->m->warm_make_lock);
         return c;
 }
 
@@ -276,23 +276,23 @@ static WarmStateMakeJob *warm_state_make_job_free(WarmStateMakeJob *j) {
 }
 DEFINE_TRIVIAL_CLEANUP_FUNC(WarmStateMakeJob *, warm_state_make_job_free)
 
-/* At most WARM_PREP_PARALLEL preparations at once; false when cancelled while waiting. */
+/* At most WARM_MAKE_PARALLEL states made at once; false when cancelled while waiting. */
 static bool warm_state_make_acquire(SeatManager *m, Seat *s) {
-        pthread_mutex_lock(&m->prep_lock);
-        while (m->prep_active >= WARM_PREP_PARALLEL && !s->prep_cancel)
-                pthread_cond_wait(&m->prep_cond, &m->prep_lock);
-        bool go = !s->prep_cancel;
+        pthread_mutex_lock(&m->warm_make_lock);
+        while (m->warm_make_active >= WARM_MAKE_PARALLEL && !s->warm_make_cancel)
+                pthread_cond_wait(&m->warm_make_cond, &m->warm_make_lock);
+        bool go = !s->warm_make_cancel;
         if (go)
-                m->prep_active++;
-        pthread_mutex_unlock(&m->prep_lock);
+                m->warm_make_active++;
+        pthread_mutex_unlock(&m->warm_make_lock);
         return go;
 }
 
 static void warm_state_make_release(SeatManager *m) {
-        pthread_mutex_lock(&m->prep_lock);
-        m->prep_active--;
-        pthread_cond_broadcast(&m->prep_cond);
-        pthread_mutex_unlock(&m->prep_lock);
+        pthread_mutex_lock(&m->warm_make_lock);
+        m->warm_make_active--;
+        pthread_cond_broadcast(&m->warm_make_cond);
+        pthread_mutex_unlock(&m->warm_make_lock);
 }
 
 static void *warm_state_make_thread(void *p) {
@@ -316,7 +316,7 @@ static void *warm_state_make_thread(void *p) {
 
 /* Under s->lock: make or check the state of the identity the next reset boots. */
 void warm_state_make_start(SeatManager *m, Seat *s) {
-        if (!m->config->warm_reset || s->prep_running)
+        if (!m->config->warm_reset || s->warm_make_running)
                 return;
         _cleanup_(warm_state_make_job_freep) WarmStateMakeJob *j = calloc(1, sizeof(*j));
         if (!j)
@@ -325,28 +325,28 @@ void warm_state_make_start(SeatManager *m, Seat *s) {
         pthread_mutex_lock(&m->lock);
         s->refs++;
         pthread_mutex_unlock(&m->lock);
-        pthread_mutex_lock(&m->prep_lock);
-        s->prep_cancel = false;
-        pthread_mutex_unlock(&m->prep_lock);
+        pthread_mutex_lock(&m->warm_make_lock);
+        s->warm_make_cancel = false;
+        pthread_mutex_unlock(&m->warm_make_lock);
         warm_set_standby(s, "preparing");
-        if (pthread_create(&s->prep, NULL, warm_state_make_thread, j) != 0) {
+        if (pthread_create(&s->warm_make_thread, NULL, warm_state_make_thread, j) != 0) {
                 warm_set_standby(s, "none: cannot start a thread");
                 return;
         }
         TAKE_PTR(j); /* the thread's now */
-        s->prep_running = true;
+        s->warm_make_running = true;
 }
 
 /* Under s->lock: a preparation that has not started is dropped, one under way finished. */
 void warm_state_make_stop(SeatManager *m, Seat *s) {
-        if (!s->prep_running)
+        if (!s->warm_make_running)
                 return;
-        pthread_mutex_lock(&m->prep_lock);
-        s->prep_cancel = true;
-        pthread_cond_broadcast(&m->prep_cond);
-        pthread_mutex_unlock(&m->prep_lock);
-        pthread_join(s->prep, NULL);
-        s->prep_running = false;
+        pthread_mutex_lock(&m->warm_make_lock);
+        s->warm_make_cancel = true;
+        pthread_cond_broadcast(&m->warm_make_cond);
+        pthread_mutex_unlock(&m->warm_make_lock);
+        pthread_join(s->warm_make_thread, NULL);
+        s->warm_make_running = false;
 }
 
 /* The restored machine is still paused: connect to its agent channel first, then let it

@@ -695,8 +695,8 @@ int seat_manager_new(const SeatConfig *config, ImageStore *store, SeatManager **
                 return -ENOMEM;
         pthread_mutex_init(&m->lock, NULL);
         pthread_mutex_init(&m->conn_lock, NULL);
-        pthread_mutex_init(&m->prep_lock, NULL);
-        pthread_cond_init(&m->prep_cond, NULL);
+        pthread_mutex_init(&m->warm_make_lock, NULL);
+        pthread_cond_init(&m->warm_make_cond, NULL);
         if (changes_init(&m->changes) < 0) {
                 free(m);
                 return -ENOMEM;
@@ -766,8 +766,8 @@ SeatManager *seat_manager_free(SeatManager *m) {
                 virConnectClose(m->conn);
         FREE_MANY(m->seats_dir, m->quarantine_dir, m->warm_dir, m->uid_slot_used);
         sodium_memzero(m->warm_key, sizeof(m->warm_key));
-        pthread_mutex_destroy(&m->prep_lock);
-        pthread_cond_destroy(&m->prep_cond);
+        pthread_mutex_destroy(&m->warm_make_lock);
+        pthread_cond_destroy(&m->warm_make_cond);
         seat_secret_key_free(m->host_key);
         pthread_mutex_destroy(&m->lock);
         pthread_mutex_destroy(&m->conn_lock);
