@@ -37,6 +37,11 @@ net_diag() {
     sed 's/^/net_diag guest log: /' >>"$t/out"
   "${VIRSH[@]}" qemu-monitor-command --hmp "${dom:-none}" 'info network' 2>&1 | head -8 |
     sed 's/^/net_diag qemu: /' >>"$t/out"
+  # Its TX queue (1): inuse > 0 is a packet QEMU took but the tap did not (it waits for the tap
+  # to take writes again); shadow_avail_idx behind the guest's is a kick QEMU never saw.
+  "${VIRSH[@]}" qemu-monitor-command --hmp "${dom:-none}" \
+    'info virtio-queue-status /machine/peripheral/net0/virtio-backend 1' 2>&1 |
+    grep -E 'inuse|used_idx|signalled_used:|avail_idx|rror' | tr -s ' ' | paste -sd ' ' | sed 's/^/net_diag qemu tx queue: /' >>"$t/out"
   local _p d drops=
   while read -r _p d _; do drops+="$((16#$d)) "; done </proc/net/softnet_stat
   echo "net_diag host: backlog drops per CPU (softnet_stat): $drops" >>"$t/out"
