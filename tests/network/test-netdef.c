@@ -88,6 +88,7 @@ TEST(xml) {
                                    "  <source network='seatd-s1'/>\n"
                                    "  <mac address='52:54:00:d5:00:01'/>\n"
                                    "  <model type='virtio'/>\n"
+                                   "  <driver event_idx='off'/>\n"
                                    "</interface>\n");
         _cleanup_free_ char *down = NULL;
         assert_int_equal(netdef_interface_down_xml(&s, &down), 0);
@@ -95,6 +96,7 @@ TEST(xml) {
                                   "  <source network='seatd-s1'/>\n"
                                   "  <mac address='52:54:00:d5:00:01'/>\n"
                                   "  <model type='virtio'/>\n"
+                                  "  <driver event_idx='off'/>\n"
                                   "  <link state='down'/>\n"
                                   "</interface>\n");
         char mac[18];
