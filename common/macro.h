@@ -3,7 +3,9 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #define ELEMENTSOF(x) (sizeof(x) / sizeof((x)[0]))
@@ -89,6 +91,14 @@ static inline char **strv_free(char **l) {
 }
 DEFINE_TRIVIAL_CLEANUP_FUNC(char **, strv_free)
 #define _cleanup_strv_free_ _cleanup_(strv_freep)
+
+/* Whether the NULL-terminated string array l (or NULL: none) holds s. */
+static inline bool strv_contains(char *const *l, const char *s) {
+        for (; l && *l; l++)
+                if (!strcmp(*l, s))
+                        return true;
+        return false;
+}
 
 /* Negative errno from a failed libc call that set errno (never 0). */
 static inline int negative_errno(void) {

@@ -55,18 +55,11 @@ int archive_counts_to_json(json_object *o, const ArchiveCount *counts, size_t n,
         return r != 0 ? -ENOMEM : 0;
 }
 
-static bool key_in(const char *key, const char *const *list) {
-        for (; list && *list; list++)
-                if (!strcmp(key, *list))
-                        return true;
-        return false;
-}
-
-const char *archive_counts_parse(json_object *o, const ArchiveCount *counts, size_t n, const char *const *skip,
+const char *archive_counts_parse(json_object *o, const ArchiveCount *counts, size_t n, char *const *skip,
                                  void *base) {
         for (size_t i = 0; i < n; i++) {
                 int64_t v;
-                if (key_in(counts[i].key, skip))
+                if (strv_contains(skip, counts[i].key))
                         continue;
                 if (json_get_int64(o, counts[i].key, true, 0, (int64_t) ARCHIVE_COUNT_MAX, &v) < 0)
                         return counts[i].key;
@@ -76,7 +69,7 @@ const char *archive_counts_parse(json_object *o, const ArchiveCount *counts, siz
 }
 
 const char *archive_capture_counts_parse(json_object *o, bool with_files, ArchiveCapture *c) {
-        static const char *const on_disk[] = { "files", "bytes", NULL };
+        static char *const on_disk[] = { "files", "bytes", NULL };
         return archive_counts_parse(o, capture_counts, ELEMENTSOF(capture_counts), with_files ? NULL : on_disk, c);
 }
 

@@ -167,7 +167,7 @@ typedef struct ArchiveCount {
 int archive_counts_to_json(json_object *o, const ArchiveCount *counts, size_t n, const void *base);
 /* Reads each count (required, 0..ARCHIVE_COUNT_MAX) from o into base, but those whose key
  * is in skip (NULL-terminated, or NULL). NULL, or the key that is missing or bad. */
-const char *archive_counts_parse(json_object *o, const ArchiveCount *counts, size_t n, const char *const *skip,
+const char *archive_counts_parse(json_object *o, const ArchiveCount *counts, size_t n, char *const *skip,
                                  void *base);
 
 /* No packet lost, cut or rotated away, no reason: what "complete" must say. */

@@ -83,13 +83,6 @@ static int add_blob_and_launch(guestfs_h *g, const char *blob_path, ImageFormat 
         return image_guestfs_add_and_launch(g, ctx, blob_path, image_format_to_string(format), opts, ret_error);
 }
 
-static bool strv_contains(char **l, const char *s) {
-        for (char **i = l; i && *i; i++)
-                if (!strcmp(*i, s))
-                        return true;
-        return false;
-}
-
 static int check_filesystem(guestfs_h *g, const ImageManifest *m, SeatError **ret_error) {
         const char *fs = m->guest_init_filesystem, *disk = first_disk_name(m);
         _cleanup_strv_free_ char **devices = guestfs_list_devices(g);

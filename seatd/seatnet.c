@@ -56,13 +56,6 @@ static bool is_seat_bridge(const char *name) {
  * says the host routes for others too (forwarding_lockdown = false), switch it off again
  * for everything but the seat bridges and the uplink: forwarding is a per-input-interface
  * setting, so this leaves exactly the paths the egress filter governs. */
-static bool strv_contains(char **l, const char *s) {
-        for (; l && *l; l++)
-                if (!strcmp(*l, s))
-                        return true;
-        return false;
-}
-
 static void forwarding_lockdown(SeatNetManager *nm) {
         _cleanup_(closedirp) DIR *d = NULL;
         _cleanup_strv_free_ char **uplinks = NULL;
