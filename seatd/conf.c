@@ -236,7 +236,7 @@ static const ConfItem items[] = {
               .doc = "free space in state_dir no seat is ever promised, in bytes"),
 
         /* Pools */
-        LONG(pool_max_seats, 1, 4096, "16", .doc = "the background refill of pools boots no seat past this many seats"),
+        LONG(pool_max_seats, 1, 4096, "16", .doc = "the pools' refill and the facilitator socket's provisions boot no seat past this many seats (booting ones counted)"),
         LONG(pool_max_memory_mib, 0, 1L << 30, "0",
              .doc = "nor past this much memory of all seats' machines, in MiB (0: half of the host's RAM)"),
 

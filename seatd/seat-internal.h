@@ -181,6 +181,7 @@ struct SeatManager {
         SeatNetManager *net;              /* seat networks and their egress filter */
         DenySummary *deny;                /* denied-flow summaries; NULL: off */
         uint64_t disk_pending;            /* admitted, not yet in the table; under lock */
+        unsigned booting;                 /* seats booting new, not yet in the table; under lock */
         char *warm_dir;                   /* <state_dir>/warm: saved states, 0711; files 0600 */
         uint8_t warm_key[WARM_KEY_BYTES]; /* MACs their sidecars */
         pthread_mutex_t warm_make_lock;
@@ -220,8 +221,10 @@ int new_token(Seat *s, bool next_generation, char **ret);
 int ticket_check(Seat *s, const SeatTicket *t, SeatError **ret_error);
 /* A reset or release waits for the seat's lock: a running exec gives it up. */
 bool preempted(Seat *s);
-int provision_new(SeatManager *m, const char *image, const char *participant, const char *egress, bool pooled,
-                         Seat **ret, char **ret_token, SeatError **ret_error);
+/* pooled: for a pool, nobody's. capped: only within pool_max_seats, counting the seats
+ * still booting (seat.c: boot_admit()). */
+int provision_new(SeatManager *m, const char *image, const char *participant, const char *egress, bool pooled, bool capped,
+                  Seat **ret, char **ret_token, SeatError **ret_error);
 void random_hex(char *out, size_t bytes);
 void seat_domain_name(const SeatRecord *rec, char *buf, size_t size);
 void seat_fault(Seat *s, const char *why);

@@ -154,22 +154,10 @@ static int provision_job(Request *req, void *data, json_object **ret_result, Sea
                 seat_boot_progress_set(&(SeatBootProgress) { .report = boot_progress_report,
                                                              .cancelled = boot_progress_cancelled, .userdata = req });
                 /* A facilitator (or a compromised seat-web) fills the host no further than the
-                 * pools may; past that is an operator's decision. */
-                unsigned running = 0;
-                uint64_t mem = 0;
-                seat_manager_usage(request_manager(req)->seats, &running, &mem);
-                long cap = request_manager(req)->config->pool_max_seats;
-                if (a->capped && (long) running + 1 > cap) {
-                        (void) seat_error_set(ret_error, ENOSPC,
-                                              "the host runs %u seats and pool_max_seats is %ld (seatd.conf): the dashboard provisions no more; an operator can (seatctl provision)",
-                                              running, cap);
-                        if (i > 0)
-                                (void) seat_error_wrap(ret_error, "%" PRId64 " of %" PRId64 " seats were provisioned before",
-                                                       i, a->count);
-                        return -ENOSPC;
-                }
+                 * pools may (capped); past that is an operator's decision. */
                 int64_t started = now_monotonic_ms();
-                int r = seat_provision(request_manager(req)->seats, a->image, a->participant, a->egress, &s, &token, ret_error);
+                int r = seat_provision(request_manager(req)->seats, a->image, a->participant, a->egress, a->capped, &s,
+                                       &token, ret_error);
                 seat_boot_progress_set(NULL);
                 if (r >= 0)
                         metrics_observe(seat_manager_metrics(request_manager(req)->seats),

@@ -38,7 +38,7 @@ int seat_provision_pooled(SeatManager *m, const char *image, const char *egress,
         char *token = NULL;
         if (!image_name_valid(image))
                 return seat_error_set(ret_error, EINVAL, "'%s' is not an image name", image);
-        int r = provision_new(m, image, "", egress, true, &s, &token, ret_error);
+        int r = provision_new(m, image, "", egress, true, true, &s, &token, ret_error);
         if (token) /* nobody ever learns it: a claim makes a new one */
                 sodium_memzero(token, strlen(token));
         free(token);
@@ -70,7 +70,7 @@ void seat_manager_usage(SeatManager *m, unsigned *ret_seats, uint64_t *ret_memor
         pthread_mutex_lock(&m->lock);
         for (size_t i = 0; i < m->n_seats; i++)
                 mem += m->seats[i]->memory_mib;
-        *ret_seats = (unsigned) m->n_seats;
+        *ret_seats = (unsigned) m->n_seats + m->booting;
         pthread_mutex_unlock(&m->lock);
         *ret_memory_mib = mem;
 }

@@ -363,12 +363,44 @@ Seat *seat_new(SeatManager *m, unsigned refs) {
 }
 
 
+/* A seat booting new counts against the host's limit from its admission on, not only once
+ * it is in the table, which takes a whole boot: otherwise every provision started during
+ * that boot would see the same free place and all of them would boot. */
+static int boot_admit(SeatManager *m, bool capped, SeatError **ret_error) {
+        long cap = m->config ? m->config->pool_max_seats : 0;
+        pthread_mutex_lock(&m->lock);
+        unsigned seats = (unsigned) m->n_seats + m->booting;
+        if (capped && cap > 0 && (long) seats + 1 > cap) {
+                pthread_mutex_unlock(&m->lock);
+                return seat_error_set(ret_error, ENOSPC,
+                                      "the host runs %u seats (booting ones included) and pool_max_seats is %ld (seatd.conf): the dashboard and the pools boot no more; an operator can (seatctl provision)",
+                                      seats, cap);
+        }
+        m->booting++;
+        pthread_mutex_unlock(&m->lock);
+        return 0;
+}
+
+static void boot_admitted_done(SeatManager **m) {
+        if (!*m)
+                return;
+        pthread_mutex_lock(&(*m)->lock);
+        (*m)->booting--;
+        pthread_mutex_unlock(&(*m)->lock);
+}
+
 /* A new seat, booted cold. pooled: for a pool, nobody's (its token is never handed out). */
-int provision_new(SeatManager *m, const char *image, const char *participant, const char *egress, bool pooled,
-                         Seat **ret, char **ret_token, SeatError **ret_error) {
+int provision_new(SeatManager *m, const char *image, const char *participant, const char *egress, bool pooled, bool capped,
+                  Seat **ret, char **ret_token, SeatError **ret_error) {
         _cleanup_free_ char *token = NULL;
         int r;
 
+        r = boot_admit(m, capped, ret_error);
+        if (r < 0)
+                return r;
+        /* Until the end of this function: once the seat is in the table it is counted there
+         * (for that moment twice, which only errs on the safe side). */
+        _cleanup_(boot_admitted_done) SeatManager *admitted = m;
         Seat *s = seat_new(m, 1);
         if (!s)
                 return -ENOMEM;
@@ -435,8 +467,8 @@ void seat_fault(Seat *s, const char *why) {
         log_seat_warning(s->rec.id, "seat '%s' faulted: %s", s->rec.id, why);
 }
 
-int seat_provision(SeatManager *m, const char *image, const char *participant, const char *egress, Seat **ret,
-                   char **ret_token, SeatError **ret_error) {
+int seat_provision(SeatManager *m, const char *image, const char *participant, const char *egress, bool capped,
+                   Seat **ret, char **ret_token, SeatError **ret_error) {
         if (!image_name_valid(image))
                 return seat_error_set(ret_error, EINVAL, "'%s' is not an image name", image);
         if (!participant_valid(participant))
@@ -463,7 +495,7 @@ int seat_provision(SeatManager *m, const char *image, const char *participant, c
                         pool_notify(m, SEAT_POOL_BROKEN, image, eg);
                 seat_unref(s);
         }
-        return provision_new(m, image, participant, egress, false, ret, ret_token, ret_error);
+        return provision_new(m, image, participant, egress, false, capped, ret, ret_token, ret_error);
 }
 
 #define SESSION_END_GRACE_MS 3000 /* for the old guest to sync its disk and power off */

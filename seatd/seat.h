@@ -61,8 +61,10 @@ typedef struct SeatBootProgress {
 } SeatBootProgress;
 void seat_boot_progress_set(const SeatBootProgress *p);
 
-int seat_provision(SeatManager *m, const char *image, const char *participant, const char *egress, Seat **ret,
-                   char **ret_token, SeatError **ret_error);
+/* capped (the facilitator socket): a seat booted new only within pool_max_seats, counting
+ * the seats still booting; a claim from a pool adds no seat and always goes. */
+int seat_provision(SeatManager *m, const char *image, const char *participant, const char *egress, bool capped,
+                   Seat **ret, char **ret_token, SeatError **ret_error);
 /* cold: boot from the image even where the slot's saved state could be restored. */
 /* control (may be NULL): who asked, appended to the ending session's audit log as a
  * "control" record once the request passed its checks (a refused one leaves none). */
@@ -89,7 +91,7 @@ typedef struct SeatPoolEntry {
 } SeatPoolEntry;
 /* Image and egress of every pooled READY seat (free() the array). */
 int seat_manager_pooled(SeatManager *m, SeatPoolEntry **ret, size_t *ret_n);
-/* Seats in the table and the memory their machines were given. */
+/* Seats in the table or booting new, and the memory the table's machines were given. */
 void seat_manager_usage(SeatManager *m, unsigned *ret_seats, uint64_t *ret_memory_mib);
 /* Take the oldest pooled seat of image and egress out of its pool (a reference), or NULL. */
 Seat *seat_pool_take(SeatManager *m, const char *image, const char *egress);

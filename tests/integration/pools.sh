@@ -4,7 +4,9 @@
 # seat only) much faster than a cold boot, and the pool refills; two racing provisions get
 # two different seats; pooled seats whose machine does not answer are released and replaced,
 # never handed out; the pool and its seats survive a seatd restart; the host limit holds the
-# refill back and says so; a pool of 0 releases its seats. Speaks TAP.
+# refill back and says so, and the facilitator socket's provisions too (a claim from the pool
+# still goes; provisions racing for the last places cannot all boot); a pool of 0 releases its
+# seats. Speaks TAP.
 #   usage: pools.sh BUILD_DIR
 # Builds and signs its own test image; every domain and process it makes is removed on exit.
 # Needs root and a running libvirtd (never restarted here).
@@ -25,7 +27,7 @@ unset SEATD_TOKEN
 # Warm reset off: this test is about pools, and each saved state is one more boot on a
 # 2-core machine. pool_max_seats leaves room for the pool, the claims it makes and a cold boot.
 write_conf() {
-  seatd_conf accel=tcg allow_tcg=true inspect_images=false warm_reset=false "pool_max_seats=$1"
+  seatd_conf accel=tcg allow_tcg=true inspect_images=false warm_reset=false "pool_max_seats=$1" facilitator_group=nogroup
 }
 write_conf 8
 seatd_start
@@ -44,6 +46,11 @@ wait_ready() { # wait_ready N: the pool holds N ready seats
   echo "pool: ready=$r, want $1; $("$CTL" pool status 2>&1)"; return 1
 }
 nobody() { as_nobody "$CTL" "$@"; }
+# A dashboard's provision, on the facilitator socket as seat-web makes it (run as nobody, in
+# the suite's facilitator_group): prints "seat ID FROM_POOL" or "error CODE MESSAGE".
+install -m 0644 "$HARNESS_SRC/tests/lib/fac_client.py" "$t/fac.py"
+fac_provision() { setpriv --reuid=nobody --regid=nogroup --clear-groups -- /usr/bin/python3 "$t/fac.py" provision "$t/facilitator.sock" test-image "$1" frida; }
+n_seats() { "$CTL" --json list 2>/dev/null | py "print(len(d['seats']))"; }
 
 image_import
 
@@ -144,7 +151,18 @@ held=
 for _ in $(seq 1 100); do held=$(pool_field held); [[ -n $held ]] && break; sleep 0.2; done
 [[ $held == *pool_max_seats* && $(pool_field ready) == 1 ]] && ok "the host limit holds the refill and status says why: $held" \
   || { "$CTL" pool status >"$t/out" 2>&1; not_ok "the host limit holds the refill"; }
+# The host is at pool_max_seats, filled by the pool: a dashboard's handout still claims the
+# pooled seat left (a claim adds no seat), and only a cold boot past the limit is refused.
+out=$(fac_provision dora 2>&1)
+read -r what E from <<<"$out"
+[[ $what == seat && $from == True && " $P " == *" $E "* ]] && ok "at the host limit, a facilitator's provision claims the last pooled seat ($E)" \
+  || { echo "$out" >"$t/out"; not_ok "at the host limit, a facilitator's provision claims the last pooled seat"; }
+out=$(fac_provision erin 2>&1)
+[[ $out == "error "*pool_max_seats* && $(n_seats) == 3 && $(our_domains | wc -l) == 3 ]] \
+  && ok "the next one, which would boot a seat past the limit, is refused and makes nothing: ${out#error }" \
+  || { { echo "$out"; "$CTL" list; } >"$t/out" 2>&1; not_ok "a facilitator's provision past the host limit is refused"; }
 "$CTL" -q release "$D" >"$t/out" 2>&1
+[[ -n $E ]] && "$CTL" -q release "$E" >>"$t/out" 2>&1
 wait_ready 2 >"$t/out" 2>&1 && ok "room again: the pool refills" || not_ok "room again: the pool refills"
 
 # ---------------------------------------------------------------- 8. a pool of 0
@@ -155,6 +173,21 @@ for _ in $(seq 1 300); do [[ -z $(pooled_ids) ]] && break; sleep 0.5; done
 "$CTL" -q pool set test-image --ready 1 --egress no-such-profile >"$t/out" 2>&1
 [[ $? != 0 ]] && grep -q "no-such-profile" "$t/out" && ok "a pool with an egress profile that does not exist is refused: $(head -1 "$t/out")" \
   || not_ok "a pool with an unknown egress profile is refused"
+
+# ---------------------------------------------------------------- 9. provisions racing for the last places
+# Only bob's seat runs and pool_max_seats is 3: three dashboard provisions at once (each on
+# its own connection, as seat-web's workers make them) have two places between them. A seat
+# counts from the moment its boot is admitted, so two boot and one is refused; counted only
+# once booted, all three would have seen two free places.
+# (the pool's seats leave the table once their release is done, a little after the pool)
+for _ in $(seq 1 300); do [[ $(n_seats) == 1 ]] && break; sleep 0.2; done
+rp=()
+for i in 1 2 3; do fac_provision "race$i" >"$t/race$i" 2>&1 & rp+=($!); done
+wait "${rp[@]}"
+booted=$(cat "$t/race1" "$t/race2" "$t/race3" | grep -c "^seat ")
+refused=$(cat "$t/race1" "$t/race2" "$t/race3" | grep -c "^error .*pool_max_seats")
+[[ $booted == 2 && $refused == 1 && $(n_seats) == 3 ]] && ok "three racing facilitator provisions for two places: two seats boot, one is refused" \
+  || { cat "$t/race1" "$t/race2" "$t/race3" >"$t/out"; "$CTL" list >>"$t/out" 2>&1; not_ok "racing facilitator provisions stay within pool_max_seats ($booted booted, $refused refused)"; }
 
 for s in $("$CTL" --json list | py "print(' '.join(s['id'] for s in d['seats']))"); do "$CTL" -q release "$s" >/dev/null 2>&1; done
 [[ -z $(our_domains) ]] && ok "every seat released: no domain of this seatd left" || { our_domains >"$t/out"; not_ok "every seat released"; }
