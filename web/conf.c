@@ -75,6 +75,7 @@ static const Item items[] = {
         { "facilitator_session_idle_timeout", K_LONG, F(facilitator_session_idle_timeout), "1800", 10, 86400 },
         { "facilitator_session_max_age", K_LONG, F(facilitator_session_max_age), "43200", 10, 7 * 86400 },
         { "max_dashboards", K_LONG, F(max_dashboards), "8", 0, 64 },
+        { "handout_parallel", K_LONG, F(handout_parallel), "4", 1, WEB_HANDOUT_PARALLEL_MAX },
         { "metrics_loopback", K_BOOL, F(metrics_loopback), "true", 0, 0 },
 };
 #undef F

@@ -15,6 +15,8 @@
 #define WEB_CONFIG_MAX_BYTES (64u * 1024u)
 #define WEB_CONFIG_PATH "/etc/seat-web/seat-web.conf"
 
+#define WEB_HANDOUT_PARALLEL_MAX 16 /* handout_parallel at most */
+
 typedef struct WebConfig {
         char *listen_address;      /* an IPv4 or IPv6 literal */
         int listen_port;
@@ -62,6 +64,7 @@ typedef struct WebConfig {
         long facilitator_session_idle_timeout;   /* seconds */
         long facilitator_session_max_age;        /* seconds */
         long max_dashboards;       /* dashboards' event WebSockets at once (0: none) */
+        long handout_parallel;     /* a handout's provisions at once (fac-handout-make.c) */
         bool metrics_loopback;     /* /metrics for loopback clients without a login */
 } WebConfig;
 

@@ -3,8 +3,9 @@
 
 /* Handouts being made, and made. Thirty seats take minutes to provision (a boot each under
  * TCG), so the facilitator's browser is not kept waiting for them: the form is answered at
- * once with 303 to /facilitator/handout/ID, a worker provisions the seats one after the
- * other, and that page says how far it got (it reloads itself) until it is the handout.
+ * once with 303 to /facilitator/handout/ID, a worker provisions the seats (up to
+ * handout_parallel at once, fac-handout-make.c), and that page says how far it got (it
+ * reloads itself) until it is the handout.
  *
  * A handout belongs to the facilitator who asked for it: another's ID finds nothing. One
  * is made at a time (it holds one of the facilitator side's two workers for its minutes;

@@ -28,6 +28,7 @@
 #include "common/jsonframe.h"
 #include "common/log.h"
 #include "fac-events.h"
+#include "fac-handout-make.h"
 #include "fac-handout.h"
 #include "fac-handouts.h"
 #include "fac-http.h"
@@ -42,10 +43,8 @@
 #define FAC_COOKIE WEB_FAC_COOKIE
 #define CSRF_HEADER "x-csrf-token:"
 #define ASSET_MAX (512u * 1024u)
-#define LONG_CALL_MS (600 * 1000) /* a provision, reset or release: a boot under TCG, a seal */
 #define EVIDENCE_CHUNK (512u * 1024u)
 #define AUDIT_CHUNK (64u * 1024u)
-#define LINK_EXPIRES_S (12 * 3600)
 #define HANDOUT_KEEP_MS (3600 * 1000) /* a made handout, for reloads and printing */
 
 typedef enum FacRoute {
@@ -215,7 +214,7 @@ static FacRoute route(const char *path, bool post, Conn *c) {
 
 static void call_work(Job *job) {
         Fac *f = job->ctx;
-        int timeout = job->fac_route == FR_RESET || job->fac_route == FR_RELEASE ? LONG_CALL_MS
+        int timeout = job->fac_route == FR_RESET || job->fac_route == FR_RELEASE ? FAC_LONG_CALL_MS
                                                                                   : (int) f->w->conf->seatd_timeout_ms;
         job->r = seatd_call_message(f->w->conf->facilitator_socket, timeout, job->method, job->params, &job->rec, job->code,
                                     job->message, sizeof(job->message));
@@ -243,71 +242,6 @@ static void verify_work(Job *job) {
         sodium_free(users);
         sodium_memzero(job->secret, sizeof(job->secret));
         job->r = ok ? 0 : -EACCES;
-}
-
-/* The handout: one seat per participant (seat.provision, count 1), a one-time link to
- * each, the page, into the handouts table (job->link_id), whose page says how far it got
- * meanwhile. The base URL (job->path) is the one the facilitator's browser used. No
- * connection waits for this job. */
-static void handout_work(Job *job) {
-        Fac *f = job->ctx;
-        const WebConfig *conf = f->w->conf;
-        json_object *names = json_object_object_get(job->params, "names");
-        const char *image = json_object_get_string(json_object_object_get(job->params, "image"));
-        const char *who = json_object_get_string(json_object_object_get(job->params, "facilitator"));
-        size_t n = json_object_array_length(names);
-        _cleanup_free_ HandoutEntry *e = calloc(n ? n : 1, sizeof(HandoutEntry));
-        if (!e) {
-                fac_handouts_finish(f->handouts, job->link_id, NULL, 0, now_monotonic_ms());
-                return;
-        }
-        for (size_t i = 0; i < n; i++) {
-                _cleanup_json_ json_object *params = json_object_new_object(), *res = NULL;
-                char code[32] = "", id[WEB_SESSION_ID_LEN + 1];
-                fac_handouts_progress(f->handouts, job->link_id, i);
-                snprintf(e[i].participant, sizeof(e[i].participant), "%s",
-                         json_object_get_string(json_object_array_get_idx(names, i)));
-                if (jobs_stopping(f->jobs)) {
-                        snprintf(e[i].problem, sizeof(e[i].problem), "seat-web stopped before this seat was made");
-                        continue;
-                }
-                if (!params) {
-                        snprintf(e[i].problem, sizeof(e[i].problem), "out of memory");
-                        continue;
-                }
-                json_object_object_add(params, "image", json_object_new_string(image));
-                json_object_object_add(params, "participant", json_object_new_string(e[i].participant));
-                json_object_object_add(params, "count", json_object_new_int(1));
-                json_object_object_add(params, "facilitator", json_object_new_string(who));
-                int r = seatd_call_message(conf->facilitator_socket, LONG_CALL_MS, "seat.provision", params, &res, code,
-                                           e[i].problem, sizeof(e[i].problem));
-                if (r < 0) {
-                        if (r != -EREMOTEIO)
-                                snprintf(e[i].problem, sizeof(e[i].problem), "seatd did not answer: %s", strerror(-r));
-                        continue;
-                }
-                json_object *seat = json_object_array_get_idx(json_object_object_get(res, "seats"), 0);
-                WebLink l = { .expires = now_realtime_ms() / 1000 + LINK_EXPIRES_S };
-                snprintf(l.seat, sizeof(l.seat), "%s", json_object_get_string(json_object_object_get(seat, "id")));
-                snprintf(l.token, sizeof(l.token), "%s", json_object_get_string(json_object_object_get(seat, "token")));
-                snprintf(e[i].seat, sizeof(e[i].seat), "%s", l.seat);
-                _cleanup_error_ SeatError *err = NULL;
-                r = web_link_issue(conf, &l, id, &err);
-                sodium_memzero(&l, sizeof(l));
-                if (r < 0) {
-                        snprintf(e[i].problem, sizeof(e[i].problem), "seat %s made, but no link: %s", e[i].seat,
-                                 err ? err->message : strerror(-r));
-                        continue;
-                }
-                snprintf(e[i].url, sizeof(e[i].url), "%.500s/l/%s", job->path, id);
-                log_info("handout: seat '%s' for participant '%s' by facilitator '%s'", e[i].seat, e[i].participant, who);
-        }
-        char *page = NULL;
-        size_t len = 0;
-        if (fac_handout_render(e, n, &page, &len) < 0)
-                page = NULL;
-        sodium_memzero(e, (n ? n : 1) * sizeof(HandoutEntry));
-        fac_handouts_finish(f->handouts, job->link_id, page, len, now_monotonic_ms());
 }
 
 static Jobs *pool_of(Fac *f, const Job *job) {
@@ -342,6 +276,22 @@ static Job *new_job(struct lws *wsi, Web *w, FacRoute r, void (*work)(Job *), co
         if (!job->params)
                 return NULL;
         return TAKE_PTR(job);
+}
+
+/* The handout (fac-handout-make.c); the base URL (job->path) is the one the facilitator's
+ * browser used. No connection waits for this job. */
+static void handout_work(Job *job) {
+        Fac *f = job->ctx;
+        fac_handout_make(&(HandoutRequest) {
+                .conf = f->w->conf,
+                .jobs = f->jobs,
+                .handouts = f->handouts,
+                .id = job->link_id,
+                .base_url = job->path,
+                .image = json_object_get_string(json_object_object_get(job->params, "image")),
+                .facilitator = json_object_get_string(json_object_object_get(job->params, "facilitator")),
+                .names = json_object_object_get(job->params, "names"),
+        });
 }
 
 /* ---------------------------------------------------------------- requests */
@@ -467,7 +417,7 @@ static int do_handout(struct lws *wsi, Web *w, Conn *c, FacSession *s) {
         if (r < 0) {
                 if (r == -EBUSY)
                         return web_respond_text(wsi, w, c, 409,
-                                                "A handout is being made: its seats are provisioned one after the other. "
+                                                "A handout is being made: its seats are being provisioned. "
                                                 "Make this one once it is done.\n");
                 return web_respond_text(wsi, w, c, 503,
                                         r == -ENOSPC ? "Too many handouts are kept (each for an hour after it is made): "

@@ -217,5 +217,4 @@ ac=$(paste "$t/nm" "$t/lk" | awk '{printf "%.3f\n", $1 - $2}' | median)
 echo "first connection ms (inside the seat): new name $(tr '\n' ' ' <"$t/nm")(median $nm; its lookup $lk, the rest $ac), allowed address $(tr '\n' ' ' <"$t/ip")(median $ip)"
 [[ $(wc -l <"$t/nm") == 11 && $(wc -l <"$t/ip") == 11 ]] || echo "bench-egress: some name or address probes failed" >&2
 
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", (b > 0) ? a / b : 0}'; }
 echo "egress: filtered_over_unfiltered=$(ratio "$bf" "$bu") conn_filtered_over_unfiltered=$(ratio "$cf" "$cu") provision_500_over_0=$(ratio "$p500" "$p0") throughput_mib_s=$bf conn_per_s=$cf provision_p50_ms=$p0 provision_500_p50_ms=$p500 capture_over_filtered=$(ratio "$bc" "$bf") captured_throughput_mib_s=$bc name_first_connect_ms=$ac name_over_ip=$(ratio "$ac" "$ip") name_lookup_ms=$lk name_with_lookup_ms=$nm name_with_lookup_over_ip=$(ratio "$nm" "$ip") dnsguard_lookup_ms=${gq:-0} direct_lookup_ms=${dq:-0} resolver_new_name_ms=${rq:-0}"

@@ -81,7 +81,6 @@ done
 c=$(printf '%s\n' "${cold[@]}" | median_int) w=$(printf '%s\n' "${warm[@]}" | median_int)
 p=$(printf '%s\n' "${claim[@]}" | median_int)
 r=$(printf '%s\n' "${restore[@]}" | median_int) n=$(printf '%s\n' "${naive[@]}" | median_int)
-ratio() { awk "BEGIN { printf \"%.2f\", $1 / $2 }"; }
 echo "cold provision-to-ready: ${cold[*]} ms (median $c)"
 echo "warm reset-to-ready (seatctl reset, the whole reset as the participant waits): ${warm[*]} ms (median $w)"
 echo "plain virsh restore of a saved state to agent hello: ${restore[*]} ms (median $r)"

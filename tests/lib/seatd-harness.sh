@@ -519,6 +519,8 @@ ms() { local now=${EPOCHREALTIME/[.,]/}; echo $((now / 1000)); }
 # count; median_int truncates it).
 median() { sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
 median_int() { sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR + 1) / 2] : int((a[NR / 2] + a[NR / 2 + 1]) / 2)}'; }
+# ratio A B: A / B with two decimals (0 when B is not above 0).
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", (b > 0) ? a / b : 0}'; }
 # wait_agent DOMAIN: until the domain's agent channel answers hello (2 minutes at most).
 wait_agent() {
         python3 - "$1" <<'PY'

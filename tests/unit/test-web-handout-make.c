@@ -1,0 +1,263 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * A handout's seats made (web/fac-handout-make.c) against a scripted seatd on a Unix
+ * socket, one connection per provision as seatd's facilitator socket takes them: each call
+ * says hello, then seat.provision with count 1, the image, the participant and the
+ * facilitator; at most handout_parallel calls run at once (and more than one when it
+ * allows more); the cards keep the order of the names although the seats come back in
+ * another; a name seatd refuses gets seatd's message on its card and the others their
+ * seats; every made seat gets a one-time link under state_dir, on the browser's base URL;
+ * the handout is made with every seat counted. Run under TSan too.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <json-c/json.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+#include "../lib/seat-test.h"
+
+#include "common/fileio.h"
+#include "common/jsonframe.h"
+#include "common/macro.h"
+#include "fac-handout-make.h"
+#include "fake-seatd.h"
+
+#define TOKEN "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+#define MAX_CONNS 32
+#define REFUSED "nobody-room" /* the participant seatd refuses */
+
+typedef struct FakeSeatd {
+        char path[FAKE_SEATD_PATH_MAX];
+        int listen_fd;
+        pthread_t acceptor;
+        pthread_t conns[MAX_CONNS];
+        int fds[MAX_CONNS];
+        size_t n_conns, expect;
+        pthread_mutex_t lock;
+        unsigned active, max_active, bad_requests;
+} FakeSeatd;
+
+typedef struct Conn {
+        FakeSeatd *f;
+        int fd;
+} Conn;
+
+/* p1 answers last, the last name first: the order of the answers is not that of the names. */
+static unsigned delay_ms(const char *participant) {
+        unsigned k = 0;
+        if (sscanf(participant, "p%u", &k) == 1 && k <= 9)
+                return 60 * (10 - k);
+        return 30;
+}
+
+/* One connection as seatd's facilitator socket answers it; false: not what seat-web sends. */
+static bool serve(FakeSeatd *f, int fd) {
+        char line[4096];
+        if (fake_read_line(fd, line, sizeof(line)) < 0 || !strstr(line, "\"hello\""))
+                return false;
+        fake_say(fd, "{\"id\":1,\"type\":\"result\",\"result\":{\"version\":1}}\n");
+        if (fake_read_line(fd, line, sizeof(line)) < 0)
+                return false;
+        _cleanup_json_ json_object *o = json_tokener_parse(line);
+        json_object *params = json_object_object_get(o, "params");
+        const char *method = json_object_get_string(json_object_object_get(o, "method"));
+        const char *image = json_object_get_string(json_object_object_get(params, "image"));
+        const char *who = json_object_get_string(json_object_object_get(params, "facilitator"));
+        const char *participant = json_object_get_string(json_object_object_get(params, "participant"));
+        if (!method || strcmp(method, "seat.provision") || !image || strcmp(image, "range") || !who || strcmp(who, "frida") ||
+            !participant || json_object_get_int(json_object_object_get(params, "count")) != 1)
+                return false;
+
+        pthread_mutex_lock(&f->lock);
+        if (++f->active > f->max_active)
+                f->max_active = f->active;
+        pthread_mutex_unlock(&f->lock);
+        (void) nanosleep(&(struct timespec) { .tv_nsec = (long) delay_ms(participant) * 1000000L }, NULL);
+        pthread_mutex_lock(&f->lock);
+        f->active--;
+        pthread_mutex_unlock(&f->lock);
+
+        if (!strcmp(participant, REFUSED))
+                fake_say(fd, "{\"id\":2,\"type\":\"error\",\"error\":{\"code\":\"io\",\"message\":\"the host runs 3 seats and pool_max_seats is 3\"}}\n");
+        else
+                fake_say(fd, "{\"id\":2,\"type\":\"result\",\"result\":{\"seats\":[{\"id\":\"s-%s\",\"token\":\"%s\"}]}}\n",
+                         participant, TOKEN);
+        (void) fake_read_line(fd, line, sizeof(line)); /* until the client closes */
+        return true;
+}
+
+static void *conn_thread(void *p) {
+        Conn *c = p;
+        if (!serve(c->f, c->fd)) {
+                pthread_mutex_lock(&c->f->lock);
+                c->f->bad_requests++;
+                pthread_mutex_unlock(&c->f->lock);
+        }
+        free(c);
+        return NULL;
+}
+
+static void *acceptor_thread(void *p) {
+        FakeSeatd *f = p;
+        while (f->n_conns < f->expect) {
+                int fd = accept(f->listen_fd, NULL, NULL);
+                if (fd < 0)
+                        return NULL;
+                Conn *c = calloc(1, sizeof(*c));
+                assert_non_null(c);
+                *c = (Conn) { .f = f, .fd = fd };
+                f->fds[f->n_conns] = fd;
+                assert_int_equal(pthread_create(&f->conns[f->n_conns], NULL, conn_thread, c), 0);
+                f->n_conns++;
+        }
+        return NULL;
+}
+
+static void script_start(FakeSeatd *f, size_t expect) {
+        memset(f, 0, sizeof(*f));
+        pthread_mutex_init(&f->lock, NULL);
+        f->expect = expect;
+        f->listen_fd = fake_listen(f->path, "handout", MAX_CONNS);
+        assert_true(f->listen_fd >= 0);
+        assert_int_equal(pthread_create(&f->acceptor, NULL, acceptor_thread, f), 0);
+}
+
+static void script_stop(FakeSeatd *f) {
+        assert_int_equal(pthread_join(f->acceptor, NULL), 0);
+        for (size_t i = 0; i < f->n_conns; i++) {
+                assert_int_equal(pthread_join(f->conns[i], NULL), 0);
+                close(f->fds[i]);
+        }
+        fake_unlisten(f->listen_fd, f->path);
+        pthread_mutex_destroy(&f->lock);
+}
+
+static size_t count_links(const char *state_dir) {
+        char dir[256];
+        snprintf(dir, sizeof(dir), "%s/links", state_dir);
+        DIR *d = opendir(dir);
+        size_t n = 0;
+        if (!d)
+                return 0;
+        for (struct dirent *e; (e = readdir(d));)
+                if (e->d_name[0] != '.')
+                        n++;
+        closedir(d);
+        return n;
+}
+
+static void remove_tree(const char *state_dir) {
+        char dir[256], path[600];
+        snprintf(dir, sizeof(dir), "%s/links", state_dir);
+        DIR *d = opendir(dir);
+        if (d) {
+                for (struct dirent *e; (e = readdir(d));)
+                        if (e->d_name[0] != '.') {
+                                snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+                                (void) unlink(path);
+                        }
+                closedir(d);
+                (void) rmdir(dir);
+        }
+        (void) rmdir(state_dir);
+}
+
+/* One handout of names with handout_parallel = parallel: the made page (free() it), and what
+ * the scripted seatd saw. */
+static char *make(const char *const *names, size_t n, long parallel, FakeSeatd *f, char state_dir[64]) {
+        snprintf(state_dir, 64, "/tmp/test-web-handout-XXXXXX");
+        assert_non_null(mkdtemp(state_dir));
+        script_start(f, n);
+        WebConfig conf = { .facilitator_socket = f->path, .state_dir = state_dir, .handout_parallel = parallel };
+        _cleanup_(fac_handouts_freep) FacHandouts *h = fac_handouts_new(3600 * 1000);
+        assert_non_null(h);
+        char id[WEB_SESSION_ID_LEN + 1];
+        assert_int_equal(fac_handouts_start(h, "frida", n, 1, id), 0);
+        _cleanup_json_ json_object *arr = json_object_new_array();
+        for (size_t i = 0; i < n; i++)
+                json_object_array_add(arr, json_object_new_string(names[i]));
+
+        fac_handout_make(&(HandoutRequest) { .conf = &conf, .handouts = h, .id = id, .base_url = "https://room.example:8443",
+                                             .image = "range", .facilitator = "frida", .names = arr });
+        script_stop(f);
+        FacHandoutView v = {};
+        assert_int_equal(fac_handouts_get(h, id, "frida", 2, &v), 0);
+        assert_true(v.made);
+        assert_int_equal(v.done, n);
+        assert_int_equal(v.total, n);
+        assert_non_null(v.page);
+        return v.page;
+}
+
+/* The cards in the page, in order: "participant=seat" or "participant!" for a refused one. */
+static void cards(const char *page, char *out, size_t size) {
+        out[0] = '\0';
+        for (const char *p = page; (p = strstr(p, "data-participant=\""));) {
+                p += strlen("data-participant=\"");
+                const char *q = strchr(p, '"');
+                assert_non_null(q);
+                const char *next = strstr(q, "data-participant=\""), *seat = strstr(q, "class=\"seat\">");
+                size_t len = strlen(out);
+                if (seat && (!next || seat < next)) {
+                        seat += strlen("class=\"seat\">");
+                        snprintf(out + len, size - len, "%s%.*s=%.*s", len ? " " : "", (int) (q - p), p,
+                                 (int) strcspn(seat, "<"), seat);
+                } else
+                        snprintf(out + len, size - len, "%s%.*s!", len ? " " : "", (int) (q - p), p);
+                p = q;
+        }
+}
+
+TEST(parallel_keeps_the_order_of_the_names) {
+        static const char *const names[] = { "p1", "p2", "p3", "p4", "p5", "p6", "p7" };
+        FakeSeatd f;
+        char state_dir[64], got[1024];
+        _cleanup_free_ char *page = make(names, ELEMENTSOF(names), 3, &f, state_dir);
+        assert_int_equal(f.bad_requests, 0);
+        assert_int_equal(f.n_conns, ELEMENTSOF(names));
+        /* 3 at once: never more, and more than one (p1 takes 540 ms, the others start meanwhile) */
+        assert_true(f.max_active <= 3);
+        assert_true(f.max_active >= 2);
+        cards(page, got, sizeof(got));
+        assert_string_equal(got, "p1=s-p1 p2=s-p2 p3=s-p3 p4=s-p4 p5=s-p5 p6=s-p6 p7=s-p7");
+        assert_non_null(strstr(page, "href=\"https://room.example:8443/l/"));
+        assert_null(strstr(page, TOKEN)); /* the token is in the link's record, never on the page */
+        assert_int_equal(count_links(state_dir), ELEMENTSOF(names));
+        remove_tree(state_dir);
+}
+
+TEST(one_after_the_other) {
+        static const char *const names[] = { "p1", "p2", "p3" };
+        FakeSeatd f;
+        char state_dir[64], got[1024];
+        _cleanup_free_ char *page = make(names, ELEMENTSOF(names), 1, &f, state_dir);
+        assert_int_equal(f.max_active, 1);
+        cards(page, got, sizeof(got));
+        assert_string_equal(got, "p1=s-p1 p2=s-p2 p3=s-p3");
+        remove_tree(state_dir);
+}
+
+TEST(a_refused_name_gets_seatds_reason_and_the_others_their_seats) {
+        static const char *const names[] = { "p1", REFUSED, "p3" };
+        FakeSeatd f;
+        char state_dir[64], got[1024];
+        _cleanup_free_ char *page = make(names, ELEMENTSOF(names), 16, &f, state_dir);
+        assert_true(f.max_active <= 3);
+        cards(page, got, sizeof(got));
+        assert_string_equal(got, "p1=s-p1 " REFUSED "! p3=s-p3");
+        assert_non_null(strstr(page, "No seat: the host runs 3 seats and pool_max_seats is 3"));
+        assert_int_equal(count_links(state_dir), 2);
+        remove_tree(state_dir);
+}
+
+TEST_MAIN("web-handout-make")
