@@ -15,8 +15,7 @@ set -euo pipefail
 harness_bench
 harness_build "${1:?usage: $0 BUILD_DIR [NAMES [PARALLEL [ROUNDS]]]}"
 names=${2:-8} parallel=${3:-4} rounds=${4:-3}
-WEB=$build/web/seat-web
-need_built "$WEB"
+need_seat_web
 need_cmd curl
 harness_workdir /var/tmp/seatd-bench-handout 0755
 
@@ -26,18 +25,12 @@ port=$((20000 + RANDOM % 20000))
 url=https://127.0.0.1:$port
 F=(curl -s --cacert "$t/web/tls/cert.pem")
 web_pid=
-web_stop() { [[ -z $web_pid ]] || kill_wait "$web_pid"; web_pid=; }
-harness_on_exit web_stop
 web_start() { # PARALLEL: seat-web with that handout_parallel, its facilitator logged in
-  web_stop
+  kill_wait "$web_pid"
   seat_web_conf "$t/web.conf" listen_port=$port "handout_parallel=$1"
-  [[ -f $t/web/tls/cert.pem ]] || setpriv --reuid=nobody --regid=nogroup --clear-groups -- "$WEB" -c "$t/web.conf" --self-signed >/dev/null 2>"$t/out" ||
-    bail "seat-web --self-signed failed: $(cat "$t/out")"
   [[ -f $t/web/facilitators ]] || printf '%s\n' "bench pw" | "$WEB" passwd -c "$t/web.conf" frida >"$t/out" 2>&1 ||
     bail "seat-web passwd failed: $(cat "$t/out")"
-  setpriv --reuid=nobody --regid=nogroup --clear-groups -- "$WEB" -c "$t/web.conf" >>"$t/web.log" 2>&1 &
-  web_pid=$!
-  for _ in $(seq 1 100); do "${F[@]}" -o /dev/null "$url/" && break; sleep 0.1; done
+  seat_web_up "$t/web.conf" "$port"
   "${F[@]}" -D "$t/h" -o /dev/null -H "Origin: $url" --data-urlencode name=frida --data-urlencode "password=bench pw" "$url/facilitator/login"
   fcookie=$(sed -n 's/^set-cookie: __Host-seatfac=\([^;]*\);.*/\1/Ip' "$t/h" | tr -d '\r')
   csrf=$("${F[@]}" -b "__Host-seatfac=$fcookie" "$url/facilitator/api/session" | json_field 'd["csrf"]') ||

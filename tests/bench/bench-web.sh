@@ -19,8 +19,7 @@ set -euo pipefail
 harness_bench
 harness_build "${1:?usage: $0 BUILD_DIR [TERMINALS [SEATS [KEYS]]]}"
 terminals=${2:-50} seats=${3:-4} keys=${4:-20}
-WEB=$build/web/seat-web
-need_built "$WEB"
+need_seat_web
 harness_workdir /var/tmp/seatd-bench-web 0755
 
 per_seat=$(((terminals + seats - 1) / seats))
@@ -31,12 +30,7 @@ bench_seatd warm_reset=false network=false participant_max_connections=$((termin
 port=$((20000 + RANDOM % 20000))
 seat_web_conf "$t/web.conf" listen_port=$port max_terminals=$((terminals + 8)) terminals_per_session=$per_seat \
         login_rate_per_address=100 login_rate_per_seat=100 max_connections=$((terminals * 2 + 64))
-setpriv --reuid=nobody --regid=nogroup --clear-groups -- "$WEB" -c "$t/web.conf" --self-signed >/dev/null 2>"$t/out" ||
-        bail "seat-web --self-signed failed: $(cat "$t/out")"
-setpriv --reuid=nobody --regid=nogroup --clear-groups -- "$WEB" -c "$t/web.conf" >"$t/web.log" 2>&1 &
-web_pid=$!
-harness_on_exit 'kill_wait $web_pid'
-for _ in $(seq 1 100); do curl -s -o /dev/null --cacert "$t/web/tls/cert.pem" "https://127.0.0.1:$port/" && break; sleep 0.1; done
+seat_web_up "$t/web.conf" "$port"
 
 cat >"$t/ws.py" <<'PY'
 import json, os, statistics, sys, threading, time

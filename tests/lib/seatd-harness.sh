@@ -473,6 +473,22 @@ seat_web_conf() {
         } >"$f"
 }
 
+# need_seat_web: WEB is the build's seat-web (the suite is skipped when it is not built).
+need_seat_web() { WEB=$build/web/seat-web; need_built "$WEB"; }
+# seat_web_up CONF PORT: seat-web as it ships, as its user (nobody), over TLS with the key
+# and certificate --self-signed makes in its state directory (once), in the background
+# (its pid in web_pid, stopped at exit; its log appended to $t/web.log), once it answers
+# on PORT.
+seat_web_up() {
+        [[ -f $t/web/tls/cert.pem ]] ||
+                setpriv --reuid=nobody --regid=nogroup --clear-groups -- "$WEB" -c "$1" --self-signed >/dev/null 2>"$t/out" ||
+                bail "seat-web --self-signed failed: $(cat "$t/out")"
+        setpriv --reuid=nobody --regid=nogroup --clear-groups -- "$WEB" -c "$1" >>"$t/web.log" 2>&1 &
+        web_pid=$!
+        [[ -n ${harness_web_hook-} ]] || { harness_web_hook=1; harness_on_exit 'kill_wait $web_pid'; }
+        for _ in $(seq 1 100); do curl -s -o /dev/null --cacert "$t/web/tls/cert.pem" "https://127.0.0.1:$2/" && return 0; sleep 0.1; done
+}
+
 # ---------------------------------------------------------------- benches
 # bench_seatd [KEY=VALUE...] [-- test-image options...]: a bench's private seatd on TCG
 # (log level warning; debug, and the log kept in the file BENCH_LOG, when that is set),
