@@ -173,4 +173,17 @@ TEST(list) {
         assert_null(it[2].b_prev);
 }
 
+TEST(strv_contains) {
+        char *const l[] = { (char *) "guest", (char *) "capture", (char *) "", NULL };
+        assert_true(strv_contains(l, "guest"));
+        assert_true(strv_contains(l, "capture"));
+        assert_true(strv_contains(l, "")); /* an empty string is a member like any other */
+        assert_false(strv_contains(l, "Guest")); /* exact, case and all */
+        assert_false(strv_contains(l, "gues"));
+        assert_false(strv_contains(l, "guests"));
+        char *const empty[] = { NULL };
+        assert_false(strv_contains(empty, "guest"));
+        assert_false(strv_contains(NULL, "guest")); /* NULL: no list, holds nothing */
+}
+
 TEST_MAIN("common-util")
