@@ -101,8 +101,9 @@ typedef struct SeatConfig {
         char *evidence_collect_user;
         long evidence_collect_timeout;              /* seconds */
         /* Pools (docs/pools.md): what their background refill may fill the host up to, counting
-         * every seat it runs: seats (default 16) and machine memory in MiB (0, the default:
-         * half of the host's RAM). */
+         * every seat it runs: seats (default 16; also the facilitator socket's provisions, and
+         * seats still booting count) and machine memory in MiB (0, the default: half of the
+         * host's RAM). */
         long pool_max_seats;
         long pool_max_memory_mib;
 } SeatConfig;

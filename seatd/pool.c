@@ -187,6 +187,12 @@ static void fill_one(PoolManager *p, Pool *pool) {
                 pool->backoff_ms = 0;
                 return;
         }
+        if (r == -EDQUOT) {
+                /* Another boot (a dashboard's) took the last place since room_for() looked:
+                 * held, as room_for() says it next time, not a failed boot to back off from. */
+                set_text(&pool->held, "%s", err ? err->message : "the host is at pool_max_seats");
+                return;
+        }
         pool->backoff_ms = pool->backoff_ms ? MIN(pool->backoff_ms * 2, (unsigned) POOL_BACKOFF_MAX_MS) : POOL_BACKOFF_MIN_MS;
         pool->retry_at_ms = now_monotonic_ms() + pool->backoff_ms;
         set_text(&pool->last_error, "%s", err ? err->message : strerror(-r));

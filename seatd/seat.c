@@ -365,14 +365,15 @@ Seat *seat_new(SeatManager *m, unsigned refs) {
 
 /* A seat booting new counts against the host's limit from its admission on, not only once
  * it is in the table, which takes a whole boot: otherwise every provision started during
- * that boot would see the same free place and all of them would boot. */
+ * that boot would see the same free place and all of them would boot. -EDQUOT (not the
+ * disk admission's -ENOSPC): the pools' refill takes it as "held", not as a failed boot. */
 static int boot_admit(SeatManager *m, bool capped, SeatError **ret_error) {
         long cap = m->config ? m->config->pool_max_seats : 0;
         pthread_mutex_lock(&m->lock);
         unsigned seats = (unsigned) m->n_seats + m->booting;
         if (capped && cap > 0 && (long) seats + 1 > cap) {
                 pthread_mutex_unlock(&m->lock);
-                return seat_error_set(ret_error, ENOSPC,
+                return seat_error_set(ret_error, EDQUOT,
                                       "the host runs %u seats (booting ones included) and pool_max_seats is %ld (seatd.conf): the dashboard and the pools boot no more; an operator can (seatctl provision)",
                                       seats, cap);
         }

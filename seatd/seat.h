@@ -62,7 +62,7 @@ typedef struct SeatBootProgress {
 void seat_boot_progress_set(const SeatBootProgress *p);
 
 /* capped (the facilitator socket): a seat booted new only within pool_max_seats, counting
- * the seats still booting; a claim from a pool adds no seat and always goes. */
+ * the seats still booting (-EDQUOT past it); a claim from a pool adds no seat and always goes. */
 int seat_provision(SeatManager *m, const char *image, const char *participant, const char *egress, bool capped,
                    Seat **ret, char **ret_token, SeatError **ret_error);
 /* cold: boot from the image even where the slot's saved state could be restored. */

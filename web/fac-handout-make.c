@@ -85,10 +85,11 @@ static void *make_thread(void *p) {
                 if (i == SIZE_MAX)
                         return NULL;
                 make_one(run, &run->e[i]);
+                /* Told under the lock, so the page's count never goes back (the handouts'
+                 * lock is a leaf: it never waits for this one). */
                 pthread_mutex_lock(&run->lock);
-                size_t done = ++run->done;
+                fac_handouts_progress(run->req->handouts, run->req->id, ++run->done);
                 pthread_mutex_unlock(&run->lock);
-                fac_handouts_progress(run->req->handouts, run->req->id, done);
         }
 }
 

@@ -487,6 +487,7 @@ seat_web_up() {
         web_pid=$!
         [[ -n ${harness_web_hook-} ]] || { harness_web_hook=1; harness_on_exit 'kill_wait $web_pid'; }
         for _ in $(seq 1 100); do curl -s -o /dev/null --cacert "$t/web/tls/cert.pem" "https://127.0.0.1:$2/" && return 0; sleep 0.1; done
+        bail "seat-web did not answer on port $2 within 10 s: $(tail -3 "$t/web.log" 2>/dev/null)"
 }
 
 # ---------------------------------------------------------------- benches

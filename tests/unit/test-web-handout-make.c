@@ -6,8 +6,8 @@
  * facilitator; at most handout_parallel calls run at once (and more than one when it
  * allows more); the cards keep the order of the names although the seats come back in
  * another; a name seatd refuses gets seatd's message on its card and the others their
- * seats; every made seat gets a one-time link under state_dir, on the browser's base URL;
- * the handout is made with every seat counted. Run under TSan too.
+ * seats; every made seat gets a one-time link under state_dir, on the browser's base URL.
+ * Run under TSan too.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -42,7 +42,7 @@ typedef struct FakeSeatd {
         pthread_t acceptor;
         pthread_t conns[MAX_CONNS];
         int fds[MAX_CONNS];
-        size_t n_conns, expect;
+        size_t n_conns;
         pthread_mutex_t lock;
         unsigned active, max_active, bad_requests;
 } FakeSeatd;
@@ -96,43 +96,55 @@ static bool serve(FakeSeatd *f, int fd) {
         return true;
 }
 
+static void count_bad(FakeSeatd *f) {
+        pthread_mutex_lock(&f->lock);
+        f->bad_requests++;
+        pthread_mutex_unlock(&f->lock);
+}
+
+/* (no cmocka asserts off the test's own thread: what goes wrong here is counted, and the
+ * client gets its end at once rather than waiting out its timeout) */
 static void *conn_thread(void *p) {
         Conn *c = p;
         if (!serve(c->f, c->fd)) {
-                pthread_mutex_lock(&c->f->lock);
-                c->f->bad_requests++;
-                pthread_mutex_unlock(&c->f->lock);
+                count_bad(c->f);
+                (void) shutdown(c->fd, SHUT_RDWR);
         }
         free(c);
         return NULL;
 }
 
+/* Every connection, until script_stop() shuts the socket: as many as the client makes (the
+ * test counts them), not as many as it should. */
 static void *acceptor_thread(void *p) {
         FakeSeatd *f = p;
-        while (f->n_conns < f->expect) {
+        for (;;) {
                 int fd = accept(f->listen_fd, NULL, NULL);
                 if (fd < 0)
                         return NULL;
-                Conn *c = calloc(1, sizeof(*c));
-                assert_non_null(c);
-                *c = (Conn) { .f = f, .fd = fd };
-                f->fds[f->n_conns] = fd;
-                assert_int_equal(pthread_create(&f->conns[f->n_conns], NULL, conn_thread, c), 0);
-                f->n_conns++;
+                Conn *c = f->n_conns < MAX_CONNS ? calloc(1, sizeof(*c)) : NULL;
+                if (c)
+                        *c = (Conn) { .f = f, .fd = fd };
+                if (!c || pthread_create(&f->conns[f->n_conns], NULL, conn_thread, c) != 0) {
+                        free(c);
+                        count_bad(f);
+                        close(fd);
+                        continue;
+                }
+                f->fds[f->n_conns++] = fd;
         }
-        return NULL;
 }
 
-static void script_start(FakeSeatd *f, size_t expect) {
+static void script_start(FakeSeatd *f) {
         memset(f, 0, sizeof(*f));
         pthread_mutex_init(&f->lock, NULL);
-        f->expect = expect;
         f->listen_fd = fake_listen(f->path, "handout", MAX_CONNS);
         assert_true(f->listen_fd >= 0);
         assert_int_equal(pthread_create(&f->acceptor, NULL, acceptor_thread, f), 0);
 }
 
 static void script_stop(FakeSeatd *f) {
+        (void) shutdown(f->listen_fd, SHUT_RDWR); /* wakes the acceptor's accept() */
         assert_int_equal(pthread_join(f->acceptor, NULL), 0);
         for (size_t i = 0; i < f->n_conns; i++) {
                 assert_int_equal(pthread_join(f->conns[i], NULL), 0);
@@ -177,7 +189,7 @@ static void remove_tree(const char *state_dir) {
 static char *make(const char *const *names, size_t n, long parallel, FakeSeatd *f, char state_dir[64]) {
         snprintf(state_dir, 64, "/tmp/test-web-handout-XXXXXX");
         assert_non_null(mkdtemp(state_dir));
-        script_start(f, n);
+        script_start(f);
         WebConfig conf = { .facilitator_socket = f->path, .state_dir = state_dir, .handout_parallel = parallel };
         _cleanup_(fac_handouts_freep) FacHandouts *h = fac_handouts_new(3600 * 1000);
         assert_non_null(h);
@@ -193,7 +205,6 @@ static char *make(const char *const *names, size_t n, long parallel, FakeSeatd *
         FacHandoutView v = {};
         assert_int_equal(fac_handouts_get(h, id, "frida", 2, &v), 0);
         assert_true(v.made);
-        assert_int_equal(v.done, n);
         assert_int_equal(v.total, n);
         assert_non_null(v.page);
         return v.page;
@@ -241,6 +252,8 @@ TEST(one_after_the_other) {
         FakeSeatd f;
         char state_dir[64], got[1024];
         _cleanup_free_ char *page = make(names, ELEMENTSOF(names), 1, &f, state_dir);
+        assert_int_equal(f.bad_requests, 0);
+        assert_int_equal(f.n_conns, 3);
         assert_int_equal(f.max_active, 1);
         cards(page, got, sizeof(got));
         assert_string_equal(got, "p1=s-p1 p2=s-p2 p3=s-p3");
@@ -252,7 +265,9 @@ TEST(a_refused_name_gets_seatds_reason_and_the_others_their_seats) {
         FakeSeatd f;
         char state_dir[64], got[1024];
         _cleanup_free_ char *page = make(names, ELEMENTSOF(names), 16, &f, state_dir);
-        assert_true(f.max_active <= 3);
+        assert_int_equal(f.bad_requests, 0);
+        assert_int_equal(f.n_conns, 3);
+        assert_int_equal(f.max_active, 3); /* 16 allowed, 3 names: all at once */
         cards(page, got, sizeof(got));
         assert_string_equal(got, "p1=s-p1 " REFUSED "! p3=s-p3");
         assert_non_null(strstr(page, "No seat: the host runs 3 seats and pool_max_seats is 3"));
