@@ -184,7 +184,8 @@ static void remove_tree(const char *state_dir) {
         (void) rmdir(state_dir);
 }
 
-/* One handout of names with handout_parallel = parallel: the made page (free() it), and what
+/* One handout of names with handout_parallel = parallel: the made page as a string (free()
+ * it), and what
  * the scripted seatd saw. */
 static char *make(const char *const *names, size_t n, long parallel, FakeSeatd *f, char state_dir[64]) {
         snprintf(state_dir, 64, "/tmp/test-web-handout-XXXXXX");
@@ -207,7 +208,12 @@ static char *make(const char *const *names, size_t n, long parallel, FakeSeatd *
         assert_true(v.made);
         assert_int_equal(v.total, n);
         assert_non_null(v.page);
-        return v.page;
+        /* (the page is len bytes, not a C string) */
+        char *page = strndup(v.page, v.len);
+        assert_non_null(page);
+        assert_int_equal(strlen(page), v.len);
+        free(v.page);
+        return page;
 }
 
 /* The cards in the page, in order: "participant=seat" or "participant!" for a refused one. */
