@@ -38,7 +38,8 @@ static void make_one(HandoutRun *run, HandoutEntry *e) {
         _cleanup_json_ json_object *params = json_object_new_object(), *res = NULL;
         char code[32] = "", id[WEB_SESSION_ID_LEN + 1];
 
-        if (req->jobs && jobs_stopping(req->jobs)) {
+        const SeatdCancel *stop = req->stop.cancelled ? &req->stop : NULL;
+        if (stop && stop->cancelled(stop->userdata)) {
                 snprintf(e->problem, sizeof(e->problem), "seat-web stopped before this seat was made");
                 return;
         }
@@ -50,10 +51,12 @@ static void make_one(HandoutRun *run, HandoutEntry *e) {
         json_object_object_add(params, "participant", json_object_new_string(e->participant));
         json_object_object_add(params, "count", json_object_new_int(1));
         json_object_object_add(params, "facilitator", json_object_new_string(req->facilitator));
-        int r = seatd_call_message(conf->facilitator_socket, FAC_LONG_CALL_MS, "seat.provision", params, &res, code,
-                                   e->problem, sizeof(e->problem));
+        int r = seatd_call_cancellable(conf->facilitator_socket, FAC_LONG_CALL_MS, stop, "seat.provision", params, &res,
+                                       code, e->problem, sizeof(e->problem));
         if (r < 0) {
-                if (r != -EREMOTEIO)
+                if (r == -ECANCELED)
+                        snprintf(e->problem, sizeof(e->problem), "seat-web stopped while this seat was made: seatd releases it");
+                else if (r != -EREMOTEIO)
                         snprintf(e->problem, sizeof(e->problem), "seatd did not answer: %s", strerror(-r));
                 return;
         }

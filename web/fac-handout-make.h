@@ -11,14 +11,17 @@
 
 #include "conf.h"
 #include "fac-handouts.h"
-#include "jobs.h"
+#include "seatd-link.h"
 
 #define FAC_LONG_CALL_MS (600 * 1000) /* a provision, reset or release: a boot under TCG, a seal */
 #define FAC_LINK_EXPIRES_S (12 * 3600) /* a handout's one-time links */
 
 typedef struct HandoutRequest {
         const WebConfig *conf;   /* facilitator_socket, state_dir (the links), handout_parallel */
-        Jobs *jobs;              /* jobs_stopping(): seat-web stops (no more seats); NULL: never */
+        /* seat-web stops: no more seats are asked for, and the calls running give up, so
+         * that seatd releases their seats again (they would run for nobody: the page goes
+         * with seat-web). .cancelled NULL: never. */
+        SeatdCancel stop;
         FacHandouts *handouts;   /* where progress and the page go, under id */
         const char *id;
         const char *base_url;    /* the links' base: what the facilitator's browser called us */

@@ -280,11 +280,15 @@ static Job *new_job(struct lws *wsi, Web *w, FacRoute r, void (*work)(Job *), co
 
 /* The handout (fac-handout-make.c); the base URL (job->path) is the one the facilitator's
  * browser used. No connection waits for this job. */
+static bool handout_stopping(void *userdata) {
+        return jobs_stopping(userdata);
+}
+
 static void handout_work(Job *job) {
         Fac *f = job->ctx;
         fac_handout_make(&(HandoutRequest) {
                 .conf = f->w->conf,
-                .jobs = f->jobs,
+                .stop = { handout_stopping, f->jobs },
                 .handouts = f->handouts,
                 .id = job->link_id,
                 .base_url = job->path,

@@ -13,8 +13,12 @@
 /* seatd's replies: a status record, or a file chunk of 512 KiB in base64 (under seatd's 1 MiB line cap). */
 #define LINK_MAX_FRAME (1024u * 1024u)
 
-/* Wait for the next message of request id, until deadline_ms (monotonic). */
-static int read_reply(int fd, FrameReader *rd, int64_t id, int64_t deadline_ms, ControlMsg **ret) {
+#define CANCEL_POLL_MS 250 /* how often a cancellable call asks whether to give up */
+
+/* Wait for the next message of request id, until deadline_ms (monotonic), or until cancel
+ * (may be NULL) says to give up. */
+static int read_reply(int fd, FrameReader *rd, int64_t id, int64_t deadline_ms, const SeatdCancel *cancel,
+                      ControlMsg **ret) {
         for (;;) {
                 const char *frame;
                 size_t len;
@@ -31,7 +35,17 @@ static int read_reply(int fd, FrameReader *rd, int64_t id, int64_t deadline_ms, 
                         *ret = TAKE_PTR(m);
                         return 0;
                 }
-                r = seatd_socket_fill(fd, rd, deadline_ms);
+                if (!cancel) {
+                        r = seatd_socket_fill(fd, rd, deadline_ms);
+                        if (r < 0)
+                                return r;
+                        continue;
+                }
+                if (cancel->cancelled(cancel->userdata))
+                        return -ECANCELED;
+                r = seatd_socket_fill(fd, rd, MIN(deadline_ms, now_monotonic_ms() + CANCEL_POLL_MS));
+                if (r == -ETIMEDOUT && now_monotonic_ms() < deadline_ms)
+                        continue;
                 if (r < 0)
                         return r;
         }
@@ -44,6 +58,13 @@ int seatd_call(const char *socket_path, int timeout_ms, const char *method, json
 
 int seatd_call_message(const char *socket_path, int timeout_ms, const char *method, json_object *params,
                        json_object **ret_result, char ret_code[32], char *ret_message, size_t message_size) {
+        return seatd_call_cancellable(socket_path, timeout_ms, NULL, method, params, ret_result, ret_code, ret_message,
+                                      message_size);
+}
+
+int seatd_call_cancellable(const char *socket_path, int timeout_ms, const SeatdCancel *cancel, const char *method,
+                           json_object *params, json_object **ret_result, char ret_code[32], char *ret_message,
+                           size_t message_size) {
         int64_t deadline = now_monotonic_ms() + timeout_ms;
         _cleanup_(frame_reader_freep) FrameReader *rd = frame_reader_new(LINK_MAX_FRAME);
         _cleanup_close_ int fd = -EBADF;
@@ -66,7 +87,7 @@ int seatd_call_message(const char *socket_path, int timeout_ms, const char *meth
                 return r;
         for (int64_t id = 1; id <= 2; id++) {
                 _cleanup_control_msg_ ControlMsg *m = NULL;
-                r = read_reply(fd, rd, id, deadline, &m);
+                r = read_reply(fd, rd, id, deadline, cancel, &m);
                 if (r < 0)
                         return r;
                 if (m->kind == CONTROL_ERROR) {

@@ -6,6 +6,7 @@
  * the token and the seat on every call; seat-web only relays what it answers. */
 
 #include <json-c/json.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 /* Returns 0 with the result; -EREMOTEIO when seatd answered with an error (its code, e.g.
@@ -16,3 +17,15 @@ int seatd_call(const char *socket_path, int timeout_ms, const char *method, json
 /* The same, with seatd's error message (cut to message_size) beside its code. */
 int seatd_call_message(const char *socket_path, int timeout_ms, const char *method, json_object *params,
                        json_object **ret_result, char ret_code[32], char *ret_message, size_t message_size);
+
+/* What a long call (a provision: a cold boot) asks every 250 ms while it waits; true: the
+ * call gives up with -ECANCELED and closes its connection, and seatd, seeing its client
+ * gone, undoes what it did for it (a provisioned seat is released again). */
+typedef struct SeatdCancel {
+        bool (*cancelled)(void *userdata);
+        void *userdata;
+} SeatdCancel;
+/* seatd_call_message(), which cancel (NULL: none) may stop early. */
+int seatd_call_cancellable(const char *socket_path, int timeout_ms, const SeatdCancel *cancel, const char *method,
+                           json_object *params, json_object **ret_result, char ret_code[32], char *ret_message,
+                           size_t message_size);

@@ -6,10 +6,14 @@
  * facilitator; at most handout_parallel calls run at once (and more than one when it
  * allows more); the cards keep the order of the names although the seats come back in
  * another; a name seatd refuses gets seatd's message on its card and the others their
- * seats; every made seat gets a one-time link under state_dir, on the browser's base URL.
- * Run under TSan too.
+ * seats; every made seat gets a one-time link under state_dir, on the browser's base URL;
+ * when seat-web stops mid-way, the calls running give up and close their connections before
+ * seatd answers (seatd then releases those seats) and no further name is asked for. Run
+ * under TSan too.
  */
 #include <dirent.h>
+#include <poll.h>
+#include <stdatomic.h>
 #include <errno.h>
 #include <json-c/json.h>
 #include <pthread.h>
@@ -45,6 +49,9 @@ typedef struct FakeSeatd {
         size_t n_conns;
         pthread_mutex_t lock;
         unsigned active, max_active, bad_requests;
+        unsigned left; /* calls whose client closed before the answer */
+        bool stop_when_asked;  /* the first provision asked makes seat-web "stop" */
+        atomic_bool stopping;
 } FakeSeatd;
 
 typedef struct Conn {
@@ -82,10 +89,23 @@ static bool serve(FakeSeatd *f, int fd) {
         if (++f->active > f->max_active)
                 f->max_active = f->active;
         pthread_mutex_unlock(&f->lock);
-        (void) nanosleep(&(struct timespec) { .tv_nsec = (long) delay_ms(participant) * 1000000L }, NULL);
+        if (f->stop_when_asked)
+                atomic_store(&f->stopping, true);
+        /* The boot: the client may only wait, or leave (seatd then releases the seat). */
+        struct pollfd pfd = { .fd = fd, .events = POLLIN };
+        int k = poll(&pfd, 1, (int) delay_ms(participant));
         pthread_mutex_lock(&f->lock);
         f->active--;
         pthread_mutex_unlock(&f->lock);
+        if (k > 0) {
+                char c;
+                if (read(fd, &c, 1) != 0)
+                        return false;
+                pthread_mutex_lock(&f->lock);
+                f->left++;
+                pthread_mutex_unlock(&f->lock);
+                return true;
+        }
 
         if (!strcmp(participant, REFUSED))
                 fake_say(fd, "{\"id\":2,\"type\":\"error\",\"error\":{\"code\":\"io\",\"message\":\"the host runs 3 seats and pool_max_seats is 3\"}}\n");
@@ -135,9 +155,10 @@ static void *acceptor_thread(void *p) {
         }
 }
 
-static void script_start(FakeSeatd *f) {
+static void script_start(FakeSeatd *f, bool stop_when_asked) {
         memset(f, 0, sizeof(*f));
         pthread_mutex_init(&f->lock, NULL);
+        f->stop_when_asked = stop_when_asked; /* (before the acceptor starts: its threads read it) */
         f->listen_fd = fake_listen(f->path, "handout", MAX_CONNS);
         assert_true(f->listen_fd >= 0);
         assert_int_equal(pthread_create(&f->acceptor, NULL, acceptor_thread, f), 0);
@@ -187,10 +208,15 @@ static void remove_tree(const char *state_dir) {
 /* One handout of names with handout_parallel = parallel: the made page as a string (free()
  * it), and what
  * the scripted seatd saw. */
-static char *make(const char *const *names, size_t n, long parallel, FakeSeatd *f, char state_dir[64]) {
+static bool fake_stopping(void *userdata) {
+        FakeSeatd *f = userdata;
+        return atomic_load(&f->stopping);
+}
+
+static char *make(const char *const *names, size_t n, long parallel, bool stop, FakeSeatd *f, char state_dir[64]) {
         snprintf(state_dir, 64, "/tmp/test-web-handout-XXXXXX");
         assert_non_null(mkdtemp(state_dir));
-        script_start(f);
+        script_start(f, stop);
         WebConfig conf = { .facilitator_socket = f->path, .state_dir = state_dir, .handout_parallel = parallel };
         _cleanup_(fac_handouts_freep) FacHandouts *h = fac_handouts_new(3600 * 1000);
         assert_non_null(h);
@@ -200,8 +226,9 @@ static char *make(const char *const *names, size_t n, long parallel, FakeSeatd *
         for (size_t i = 0; i < n; i++)
                 json_object_array_add(arr, json_object_new_string(names[i]));
 
-        fac_handout_make(&(HandoutRequest) { .conf = &conf, .handouts = h, .id = id, .base_url = "https://room.example:8443",
-                                             .image = "range", .facilitator = "frida", .names = arr });
+        fac_handout_make(&(HandoutRequest) { .conf = &conf, .stop = { fake_stopping, f }, .handouts = h, .id = id,
+                                             .base_url = "https://room.example:8443", .image = "range",
+                                             .facilitator = "frida", .names = arr });
         script_stop(f);
         FacHandoutView v = {};
         assert_int_equal(fac_handouts_get(h, id, "frida", 2, &v), 0);
@@ -239,7 +266,7 @@ TEST(parallel_keeps_the_order_of_the_names) {
         static const char *const names[] = { "p1", "p2", "p3", "p4", "p5", "p6", "p7" };
         FakeSeatd f;
         char state_dir[64], got[1024];
-        _cleanup_free_ char *page = make(names, ELEMENTSOF(names), 3, &f, state_dir);
+        _cleanup_free_ char *page = make(names, ELEMENTSOF(names), 3, false, &f, state_dir);
         assert_int_equal(f.bad_requests, 0);
         assert_int_equal(f.n_conns, ELEMENTSOF(names));
         /* 3 at once: never more, and more than one (p1 takes 540 ms, the others start meanwhile) */
@@ -257,7 +284,7 @@ TEST(one_after_the_other) {
         static const char *const names[] = { "p1", "p2", "p3" };
         FakeSeatd f;
         char state_dir[64], got[1024];
-        _cleanup_free_ char *page = make(names, ELEMENTSOF(names), 1, &f, state_dir);
+        _cleanup_free_ char *page = make(names, ELEMENTSOF(names), 1, false, &f, state_dir);
         assert_int_equal(f.bad_requests, 0);
         assert_int_equal(f.n_conns, 3);
         assert_int_equal(f.max_active, 1);
@@ -270,7 +297,7 @@ TEST(a_refused_name_gets_seatds_reason_and_the_others_their_seats) {
         static const char *const names[] = { "p1", REFUSED, "p3" };
         FakeSeatd f;
         char state_dir[64], got[1024];
-        _cleanup_free_ char *page = make(names, ELEMENTSOF(names), 16, &f, state_dir);
+        _cleanup_free_ char *page = make(names, ELEMENTSOF(names), 16, false, &f, state_dir);
         assert_int_equal(f.bad_requests, 0);
         assert_int_equal(f.n_conns, 3);
         assert_int_equal(f.max_active, 3); /* 16 allowed, 3 names: all at once */
@@ -278,6 +305,23 @@ TEST(a_refused_name_gets_seatds_reason_and_the_others_their_seats) {
         assert_string_equal(got, "p1=s-p1 " REFUSED "! p3=s-p3");
         assert_non_null(strstr(page, "No seat: the host runs 3 seats and pool_max_seats is 3"));
         assert_int_equal(count_links(state_dir), 2);
+        remove_tree(state_dir);
+}
+
+TEST(seat_web_stopping_gives_up_the_calls_running_and_asks_no_more) {
+        static const char *const names[] = { "p1", "p2", "p3", "p4" };
+        FakeSeatd f;
+        char state_dir[64], got[1024];
+        _cleanup_free_ char *page = make(names, ELEMENTSOF(names), 2, true, &f, state_dir);
+        assert_int_equal(f.bad_requests, 0);
+        /* the two running left before their answers (540 and 480 ms; a look every 250 ms) */
+        assert_int_equal(f.n_conns, 2);
+        assert_int_equal(f.left, 2);
+        cards(page, got, sizeof(got));
+        assert_string_equal(got, "p1! p2! p3! p4!");
+        assert_non_null(strstr(page, "No seat: seat-web stopped while this seat was made: seatd releases it"));
+        assert_non_null(strstr(page, "No seat: seat-web stopped before this seat was made"));
+        assert_int_equal(count_links(state_dir), 0);
         remove_tree(state_dir);
 }
 
