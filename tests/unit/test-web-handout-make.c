@@ -50,7 +50,7 @@ typedef struct FakeSeatd {
         pthread_mutex_t lock;
         unsigned active, max_active, bad_requests;
         unsigned left; /* calls whose client closed before the answer */
-        bool stop_when_asked;  /* the first provision asked makes seat-web "stop" */
+        unsigned stop_at;      /* seat-web "stops" once this many calls run at once (0: never) */
         atomic_bool stopping;
 } FakeSeatd;
 
@@ -88,9 +88,9 @@ static bool serve(FakeSeatd *f, int fd) {
         pthread_mutex_lock(&f->lock);
         if (++f->active > f->max_active)
                 f->max_active = f->active;
-        pthread_mutex_unlock(&f->lock);
-        if (f->stop_when_asked)
+        if (f->stop_at && f->active >= f->stop_at)
                 atomic_store(&f->stopping, true);
+        pthread_mutex_unlock(&f->lock);
         /* The boot: the client may only wait, or leave (seatd then releases the seat). */
         struct pollfd pfd = { .fd = fd, .events = POLLIN };
         int k = poll(&pfd, 1, (int) delay_ms(participant));
@@ -155,10 +155,10 @@ static void *acceptor_thread(void *p) {
         }
 }
 
-static void script_start(FakeSeatd *f, bool stop_when_asked) {
+static void script_start(FakeSeatd *f, unsigned stop_at) {
         memset(f, 0, sizeof(*f));
         pthread_mutex_init(&f->lock, NULL);
-        f->stop_when_asked = stop_when_asked; /* (before the acceptor starts: its threads read it) */
+        f->stop_at = stop_at; /* (before the acceptor starts: its threads read it) */
         f->listen_fd = fake_listen(f->path, "handout", MAX_CONNS);
         assert_true(f->listen_fd >= 0);
         assert_int_equal(pthread_create(&f->acceptor, NULL, acceptor_thread, f), 0);
@@ -216,7 +216,7 @@ static bool fake_stopping(void *userdata) {
 static char *make(const char *const *names, size_t n, long parallel, bool stop, FakeSeatd *f, char state_dir[64]) {
         snprintf(state_dir, 64, "/tmp/test-web-handout-XXXXXX");
         assert_non_null(mkdtemp(state_dir));
-        script_start(f, stop);
+        script_start(f, stop ? (unsigned) parallel : 0);
         WebConfig conf = { .facilitator_socket = f->path, .state_dir = state_dir, .handout_parallel = parallel };
         _cleanup_(fac_handouts_freep) FacHandouts *h = fac_handouts_new(3600 * 1000);
         assert_non_null(h);
@@ -262,67 +262,68 @@ static void cards(const char *page, char *out, size_t size) {
         }
 }
 
-TEST(parallel_keeps_the_order_of_the_names) {
-        static const char *const names[] = { "p1", "p2", "p3", "p4", "p5", "p6", "p7" };
+/* One handout and what must come of it. */
+typedef struct HandoutCase {
+        const char *names[8];
+        long parallel;        /* handout_parallel */
+        bool stop;            /* seat-web stops once parallel calls run */
+        size_t calls;         /* the calls seatd saw */
+        unsigned at_once;     /* the most at once; 0: more than one, at most parallel */
+        unsigned left;        /* calls given up before seatd's answer */
+        const char *cards;    /* cards() of the page */
+        size_t links;         /* link records written */
+        const char *says[2];  /* on the page too */
+} HandoutCase;
+
+static void check(const HandoutCase *c) {
+        size_t n = 0;
+        while (n < ELEMENTSOF(c->names) && c->names[n])
+                n++;
         FakeSeatd f;
         char state_dir[64], got[1024];
-        _cleanup_free_ char *page = make(names, ELEMENTSOF(names), 3, false, &f, state_dir);
+        _cleanup_free_ char *page = make(c->names, n, c->parallel, c->stop, &f, state_dir);
         assert_int_equal(f.bad_requests, 0);
-        assert_int_equal(f.n_conns, ELEMENTSOF(names));
-        /* 3 at once: never more, and more than one (p1 takes 540 ms, the others start meanwhile) */
-        assert_true(f.max_active <= 3);
-        assert_true(f.max_active >= 2);
+        assert_int_equal(f.n_conns, c->calls);
+        if (c->at_once)
+                assert_int_equal(f.max_active, c->at_once);
+        else
+                assert_true(f.max_active >= 2 && f.max_active <= c->parallel);
+        assert_int_equal(f.left, c->left);
         cards(page, got, sizeof(got));
-        assert_string_equal(got, "p1=s-p1 p2=s-p2 p3=s-p3 p4=s-p4 p5=s-p5 p6=s-p6 p7=s-p7");
-        assert_non_null(strstr(page, "href=\"https://room.example:8443/l/"));
+        assert_string_equal(got, c->cards);
+        for (size_t i = 0; i < ELEMENTSOF(c->says) && c->says[i]; i++)
+                if (!strstr(page, c->says[i]))
+                        fail_msg("the page does not say '%s'", c->says[i]);
         assert_null(strstr(page, TOKEN)); /* the token is in the link's record, never on the page */
-        assert_int_equal(count_links(state_dir), ELEMENTSOF(names));
+        assert_int_equal(count_links(state_dir), c->links);
         remove_tree(state_dir);
+}
+
+/* 3 at once: never more, and more than one (p1 takes 540 ms, the others start meanwhile). */
+TEST(parallel_keeps_the_order_of_the_names) {
+        check(&(HandoutCase) { .names = { "p1", "p2", "p3", "p4", "p5", "p6", "p7" }, .parallel = 3, .calls = 7,
+                               .cards = "p1=s-p1 p2=s-p2 p3=s-p3 p4=s-p4 p5=s-p5 p6=s-p6 p7=s-p7", .links = 7,
+                               .says = { "href=\"https://room.example:8443/l/" } });
 }
 
 TEST(one_after_the_other) {
-        static const char *const names[] = { "p1", "p2", "p3" };
-        FakeSeatd f;
-        char state_dir[64], got[1024];
-        _cleanup_free_ char *page = make(names, ELEMENTSOF(names), 1, false, &f, state_dir);
-        assert_int_equal(f.bad_requests, 0);
-        assert_int_equal(f.n_conns, 3);
-        assert_int_equal(f.max_active, 1);
-        cards(page, got, sizeof(got));
-        assert_string_equal(got, "p1=s-p1 p2=s-p2 p3=s-p3");
-        remove_tree(state_dir);
+        check(&(HandoutCase) { .names = { "p1", "p2", "p3" }, .parallel = 1, .calls = 3, .at_once = 1,
+                               .cards = "p1=s-p1 p2=s-p2 p3=s-p3", .links = 3 });
 }
 
+/* 16 allowed, 3 names: all at once. */
 TEST(a_refused_name_gets_seatds_reason_and_the_others_their_seats) {
-        static const char *const names[] = { "p1", REFUSED, "p3" };
-        FakeSeatd f;
-        char state_dir[64], got[1024];
-        _cleanup_free_ char *page = make(names, ELEMENTSOF(names), 16, false, &f, state_dir);
-        assert_int_equal(f.bad_requests, 0);
-        assert_int_equal(f.n_conns, 3);
-        assert_int_equal(f.max_active, 3); /* 16 allowed, 3 names: all at once */
-        cards(page, got, sizeof(got));
-        assert_string_equal(got, "p1=s-p1 " REFUSED "! p3=s-p3");
-        assert_non_null(strstr(page, "No seat: the host runs 3 seats and pool_max_seats is 3"));
-        assert_int_equal(count_links(state_dir), 2);
-        remove_tree(state_dir);
+        check(&(HandoutCase) { .names = { "p1", REFUSED, "p3" }, .parallel = 16, .calls = 3, .at_once = 3,
+                               .cards = "p1=s-p1 " REFUSED "! p3=s-p3", .links = 2,
+                               .says = { "No seat: the host runs 3 seats and pool_max_seats is 3" } });
 }
 
+/* The two running leave before their answers (540 and 480 ms; a look every 250 ms). */
 TEST(seat_web_stopping_gives_up_the_calls_running_and_asks_no_more) {
-        static const char *const names[] = { "p1", "p2", "p3", "p4" };
-        FakeSeatd f;
-        char state_dir[64], got[1024];
-        _cleanup_free_ char *page = make(names, ELEMENTSOF(names), 2, true, &f, state_dir);
-        assert_int_equal(f.bad_requests, 0);
-        /* the two running left before their answers (540 and 480 ms; a look every 250 ms) */
-        assert_int_equal(f.n_conns, 2);
-        assert_int_equal(f.left, 2);
-        cards(page, got, sizeof(got));
-        assert_string_equal(got, "p1! p2! p3! p4!");
-        assert_non_null(strstr(page, "No seat: seat-web stopped while this seat was made: seatd releases it"));
-        assert_non_null(strstr(page, "No seat: seat-web stopped before this seat was made"));
-        assert_int_equal(count_links(state_dir), 0);
-        remove_tree(state_dir);
+        check(&(HandoutCase) { .names = { "p1", "p2", "p3", "p4" }, .parallel = 2, .stop = true, .calls = 2, .at_once = 2,
+                               .left = 2, .cards = "p1! p2! p3! p4!",
+                               .says = { "No seat: seat-web stopped while this seat was made: seatd releases it",
+                                         "No seat: seat-web stopped before this seat was made" } });
 }
 
 TEST_MAIN("web-handout-make")
