@@ -60,10 +60,18 @@ static void make_one(HandoutRun *run, HandoutEntry *e) {
                         snprintf(e->problem, sizeof(e->problem), "seatd did not answer: %s", strerror(-r));
                 return;
         }
-        json_object *seat = json_object_array_get_idx(json_object_object_get(res, "seats"), 0);
+        /* Typed and capped, as any answer: web_link_issue() then checks both shapes. */
+        json_object *seats = NULL, *seat = NULL;
+        const char *sid = NULL, *token = NULL;
+        if (json_get_array(res, "seats", true, 1, &seats) < 0 || !(seat = json_object_array_get_idx(seats, 0)) ||
+            json_get_string(seat, "id", true, WEB_SEAT_ID_MAX, &sid) < 0 ||
+            json_get_string(seat, "token", true, WEB_TOKEN_HEX, &token) < 0) {
+                snprintf(e->problem, sizeof(e->problem), "seatd's answer names no seat and token");
+                return;
+        }
         WebLink l = { .expires = now_realtime_ms() / 1000 + FAC_LINK_EXPIRES_S };
-        snprintf(l.seat, sizeof(l.seat), "%s", json_object_get_string(json_object_object_get(seat, "id")));
-        snprintf(l.token, sizeof(l.token), "%s", json_object_get_string(json_object_object_get(seat, "token")));
+        snprintf(l.seat, sizeof(l.seat), "%s", sid);
+        snprintf(l.token, sizeof(l.token), "%s", token);
         snprintf(e->seat, sizeof(e->seat), "%s", l.seat);
         _cleanup_error_ SeatError *err = NULL;
         r = web_link_issue(conf, &l, id, &err);

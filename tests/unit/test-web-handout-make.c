@@ -35,10 +35,12 @@
 #include "common/macro.h"
 #include "fac-handout-make.h"
 #include "fake-seatd.h"
+#include "unit-source.h"
 
 #define TOKEN "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 #define MAX_CONNS 32
 #define REFUSED "nobody-room" /* the participant seatd refuses */
+#define ODD "odd-answer"      /* the participant whose seat seatd's answer does not name */
 
 typedef struct FakeSeatd {
         char path[FAKE_SEATD_PATH_MAX];
@@ -64,7 +66,7 @@ static unsigned delay_ms(const char *participant) {
         unsigned k = 0;
         if (sscanf(participant, "p%u", &k) == 1 && k <= 9)
                 return 60 * (10 - k);
-        return 30;
+        return 300;
 }
 
 /* One connection as seatd's facilitator socket answers it; false: not what seat-web sends. */
@@ -107,7 +109,9 @@ static bool serve(FakeSeatd *f, int fd) {
                 return true;
         }
 
-        if (!strcmp(participant, REFUSED))
+        if (!strcmp(participant, ODD))
+                fake_say(fd, "{\"id\":2,\"type\":\"result\",\"result\":{\"seats\":[{\"id\":7}]}}\n");
+        else if (!strcmp(participant, REFUSED))
                 fake_say(fd, "{\"id\":2,\"type\":\"error\",\"error\":{\"code\":\"io\",\"message\":\"the host runs 3 seats and pool_max_seats is 3\"}}\n");
         else
                 fake_say(fd, "{\"id\":2,\"type\":\"result\",\"result\":{\"seats\":[{\"id\":\"s-%s\",\"token\":\"%s\"}]}}\n",
@@ -189,22 +193,6 @@ static size_t count_links(const char *state_dir) {
         return n;
 }
 
-static void remove_tree(const char *state_dir) {
-        char dir[256], path[600];
-        snprintf(dir, sizeof(dir), "%s/links", state_dir);
-        DIR *d = opendir(dir);
-        if (d) {
-                for (struct dirent *e; (e = readdir(d));)
-                        if (e->d_name[0] != '.') {
-                                snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
-                                (void) unlink(path);
-                        }
-                closedir(d);
-                (void) rmdir(dir);
-        }
-        (void) rmdir(state_dir);
-}
-
 /* One handout of names with handout_parallel = parallel: the made page as a string (free()
  * it), and what
  * the scripted seatd saw. */
@@ -214,7 +202,7 @@ static bool fake_stopping(void *userdata) {
 }
 
 static char *make(const char *const *names, size_t n, long parallel, bool stop, FakeSeatd *f, char state_dir[64]) {
-        snprintf(state_dir, 64, "/tmp/test-web-handout-XXXXXX");
+        snprintf(state_dir, 64, "/tmp/test-web-handout-XXXXXX"); /* mkdtemp()'s template */
         assert_non_null(mkdtemp(state_dir));
         script_start(f, stop ? (unsigned) parallel : 0);
         WebConfig conf = { .facilitator_socket = f->path, .state_dir = state_dir, .handout_parallel = parallel };
@@ -296,7 +284,7 @@ static void check(const HandoutCase *c) {
                         fail_msg("the page does not say '%s'", c->says[i]);
         assert_null(strstr(page, TOKEN)); /* the token is in the link's record, never on the page */
         assert_int_equal(count_links(state_dir), c->links);
-        remove_tree(state_dir);
+        assert_int_equal(unit_remove_tree(state_dir), 0);
 }
 
 /* 3 at once: never more, and more than one (p1 takes 540 ms, the others start meanwhile). */
@@ -311,11 +299,12 @@ TEST(one_after_the_other) {
                                .cards = "p1=s-p1 p2=s-p2 p3=s-p3", .links = 3 });
 }
 
-/* 16 allowed, 3 names: all at once. */
+/* 16 allowed, 4 names: all at once. An answer without a seat's id and token is no seat. */
 TEST(a_refused_name_gets_seatds_reason_and_the_others_their_seats) {
-        check(&(HandoutCase) { .names = { "p1", REFUSED, "p3" }, .parallel = 16, .calls = 3, .at_once = 3,
-                               .cards = "p1=s-p1 " REFUSED "! p3=s-p3", .links = 2,
-                               .says = { "No seat: the host runs 3 seats and pool_max_seats is 3" } });
+        check(&(HandoutCase) { .names = { "p1", REFUSED, "p3", ODD }, .parallel = 16, .calls = 4, .at_once = 4,
+                               .cards = "p1=s-p1 " REFUSED "! p3=s-p3 " ODD "!", .links = 2,
+                               .says = { "No seat: the host runs 3 seats and pool_max_seats is 3",
+                                         "No seat: seatd&#39;s answer names no seat and token" } });
 }
 
 /* The two running leave before their answers (540 and 480 ms; a look every 250 ms). */
