@@ -35,15 +35,11 @@ static int read_reply(int fd, FrameReader *rd, int64_t id, int64_t deadline_ms, 
                         *ret = TAKE_PTR(m);
                         return 0;
                 }
-                if (!cancel) {
-                        r = seatd_socket_fill(fd, rd, deadline_ms);
-                        if (r < 0)
-                                return r;
-                        continue;
-                }
-                if (cancel->cancelled(cancel->userdata))
+                if (cancel && cancel->cancelled(cancel->userdata))
                         return -ECANCELED;
-                r = seatd_socket_fill(fd, rd, MIN(deadline_ms, now_monotonic_ms() + CANCEL_POLL_MS));
+                /* A cancellable call waits in slices, to ask again after each. */
+                int64_t until = cancel ? MIN(deadline_ms, now_monotonic_ms() + CANCEL_POLL_MS) : deadline_ms;
+                r = seatd_socket_fill(fd, rd, until);
                 if (r == -ETIMEDOUT && now_monotonic_ms() < deadline_ms)
                         continue;
                 if (r < 0)
