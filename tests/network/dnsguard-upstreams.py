@@ -76,19 +76,33 @@ def free_port():
 
 
 def start_guard(upstreams, log):
+    """A guard on a free port, once it says it listens there: its own line, not the
+    previous guard's in the same log (the log is appended to, and a sanitizer build
+    starts slower than the 50 ms in which an earlier guard's line was found)."""
     port = free_port()
-    args = [GUARD, "--listen", "127.0.0.1:%d" % port, "--allow", "ok.test", "--timeout-ms", "2000"]
+    listen = "127.0.0.1:%d" % port
+    args = [GUARD, "--listen", listen, "--allow", "ok.test", "--timeout-ms", "2000"]
     for u in upstreams:
         args += ["--upstream", u]
     if os.geteuid() == 0:
         args += ["--user", "nobody"]
+    log.seek(0, os.SEEK_END)
+    start = log.tell()
     p = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=log)
-    for _ in range(100):
-        time.sleep(0.05)
+    said = "listening on %s " % listen
+    deadline = time.monotonic() + 120  # sanitizers slow a start by up to 15x; never assume less
+    while time.monotonic() < deadline and p.poll() is None:
         with open(log.name) as f:
-            if "listening" in f.read():
-                break
-    return p, port
+            f.seek(start)
+            if said in f.read():
+                return p, port
+        time.sleep(0.05)
+    with open(log.name) as f:
+        f.seek(start)
+        text = f.read()
+    p.kill()
+    p.wait(5)
+    sys.exit("seat-dnsguard did not say '%s' (exit %s): %s" % (said.strip(), p.returncode, text[-400:]))
 
 
 def ask(port, qid=0x1234):
