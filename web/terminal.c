@@ -13,6 +13,7 @@
 #include "common/fileio.h"
 #include "common/jsonframe.h"
 #include "common/log.h"
+#include "bytes.h"
 #include "http-parse.h"
 #include "terminal.h"
 #include "seatd-socket.h"
@@ -22,11 +23,6 @@
 #define TERMINAL_FRAME_MAX (128u * 1024u)
 #define STDIN_CHUNK_MAX (16u * 1024u)
 #define EXEC_ID 2
-
-typedef struct Bytes {
-        unsigned char *data;
-        size_t len, cap;
-} Bytes;
 
 struct Terminal {
         WorkerSeat base; /* its lock: everything below too */
@@ -39,31 +35,6 @@ static const WorkerReplyEnds reply_ends = {
         .not_reply = "seatd sent what a terminal cannot show.",
         .closed = "seatd closed the terminal's connection.",
 };
-
-static int bytes_append(Bytes *b, const void *data, size_t len, size_t cap) {
-        if (len == 0)
-                return 0; /* (an empty WebSocket message; data may be NULL then) */
-        if (b->len + len > cap)
-                return -ENOBUFS;
-        if (b->len + len > b->cap) {
-                size_t n = MAX(b->cap * 2, MAX(b->len + len, (size_t) 4096));
-                unsigned char *p = realloc(b->data, MIN(n, cap));
-                if (!p)
-                        return -ENOMEM;
-                b->data = p;
-                b->cap = MIN(n, cap);
-        }
-        memcpy(b->data + b->len, data, len);
-        b->len += len;
-        return 0;
-}
-
-static void bytes_take(Bytes *b, size_t n) {
-        if (n == 0)
-                return; /* (data may still be NULL: memmove must not see it) */
-        memmove(b->data, b->data + n, b->len - n);
-        b->len -= n;
-}
 
 /* hello and the shell, in one round trip. */
 static int start_exec(Terminal *t, int fd, int rows, int cols) {
