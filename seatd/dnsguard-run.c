@@ -83,15 +83,18 @@ void dnsguard_run_kill(DnsGuardProc *p) {
         stop(p, 0);
 }
 
-int64_t dnsguard_backoff(const int64_t *attempts, size_t n_attempts, int64_t now_ms) {
+int64_t dnsguard_backoff(const int64_t *attempts, size_t n_attempts, unsigned in_a_row, int64_t now_ms) {
         unsigned recent = 0;
         for (size_t i = 0; i < n_attempts; i++)
                 if (now_ms - attempts[i] < DNSGUARD_RESTART_WINDOW_MS)
                         recent++;
+        if (in_a_row > DNSGUARD_RESTART_CAP)
+                return DNSGUARD_GIVE_UP_IN_A_ROW;
         if (recent >= DNSGUARD_RESTART_CAP)
-                return -1;
+                return DNSGUARD_GIVE_UP_WINDOW;
+        unsigned steps = MAX(recent, in_a_row ? in_a_row - 1 : 0);
         int64_t delay = DNSGUARD_BACKOFF_FIRST_MS;
-        for (unsigned i = 0; i < recent && delay < DNSGUARD_BACKOFF_MAX_MS; i++)
+        for (unsigned i = 0; i < steps && delay < DNSGUARD_BACKOFF_MAX_MS; i++)
                 delay *= 2;
         return MIN(delay, (int64_t) DNSGUARD_BACKOFF_MAX_MS);
 }

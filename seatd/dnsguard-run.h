@@ -32,18 +32,28 @@ typedef struct DnsGuardProc {
 /*
  * Supervision (seatd/seatnet-guard.c): a guard that exits is restarted on the same address
  * after a delay that starts at DNSGUARD_BACKOFF_FIRST_MS and doubles with every restart in
- * the last DNSGUARD_RESTART_WINDOW_MS, up to DNSGUARD_BACKOFF_MAX_MS; once it was restarted
- * DNSGUARD_RESTART_CAP times in that window, it is not restarted again (the seat is paused).
+ * the last DNSGUARD_RESTART_WINDOW_MS (or every failure in a row), up to
+ * DNSGUARD_BACKOFF_MAX_MS. It is not restarted again (the seat is paused) once it was
+ * restarted DNSGUARD_RESTART_CAP times in that window, or DNSGUARD_RESTART_CAP times in a
+ * row without ever running DNSGUARD_STABLE_MS: the window alone let a guard that dies every
+ * few seconds live forever on a slow host, where the growing delays and slow starts spread
+ * its restarts past the window.
  */
 #define DNSGUARD_BACKOFF_FIRST_MS 200
 #define DNSGUARD_BACKOFF_MAX_MS 5000
 #define DNSGUARD_RESTART_CAP 10
 #define DNSGUARD_RESTART_WINDOW_MS 60000
+#define DNSGUARD_STABLE_MS 30000 /* a guard up this long before it exits was not failing */
+
+#define DNSGUARD_GIVE_UP_WINDOW (-1)   /* DNSGUARD_RESTART_CAP restarts within the window */
+#define DNSGUARD_GIVE_UP_IN_A_ROW (-2) /* DNSGUARD_RESTART_CAP restarts in a row, none stable */
 
 /* The policy, pure: attempts[] are the times (ms, monotonic) of the restarts so far, at most
- * DNSGUARD_RESTART_CAP of them, the latest last. Returns the delay before the next restart,
- * or -1 when the cap is reached within the window. */
-int64_t dnsguard_backoff(const int64_t *attempts, size_t n_attempts, int64_t now_ms);
+ * DNSGUARD_RESTART_CAP of them, the latest last; in_a_row counts the guard's ends (exits,
+ * failed starts) in a row, this one included, since it last ran DNSGUARD_STABLE_MS. Returns
+ * the delay before the next restart, or DNSGUARD_GIVE_UP_IN_A_ROW or DNSGUARD_GIVE_UP_WINDOW
+ * (the first of the two when both hold). */
+int64_t dnsguard_backoff(const int64_t *attempts, size_t n_attempts, unsigned in_a_row, int64_t now_ms);
 /* "exited with status 1", "killed by signal 9 (Killed)": from a wait status. */
 void dnsguard_describe_exit(int status, char *buf, size_t size);
 /* It exited (its pidfd is readable): reap it, describe why into buf, and forget it (fds

@@ -50,6 +50,7 @@ static int guard_watch(SeatNetManager *nm, SeatNet *n) {
         if (epoll_ctl(nm->guard_epfd, EPOLL_CTL_ADD, n->guard.pidfd, &ev) < 0)
                 return -errno;
         n->guard_state = SEATNET_GUARD_RUNNING;
+        n->guard_up_ms = now_monotonic_ms();
         return 0;
 }
 
@@ -80,11 +81,24 @@ static void guard_note_attempt(SeatNet *n, int64_t now) {
 }
 
 /* Under guard_lock: it is not running (exited, or a restart failed): when to try again,
- * or, past the cap, failed for good (*ret_failed: the daemon is told). */
-static void guard_schedule(SeatNet *n, int64_t now, const char *why, bool *ret_failed) {
+ * or, past the cap, failed for good (*ret_failed: the daemon is told). ran_ms: how long it
+ * had run (0: it never came up). */
+static void guard_schedule(SeatNet *n, int64_t now, int64_t ran_ms, const char *why, bool *ret_failed) {
         char addr[INET_ADDRSTRLEN];
         netdef_guard_address(&n->ns, addr);
-        int64_t delay = dnsguard_backoff(n->guard_attempts, n->n_guard_attempts, now);
+        if (ran_ms >= DNSGUARD_STABLE_MS)
+                n->guard_in_a_row = 0;
+        n->guard_in_a_row++;
+        int64_t delay = dnsguard_backoff(n->guard_attempts, n->n_guard_attempts, n->guard_in_a_row, now);
+        if (delay == DNSGUARD_GIVE_UP_IN_A_ROW) {
+                n->guard_state = SEATNET_GUARD_FAILED;
+                (void) snprintf(n->guard_error, sizeof(n->guard_error),
+                                "its DNS guard (seat-dnsguard on %s:53) %s after %d restarts in a row, none of them up for %d s: not restarted again",
+                                addr, why, DNSGUARD_RESTART_CAP, DNSGUARD_STABLE_MS / 1000);
+                log_seat_error(n->seat_id, "seat '%s': %s", n->seat_id, n->guard_error);
+                *ret_failed = true;
+                return;
+        }
         if (delay < 0) {
                 n->guard_state = SEATNET_GUARD_FAILED;
                 (void) snprintf(n->guard_error, sizeof(n->guard_error),
@@ -105,7 +119,7 @@ static void guard_schedule(SeatNet *n, int64_t now, const char *why, bool *ret_f
 static void guard_start_failed(SeatNet *n, int64_t now, const char *why, bool *ret_failed) {
         dnsguard_run_kill(&n->guard);
         (void) snprintf(n->guard_last_exit, sizeof(n->guard_last_exit), "did not start: %s", why);
-        guard_schedule(n, now, n->guard_last_exit, ret_failed);
+        guard_schedule(n, now, 0, n->guard_last_exit, ret_failed);
 }
 
 /* Under guard_lock: a new guard on the same address. It is spawned here and its ready pipe
@@ -225,7 +239,7 @@ void seatnet_guard_process(SeatNetManager *nm) {
                 char why[160];
                 (void) snprintf(why, sizeof(why), "(pid %d) %s", (int) pid, n->guard_last_exit);
                 bool failed = false;
-                guard_schedule(n, now, why, &failed);
+                guard_schedule(n, now, now - n->guard_up_ms, why, &failed);
                 if (failed)
                         guard_report(reports, &n_reports, listed, n);
         }
@@ -273,6 +287,7 @@ int seatnet_guard_start(SeatNetManager *nm, SeatNet *n, bool only_failed, SeatEr
         }
         n->guard = g;
         n->n_guard_attempts = 0;
+        n->guard_in_a_row = 0;
         n->guard_error[0] = 0;
         DnsGuardProc gone = DNSGUARD_PROC_NONE;
         if ((r = guard_watch(nm, n)) < 0) {

@@ -65,6 +65,8 @@ struct SeatNet {
         unsigned guard_restarts;  /* since the network came up (this seatd) */
         int64_t guard_attempts[DNSGUARD_RESTART_CAP]; /* restart times, oldest first */
         size_t n_guard_attempts;
+        unsigned guard_in_a_row;  /* ends in a row without running DNSGUARD_STABLE_MS (dnsguard-run.h) */
+        int64_t guard_up_ms;      /* RUNNING: since when */
         int64_t guard_next_ms;    /* RESTARTING: when it is restarted; STARTING: its deadline to be ready */
         bool guard_starting;      /* FAILED, and seatnet_guard_start() is starting it again */
         char guard_last_exit[128];

@@ -158,10 +158,12 @@ gfield() { "$CTL" --json status "$A" | json_field "d['network']['dnsguard'].get(
 # (this PID namespace's only: a fresh root's names-vm on this host runs its guards on the
 # same addresses, and pgrep sees into it)
 guard_of() { pgrep --ns $$ --nslist pid -f "seat-dnsguard --listen $GA " | head -1; }
-# wait_guard OLD_PID: until the guard runs with another pid, or failed (10 s at most)
+# wait_guard OLD_PID: until the guard runs with another pid, or failed. (The bound only
+# catches a hang: a restart waits up to 5 s of back-off, then a guard's start, which a
+# loaded host or a sanitizer slows many times over.)
 wait_guard() {
   local st
-  for _ in $(seq 1 100); do
+  for _ in $(seq 1 1200); do
     st=$(gfield state)
     [[ $st == failed ]] && return 0
     [[ $st == running && $(gfield pid) != "$1" ]] && return 0
@@ -192,8 +194,10 @@ probe "$A" "${T[@]}" --resolver "$HA" tcp allowed.test 8080 --send hi --expect h
 probe "$A" "${T[@]}" dns "$HA" cname-out.allowed.test && grep -q "rcode=NXDOMAIN" "$t/out" \
   && ok "after the restart the guard still refuses a CNAME out of the names" || not_ok "after the restart cname-out gets NXDOMAIN"
 
-# A guard that keeps dying: past 10 restarts in 60 s it is not restarted, and the seat is
-# paused as after a rule flush (fail closed, and loud).
+# A guard that keeps dying: past 10 restarts in a row (none of them up for 30 s), or 10
+# within 60 s, it is not restarted, and the seat is paused as after a rule flush (fail
+# closed, and loud). Which of the two is reached first depends on how fast this host is;
+# the count of kills does not.
 kills=0 t0=$(ms)
 while [[ $(gfield state) == running ]] && ((kills < 15)); do
   p=$(gfield pid)
@@ -203,9 +207,9 @@ done
 st=$(gfield state)
 diag "guard: $st after $kills more kills in $(($(ms) - t0)) ms"
 [[ $st == failed && $kills -le 11 && -z $(guard_of) ]] \
-  && ok "past 10 restarts within 60 s the guard is not restarted (state failed after $kills more kills)" \
+  && ok "past 10 restarts the guard is not restarted (state failed after $kills more kills)" \
   || not_ok "past the cap the guard is not restarted (state $st after $kills kills, running: $(guard_of))"
-[[ $(gfield error) == *"seat-dnsguard on $GA:53"*"after 10 restarts within 60 s"* ]] \
+[[ $(gfield error) =~ seat-dnsguard\ on\ $GA:53.*after\ 10\ restarts\ (within\ 60\ s|in\ a\ row,\ none\ of\ them\ up\ for\ 30\ s) ]] \
   && ok "status says why, naming the guard ($(gfield error))" || not_ok "status says why, naming the guard ($(gfield error))"
 dom=$("$CTL" --json status "$A" | json_field 'd["domain"]')
 paused=$("$CTL" --json status "$A" | json_field 'd["network"]["paused"]')

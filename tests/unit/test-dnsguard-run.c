@@ -26,17 +26,40 @@ TEST(backoff) {
         /* 0.2 s, doubling with every restart in the window, at most 5 s */
         static const int64_t want[] = { 200, 400, 800, 1600, 3200, 5000, 5000, 5000, 5000, 5000 };
         for (size_t i = 0; i < ELEMENTSOF(want); i++) {
-                assert_int_equal(dnsguard_backoff(at, i, now), want[i]);
+                assert_int_equal(dnsguard_backoff(at, i, 1, now), want[i]);
                 at[i] = now;
                 now += 100;
         }
         /* the cap: 10 restarts within 60 s */
-        assert_int_equal(dnsguard_backoff(at, DNSGUARD_RESTART_CAP, now), -1);
+        assert_int_equal(dnsguard_backoff(at, DNSGUARD_RESTART_CAP, 1, now), DNSGUARD_GIVE_UP_WINDOW);
         /* the oldest out of the window: one more allowed, at the longest delay */
-        assert_int_equal(dnsguard_backoff(at, DNSGUARD_RESTART_CAP, at[0] + DNSGUARD_RESTART_WINDOW_MS), 5000);
+        assert_int_equal(dnsguard_backoff(at, DNSGUARD_RESTART_CAP, 1, at[0] + DNSGUARD_RESTART_WINDOW_MS), 5000);
         /* all of them out of it: a fresh start */
-        assert_int_equal(dnsguard_backoff(at, DNSGUARD_RESTART_CAP, at[9] + DNSGUARD_RESTART_WINDOW_MS), 200);
-        assert_int_equal(dnsguard_backoff(NULL, 0, 0), 200);
+        assert_int_equal(dnsguard_backoff(at, DNSGUARD_RESTART_CAP, 1, at[9] + DNSGUARD_RESTART_WINDOW_MS), 200);
+        assert_int_equal(dnsguard_backoff(NULL, 0, 0, 0), 200);
+        assert_int_equal(dnsguard_backoff(NULL, 0, 1, 0), 200);
+}
+
+/* On a slow host the restarts spread past the window: a guard that never stays up is still
+ * given up on, after the cap's restarts in a row; its delays grow with them meanwhile. */
+TEST(backoff_in_a_row) {
+        int64_t at[DNSGUARD_RESTART_CAP];
+        int64_t now = 1000000;
+        static const int64_t want[] = { 200, 400, 800, 1600, 3200, 5000, 5000, 5000, 5000, 5000 };
+        size_t n = 0;
+        for (unsigned end = 1; end <= ELEMENTSOF(want); end++) {
+                /* each restart a window after the one before: never two in it */
+                assert_int_equal(dnsguard_backoff(at, n, end, now), want[end - 1]);
+                if (n == ELEMENTSOF(at)) {
+                        memmove(at, at + 1, sizeof(at) - sizeof(at[0]));
+                        n--;
+                }
+                at[n++] = now;
+                now += DNSGUARD_RESTART_WINDOW_MS;
+        }
+        assert_int_equal(dnsguard_backoff(at, n, DNSGUARD_RESTART_CAP + 1, now), DNSGUARD_GIVE_UP_IN_A_ROW);
+        /* both: in a row is what is said */
+        assert_int_equal(dnsguard_backoff(at, n, DNSGUARD_RESTART_CAP + 1, at[n - 1]), DNSGUARD_GIVE_UP_IN_A_ROW);
 }
 
 TEST(describe) {
