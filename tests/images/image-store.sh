@@ -15,7 +15,9 @@ command -v qemu-img >/dev/null || bail "qemu-img is not installed"
 harness_workdir /tmp/seatd-image-test
 
 export SEATD_SOCKET=$t/ctl.sock
-seatd_conf max_image_bytes=67108864 inspect_images=false
+# (libvirt's test driver: nothing here boots, and the VM lane's lifecycle suite restarts
+# the host's libvirtd while this suite runs beside it)
+seatd_conf max_image_bytes=67108864 inspect_images=false libvirt_uri=test:///default
 
 # A trusted key (ours, unprotected for automation) and an untrusted one.
 "$SIGN" keygen -W -p "$t/trusted.pub" -s "$t/trusted.key" >/dev/null 2>&1

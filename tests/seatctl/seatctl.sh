@@ -105,7 +105,9 @@ if [[ ! -x $SEATD ]]; then
         for d in "list --json prints JSON" "exec: a seatd error is 125"; do skip "$d" "seatd is not built (no libvirt)"; done
         tap_end
 fi
-seatd_conf inspect_images=false network=false
+# (libvirt's test driver: nothing here boots, and the host's libvirtd is restarted by the
+# VM lane's lifecycle suite while this one runs beside it: a seatd starting then failed)
+seatd_conf inspect_images=false network=false libvirt_uri=test:///default
 SEATD_LOG_LEVEL='' seatd_start
 F=(--socket "$t/ctl.sock")
 run fl-before "${F[@]}" --json list
