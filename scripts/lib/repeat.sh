@@ -68,10 +68,10 @@ repeat_runs() { # N SANITIZER [meson selection args...]
   done
   echo
   if ((${#fails[@]} == 0)); then
-    echo "scripts/test --repeat $n: every test passed in every run ($dir, $((SECONDS / 60)) min)"
+    echo "scripts/test --repeat $n: every test passed in every run ($dir, $((SECONDS / 60)) min${stress_pid:+, beside stress-ng --cpu $stress})"
     return 0
   fi
-  echo "scripts/test --repeat $n: $total_failed of $n runs had failures ($dir, $((SECONDS / 60)) min); each test's failed runs:"
+  echo "scripts/test --repeat $n: $total_failed of $n runs had failures ($dir, $((SECONDS / 60)) min${stress_pid:+, beside stress-ng --cpu $stress}); each test's failed runs:"
   for line in "${!fails[@]}"; do
     set -- ${fails[$line]}
     printf '  %s: %d of %d (runs%s)\n' "$line" "$#" "$n" "${fails[$line]}"
