@@ -53,6 +53,8 @@ typedef struct FakeSeatd {
         unsigned active, max_active, bad_requests;
         unsigned left; /* calls whose client closed before the answer */
         unsigned stop_at;      /* seat-web "stops" once this many calls run at once (0: never) */
+        unsigned together;     /* no call is answered before this many ran at once (once) */
+        bool met;              /* they did */
         atomic_bool stopping;
 } FakeSeatd;
 
@@ -61,7 +63,8 @@ typedef struct Conn {
         int fd;
 } Conn;
 
-/* p1 answers last, the last name first: the order of the answers is not that of the names. */
+/* Once the calls met, p1 answers last, the last name first: the order of the answers is
+ * not that of the names. */
 static unsigned delay_ms(const char *participant) {
         unsigned k = 0;
         if (sscanf(participant, "p%u", &k) == 1 && k <= 9)
@@ -90,12 +93,29 @@ static bool serve(FakeSeatd *f, int fd) {
         pthread_mutex_lock(&f->lock);
         if (++f->active > f->max_active)
                 f->max_active = f->active;
+        if (f->active >= f->together)
+                f->met = true;
         if (f->stop_at && f->active >= f->stop_at)
                 atomic_store(&f->stopping, true);
         pthread_mutex_unlock(&f->lock);
-        /* The boot: the client may only wait, or leave (seatd then releases the seat). */
+        /* The boot: the client may only wait, or leave (seatd then releases the seat). No
+         * answer before the calls that should run at once did (a fixed boot time let a slow
+         * client finish one before the next began: a count then read by chance); none at
+         * all once seat-web stopped, so that its calls leave however slowly it notices.
+         * The bound only ends a hang: the counts then say what went wrong. */
         struct pollfd pfd = { .fd = fd, .events = POLLIN };
-        int k = poll(&pfd, 1, (int) delay_ms(participant));
+        int k = 0;
+        for (int64_t until = now_monotonic_ms() + 60000; now_monotonic_ms() < until;) {
+                pthread_mutex_lock(&f->lock);
+                bool met = f->met;
+                pthread_mutex_unlock(&f->lock);
+                if (met && !atomic_load(&f->stopping))
+                        break;
+                if ((k = poll(&pfd, 1, 10)) != 0)
+                        break;
+        }
+        if (k == 0)
+                k = poll(&pfd, 1, (int) delay_ms(participant));
         pthread_mutex_lock(&f->lock);
         f->active--;
         pthread_mutex_unlock(&f->lock);
@@ -164,10 +184,11 @@ static void *acceptor_thread(void *p) {
         }
 }
 
-static void script_start(FakeSeatd *f, unsigned stop_at) {
+static void script_start(FakeSeatd *f, unsigned stop_at, unsigned together) {
         memset(f, 0, sizeof(*f));
         pthread_mutex_init(&f->lock, NULL);
-        f->stop_at = stop_at; /* (before the acceptor starts: its threads read it) */
+        f->stop_at = stop_at; /* (before the acceptor starts: its threads read them) */
+        f->together = together;
         f->listen_fd = fake_listen(f->path, "handout", MAX_CONNS);
         assert_true(f->listen_fd >= 0);
         assert_int_equal(pthread_create(&f->acceptor, NULL, acceptor_thread, f), 0);
@@ -209,7 +230,7 @@ static bool fake_stopping(void *userdata) {
 static char *make(const char *const *names, size_t n, long parallel, bool stop, FakeSeatd *f, char state_dir[64]) {
         snprintf(state_dir, 64, "/tmp/test-web-handout-XXXXXX"); /* mkdtemp()'s template */
         assert_non_null(mkdtemp(state_dir));
-        script_start(f, stop ? (unsigned) parallel : 0);
+        script_start(f, stop ? (unsigned) parallel : 0, (unsigned) MIN((size_t) parallel, n));
         WebConfig conf = { .facilitator_socket = f->path, .state_dir = state_dir, .handout_parallel = parallel };
         _cleanup_(fac_handouts_freep) FacHandouts *h = fac_handouts_new(3600 * 1000);
         assert_non_null(h);
@@ -292,7 +313,7 @@ static void check(const HandoutCase *c) {
         assert_int_equal(unit_remove_tree(state_dir), 0);
 }
 
-/* 3 at once: never more, and more than one (p1 takes 540 ms, the others start meanwhile). */
+/* 3 at once: never more, and more than one (none is answered before three run). */
 TEST(parallel_keeps_the_order_of_the_names) {
         check(&(HandoutCase) { .names = { "p1", "p2", "p3", "p4", "p5", "p6", "p7" }, .parallel = 3, .calls = 7,
                                .cards = "p1=s-p1 p2=s-p2 p3=s-p3 p4=s-p4 p5=s-p5 p6=s-p6 p7=s-p7", .links = 7,
@@ -312,7 +333,7 @@ TEST(a_refused_name_gets_seatds_reason_and_the_others_their_seats) {
                                          "No seat: seatd&#39;s answer names no seat and token" } });
 }
 
-/* The two running leave before their answers (540 and 480 ms; a look every 250 ms). */
+/* The two running leave before their answers (none comes once seat-web stopped). */
 TEST(seat_web_stopping_gives_up_the_calls_running_and_asks_no_more) {
         check(&(HandoutCase) { .names = { "p1", "p2", "p3", "p4" }, .parallel = 2, .stop = true, .calls = 2, .at_once = 2,
                                .left = 2, .cards = "p1! p2! p3! p4!",
