@@ -217,7 +217,7 @@ paused=$("$CTL" --json status "$A" | json_field 'd["network"]["paused"]')
 [[ $paused == True && $("${VIRSH[@]}" domstate "$dom" 2>&1) == paused && $rc != 0 ]] && grep -q "DNS guard failed" "$t/out" \
   && ok "the seat is paused (libvirt: paused) and exec says why" \
   || not_ok "the seat is paused (paused $paused, libvirt $("${VIRSH[@]}" domstate "$dom" 2>&1), exec rc $rc)"
-grep -q "seat '$A' paused: its DNS guard (seat-dnsguard on $GA:53) .* after 10 restarts within 60 s: not restarted again; reset it" "$t/seatd.log" \
+grep -Eq "seat '$A' paused: its DNS guard \(seat-dnsguard on $GA:53\) .* after 10 restarts (within 60 s|in a row, none of them up for 30 s): not restarted again; reset it" "$t/seatd.log" \
   && ok "seatd's log says the seat is paused and names the guard" || not_ok "seatd's log says the seat is paused and names the guard"
 "$CTL" status "$A" >"$t/out" 2>&1
 grep -q "PAUSED: its DNS guard failed" "$t/out" && grep -q "^dnsguard: FAILED: its DNS guard" "$t/out" \
