@@ -70,7 +70,7 @@ start_httpd() { # start_httpd VAR PORTFILE LOG [args...]
   local var=$1 pf=$2 log=$3; shift 3
   python3 "$HTTPD" --root "$t/www" --port-file "$pf" --log "$log" --stall-seconds 30 "$@" 2>>"$t/httpd.err" &
   printf -v "$var" %s $!
-  for _ in $(seq 1 100); do [[ -s $pf ]] && return 0; sleep 0.05; done
+  wait_until "[[ -s $pf ]] || ! kill -0 ${!var} 2>/dev/null" && [[ -s $pf ]] && return 0
   echo "Bail out! the test HTTP server did not start"; cat "$t/httpd.err"; exit 1
 }
 start_httpd http_pid "$t/http.port" "$t/http.log"
@@ -197,9 +197,9 @@ clear_parts
 # A background job of a non-interactive shell ignores SIGINT: restore it, as a terminal has it.
 env --default-signal=INT "$CTL" image pull "$HTTP/slow/b1/manifest.json" >"$t/out" 2>&1 &
 ctl_pid=$!
-for _ in $(seq 1 100); do (( $(part_size) > 65536 )) && break; sleep 0.05; done
+wait_until '(( $(part_size) > 65536 )) || ! kill -0 "$ctl_pid" 2>/dev/null'
 kill -INT "$ctl_pid"; wait "$ctl_pid" 2>/dev/null; ctl_pid=
-for _ in $(seq 1 60); do grep -q "cancelled" "$t/seatd.log" && break; sleep 0.1; done
+wait_until 'grep -q "pull of .*cancelled" "$t/seatd.log"'
 check "killing seatctl mid-pull cancels the pull in seatd" 'grep -q "pull of .*cancelled" "$t/seatd.log"'
 check "... seatd is still serving" '"$CTL" image list >"$t/out" 2>&1 && kill -0 "$seatd_pid"'
 check "... and only the resumable .part is left" '[[ $(parts) == 1 ]] && only_parts_left'

@@ -215,7 +215,7 @@ out=$(x docker exec attacker curl -sS -m 20 "http://$WORLD_ALLOWED:8080/ok" 2>&1
 	{ not_ok "the attacker container reaches the allowed server $WORLD_ALLOWED:8080 (got '$out')"; "$CTL" status "$S" | diag_file /dev/stdin; }
 before=$(denied)
 out=$(x docker exec attacker curl -sS -m 8 "http://$WORLD_BLOCKED:8080/" 2>&1; echo "rc=$?")
-sleep 0.5
+wait_until 'after=$(denied); ((${after:-0} > before))' # (counted as the frames leave the guest)
 after=$(denied)
 [[ $out != *seatd-world* && $out == *rc=[1-9]* && $after -gt $before ]] &&
 	ok "from the attacker container, the blocked server $WORLD_BLOCKED:8080 is dropped by the host (denied $before -> $after)" ||

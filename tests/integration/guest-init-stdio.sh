@@ -118,8 +118,10 @@ bgpid=$(stdout_of 7)
 check "process group: exit arrives" has 7 exit '"code":0,'
 check "process group: the background child was killed" dead "$bgpid"
 
-run --max-execs 1 "$HELLO" '{"type":"exec","id":2,"argv":["sleep","0.3"]}' \
-	'{"type":"exec","id":2,"argv":["true"]}' '{"type":"exec","id":3,"argv":["true"]}'
+# (the first runs until the kill after the two that must find it running: no time assumed)
+run --max-execs 1 "$HELLO" '{"type":"exec","id":2,"argv":["sleep","30"]}' \
+	'{"type":"exec","id":2,"argv":["true"]}' '{"type":"exec","id":3,"argv":["true"]}' \
+	'{"type":"kill","id":4,"exec":2,"signal":15}'
 check "duplicate running id: state" has 2 error '"code":"state"'
 check "max_execs: limit" has 3 error '"code":"limit"'
 

@@ -148,7 +148,7 @@ seatd_start
 D=$(py 'print(d["seats"][0]["id"])' <"$t/claim" 2>/dev/null)
 [[ " $P " == *" $D "* ]] && ok "an adopted pooled seat is claimed ($D)" || not_ok "an adopted pooled seat is claimed"
 held=
-for _ in $(seq 1 100); do held=$(pool_field held); [[ -n $held ]] && break; sleep 0.2; done
+wait_until 'held=$(pool_field held); [[ -n $held ]]'
 [[ $held == *pool_max_seats* && $(pool_field ready) == 1 ]] && ok "the host limit holds the refill and status says why: $held" \
   || { "$CTL" pool status >"$t/out" 2>&1; not_ok "the host limit holds the refill"; }
 # The host is at pool_max_seats, filled by the pool: a dashboard's handout still claims the

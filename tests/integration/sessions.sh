@@ -156,7 +156,10 @@ for i in 1 2 3 4; do
     done ) &
   bg_pids+=($!)
 done
-sleep 2
+# The reset comes once each loop has had a call answered (so that calls are in flight
+# then, however slowly they start).
+loops_calling() { local i; for i in 1 2 3 4; do grep -qs '^rc=' "$t/loop.$i" || return 1; done; }
+wait_until loops_calling
 "$CTL" reset "$S" >"$t/reset1" 2>"$t/out"; rc=$?
 touch "$t/stop"; wait "${bg_pids[@]}" 2>/dev/null; bg_pids=()
 tokB=$(new_token_of "$t/reset1")
@@ -195,7 +198,12 @@ out=$(nobody --token-file "$t/tokB" exec --timeout $((MAXT + 1)) "$S" -- true 2>
 setpriv --reuid=nobody --regid=nogroup --clear-groups -- /usr/bin/python3 "$t/fac.py" watch "$t/facilitator.sock" "$S" >"$t/events" & watch_pid=$!
 nobody --token-file "$t/tokB" exec --timeout "$MAXT" "$S" -- sh -c 'sleep 3600 & sleep 3601' >"$t/sleep1" 2>&1 &
 sleep_pid=$! bg_pids+=("$sleep_pid" "$watch_pid")
-sleep 3
+# The reset comes once seatd has admitted the sleep (its exec.start in the session's log),
+# the watcher has its snapshot, and none has come for a second: seatd sends changes closer
+# than 250 ms together, and the reset's first (resetting, generation 2) must go out alone.
+wait_until '[[ $(live_log 2) == *'\''"argv":["sh","-c","sleep 3600 & sleep 3601"]'\''* ]] || ! kill -0 "$sleep_pid" 2>/dev/null'
+events_quiet() { local a; a=$(wc -l <"$t/events"); sleep 1; [[ $(wc -l <"$t/events") == "$a" ]]; }
+wait_until 'grep -q "^ready 2 " "$t/events" && events_quiet || ! kill -0 "$watch_pid" 2>/dev/null'
 t0=$(ms)
 timeout 900 setpriv --reuid=nobody --regid=nogroup --clear-groups -- /usr/bin/python3 "$t/fac.py" reset "$t/facilitator.sock" "$S" carol >"$t/reset2" 2>"$t/out" &
 reset_pid=$! bg_pids+=("$reset_pid")
@@ -208,7 +216,7 @@ cat "$t/reset2" >>"$t/out"
 cat "$t/sleep1" >>"$t/out"
 [[ $src == 125 && $cancel_ms -lt 10000 ]] && grep -q "cancelled: an operator resets or releases seat '$S'" "$t/sleep1"   && ok "reset under a running 'sleep 3600' (timeout ${MAXT} s): the exec is cancelled $cancel_ms ms after the reset began, and says so"   || not_ok "reset under a running 'sleep 3600': the exec is cancelled within 10 s, and says so (rc $src after $cancel_ms ms)"
 [[ $rc == 0 && $tokC =~ ^[0-9a-f]{64}$ ]] && ok "the facilitator's reset completes (in $(($(ms) - t0)) ms, a cold boot included) and hands back the new token" || not_ok "the facilitator's reset completes (rc $rc)"
-for _ in $(seq 1 50); do grep -q "^ready 3 " "$t/events" && break; sleep 0.1; done
+wait_until 'grep -q "^ready 3 " "$t/events"'
 cp "$t/events" "$t/out"
 seq_seen=$(awk '{print $1 $2}' "$t/events" | uniq | tr '\n' ' ')
 [[ $seq_seen == "ready2 "*"resetting2 "*"ready3 "* ]] \
@@ -220,7 +228,7 @@ kill "$watch_pid" 2>/dev/null; wait "$watch_pid" 2>/dev/null; bg_pids=()
 token_file "$t/tokC" "$tokC" nobody:nogroup 0600
 nobody --token-file "$t/tokC" exec --timeout "$MAXT" "$S" -- sh -c 'echo c-first; sleep 3600' >"$t/sleep2" 2>&1 &
 sleep_pid=$! bg_pids+=("$sleep_pid")
-for _ in $(seq 1 100); do grep -q c-first "$t/sleep2" && break; sleep 0.1; done
+wait_until 'grep -q c-first "$t/sleep2" || ! kill -0 "$sleep_pid" 2>/dev/null'
 out=$(fac audit "$t/facilitator.sock" "$S" 2>&1)
 [[ $out == "start session "*"exec.start"* ]] && ok "the facilitator reads the running session's audit log in 4 KiB pieces, no token ($out)" \
   || { echo "$out" >"$t/out"; not_ok "the facilitator reads the running session's audit log"; }

@@ -4,7 +4,7 @@
 # The one harness of seatd's shell suites and benches (systemd's test/units/util.sh is the
 # model): sourced, never run. It gives
 #   - TAP: ok, not_ok, check, check_cmd, skip, skip_all, bail, diag, diag_file, tap_end,
-#     pass_fail_tap, tap_relay;
+#     pass_fail_tap, tap_relay; wait_until, the bounded wait on an event;
 #   - need_* checks that skip the whole suite with the reason when the host cannot run it;
 #   - a work directory (harness_workdir) and ONE cleanup on EXIT, INT and TERM that stops
 #     the private seatd, runs the suite's own harness_on_exit steps, removes the domains,
@@ -64,6 +64,21 @@ not_ok() {
 }
 # check DESCRIPTION EXPRESSION: ok when the expression (eval'd) holds.
 check() { if eval "$2"; then ok "$1"; else not_ok "$1"; fi; }
+# wait_until [-t SECONDS] EXPRESSION: until the expression (eval'd, as check's) holds,
+# tried every 0.1 s for at most SECONDS (default 120: a bound that only catches a hang;
+# sanitizer builds and a loaded host make everything 2-15x slower); fails when it never
+# did. A test waits on the event it checks with this, never with a fixed sleep. (The
+# expression sees the caller's variables, not its positional parameters: $1 there is
+# wait_until's own.)
+wait_until() {
+        local _wu_limit=120 _wu_end
+        [[ ${1-} == -t ]] && { _wu_limit=$2; shift 2; }
+        _wu_end=$((SECONDS + _wu_limit))
+        until eval "$1"; do
+                ((SECONDS < _wu_end)) || return 1
+                sleep 0.1
+        done
+}
 # check_cmd DESCRIPTION COMMAND...: ok when the command succeeds (its output in $t/out).
 check_cmd() { local d=$1; shift; if "$@" >"$t/out" 2>&1; then ok "$d"; else not_ok "$d"; fi; }
 skip() { n=$((n + 1)); echo "ok $n - $1 # SKIP $2"; }
@@ -486,8 +501,9 @@ seat_web_up() {
         setpriv --reuid=nobody --regid=nogroup --clear-groups -- "$WEB" -c "$1" >>"$t/web.log" 2>&1 &
         web_pid=$!
         [[ -n ${harness_web_hook-} ]] || { harness_web_hook=1; harness_on_exit 'kill_wait $web_pid'; }
-        for _ in $(seq 1 100); do curl -s -o /dev/null --cacert "$t/web/tls/cert.pem" "https://127.0.0.1:$2/" && return 0; sleep 0.1; done
-        bail "seat-web did not answer on port $2 within 10 s: $(tail -3 "$t/web.log" 2>/dev/null)"
+        local up="curl -s -o /dev/null --cacert \"\$t/web/tls/cert.pem\" https://127.0.0.1:$2/"
+        wait_until "$up"' || ! kill -0 "$web_pid" 2>/dev/null' && eval "$up" && return 0
+        bail "seat-web did not answer on port $2 (within 120 s, or it exited): $(tail -3 "$t/web.log" 2>/dev/null)"
 }
 
 # ---------------------------------------------------------------- benches

@@ -113,17 +113,19 @@ PAD=$(head -c 600 /dev/zero | tr '\0' x)
   p=\"$KEY1-\$i-$PAD\"; /bin/guest-probe --timeout-ms 3000 --send \"\$(echo \"\$p\" | head -c 600)\" udp $WORLD_ALLOWED 8080 || exit 1; done" \
   >"$t/out" 2>&1 && ok "the guest sent 10 datagrams of 600 bytes to the world's echo server, all answered" \
   || not_ok "the guest sent 10 datagrams of 600 bytes to the world's echo server"
-sleep 1 # the capture hands over a block every 200 ms
-pk=$(cap "$S" packets)
+# (the capture hands over a block every 200 ms: the count is awaited, not read after a sleep)
+pk=
+wait_until 'pk=$(cap "$S" packets); ((${pk:-0} >= 20))'
 ((pk >= 20)) && ok "status counts the packets while the session runs ($pk)" || not_ok "status counts the packets while the session runs ($pk)"
 
 # ---------------------------------------------------------------- 2. handover
-# The old guest goes on sending keyed datagrams until the reset takes it.
+# The old guest goes on sending keyed datagrams until the reset takes it; the reset comes
+# once it has sent three (it says so after each), however slowly the guest runs.
 "$CTL" exec --timeout 300 "$S" -- /bin/sh -c "i=0; while [ \$i -lt 1500 ]; do
-  /bin/guest-probe --timeout-ms 200 --send $KEY1-late-\$i udp $WORLD_ALLOWED 8080 >/dev/null; i=\$((i+1)); sleep 0.1; done" \
-  >/dev/null 2>&1 &
+  /bin/guest-probe --timeout-ms 200 --send $KEY1-late-\$i udp $WORLD_ALLOWED 8080 >/dev/null; echo sent-\$i; i=\$((i+1)); sleep 0.1; done" \
+  >"$t/sender" 2>&1 &
 sender=$!
-sleep 4
+wait_until '(($(grep -c "^sent-" "$t/sender") >= 3)) || ! kill -0 "$sender" 2>/dev/null'
 "$CTL" -q reset "$S" >"$t/out" 2>&1 && ok "reset while the old guest sends" || not_ok "reset while the old guest sends"
 kill_wait "$sender"; sender=
 [[ $(cap "$S" on) == True ]] && ok "the new session's capture runs" || not_ok "the new session's capture runs"
@@ -135,7 +137,7 @@ KEY2=k2$RANDOM$RANDOM
   ping -A -q -s 1400 -c 4000 -w 150 $WORLD_ALLOWED; /bin/guest-probe --timeout-ms 3000 --send $KEY2-last udp $WORLD_ALLOWED 8080" \
   >"$t/out" 2>&1 && ok "the guest flooded the world's host with 4000 echoes of 1400 bytes ($(grep -o '[0-9]* packets received' "$t/out"))" \
   || not_ok "the guest flooded the world's host with 4000 echoes of 1400 bytes"
-sleep 1
+wait_until 'rot=$(cap "$S" files_rotated); ((${rot:-0} > 0))' # (the capture's blocks come every 200 ms)
 b=$(cap "$S" bytes) rot=$(cap "$S" files_rotated) drops=$(cap "$S" drops)
 ((b <= CAP_MAX && rot > 0)) && ok "status during the flood: $b bytes in $(cap "$S" files) files (at most $CAP_MAX), $rot rotated away, drops $drops" \
   || { "$CTL" --json status "$S" >"$t/out"; not_ok "status during the flood: files under the cap, rotation counted ($b bytes, $rot rotated)"; }

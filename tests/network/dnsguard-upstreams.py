@@ -107,7 +107,7 @@ def start_guard(upstreams, log):
 
 def ask(port, qid=0x1234):
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    s.settimeout(5)
+    s.settimeout(60)  # (the guard's own upstream timeout is 2 s: this only catches a hang)
     try:
         s.sendto(query(qid, "ok.test"), ("127.0.0.1", port))
         m = s.recv(4096)
@@ -135,13 +135,13 @@ def main():
               "two upstreams that cannot be sent to, then one that answers: the answer (rcode %s)" % rcode,
               open(log.name).read()[-400:])
         guard.terminate()
-        guard.wait(5)
+        guard.wait(60)
 
         guard, port = start_guard([bad, bad], log)
         rcode, _ = ask(port)
         check(rcode == 2, "no upstream that can be sent to: SERVFAIL (rcode %s)" % rcode)
         guard.terminate()
-        guard.wait(5)
+        guard.wait(60)
 
         up.stray = True
         asked = up.asked
@@ -156,7 +156,7 @@ def main():
     finally:
         if guard and guard.poll() is None:
             guard.kill()
-            guard.wait(5)
+            guard.wait(60)
         log.close()
         os.unlink(log.name)
     return end()

@@ -76,7 +76,7 @@ if ! nft list table inet seatd >/dev/null 2>&1 || [[ -z $(nft list table inet se
   holder_pid=$!
   exec 9>"$t/holder.in"
   echo 'add table inet seatd { flags owner; }' >&9
-  for _ in $(seq 1 50); do nft list table inet seatd 2>/dev/null | grep -q owner && break; sleep 0.1; done
+  wait_until 'nft list table inet seatd 2>/dev/null | grep -q owner'
   "$CTL" -q provision --image test-image --egress lab >"$t/out" 2>&1; rc=$?
   nets=$("${VIRSH[@]}" net-list --name | grep -c '^seatd-s' || true)
   doms=$(seat_domains | wc -l)
@@ -86,7 +86,7 @@ if ! nft list table inet seatd >/dev/null 2>&1 || [[ -z $(nft list table inet se
     || not_ok "rules that cannot be installed: the seat does not start (rc $rc, domains $doms, networks $nets)"
   exec 9>&-
   wait "$holder_pid" 2>/dev/null; holder_pid=
-  for _ in $(seq 1 50); do nft list table inet seatd >/dev/null 2>&1 || break; sleep 0.1; done
+  wait_until '! nft list table inet seatd >/dev/null 2>&1'
 elif [[ ${SEATD_REQUIRE_VM:-} == 1 ]]; then
   # scripts/test runs this alone: a busy table there means an earlier test left seats behind.
   nft list table inet seatd >"$t/out" 2>&1
@@ -154,16 +154,14 @@ grep -qE 'open=0 ' "$t/out" && grep -qE 'refused=0 ' "$t/out" && ((after - befor
 # Crafted frames: the control goes out with the real MAC and IP and arrives; forged ones do not.
 k=ctl$RANDOM
 probe "$A" --key "$k" raw eth0 "$WORLD_ALLOWED" "$WORLD_RECORD_PORT"
-world_wait_received "$k" 3000 >>"$t/out" 2>&1 && ok "control: a crafted frame from the real MAC and IP arrives" \
+world_wait_received "$k" >>"$t/out" 2>&1 && ok "control: a crafted frame from the real MAC and IP arrives" \
   || { net_diag "$A"; not_ok "control: a crafted frame from the real MAC and IP arrives"; }
 # A crafted frame's drop is counted once the guest's queue reaches the bridge: after the
-# scan above a TCG guest may still be draining it, so the count is awaited (up to 5 s),
+# scan above a TCG guest may still be draining it, so the count is awaited (up to 120 s),
 # not read after a fixed sleep. A failure says what the probe printed and how the seat was.
 denied_after() { # SEAT BEFORE: the denied count once it passes BEFORE, or the last read
-  local i now
-  for i in $(seq 1 50); do
-    now=$(denied "$1"); ((now > $2)) && break; sleep 0.1
-  done
+  local seat=$1 before=$2 now=
+  wait_until 'now=$(denied "$seat"); ((${now:-0} > before))'
   echo "$now"
 }
 seat_diag() { # SEAT: appended to $t/out for not_ok
@@ -215,6 +213,15 @@ for line in open(sys.argv[1]):
 print(count, first, last, n)
 PY
 }
+# nflog_drained GROUP: the kernel holds no logged packet of the group for its reader: none
+# queued in the group's instance (/proc/net/netfilter/nfnetlink_log: group, portid, queued),
+# none unread in the reader's netlink socket (/proc/net/netlink: NETLINK_NETFILTER is 12).
+nflog_drained() {
+  local portid queued
+  read -r _ portid queued _ < <(awk -v g="$1" '$1 == g' /proc/net/netfilter/nfnetlink_log 2>/dev/null)
+  [[ -n $portid && $queued == 0 ]] &&
+    [[ $(awk -v p="$portid" '$2 == 12 && $3 == p {print $5}' /proc/net/netlink) == 0 ]]
+}
 grep -q "denied flows: nfnetlink_log group $DENY_GROUP" "$t/seatd.log" \
   && ok "seatd reads the deny log from nfnetlink_log group $DENY_GROUP" \
   || not_ok "seatd reads the deny log from nfnetlink_log group $DENY_GROUP: $(grep -m1 'denied-flow' "$t/seatd.log")"
@@ -239,13 +246,11 @@ sleep 2
 t0=$(($(date +%s%N) / 1000000))
 for i in 1 2 3; do probe "$A" --timeout-ms 500 tcp "$WORLD_BLOCKED" 9443; done
 for i in 1 2 3; do probe "$A" --timeout-ms 500 udp "$WORLD_BLOCKED" 9444; done
-flows=(0 0 0 0)
-for _ in $(seq 1 100); do
-  read -r -a flows < <(denied_flows "$A" "$WORLD_BLOCKED" tcp 9443)
+flows=(0 0 0 0) uflows=(0 0 0 0)
+# (a summary every 2 s: awaited, up to 120 s)
+wait_until 'read -r -a flows < <(denied_flows "$A" "$WORLD_BLOCKED" tcp 9443)
   read -r -a uflows < <(denied_flows "$A" "$WORLD_BLOCKED" udp 9444)
-  ((flows[0] >= 3 && uflows[0] >= 3)) && break
-  sleep 0.1
-done
+  ((flows[0] >= 3 && uflows[0] >= 3))'
 diag "egress.denied for $WORLD_BLOCKED tcp 9443: count ${flows[0]} in ${flows[3]} records; udp 9444: count ${uflows[0]}"
 ((flows[0] >= 3 && flows[1] >= t0 && flows[2] >= flows[1])) \
   && ok "the audit log names what the guest tried: $WORLD_BLOCKED tcp 9443, ${flows[0]} packets, first and last time" \
@@ -258,9 +263,10 @@ read -r -a bflows < <(denied_flows "$B" "$WORLD_BLOCKED" tcp 9443)
 # ---------------------------------------------------------------- tampering
 tamper_events() { "$CTL" --json status "$1" | json_field 'd["network"]["tamper_events"]'; }
 last_tamper() { "$CTL" --json status "$1" | json_field "d['network']['last_tamper'].get('$2', 0)"; }
-wait_tamper() { # SEAT COUNT: wait until tamper_events reaches COUNT
-  for _ in $(seq 1 100); do (($(tamper_events "$1") >= $2)) && return 0; sleep 0.1; done
-  return 1
+wait_tamper() { # SEAT COUNT: wait until tamper_events reaches COUNT (up to 120 s)
+  # shellcheck disable=SC2034 # (read by wait_until's expression)
+  local seat=$1 count=$2 e
+  wait_until 'e=$(tamper_events "$seat"); ((${e:-0} >= count))'
 }
 t0=$(($(date +%s%N) / 1000000))
 nft flush table inet seatd
@@ -309,8 +315,14 @@ denied_case "$A" "after the reset the blocked server is dropped" "${T[@]}" tcp "
 # ---------------------------------------------------------------- release
 # What B tries just before its release is in its session's log all the same: written when
 # the log closes, not at the next interval (600 s now).
+before=$(denied "$B")
 for i in 1 2 3; do probe "$B" --timeout-ms 500 tcp "$WORLD_BLOCKED" 9445; done
-sleep 0.5 # the kernel hands logged packets over within 0.1 s
+# The release comes once seatd has them: dropped (and so logged), none left in the kernel's
+# queue for the group nor unread in seatd's socket (the kernel hands them over within
+# 0.1 s, seatd's reader takes them when it runs), and a moment to count what it read.
+denied_after "$B" $((before + 2)) >/dev/null
+wait_until 'nflog_drained "$DENY_GROUP"'
+sleep 0.5
 "$CTL" -q release "$A" >"$t/out" 2>&1 && "$CTL" -q release "$B" >>"$t/out" 2>&1
 qlog=$(ls -d "$t/state/evidence/quarantine/$B-g"*/ 2>/dev/null | head -1)audit.log
 read -r -a rflows < <(denied_flows_in "$qlog" "$WORLD_BLOCKED" tcp 9445)
@@ -329,7 +341,7 @@ left_rules=$(ip rule | grep -c "lookup $TABLE" || true)
 seatd_stop
 "$build/tests/network/nftest" nflog --log-group "$DENY_GROUP" --timeout-ms 600000 >"$t/holder.out" 2>&1 &
 holder_pid=$!
-for _ in $(seq 1 100); do grep -q ready "$t/holder.out" && break; sleep 0.05; done
+wait_until 'grep -q ready "$t/holder.out" || ! kill -0 "$holder_pid" 2>/dev/null'
 seatd_start
 grep -q "denied-flow summaries are off, denied packets go to the kernel log: cannot bind nfnetlink_log group $DENY_GROUP" "$t/seatd.log" \
   && ok "the deny log's group held by another program: seatd starts and says summaries are off" \
@@ -357,7 +369,7 @@ dhcp_accepted() { # packets counted by the DHCP accept rule of the seat's host c
 # A resolver on that other address, answering like the world's; the host itself asks it
 # first (the control: it is up and answers).
 world_serve host serve-dns "$UPH" "${WORLD_ZONE[@]}"
-for _ in $(seq 1 100); do [[ -n $(ss -Hlnu "src $UPH:53") ]] && break; sleep 0.05; done
+wait_until '[[ -n $(ss -Hlnu "src $UPH:53") ]]'
 "$PROBE" --timeout-ms 1500 dns "$UPH" allowed.test >"$t/out" 2>&1 \
   && ok "control: a resolver on another host address ($UPH) answers the host itself" \
   || not_ok "control: a resolver on another host address ($UPH) answers the host itself"
@@ -378,7 +390,10 @@ dhcp_case() { # DESC accepted|dropped guest-probe ARGS...
   local db ab da aa
   db=$(denied "$C") ab=$(dhcp_accepted)
   probe "$C" --sport 68 "$@"
-  sleep 1
+  # The frame is counted where it ends, once the guest's queue has taken it there: awaited
+  # (up to 120 s); a drop is then given a second more for the DHCP rule's count to move.
+  if [[ $want == accepted ]]; then wait_until 'aa=$(dhcp_accepted); ((${aa:-0} > ab))'
+  else wait_until 'da=$(denied "$C"); ((${da:-0} > db))'; sleep 1; fi
   da=$(denied "$C") aa=$(dhcp_accepted)
   echo "denied $db -> $da, DHCP rule $ab -> $aa" >>"$t/out"
   if [[ $want == accepted ]] && ((aa > ab)); then ok "$d (DHCP rule +$((aa - ab)))"

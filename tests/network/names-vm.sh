@@ -146,7 +146,7 @@ probe "$A" "${T[@]}" --resolver "$HA" tcp allowed.test 8080 --send hi --expect h
 events() { "$CTL" --json status "$A" | json_field 'd["network"]["tamper_events"]'; }
 e0=$(events)
 nft flush set inet seatd "n40-$BRA"
-for _ in $(seq 1 100); do (($(events) > e0)) && break; sleep 0.1; done
+wait_until 'e=$(events); ((${e:-0} > e0))'
 (($(events) > e0)) && ok "nft flush set on the seat's set: a tamper event ($(events))" || not_ok "nft flush set: a tamper event"
 probe "$A" "${T[@]}" --resolver "$HA" tcp allowed.test 8080 --send hi --expect hi \
   && ok "after the repair allowed.test resolves and connects again" || not_ok "after the repair allowed.test connects again"
@@ -261,20 +261,20 @@ adopted_checks() { # WHAT
 # gone_within PID N: until PID is gone, N tenths of a second at most
 gone_within() { for _ in $(seq 1 "$2"); do kill -0 "$1" 2>/dev/null || return 0; sleep 0.1; done; return 1; }
 # seatd_away STOP WHAT WHY AFTER: STOP (seatd_stop, seatd_kill) takes seatd away and the
-# seat's guard must be gone with it within 5 s ("WHAT (WHY)"); then a new seatd adopts the
-# seat (adopted_checks AFTER).
+# seat's guard must be gone with it ("WHAT (WHY)"; awaited up to 120 s: a sanitizer build
+# on a loaded host exits slowly); then a new seatd adopts the seat (adopted_checks AFTER).
 seatd_away() {
   local p
   p=$(gfield pid)
   "$1"
-  gone_within "$p" 50 && [[ -z $(guard_of) ]] && ok "$2 ($3)" || not_ok "$2 (still running: $(guard_of))"
+  gone_within "$p" 1200 && [[ -z $(guard_of) ]] && ok "$2 ($3)" || not_ok "$2 (still running: $(guard_of))"
   seatd_start
   adopted_checks "$4"
 }
 seatd_away seatd_stop "seatd stopping stops the seat's guard" "no restart, nothing left" "after a seatd restart"
 e0=$("$CTL" --json status "$A" | json_field 'd["network"]["tamper_events"]')
 nft flush set inet seatd "n40-$BRA"
-for _ in $(seq 1 100); do (($("$CTL" --json status "$A" | json_field 'd["network"]["tamper_events"]') > e0)) && break; sleep 0.1; done
+wait_until 'e=$("$CTL" --json status "$A" | json_field '\''d["network"]["tamper_events"]'\''); ((${e:-0} > e0))'
 (($("$CTL" --json status "$A" | json_field 'd["network"]["tamper_events"]') > e0)) \
   && ok "after a seatd restart its name sets are watched (nft flush set: a tamper event)" \
   || not_ok "after a seatd restart its name sets are watched"
@@ -304,10 +304,11 @@ if mv "$t/hang-once" "$t/hanging" 2>/dev/null; then echo \$\$ >"$t/hanging"; exe
 exec "$real_guard" "\$@"
 EOF
 chmod 0755 "$t/bin/seat-dnsguard"
-# hung_pid: the pid of the guard that stands still, once it started (5 s at most)
-# (only a process that is still the stand-still guard: its pid may be another's by then)
+# hung_pid: the pid of the guard that stands still, once it started (120 s at most: a
+# restart's start is slow on a loaded host) (only a process that is still the stand-still
+# guard: its pid may be another's by then)
 harness_on_exit 'hp=$(cat "$t/hanging" 2>/dev/null); [[ -n $hp && $(tr "\0" " " </proc/$hp/cmdline 2>/dev/null) == seat-dnsguard-hanging* ]] && kill -9 "$hp"'
-hung_pid() { for _ in $(seq 1 50); do [[ -s $t/hanging ]] && { cat "$t/hanging"; return 0; }; sleep 0.1; done; }
+hung_pid() { wait_until '[[ -s $t/hanging ]]' && cat "$t/hanging"; }
 seatd_stop
 SEATD=$t/bin/seatd seatd_start
 [[ $(gfield state) == running && $(gfield pid) == "$(guard_of)" ]] \
@@ -327,12 +328,9 @@ if [[ -n $hp ]] && kill -0 "$hp" 2>/dev/null; then
     && ok "while its guard hangs, an allowed name not looked up before does not resolve (closed: $(grep -o 'reason=[^ ]*\( rcode=[^ ]*\)\?' "$t/out"))" \
     || not_ok "while its guard hangs, an allowed name not looked up before does not resolve: $(head -c 300 "$t/out")"
 else skip "while its guard hangs, an allowed name not looked up before does not resolve" "the lookup outlasted the hang"; fi
-[[ -n $hp ]] && gone_within "$hp" 100 && ok "the guard that hangs is killed (pid $hp gone within 10 s)" \
+[[ -n $hp ]] && gone_within "$hp" 600 && ok "the guard that hangs is killed (pid $hp gone within 60 s)" \
   || not_ok "the guard that hangs is killed (pid '$hp' still there)"
-for _ in $(seq 1 100); do
-  [[ $(gfield state) == running && $(gfield pid) != "$p" && $(gfield pid) != "$hp" ]] && break
-  sleep 0.1
-done
+wait_until '[[ $(gfield state) == running && $(gfield pid) != "$p" && $(gfield pid) != "$hp" ]]'
 [[ $(gfield state) == running && $(gfield pid) == "$(guard_of)" && $(gfield restarts) == $((r0 + 2)) ]] \
   && ok "then it is restarted, and counted: the kill and the hang (restarts $r0 -> $(gfield restarts), pid $(gfield pid))" \
   || not_ok "then it is restarted, and counted ($(gfield state), restarts $r0 -> $(gfield restarts), pid $(gfield pid), running $(guard_of))"

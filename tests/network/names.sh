@@ -126,7 +126,12 @@ start_guard() {
         ((${#args[@]} > 0)) || return
         "$DNSGUARD" "${args[@]}" --user nobody 2>"$TMP/dnsguard.log" &
         GUARD_PID=$!
-        for _ in $(seq 1 100); do grep -q listening "$TMP/dnsguard.log" && return 0; sleep 0.05; done
+        # (up to 120 s: a sanitizer build on a loaded host starts slowly)
+        for _ in $(seq 1 2400); do
+                grep -q listening "$TMP/dnsguard.log" && return 0
+                kill -0 "$GUARD_PID" 2>/dev/null || break
+                sleep 0.05
+        done
         cat "$TMP/dnsguard.log" >&2
         return 1
 }
@@ -348,7 +353,7 @@ done
 # 5. Tamper: the set flushed behind seatd's back is detected, and installing repairs it.
 "$NFTEST" watch "${SEAT[@]}" --timeout-ms 5000 --interval-ms 60000 >"$TMP/watch.out" 2>&1 &
 watch=$!
-for i in $(seq 1 100); do grep -q ready "$TMP/watch.out" && break; sleep 0.05; done
+for i in $(seq 1 2400); do grep -q ready "$TMP/watch.out" && break; kill -0 $watch 2>/dev/null || break; sleep 0.05; done
 nft flush set inet seatd $SET4
 wait $watch
 if grep -q "detected seat=nn1 state=changed via=netlink" "$TMP/watch.out"; then ok "nft flush set is detected ($(tail -1 "$TMP/watch.out"))"

@@ -53,8 +53,9 @@ denied_case() {
   local before after
   before=$(denied "$s")
   probe "$s" "$@"; local rc=$?
-  sleep 0.2
-  after=$(denied "$s")
+  # The drop is counted once the frame leaves the guest's queue: awaited (up to 120 s: a
+  # TCG guest on a loaded host may still be draining it), not read after a fixed sleep.
+  if [[ $rc == 1 ]]; then wait_until 'after=$(denied "$s"); ((${after:-0} > before))'; else after=$(denied "$s"); fi
   echo "denied packets: $before -> $after" >>"$t/out"
   if [[ $rc == 1 && $after -gt $before ]]; then ok "$d (denied: +$((after - before)))"; else not_ok "$d (probe rc $rc, denied $before -> $after)"; fi
 }

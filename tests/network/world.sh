@@ -32,7 +32,8 @@
 #   world_serve NS|host CMD ARGS  start another netprobe.py server (stopped by world_down)
 #   world_host_receiver ADDR PORT a recorder on the host (e.g. the seat bridge's address)
 #   world_received KEY            prints the recorder lines for KEY; 0 when there is one
-#   world_wait_received KEY [MS]  the same, waiting up to MS ms (default 3000) for it
+#   world_wait_received KEY [MS]  the same, waiting up to MS ms (default 120000: a bound
+#                                 on a hang, for a TCG guest on a loaded host) for it
 #   world_guest_up NS BRIDGE VETH HOST_IP GUEST_IP/PFX MAC   a namespace standing in for a
 #                                 seat's guest, on its own bridge (isolated port)
 #   world_guest_down NS BRIDGE VETH
@@ -127,7 +128,7 @@ world_wait_listening() {
         shift 2
         local ports=$*
         local count='{ x = $5; sub(/.*:/, "", x); if (index(p, " " x " ")) n++ } END { print n + 0 }'
-        for i in $(seq 1 100); do
+        for i in $(seq 1 2400); do # (up to 120 s: servers start slowly on a loaded host)
                 if [[ $where == host ]]; then n=$(ss -Hlntu | awk -v p=" $ports " "$count")
                 else n=$(ip netns exec "$where" ss -Hlntu | awk -v p=" $ports " "$count"); fi
                 ((n >= want)) && return 0
@@ -288,7 +289,7 @@ world_received() {
 }
 
 world_wait_received() {
-        local key=${1:?usage: world_wait_received KEY [MS]} ms=${2:-3000} i
+        local key=${1:?usage: world_wait_received KEY [MS]} ms=${2:-120000} i
         for ((i = 0; i < ms; i += 50)); do
                 world_received "$key" && return 0
                 sleep 0.05

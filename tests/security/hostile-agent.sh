@@ -70,7 +70,8 @@ done
 [[ $(state_of "$h") == ready ]] || h=$(seat hostile-image)
 "$CTL" exec --timeout 60 "$h" -- hold >"$t/hold" 2>&1 &
 holder=$!
-sleep 2
+# (the second call comes once seatd has admitted the first: its exec.start in the audit log)
+wait_until 'grep -qsF '\''"argv":["hold"]'\'' "$t/state/seats/$h"/audit-g*.log || ! kill -0 "$holder" 2>/dev/null'
 "$CTL" exec --timeout 2 "$h" -- wrongid >"$t/out" 2>&1; rc=$?
 wait "$holder"; hrc=$?
 st=$(state_of "$h")

@@ -140,8 +140,15 @@ keep=$((${vl_size:-2097152} * (${vl_backups:-3} + 1)))
 flood=$((keep + 4 * 1024 * 1024))
 # base64 writes 4 bytes (and a newline every 76) for each 3 read: read 3/4 of the flood.
 "$CTL" exec --timeout 300 "$A" -- sh -c "dd if=/dev/urandom bs=64k count=$((flood * 3 / 4 / 65536 + 1)) 2>/dev/null | base64 >/dev/ttyS0" >"$t/out" 2>&1; rc=$?
-sleep 1
-total=; [[ -n $log ]] && total=$(du -cb "$log"* 2>/dev/null | tail -1 | cut -f1)
+# virtlogd writes what QEMU hands it a moment later: the files are read once they have
+# stopped changing for a second (up to 120 s).
+total=
+for _ in $(seq 1 120); do
+  prev=$total
+  sleep 1
+  [[ -n $log ]] && total=$(du -cb "$log"* 2>/dev/null | tail -1 | cut -f1)
+  [[ -n $total && $total == "$prev" ]] && break
+done
 diag "console log after $((flood >> 20)) MiB written to the serial port (exec rc $rc): ${total:-?} bytes in $(ls "$log"* 2>/dev/null | wc -l) files (virtlogd keeps $keep)"
 # The flood arrived (the exec succeeded and virtlogd rotated the log), and was cut.
 [[ $rc == 0 && -n $total && -e $log.0 ]] && ((total <= keep)) \
@@ -155,6 +162,9 @@ seatd_log=$(stat -c %s "$t/seatd.log")
 bomb=$!
 "$CTL" exec --timeout 5 "$A" -- sh -c 'x=a; while :; do x=$x$x; done' >/dev/null 2>&1 &
 hog=$!
+# Both are let loose (seatd records each in A's audit log as it admits it), and 3 s to grow.
+alog() { cat "$t/state/seats/$A"/audit-g*.log 2>/dev/null; }
+wait_until '[[ $(alog) == *"b() { b | b & }; b"* && $(alog) == *"x=a; while :; do x=\$x\$x; done"* ]] || ! kill -0 "$bomb" 2>/dev/null'
 sleep 3
 worst=0
 for i in 1 2 3 4 5; do
@@ -240,7 +250,8 @@ secs=$(($(date +%s) - s0))
 head -c $((20 * 1024 * 1024)) /dev/urandom >"$t/big"
 "$CTL" -q cp "$t/big" "$B:/root/big" >/dev/null 2>&1 &
 cpid=$!
-sleep 0.5
+# mid-transfer: once its first chunk is in the guest (seatd logs each), of 40
+wait_until 'grep -q "file_put seat=$B .*path=/root/big" "$t/seatd.log" || ! kill -0 "$cpid" 2>/dev/null'
 kill -TERM "$cpid" 2>/dev/null; wait "$cpid" 2>/dev/null
 "$CTL" exec "$B" -- true >"$t/out" 2>&1 && ok "seatctl cp killed mid-transfer: the seat keeps serving"   || not_ok "seatctl cp killed mid-transfer: the seat keeps serving"
 
@@ -248,7 +259,8 @@ kill -TERM "$cpid" 2>/dev/null; wait "$cpid" 2>/dev/null
 "$CTL" -q release "$B" >/dev/null 2>&1
 "$CTL" -q provision --image test-image >/dev/null 2>&1 &
 ppid=$!
-sleep 1
+# mid-boot: once seatd lists the seat it makes for it
+wait_until '[[ -n $("$CTL" list 2>/dev/null | grep -E "^s[0-9a-f]{8} ") ]] || ! kill -0 "$ppid" 2>/dev/null'
 kill -TERM "$ppid" 2>/dev/null; wait "$ppid" 2>/dev/null
 cancelled=
 for _ in $(seq 1 300); do # the job finishes its boot, sees the cancel, releases

@@ -149,6 +149,12 @@ print("facilitator" if hello.get("facilitator") and not hello.get("operator") el
       "host" if snap.get("host", {}).get("mem_total_bytes", 0) > 0 else "nohost")
 PY
 chmod 0644 "$t/events.py"
+# Each subscription holds a thread of seatd's; one whose client went away ends when the
+# thread sees it. Awaited below: seatd's threads back to what they were before any
+# (up to 120 s), and a second for its main loop to hand the slot back.
+threads() { awk '/^Threads:/ {print $2}' "/proc/$seatd_pid/status" 2>/dev/null; }
+threads0=$(threads)
+subscriptions_gone() { wait_until '(($(threads) <= threads0))' || diag "seatd has $(threads) threads, $threads0 before the subscriptions"; sleep 1; }
 out=$(as_nobody "$PY" "$t/events.py" "$t/facilitator.sock" 2>&1)
 [[ $out == "facilitator snapshot host,pools,seal,seats,time 0 host" ]] \
   && ok "events.subscribe sends a snapshot of the room at once (seats, pools, seal queue, host, time)" \
@@ -178,12 +184,12 @@ for s, f in conns:
 print("\n".join(got))
 PY
 chmod 0644 "$t/events9.py"
-sleep 2 # the last subscriber's connection closed: its thread sees it within a second
+subscriptions_gone # (the last subscribers' connections closed)
 out=$(as_nobody "$PY" "$t/events9.py" "$t/facilitator.sock" 2>&1)
 [[ $(grep -c "^snapshot$" <<<"$out") == 8 && $(grep -c "^error:state:8 event subscriptions are open already" <<<"$out") == 1 ]] \
   && ok "a ninth subscription is refused while eight stream (each holds a thread), saying why" \
   || { echo "$out" >"$t/out"; not_ok "subscriptions are capped at 8"; }
-sleep 2 # their connections closed: their threads see it within a second
+subscriptions_gone # (their connections closed)
 out=$(as_nobody "$PY" "$t/events.py" "$t/facilitator.sock" 2>&1)
 [[ $out == "facilitator snapshot "* ]] && ok "closed subscriptions free their slots" || { echo "$out" >"$t/out"; not_ok "closed subscriptions free their slots"; }
 kill -0 "$seatd_pid" && "$CTL" list >/dev/null 2>&1 && ok "seatd is still there" || not_ok "seatd is still there"
@@ -213,13 +219,16 @@ out=$(as_nobody "$PY" "$t/hold.py" "$t/participant.sock" 5 2>&1)
 [[ $(grep -c "^result" <<<"$out") == 4 && $(sed -n 5p <<<"$out") == *"already has 4 connections to the participant socket"* ]] \
   && ok "a fifth participant connection of one uid is refused with a clear error (participant_max_connections = 4)" \
   || { echo "$out" >"$t/out"; not_ok "the per-uid connection cap holds"; }
-as_nobody "$PY" "$t/hold.py" "$t/participant.sock" 4 6 >/dev/null 2>&1 & holder=$!
-sleep 1
+# nobody holds its 4 (setpriv execs python: $! is the holder; up to 120 s, stopped after
+# the checks) once they are answered; the checks run while it holds them.
+setpriv --reuid=nobody --regid=nogroup --clear-groups -- "$PY" "$t/hold.py" "$t/participant.sock" 4 120 >"$t/held" 2>&1 & holder=$!
+wait_until '(($(grep -c "^result" "$t/held") == 4)) || ! kill -0 "$holder" 2>/dev/null'
 out=$(as_daemon "$PY" "$t/hold.py" "$t/participant.sock" 2 2>&1)
-[[ $(grep -c "^result" <<<"$out") == 2 ]] && ok "while one uid holds its 4 connections, another uid still connects" \
-  || { echo "$out" >"$t/out"; not_ok "another uid still connects"; }
-"$CTL" list >/dev/null 2>&1 && ok "operators still connect meanwhile" || not_ok "operators still connect meanwhile"
-wait "$holder"
+[[ $(grep -c "^result" "$t/held") == 4 && $(grep -c "^result" <<<"$out") == 2 ]] && kill -0 "$holder" 2>/dev/null &&
+  ok "while one uid holds its 4 connections, another uid still connects" \
+  || { { echo "$out"; echo "held:"; cat "$t/held"; } >"$t/out"; not_ok "another uid still connects"; }
+"$CTL" list >/dev/null 2>&1 && kill -0 "$holder" 2>/dev/null && ok "operators still connect meanwhile" || not_ok "operators still connect meanwhile"
+kill_wait "$holder"
 out=$(as_nobody "$PY" "$t/hold.py" "$t/facilitator.sock" 65 2>&1)
 [[ $(grep -c "^result" <<<"$out") == 64 && $(sed -n 65p <<<"$out") == *"the facilitator socket has too many clients connected"* ]] \
   && ok "a 65th facilitator connection is refused, saying why (a compromised seat-web cannot take every slot)" \

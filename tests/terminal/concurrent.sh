@@ -43,6 +43,28 @@ pane_has() {
 # keys WINDOW TEXT: type TEXT and Enter.
 keys() { tm send-keys -t "$1" -l -- "$2" && tm send-keys -t "$1" Enter; }
 dump_pane() { tm capture-pane -p -t "$1" 2>/dev/null | sed '/^$/d' | tail -n 15 | sed 's/^/#   /'; }
+# pane_size WINDOW: the size of the window's terminal ("ROWS COLS"), as seatctl reads it.
+pane_size() { stty -F "$(tm display -p -t "$1" '#{pane_tty}')" size 2>/dev/null; }
+# in_guest ARGS: whether a process with exactly these arguments runs in the seat (ps).
+in_guest() { grep -qxF -- "$*" <<<"$("$CTL" exec "$seat" -- ps -o args 2>/dev/null)"; }
+# started ARG...: how many exec.start records of the seat's current audit log have this argv.
+started() {
+        python3 - "$(ls -t "$t/state/seats/$seat"/audit-g*.log 2>/dev/null | head -1)" "$@" <<'PY'
+import json, sys
+n = 0
+try:
+    for line in open(sys.argv[1]):
+        try:
+            r = json.loads(line)
+        except ValueError:
+            continue  # (a line being written)
+        if r.get("type") == "exec.start" and r.get("data", r).get("argv") == sys.argv[2:]:
+            n += 1
+except OSError:
+    pass
+print(n)
+PY
+}
 
 # ---------------------------------------------------------------- one shell
 tm new-session -d -s seat -n w1 -x 100 -y 30 "$shell_cmd" || bail "tmux cannot start"
@@ -51,11 +73,13 @@ check "the shell answers typed commands (tmux send-keys, capture-pane)" 'pane_ha
 keys w1 'echo SIZE1-$(stty size | tr " " x)'
 check "stty size is the window's (30 rows, 100 columns)" 'pane_has w1 "^SIZE1-30x100"'
 tm resize-window -t w1 -x 120 -y 40
-sleep 1
+# tmux gives the pane's terminal its new size a moment later (SIGWINCH to seatctl then,
+# which sends the resize before any key typed after it): asked once it has it.
+wait_until '[[ $(pane_size w1) == "40 120" ]]'
 keys w1 'echo SIZE2-$(stty size | tr " " x)'
 check "after the window is resized, stty size follows (40x120)" 'pane_has w1 "^SIZE2-40x120"' || dump_pane w1
 keys w1 'sleep 300; echo AFTER-$((40 + 2))'
-sleep 2
+wait_until 'in_guest sleep 300' # (the shell runs it: the Ctrl-C is not taken by its line editor)
 tm send-keys -t w1 C-c
 keys w1 'echo INTR-$((1 + 1))'
 check "Ctrl-C interrupts the sleep (the shell is back)" 'pane_has w1 "^INTR-2"' || dump_pane w1
@@ -65,8 +89,9 @@ keys w1 'vi /tmp/vi-test'
 check "vi draws its full screen" 'pane_has w1 "^~" && (( $(tm capture-pane -p -t w1 | grep -c "^~") > 20 ))' || dump_pane w1
 tm send-keys -t w1 i && tm send-keys -t w1 -l 'HELLO-FROM-VI' && tm send-keys -t w1 Escape
 # vi reads an Escape followed at once by more keys as the start of a key's escape
-# sequence: the command comes once it has taken the Escape alone.
-sleep 2
+# sequence: the command comes once it has taken the Escape alone (its status line, back in
+# command mode, says "- FILE [Modified]").
+pane_has w1 '^- /tmp/vi-test \[Modified\]' || dump_pane w1
 tm send-keys -t w1 -l ':wq' && tm send-keys -t w1 Enter
 keys w1 'echo VI-$(cat /tmp/vi-test)'
 check "vi wrote what was typed and quit" 'pane_has w1 "^VI-HELLO-FROM-VI"' || dump_pane w1
@@ -120,13 +145,17 @@ for i in 1 2 3 4; do pane_has "s$i" "^SHELL-EXIT-0" && ended=$((ended + 1)); don
 check "the four shells end with status 0" '[[ $ended == 4 ]]'
 
 # ---------------------------------------------------------------- side by side
-"$CTL" exec "$seat" -- sh -c 'sleep 8; echo SLOW' >"$t/slow" 2>&1 &
+# The slow one runs until the quick one has ended and it is let go (/tmp/slow-go; two
+# minutes at most), however slow either is here: it says on stderr when it runs.
+"$CTL" exec "$seat" -- sh -c 'echo RUNNING >&2; i=0; until [ -e /tmp/slow-go ] || [ $i -ge 1200 ]; do sleep 0.1; i=$((i + 1)); done; echo SLOW' \
+        >"$t/slow" 2>"$t/slow.err" &
 slow=$!
-sleep 2
+wait_until 'grep -q RUNNING "$t/slow.err" || ! kill -0 "$slow" 2>/dev/null'
 "$CTL" exec "$seat" -- echo QUICK >"$t/quick" 2>&1
 quick_alone=no
-kill -0 "$slow" 2>/dev/null && quick_alone=yes
+kill -0 "$slow" 2>/dev/null && grep -q RUNNING "$t/slow.err" && quick_alone=yes
 check "a quick exec ends while a slow one on the same seat still runs" '[[ $(cat "$t/quick") == QUICK && $quick_alone == yes ]]'
+"$CTL" exec "$seat" -- touch /tmp/slow-go >"$t/out" 2>&1
 wait "$slow"
 check "... and the slow one ends as it should" '[[ $(cat "$t/slow") == SLOW ]]'
 
@@ -144,9 +173,9 @@ for i in $(seq 1 8); do
         pids+=($!)
 done
 # Until the eight hold the seat: the ninth is refused then. The probe is a call too: it
-# starts only once the eight were given time to be admitted (each is admitted as soon as
-# seatd reads it), or it could take a slot one of them needs.
-sleep 5
+# starts only once the eight are admitted (seatd records each one's exec.start in the
+# audit log as it admits it), or it could take a slot one of them needs.
+wait_until '(($(started sleep 600) >= 8))' || diag "$(started sleep 600) of the eight calls admitted after 120 s"
 refused=no
 for _ in $(seq 1 600); do
         "$CTL" exec "$seat" -- true >"$t/ninth" 2>&1

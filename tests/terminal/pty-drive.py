@@ -128,10 +128,11 @@ def session(t):
               m.group(1).decode() if m else t.tail())
 
     # A resize of the local terminal reaches the remote one (asynchronously: asked again
-    # until it shows, a bounded number of times).
+    # until it shows, a bounded number of times: 240 half-seconds and more, a bound that
+    # only catches a hang on a loaded host).
     t.set_size(40, 120)
     got = None
-    for i in range(20):
+    for i in range(240):
         start = len(t.out)
         t.send(b"echo S2%d-$(stty size)-\r" % i)
         m = t.expect(rb"S2%d-(\d+ \d+)-" % i, start)
