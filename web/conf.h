@@ -42,6 +42,7 @@ typedef struct WebConfig {
         long mcp_sessions_per_seat;
         long mcp_idle_timeout;     /* seconds */
         long mcp_max_body;         /* bytes of one POST */
+        long mcp_unauthenticated_rate_per_address; /* requests without a bearer token, per minute */
         long max_terminals;        /* browser terminals at once, in all (0: none) */
         long terminals_per_session;
         long max_file_bytes;       /* a file uploaded or downloaded through the page (0: none) */

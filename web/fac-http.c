@@ -305,33 +305,44 @@ static int do_login(struct lws *wsi, Web *w, Conn *c) {
         char peer[64], name[FAC_NAME_MAX + 2], key[RATE_KEY_MAX];
         int64_t now = now_monotonic_ms();
         web_peer_key(wsi, peer, sizeof(peer));
-        if (!rate_limit_take(f->per_address, peer, now)) {
-                web_log_refusal(wsi, "facilitator login over the rate limit for this address", NULL);
-                return web_respond_text(wsi, w, c, 429, "Too many facilitator logins from this address: wait a minute.\n");
-        }
         if (fac_form_get(c->body, c->body_len, "name", name, sizeof(name)) < 0 || !fac_name_valid(name))
                 return web_respond_text(wsi, w, c, 400, "The form needs a facilitator name (a-z, 0-9, '.', '_', '-').\n");
         snprintf(key, sizeof(key), "fac:%s", name);
-        if (!rate_limit_take(f->per_name, key, now)) {
+        /* Charged now (a verify takes 0.3 s: the ones waiting count), given back in
+         * finish_login() when the password is right. */
+        int k = login_limit_take(f->per_address, f->per_name, LOGIN_PASSWORD, peer, key, now, &c->login);
+        if (k == -EAGAIN) {
+                web_log_refusal(wsi, "facilitator login over the rate limit for this address", NULL);
+                return web_respond_text(wsi, w, c, 429, "Too many facilitator logins from this address: wait a minute.\n");
+        }
+        if (k < 0) {
                 _cleanup_free_ char *esc = log_escape(name, strlen(name), 64);
                 log_warning("refused: facilitator login over the rate limit for the name '%s' (from %s)", esc ? esc : "?", peer);
                 return web_respond_text(wsi, w, c, 429, "Too many logins for this facilitator name: wait a minute.\n");
         }
         _cleanup_(job_freep) Job *job = new_job(wsi, w, FR_LOGIN, verify_work, NULL);
-        if (!job)
+        if (!job) {
+                login_limit_settle(&c->login, false, now);
                 return -1;
+        }
         snprintf(job->path, sizeof(job->path), "%s", name); /* the name travels in the path field */
         snprintf(job->peer, sizeof(job->peer), "%s", peer);
         int r = fac_form_get(c->body, c->body_len, "password", job->secret, sizeof(job->secret));
-        if (r < 0 && r != -ENOENT && r != -E2BIG)
+        if (r < 0 && r != -ENOENT && r != -E2BIG) {
+                login_limit_settle(&c->login, false, now);
                 return web_respond_text(wsi, w, c, 400, "Malformed form.\n");
+        }
         if (r < 0)
                 job->secret[0] = '\0'; /* verified all the same: an empty password fails like a wrong one */
         sodium_memzero(c->body, sizeof(c->body));
-        return submit(wsi, w, c, TAKE_PTR(job));
+        r = submit(wsi, w, c, TAKE_PTR(job));
+        if (!c->job)
+                login_limit_settle(&c->login, false, now); /* not tried */
+        return r;
 }
 
 static int finish_login(struct lws *wsi, Web *w, Conn *c, Job *job) {
+        login_limit_settle(&c->login, job->r < 0, now_monotonic_ms());
         if (job->r < 0) {
                 log_warning("refused: facilitator login of '%s' with a wrong password or an unknown name (from %s)",
                             job->path, job->peer);

@@ -435,10 +435,18 @@ static bool header_lists(struct lws *wsi, enum lws_token_indexes h, const char *
         return strstr(v, what) != NULL;
 }
 
-static int unauthorized(struct lws *wsi, Web *w, Conn *c, const char *what) {
+/* 401, charged to limit: the login limit for a wrong token (a failed login), a bucket of
+ * its own for a request with none. A client that first asks without one (to find how to
+ * authenticate) is no guess: it must not cost the address its logins, nor be refused
+ * because the address's logins failed. Past that bucket: 429. */
+static int unauthorized(struct lws *wsi, Web *w, Conn *c, RateLimit *limit, const char *what) {
         char peer[64];
         web_peer_key(wsi, peer, sizeof(peer));
-        (void) rate_limit_take(w->per_address, peer, now_monotonic_ms()); /* a failure counts as a login */
+        bool over = !rate_limit_take(limit, peer, 1, now_monotonic_ms());
+        if (over && limit == w->mcp_unauthenticated) {
+                web_log_refusal(wsi, "an MCP request without a bearer token over its rate limit", c->arg);
+                return rpc_error(wsi, w, c, 429, NULL, MCP_INVALID_REQUEST, "Too Many Requests: wait a minute");
+        }
         web_log_refusal(wsi, what, c->arg);
         return rpc_error(wsi, w, c, 401, NULL, MCP_INVALID_REQUEST,
                          "Unauthorized: send the seat's token as 'Authorization: Bearer TOKEN'");
@@ -471,7 +479,7 @@ int mcp_http_request(struct lws *wsi, Web *w, Conn *c) {
             web_bearer_get(auth, strlen(auth), c->bearer, sizeof(c->bearer)) < 0 || !web_token_valid(c->bearer)) {
                 sodium_memzero(auth, sizeof(auth));
                 sodium_memzero(c->bearer, sizeof(c->bearer));
-                return unauthorized(wsi, w, c, "an MCP request without a well-formed bearer token");
+                return unauthorized(wsi, w, c, w->mcp_unauthenticated, "an MCP request without a well-formed bearer token");
         }
         sodium_memzero(auth, sizeof(auth));
         if (lws_hdr_custom_length(wsi, SESSION_HEADER, (int) strlen(SESSION_HEADER)) > 0) {
@@ -484,7 +492,7 @@ int mcp_http_request(struct lws *wsi, Web *w, Conn *c) {
                 if (!s || strcmp(s->seat, c->arg) != 0)
                         return rpc_error(wsi, w, c, 404, NULL, MCP_INVALID_REQUEST, "Session not found: initialize a new one");
                 if (sodium_memcmp(s->token, c->bearer, WEB_TOKEN_HEX) != 0)
-                        return unauthorized(wsi, w, c, "an MCP request with another token than its session's");
+                        return unauthorized(wsi, w, c, w->per_address, "an MCP request with another token than its session's");
                 snprintf(c->mcp_id, sizeof(c->mcp_id), "%s", sid);
         }
         if (del) {
@@ -595,11 +603,11 @@ int mcp_http_body_done(struct lws *wsi, Web *w, Conn *c) {
         mcp_message_done(&m);
 
         if (!c->mcp_id[0]) {
-                /* A new session: limited as logins are, per address and per seat. */
+                /* A new session is a login, limited as logins are: charged now, given back
+                 * in mcp_http_finish() unless seatd refuses the token. */
                 char peer[64];
-                int64_t now = now_monotonic_ms();
                 web_peer_key(wsi, peer, sizeof(peer));
-                if (!rate_limit_take(w->per_address, peer, now) || !rate_limit_take(w->per_seat, c->arg, now)) {
+                if (login_limit_take(w->per_address, w->per_seat, LOGIN_TOKEN, peer, c->arg, now_monotonic_ms(), &c->login) < 0) {
                         web_log_refusal(wsi, "an MCP session over the login rate limit", c->arg);
                         return rpc_error(wsi, w, c, 429, NULL, MCP_INVALID_REQUEST, "Too Many Requests: wait a minute");
                 }
@@ -607,7 +615,10 @@ int mcp_http_body_done(struct lws *wsi, Web *w, Conn *c) {
         Job *job = job_new(JOB_MCP, wsi, c->arg, c->bearer);
         if (job)
                 snprintf(job->session, sizeof(job->session), "%s", c->mcp_id);
-        return web_submit(wsi, w, c, job);
+        r = web_submit(wsi, w, c, job);
+        if (!c->job)
+                login_limit_settle(&c->login, false, now_monotonic_ms()); /* not tried */
+        return r;
 
 bad_id:
         r = rpc_error(wsi, w, c, 400, NULL, MCP_INVALID_REQUEST, "Invalid Request: the id is too long");
@@ -640,6 +651,7 @@ int mcp_http_finish(struct lws *wsi, Web *w, Conn *c, Job *job) {
         int64_t generation = -1;
         int r;
 
+        login_limit_settle(&c->login, web_login_failed(job), now_monotonic_ms()); /* (a new session's) */
         if (job->r == 0 && json_object_object_get_ex(job->rec, "generation", &gen))
                 generation = json_object_get_int64(gen);
         if (c->mcp_id[0]) {

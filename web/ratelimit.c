@@ -40,20 +40,31 @@ static double refilled(const RateLimit *r, const Slot *s, int64_t now_ms) {
         return t > r->capacity ? r->capacity : t;
 }
 
-bool rate_limit_take(RateLimit *r, const char *key, int64_t now_ms) {
-        Slot *s = NULL, *free_slot = NULL;
-        if (strlen(key) >= RATE_KEY_MAX)
-                return false;
+static Slot *find(RateLimit *r, const char *key, int64_t now_ms, Slot **ret_free) {
+        Slot *free_slot = NULL;
         for (size_t i = 0; i < r->n; i++) {
                 Slot *c = &r->slots[i];
-                if (c->used && !strcmp(c->key, key)) {
-                        s = c;
-                        break;
-                }
+                if (c->used && !strcmp(c->key, key))
+                        return c;
                 /* A full bucket says nothing a fresh one would not: its slot is free. */
                 if (!free_slot && (!c->used || refilled(r, c, now_ms) >= r->capacity))
                         free_slot = c;
         }
+        if (ret_free)
+                *ret_free = free_slot;
+        return NULL;
+}
+
+/* n attempts as tokens: at most a bucket. */
+static double cost(const RateLimit *r, unsigned n) {
+        return (double) n < r->capacity ? (double) n : r->capacity;
+}
+
+bool rate_limit_take(RateLimit *r, const char *key, unsigned n, int64_t now_ms) {
+        Slot *free_slot = NULL;
+        if (strlen(key) >= RATE_KEY_MAX)
+                return false;
+        Slot *s = find(r, key, now_ms, &free_slot);
         if (!s) {
                 if (!free_slot)
                         return false;
@@ -66,8 +77,18 @@ bool rate_limit_take(RateLimit *r, const char *key, int64_t now_ms) {
         }
         s->tokens = refilled(r, s, now_ms);
         s->last_ms = now_ms > s->last_ms ? now_ms : s->last_ms;
-        if (s->tokens < 1.0)
+        if (s->tokens < cost(r, n))
                 return false;
-        s->tokens -= 1.0;
+        s->tokens -= cost(r, n);
         return true;
+}
+
+void rate_limit_give_back(RateLimit *r, const char *key, unsigned n, int64_t now_ms) {
+        Slot *s = strlen(key) < RATE_KEY_MAX ? find(r, key, now_ms, NULL) : NULL;
+        if (!s)
+                return; /* (its slot was full again and went to another key: nothing owed) */
+        s->tokens = refilled(r, s, now_ms) + cost(r, n);
+        if (s->tokens > r->capacity)
+                s->tokens = r->capacity;
+        s->last_ms = now_ms > s->last_ms ? now_ms : s->last_ms;
 }

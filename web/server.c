@@ -245,26 +245,33 @@ int web_submit(struct lws *wsi, Web *w, Conn *c, Job *job) {
         return 0;
 }
 
+bool web_login_failed(const Job *job) {
+        return job->r == -EACCES || job->r == -EREMOTEIO;
+}
+
 static int do_login(struct lws *wsi, Web *w, Conn *c) {
         char peer[64], seat[WEB_SEAT_ID_MAX + 1], token[WEB_TOKEN_HEX + 2];
         int64_t now = now_monotonic_ms();
 
         web_peer_key(wsi, peer, sizeof(peer));
-        if (!rate_limit_take(w->per_address, peer, now)) {
-                web_log_refusal(wsi, "login over the rate limit for this address", NULL);
-                return web_respond_text(wsi, w, c, 429, "Too many login attempts from this address: wait a minute.\n");
-        }
         if (web_form_get(c->body, c->body_len, "seat", seat, sizeof(seat)) < 0 || !web_seat_id_valid(seat))
                 return web_respond_text(wsi, w, c, 400, "The form needs a seat id (letters, digits, '-').\n");
         int r = web_form_get(c->body, c->body_len, "token", token, sizeof(token));
         if (r < 0 && r != -E2BIG)
                 return web_respond_text(wsi, w, c, 400, "The form needs the seat's token.\n");
-        if (!rate_limit_take(w->per_seat, seat, now)) {
+        /* Charged now, given back in finish_login() unless seatd refuses the token. */
+        int k = login_limit_take(w->per_address, w->per_seat, LOGIN_TOKEN, peer, seat, now, &c->login);
+        if (k == -EAGAIN) {
+                web_log_refusal(wsi, "login over the rate limit for this address", NULL);
+                return web_respond_text(wsi, w, c, 429, "Too many login attempts from this address: wait a minute.\n");
+        }
+        if (k < 0) {
                 web_log_refusal(wsi, "login over the rate limit for this seat", seat);
                 return web_respond_text(wsi, w, c, 429, "Too many login attempts for this seat: wait a minute.\n");
         }
         /* A token of the wrong shape is refused like a wrong one, without asking seatd. */
         if (r < 0 || !web_token_valid(token)) {
+                login_limit_settle(&c->login, true, now);
                 web_log_refusal(wsi, "login with a malformed token", seat);
                 return web_respond_text(wsi, w, c, 403, "This token does not open this seat.\n");
         }
@@ -272,7 +279,10 @@ static int do_login(struct lws *wsi, Web *w, Conn *c) {
         sodium_memzero(token, sizeof(token));
         if (job)
                 snprintf(job->peer, sizeof(job->peer), "%s", peer);
-        return web_submit(wsi, w, c, job);
+        r = web_submit(wsi, w, c, job);
+        if (!c->job)
+                login_limit_settle(&c->login, false, now); /* not tried */
+        return r;
 }
 
 /* GET /l/ID: a one-time link logs in as its token would (finish_login()), once. */
@@ -280,12 +290,15 @@ static int do_link(struct lws *wsi, Web *w, Conn *c) {
         char peer[64];
         WebLink l;
         web_peer_key(wsi, peer, sizeof(peer));
-        /* Ids are 256 random bits: the limit only keeps a prober off the disk. */
-        if (!rate_limit_take(w->per_address, peer, now_monotonic_ms())) {
+        /* Ids are 256 random bits: the limit only keeps a prober off the disk, so only a
+         * link that is not there costs. */
+        if (!rate_limit_take(w->per_address, peer, 1, now_monotonic_ms())) {
                 web_log_refusal(wsi, "a link over the rate limit for this address", NULL);
                 return web_respond_text(wsi, w, c, 429, "Too many login attempts from this address: wait a minute.\n");
         }
         int r = web_link_take(w->conf, c->arg, now_realtime_ms() / 1000, &l);
+        if (r >= 0)
+                rate_limit_give_back(w->per_address, peer, 1, now_monotonic_ms());
         if (r == -ETIME) {
                 web_log_refusal(wsi, "an expired one-time link", NULL);
                 return web_respond_text(wsi, w, c, 410, "This link has expired: ask the facilitator for a new one.\n");
@@ -308,6 +321,7 @@ static int do_link(struct lws *wsi, Web *w, Conn *c) {
 
 /* seatd answered the login's seat.status. */
 static int finish_login(struct lws *wsi, Web *w, Conn *c, Job *job) {
+        login_limit_settle(&c->login, web_login_failed(job), now_monotonic_ms());
         if (job->r == -EACCES) {
                 web_log_refusal(wsi, "login with a token seatd refused", job->seat);
                 return web_respond_text(wsi, w, c, 403, "This token does not open this seat.\n");
@@ -690,6 +704,7 @@ static void web_done(Web *w) {
         session_table_free(w->sessions);
         rate_limit_free(w->per_address);
         rate_limit_free(w->per_seat);
+        rate_limit_free(w->mcp_unauthenticated);
 }
 
 /* A failed start: the facilitator side, the job pools and the context go again (web_done
@@ -717,7 +732,8 @@ int web_server_run(const WebConfig *conf, SeatError **ret_error) {
                                        conf->session_max_age * 1000);
         w.per_address = rate_limit_new(conf->login_rate_per_address, (size_t) conf->rate_table_size);
         w.per_seat = rate_limit_new(conf->login_rate_per_seat, (size_t) conf->rate_table_size);
-        if (!w.sessions || !w.per_address || !w.per_seat)
+        w.mcp_unauthenticated = rate_limit_new(conf->mcp_unauthenticated_rate_per_address, (size_t) conf->rate_table_size);
+        if (!w.sessions || !w.per_address || !w.per_seat || !w.mcp_unauthenticated)
                 return seat_error_set(ret_error, ENOMEM, "cannot allocate the session and rate tables");
 
         lws_set_log_level(LLL_ERR | LLL_WARN | (log_get_max_level() >= LOG_LEVEL_DEBUG ? LLL_NOTICE : 0), lws_log);

@@ -12,6 +12,7 @@
 #include "conf.h"
 #include "http-parse.h"
 #include "jobs.h"
+#include "login-limit.h"
 #include "ratelimit.h"
 #include "session.h"
 
@@ -37,6 +38,7 @@ typedef struct Web {
         const WebConfig *conf;
         SessionTable *sessions;
         RateLimit *per_address, *per_seat;
+        RateLimit *mcp_unauthenticated; /* MCP requests without a bearer token, per address */
         Asset assets[7];
         Jobs *jobs;
         Jobs *fwd_jobs;      /* proxied exchanges with the seats' servers (forward.c) */
@@ -58,6 +60,7 @@ typedef struct Conn {
         unsigned char *resp; /* LWS_PRE + resp_len */
         size_t resp_len;
         Job *job;            /* a seatd call running for this request */
+        LoginCharge login;   /* a login's charge, until its answer is in (login-limit.h) */
 
         /* POST /mcp/SEAT (mcp-http.c) */
         struct lws *wsi;
@@ -112,6 +115,9 @@ void web_peer_key(struct lws *wsi, char *out, size_t size);
 void web_log_refusal(struct lws *wsi, const char *what, const char *seat);
 /* Hand a seatd call to the workers; the request is finished when it is answered. */
 int web_submit(struct lws *wsi, Web *w, Conn *c, Job *job);
+/* A login's seatd call refused its token (it keeps its charge); any other outcome, seatd
+ * not reached included, tried nothing. */
+bool web_login_failed(const Job *job);
 /* The session a finished seatd call was for: 0 with *ret; -ENOENT when it ended meanwhile;
  * -EACCES when seatd refused its token (the seat was reset or released): the session is
  * closed here. */

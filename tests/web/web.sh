@@ -103,7 +103,7 @@ webconf "$t/plain-lo.conf" listen_port=$((port + 1)) plain_http=true
 setpriv --reuid=nobody --regid=nogroup --clear-groups -- "$WEB" -c "$t/plain-lo.conf" >"$t/plain.log" 2>&1 &
 plain_pid=$!
 harness_on_exit 'kill_wait $plain_pid'
-for _ in $(seq 1 100); do curl -s -o /dev/null "http://127.0.0.1:$((port + 1))/" && break; sleep 0.1; done
+wait_until 'curl -s -o /dev/null "http://127.0.0.1:$((port + 1))/" || ! kill -0 "$plain_pid"'
 code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$((port + 1))/")
 [[ $code == 200 ]] && ok "plain HTTP on loopback when the config says so" || not_ok "plain HTTP on loopback: $code"
 kill_wait "$plain_pid"; plain_pid=
@@ -113,7 +113,7 @@ setpriv --reuid=nobody --regid=nogroup --clear-groups -- "$WEB" -c "$t/web.conf"
 web_pid=$!
 harness_on_exit 'kill_wait $web_pid; [[ -f $t/web.log ]] && cp $t/web.log $build/web-seat-web.log'
 url=https://127.0.0.1:$port
-for _ in $(seq 1 100); do curl -s -o /dev/null --cacert "$t/web/tls/cert.pem" "$url/" && break; sleep 0.1; done
+wait_until 'curl -s -o /dev/null --cacert "$t/web/tls/cert.pem" "$url/" || ! kill -0 "$web_pid"'
 seen=$(openssl s_client -connect "127.0.0.1:$port" -servername localhost </dev/null 2>/dev/null | openssl x509 -noout -fingerprint -sha256 | sed 's/^sha256 Fingerprint=//I')
 [[ -n $fpr && $seen == "$fpr" ]] && ok "openssl s_client sees the fingerprint --self-signed printed ($fpr)" ||
         { echo "printed $fpr, seen $seen" >"$t/out"; not_ok "s_client fingerprint matches"; }
@@ -166,7 +166,7 @@ sed -i "s|^participant_socket = .*|participant_socket = $t/nowhere.sock|" "$t/do
 setpriv --reuid=nobody --regid=nogroup --clear-groups -- "$WEB" -c "$t/down.conf" >"$t/down.log" 2>&1 &
 down_pid=$!
 harness_on_exit 'kill_wait $down_pid'
-for _ in $(seq 1 100); do curl -s -o /dev/null "http://127.0.0.1:$((port + 2))/" && break; sleep 0.1; done
+wait_until 'curl -s -o /dev/null "http://127.0.0.1:$((port + 2))/" || ! kill -0 "$down_pid"'
 code=$(curl -s -o "$t/body" -w '%{http_code}' "http://127.0.0.1:$((port + 2))/l/${relink##*/}")
 kill_wait "$down_pid"; down_pid=
 [[ $code == 503 && -e $t/web/links/${relink##*/} ]] && grep -q "it still works once" "$t/body" &&
@@ -180,12 +180,15 @@ browser main "$S1" "$tok1" "$S2"
 browser wrong-pin "$S1" "$tok1" "$S2"
 
 # The seat's web pages (forward_ports: the default, 80 and 8080). In S2: busybox httpd on
-# its loopback's port 80 with two pages, guest-web on 8080 logging each request's head.
+# its loopback's port 80 with two pages, guest-web on 8080 logging each request's head;
+# the exec ends once both listen (netstat in the guest; two minutes at most).
 "$CTL" exec "$S2" -- sh -c 'ip link set lo up && mkdir -p /tmp/www/sub &&
         echo "<!doctype html><title>range</title><p id=msg>busybox-page-in-the-seat</p><a id=rel href=sub/two.html>two</a>" >/tmp/www/index.html &&
         echo "<!doctype html><p id=msg>second page</p>" >/tmp/www/sub/two.html &&
         { setsid busybox httpd -f -p 127.0.0.1:80 -h /tmp/www </dev/null >/dev/null 2>&1 &
-          setsid /bin/guest-web 8080 /tmp/guest-web.log </dev/null >/dev/null 2>&1 & sleep 1; }' >"$t/out" 2>&1 ||
+          setsid /bin/guest-web 8080 /tmp/guest-web.log </dev/null >/dev/null 2>&1 & } &&
+        i=0 && until [ "$(netstat -ltn | grep -oE ":(80|8080) " | sort -u | wc -l)" -ge 2 ]; do
+                [ $i -lt 1200 ] || { echo "not listening: $(netstat -ltn)"; exit 1; }; sleep 0.1; i=$((i + 1)); done' >"$t/out" 2>&1 ||
         bail "cannot start the guest's web servers: $(cat "$t/out")"
 browser forward "$S2" "$tok2" "$S1"
 
@@ -240,10 +243,15 @@ c_after=$(ws "$url" "$S2")
         not_ok "mcp-child WebSocket handshakes: / $m_root, terminal path $m_term, /mcp $m_mcp; terminal after $c_after"
 # A terminal has no idle timeout: TCP keepalive (60 s, then 4 probes 15 s apart) finds a
 # peer gone without a word (a laptop closed), whose slot it held until seat-web restarted.
-ws "$url" "$S2" >/dev/null & held=$!
-sleep 1
-ka=$(ss -tnoH state established "( sport = :$port )" | grep -c "timer:(keepalive")
-wait "$held"
+# The terminal is held open (curl itself, in the background: up to 120 s) until ss shows
+# its connection, however slowly it opens.
+ka=0
+"${C[@]}" --http1.1 -o /dev/null -m 120 -b "__Host-seatweb=$cookie2" -H "Origin: $url" \
+        -H "Connection: Upgrade" -H "Upgrade: websocket" -H "Sec-WebSocket-Version: 13" \
+        -H "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==" -H "Sec-WebSocket-Protocol: seat-terminal" \
+        "$url/ws/seat/$S2/terminal" & held=$!
+wait_until 'ka=$(ss -tnoH state established "( sport = :$port )" | grep -c "timer:(keepalive"); ((ka >= 1)) || ! kill -0 "$held" 2>/dev/null'
+kill_wait "$held"
 ((ka >= 1)) && ok "TCP keepalive is on for seat-web's connections, an open terminal's too ($ka)" ||
         not_ok "TCP keepalive on seat-web's connections: $(ss -tnoH state established "( sport = :$port )" | head -3)"
 # Uploads: only from seat-web's own page (a forged cross-site POST with the cookie is
@@ -434,13 +442,28 @@ for i in $(seq 1 12); do codes+=("$(curl -s --cacert "$t/web/tls/cert.pem" --int
         ok "login rate limit per address: ${codes[*]}" || not_ok "rate limit per address: ${codes[*]}"
 code=$(login "$S2" "$tok2" --interface 127.0.0.4)
 [[ $code == 303 ]] && ok "another address still logs in" || not_ok "another address after the limit: $code"
-# Per seat: many addresses, one seat (12 a minute).
+# Per seat: many addresses, one seat (12 failures a minute). Once the seat's are spent, an
+# address with a full bucket of its own may still try it, staking that whole bucket (issue
+# 35 #6: wrong tokens from elsewhere must not lock the participant out): 31 fresh addresses
+# are each 403, an address that failed once lately (127.0.0.41, on S1) is refused for the
+# seat (tried until the seat's bucket is empty: it may have refilled by one meanwhile), and
+# the seat's own token from a fresh address logs in.
+code=$(login "$S1" "$(printf '%064d' 41)" --interface 127.0.0.41)
 codes=()
 for i in $(seq 10 40); do codes+=("$(curl -s --cacert "$t/web/tls/cert.pem" --interface "127.0.0.$i" -o "$t/body" -w '%{http_code}' \
         --data-urlencode "seat=$S2" --data-urlencode "token=$(printf '%064d' "$i")" "$url/login")"); done
-[[ " ${codes[*]} " == *" 429 "* ]] && grep -q "this seat" "$t/body" && ok "login rate limit per seat, across addresses: ${codes[*]}" ||
-        not_ok "rate limit per seat: ${codes[*]}"
+codes41=()
+for _ in 1 2 3; do
+        codes41+=("$(login "$S2" "$(printf '%064d' 42)" --interface 127.0.0.41)")
+        [[ ${codes41[-1]} == 429 ]] && break
+done
+[[ $code == 403 && " ${codes[*]} " != *" 429 "* && ${codes41[-1]} == 429 ]] && grep -q "this seat" "$t/body" &&
+        ok "login rate limit per seat, across addresses: fresh addresses ${codes[*]}; one that failed lately ${codes41[*]}" ||
+        not_ok "rate limit per seat: $code; fresh addresses ${codes[*]}; one that failed lately ${codes41[*]}"
 grep -q "refused: login over the rate limit for this seat (seat '$S2'" "$t/web.log" && ok "and logged" || not_ok "the rate limit is logged"
+code=$(login "$S2" "$tok2" --interface 127.0.0.42)
+[[ $code == 303 ]] && ok "the seat's own token still logs in (from a fresh address) while wrong ones from elsewhere hold its bucket empty" ||
+        not_ok "the seat's own token while its bucket is empty: $code"
 
 # ---------------------------------------------------------------- the facilitator
 # seat-web passwd (as root, like --link): the hash in the facilitators file, seat-web's
@@ -560,12 +583,23 @@ b2=$(dws "$url" "$both") b3=$("${F[@]}" -o /dev/null -w '%{http_code}' -b "__Hos
 [[ $b1 == 403 && $b2 != 101 && $b3 == 200 ]] && grep -q "also logged in to a seat" "$t/body" &&
         ok "a browser that holds a seat's session too gets no dashboard ($b1, WebSocket $b2), saying why; the facilitator's cookie alone does ($b3)" ||
         not_ok "both cookies: api $b1, WebSocket $b2, alone $b3: $(head -c 200 "$t/body")"
-# max_dashboards = 2: a third while two are open is refused (each holds 3 s here).
-dws "$url" "__Host-seatfac=$fcookie" >"$t/dws1" & dws1=$!
-dws "$url" "__Host-seatfac=$fcookie" >"$t/dws2" & dws2=$!
-sleep 1
+# max_dashboards = 2: a third while two are open is refused. The two are held open (curl
+# itself in the background, up to 120 s; their status lines in dws1.h, dws2.h) until both
+# are seen open, then the third is tried, then the two are closed.
+dash_hold() { # HEADERS-FILE: a dashboard WebSocket held open by curl, in the background (pid in held)
+        "${F[@]}" --http1.1 -o /dev/null -D "$1" -m 120 -b "__Host-seatfac=$fcookie" -H "Origin: $url" \
+                -H "Connection: Upgrade" -H "Upgrade: websocket" -H "Sec-WebSocket-Version: 13" \
+                -H "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==" -H "Sec-WebSocket-Protocol: seat-dashboard" \
+                "$url/ws/facilitator/events" >/dev/null 2>&1 &
+        held=$!
+}
+dash_status() { sed -n '1s/^HTTP\/[0-9.]* \([0-9]*\).*/\1/p' "$1" 2>/dev/null; } # HEADERS-FILE
+dash_hold "$t/dws1.h"; dws1=$held
+dash_hold "$t/dws2.h"; dws2=$held
+wait_until '[[ -s $t/dws1.h && -s $t/dws2.h ]] || ! kill -0 "$dws1" 2>/dev/null || ! kill -0 "$dws2" 2>/dev/null'
 d_third=$(dws "$url" "__Host-seatfac=$fcookie")
-wait "$dws1" "$dws2"
+kill_wait "$dws1" "$dws2"
+dash_status "$t/dws1.h" >"$t/dws1"; dash_status "$t/dws2.h" >"$t/dws2"
 [[ $(cat "$t/dws1") == 101 && $(cat "$t/dws2") == 101 && $d_third != 101 ]] &&
         grep -q "refused: a dashboard WebSocket over max_dashboards" "$t/web.log" &&
         ok "max_dashboards = 2: two open, a third refused ($d_third) and logged" ||
