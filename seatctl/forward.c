@@ -24,6 +24,7 @@
 #include "common/fileio.h"
 #include "common/jsonframe.h"
 #include "common/log.h"
+#include "common/peer-uid.h"
 #include "common/sockaddr.h"
 #include "forward.h"
 #include "seatctl.h"
@@ -68,7 +69,8 @@ static void forward_usage(FILE *f) {
                 "usage: seatctl forward SEAT [ADDR:]LPORT:GUEST_HOST:GPORT\n"
                 "  TCP connections to ADDR:LPORT (default 127.0.0.1; LPORT 0: any free port) reach\n"
                 "  GUEST_HOST:GPORT as the seat's guest sees it, through its agent (not its network).\n"
-                "  GUEST_HOST is an address (IPv6 in brackets) or localhost. Runs until interrupted.\n");
+                "  GUEST_HOST is an address (IPv6 in brackets) or localhost. Runs until interrupted.\n"
+                "  Only your own local user's connections are carried: another user's are refused.\n");
 }
 
 static Local *local_free(Local *l) {
@@ -119,28 +121,65 @@ static int local_abort(Forwarder *f, Local *l, SeatError **ret_error) {
         return r;
 }
 
+static void format_peer(const struct sockaddr_storage *sa, char *buf, size_t size) {
+        char a[INET6_ADDRSTRLEN] = "?";
+        unsigned port = 0;
+        if (sa->ss_family == AF_INET) {
+                inet_ntop(AF_INET, &((const struct sockaddr_in *) sa)->sin_addr, a, sizeof(a));
+                port = ntohs(((const struct sockaddr_in *) sa)->sin_port);
+        } else if (sa->ss_family == AF_INET6) {
+                inet_ntop(AF_INET6, &((const struct sockaddr_in6 *) sa)->sin6_addr, a, sizeof(a));
+                port = ntohs(((const struct sockaddr_in6 *) sa)->sin6_port);
+        }
+        snprintf(buf, size, "%s:%u", a, port);
+}
+
+/* Whether the connection is our own user's. A port on 127.0.0.1 is open to every user of
+ * the host, and what comes through it reaches the seat with our token and is recorded as
+ * ours: anyone else's is refused, and so is one whose owner cannot be found out (no
+ * sock_diag, or a peer on another host when ADDR is not a loopback address). */
+static bool local_owner_ok(int fd, const char *peer) {
+        uid_t uid = 0, me = geteuid();
+        int r = peer_uid_tcp(fd, &uid);
+        if (r >= 0 && uid == me)
+                return true;
+        if (r >= 0)
+                fprintf(stderr,
+                        "seatctl: forward: connection from %s refused: made by local uid %u, not by uid %u (only this "
+                        "user's own connections are carried)\n",
+                        peer, (unsigned) uid, (unsigned) me);
+        else if (r == -ENOENT || r == -ESRCH)
+                fprintf(stderr,
+                        "seatctl: forward: connection from %s refused: no open socket of this host made it (closed "
+                        "already, or from another host), so its user is unknown\n",
+                        peer);
+        else {
+                errno = -r; /* (%m: strerror() is not for threads, and forward_port runs on them) */
+                fprintf(stderr,
+                        "seatctl: forward: connection from %s refused: cannot tell which local user made it "
+                        "(sock_diag: %m), so it is not carried\n",
+                        peer);
+        }
+        return false;
+}
+
 static int local_accept(Forwarder *f, SeatError **ret_error) {
         struct sockaddr_storage sa;
         socklen_t sl = sizeof(sa);
+        char peer[sizeof(((Local *) NULL)->peer)];
         _cleanup_close_ int fd = accept4(f->listen_fd, (struct sockaddr *) &sa, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0)
                 return errno == EAGAIN || errno == EINTR || errno == ECONNABORTED ? 0
                                                                                    : seat_error_set(ret_error, errno, "accept: %m");
+        format_peer(&sa, peer, sizeof(peer));
+        if (!local_owner_ok(fd, peer))
+                return 0; /* closed here, before seatd or the guest hear of it */
         _cleanup_(local_freep) Local *l = calloc(1, sizeof(*l));
         if (!l)
                 return -ENOMEM;
         l->fd = TAKE_FD(fd);
         l->pfd = -1;
-        char a[INET6_ADDRSTRLEN] = "?";
-        unsigned port = 0;
-        if (sa.ss_family == AF_INET) {
-                inet_ntop(AF_INET, &((struct sockaddr_in *) &sa)->sin_addr, a, sizeof(a));
-                port = ntohs(((struct sockaddr_in *) &sa)->sin_port);
-        } else if (sa.ss_family == AF_INET6) {
-                inet_ntop(AF_INET6, &((struct sockaddr_in6 *) &sa)->sin6_addr, a, sizeof(a));
-                port = ntohs(((struct sockaddr_in6 *) &sa)->sin6_port);
-        }
-        snprintf(l->peer, sizeof(l->peer), "%s:%u", a, port);
+        memcpy(l->peer, peer, sizeof(l->peer));
         _cleanup_json_ json_object *p = stream_params(f, NULL);
         int r = p ? ctl_send(f->c, "seat.forward.open", p, &l->stream, ret_error) : -ENOMEM;
         if (r < 0)

@@ -21,7 +21,8 @@ typedef struct Forwarder Forwarder;
 int forwarder_open(const char *seat, const ForwardSpec *spec, const char *token, json_object *tool, Forwarder **ret,
                    unsigned *ret_port, SeatError **ret_error);
 /* Carries connections until seatd ends the tunnel (< 0: the port is closed then) or
- * forwarder_stop() (0). */
+ * forwarder_stop() (0). Only this process's own uid's: any other local user's connection
+ * (common/peer-uid.h) is closed at once, never opened in the seat, and said on stderr. */
 int forwarder_run(Forwarder *f, SeatError **ret_error);
 /* From another thread: forwarder_run() returns soon. */
 void forwarder_stop(Forwarder *f);

@@ -5,6 +5,8 @@
  * seatd over the seat's agent channel (forward.c), not its network, so the egress policy is
  * untouched. Each forward runs on a thread of its own until the MCP session ends; seatd
  * records the call (a "tool.call") and every connection (forward.start / forward.end).
+ * The port carries this process's own user's connections only (forward.c): another local
+ * user's would act with this session's token.
  * Not offered with --no-forward-port (seat-web: its children run on seat-web's host, which
  * is not the remote agent's).
  */

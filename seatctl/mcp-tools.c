@@ -86,7 +86,8 @@ static const McpTool tools[] = {
         { "forward_port", "Reach a service inside the seat",
           "Opens a TCP port on the agent's host (127.0.0.1) whose connections reach HOST:PORT as the seat sees it "
           "(a web UI or API of the range), carried over the seat's agent channel, not its network: the seat's egress "
-          "policy is unchanged. It lasts until this MCP session ends; at most 4 at once. Returns the local port." SEAT_NOTE,
+          "policy is unchanged. Only connections made by the local user running this server are carried (any other "
+          "user's are closed at once). It lasts until this MCP session ends; at most 4 at once. Returns the local port." SEAT_NOTE,
           forward_args, ELEMENTSOF(forward_args), MCP_FORWARD_OUTPUT_SCHEMA, false, NULL, mcp_run_forward_port, .forward = true },
         { "upload", "Copy a file from the agent's host into the seat",
           "Copies a file (at most 64 MiB) from the transfer directory on the agent's host into the seat. Offered only "

@@ -12,6 +12,9 @@
 // (401), other-seat (the token of OTHER_SEAT refused on this seat's URL), reset (a session
 // open across a reset, run by RESET_CMD: its next call is refused, saying why, and so is a
 // new session with the old token).
+// CONNECT_AS (stdio): a program that prints what 127.0.0.1:PORT sends to a connection made
+// as seatctl mcp's own user: forward_port carries no other user's connections, so this
+// client's own (mcp.sh runs it as root, seatctl as nobody) must be refused.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport, StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
@@ -149,7 +152,8 @@ async function main() {
   // ran and ended "cancelled".) A ping is answered while the call runs.
   const ac = new AbortController();
   const sleeping = client.callTool({ name: "exec", arguments: { argv: ["sleep", "3001"] } }, undefined, { signal: ac.signal, timeout: 600000 });
-  await new Promise((res) => setTimeout(res, 3000));
+  // (cancelled once it runs in the guest, however slowly it starts: up to 120 s)
+  for (let i = 0; i < 240 && !(await running(client, "sleep 3001")); i++) await new Promise((res) => setTimeout(res, 500));
   const pinged = await client.ping().then(() => true, () => false);
   ac.abort("test cancels it");
   let rejected = false;
@@ -170,15 +174,20 @@ async function main() {
     const lp = fw.structuredContent?.local_port;
     ok(!fw.isError && fw.structuredContent?.local_address === "127.0.0.1" && lp > 0,
        "forward_port: a local port on 127.0.0.1 for the seat's 127.0.0.1:7100", fw.structuredContent || text(fw));
-    const got = lp ? await new Promise((res) => {
+    const mine = lp ? await new Promise((res) => {
       let data = "";
       const sock = net.connect(lp, "127.0.0.1");
       sock.on("data", (d) => { data += d; });
       sock.on("end", () => res(data));
-      sock.on("error", (e) => res(String(e)));
-      setTimeout(() => { sock.destroy(); res(data || "timeout"); }, 30000);
-    }) : "";
-    ok(/forwarded-42/.test(got), "a connection to that port reaches the service inside the seat", got);
+      sock.on("error", (e) => res(data + String(e)));
+      setTimeout(() => { sock.destroy(); res(data + "timeout"); }, 30000);
+    }) : "no port";
+    ok(mine === "" || /^Error: .*ECONNRESET/.test(mine),
+       "forward_port refuses another local user's connection (this client's): closed without data", mine);
+    const connectAs = process.env.CONNECT_AS;
+    const got = !connectAs ? "CONNECT_AS is not set" : lp ? await promisify(execFile)(connectAs, [String(lp)], { timeout: 60000 })
+      .then((r) => r.stdout, (e) => String(e)) : "";
+    ok(/forwarded-42/.test(got), "a connection to that port made as seatctl mcp's own user reaches the service inside the seat", got);
     const badHost = await client.callTool({ name: "forward_port", arguments: { host: "not a host!", port: 80 } });
     ok(badHost.isError && /cannot be forwarded/.test(text(badHost)), "forward_port to a malformed host: a tool error saying why", text(badHost));
     await expectError(client, { name: "forward_port", arguments: { host: "127.0.0.1", port: 70000 } }, /port/,

@@ -52,6 +52,27 @@ cat >"$t/seatctl-as-nobody" <<EOF
 exec setpriv --reuid=nobody --regid=nogroup --clear-groups -- "$CTL" "\$@"
 EOF
 chmod 0755 "$t/seatctl-as-nobody"
+# forward_port's port carries seatctl mcp's own user's connections only (issue 35, finding
+# 3): client.mjs (root) finds its own refused, and reaches the service through CONNECT_AS,
+# which prints what 127.0.0.1:PORT sends to a connection made as nobody.
+cat >"$t/read-port.py" <<'EOF'
+import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=30)
+data = b""
+while True:
+    d = s.recv(4096)
+    if not d:
+        break
+    data += d
+sys.stdout.write(data.decode(errors="replace"))
+EOF
+cat >"$t/connect-as-nobody" <<EOF
+#!/bin/sh
+exec setpriv --reuid=nobody --regid=nogroup --clear-groups -- /usr/bin/python3 "$t/read-port.py" "\$1"
+EOF
+chmod 0644 "$t/read-port.py"
+chmod 0755 "$t/connect-as-nobody"
+export CONNECT_AS=$t/connect-as-nobody
 client() {
         local prefix=
         [[ -n ${MCP_URL-} ]] && prefix="HTTP: "
@@ -84,7 +105,7 @@ setpriv --reuid=nobody --regid=nogroup --clear-groups -- "$WEB" -c "$t/web.conf"
 web_pid=$!
 harness_on_exit 'kill_wait $web_pid; [[ -f $t/web.log ]] && cp $t/web.log $build/mcp-seat-web.log'
 base=https://127.0.0.1:$port
-for _ in $(seq 1 100); do curl -s -o /dev/null --cacert "$t/web/tls/cert.pem" "$base/" && break; sleep 0.1; done
+wait_until 'curl -s -o /dev/null --cacert "$t/web/tls/cert.pem" "$base/" || ! kill -0 "$web_pid"'
 export NODE_EXTRA_CA_CERTS=$t/web/tls/cert.pem
 
 MCP_URL=$base/mcp/$S client main "$t/token1"
@@ -150,7 +171,7 @@ code=$(mcp "$base/mcp/$S2" "$t/ping.json" -H "authorization: Bearer $tokS2" -H "
 code=$(mcp "$u" "$t/ping.json" -H "$bearer" -H "mcp-session-id: $sid" -H 'mcp-protocol-version: 2025-11-25')
 [[ $code == 200 ]] && grep -q '^data: {"jsonrpc":"2.0","id":2,"result":{}}' "$t/body" && ok "HTTP: ping in the session: its result as an event" || { cp "$t/body" "$t/out"; not_ok "HTTP: ping: $code"; }
 code=$(curl -s --cacert "$t/web/tls/cert.pem" -o /dev/null -w '%{http_code}' -X DELETE -H "$bearer" -H "mcp-session-id: $sid" "$u")
-for _ in $(seq 1 50); do [[ -n $child ]] && kill -0 "$child" 2>/dev/null || break; sleep 0.1; done
+wait_until '[[ -z $child ]] || ! kill -0 "$child" 2>/dev/null'
 [[ $code == 200 && -n $child ]] && ! kill -0 "$child" 2>/dev/null && ok "HTTP: DELETE ends the session: its seatctl mcp (pid $child) is gone" || not_ok "HTTP: DELETE: $code, child '$child'"
 code=$(mcp "$u" "$t/ping.json" -H "$bearer" -H "mcp-session-id: $sid")
 [[ $code == 404 ]] && ok "HTTP: the ended session's id: 404" || not_ok "HTTP: ended session: $code"
@@ -216,9 +237,11 @@ reply_has bad 'by["8"]["error"]["code"] == -32600 and by["9"]["result"] == {}' &
         echo '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"exec","arguments":{"argv":["sleep","3002"]}}}'
 } >"$t/vanish.in"
 (
-        sleep 4 # the exec has started by then (seatd logs it)
+        # stdin stays open until the exec runs: seatd logs it, then the guest's ps shows it
+        wait_until 'grep -qF '\''argv=["sleep" "3002"]'\'' "$t/seatd.log" &&
+                grep -qx "sleep 3002" <<<"$("$CTL" exec "$S" -- ps -o args 2>/dev/null)"'
 ) | cat "$t/vanish.in" - | {
-        SEATD_TOKEN= timeout 60 "$t/seatctl-as-nobody" --token-file "$t/token1" mcp --user 65534 "$S" >"$t/vanish.out" 2>"$t/vanish.err"
+        SEATD_TOKEN= timeout 300 "$t/seatctl-as-nobody" --token-file "$t/token1" mcp --user 65534 "$S" >"$t/vanish.out" 2>"$t/vanish.err"
         echo $? >"$t/vanish.rc"
 }
 # Calls on a seat run side by side: the look may come before the cancellation reached the

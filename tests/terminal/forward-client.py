@@ -6,6 +6,7 @@ Each scenario prints PASS/FAIL lines (the suite turns them into TAP) and diagnos
   echo PORT FILE            send FILE while reading the echo at once, half-close, compare
   parallel PORT N SIZE      N connections open at once (each echoed before any goes on), SIZE each
   refused PORT              the connection is closed without data
+  stranger PORT             another local user's: what it sends gets nothing back, the connection is closed
   hold PORT                 connect, echo once, then wait for the connection's end (a reset)
 """
 import hashlib
@@ -110,6 +111,26 @@ def refused(port):
     print(("PASS" if ok else "FAIL") + " a connection to a refused target is closed")
 
 
+def stranger(port):
+    s = connect(port)
+    s.settimeout(30)
+    got = b""
+    try:
+        s.sendall(b"hi\n")  # an echo server would answer this at once
+        while True:
+            d = s.recv(100)
+            if not d:
+                break
+            got += d
+    except (ConnectionResetError, BrokenPipeError):
+        pass
+    except socket.timeout:
+        print(f"FAIL another local user's connection was left open (30 s), {len(got)} bytes came: {got[:20]!r}")
+        return
+    print(("PASS" if got == b"" else "FAIL") +
+          f" another local user's connection is closed without data ({len(got)} bytes came: {got[:20]!r})")
+
+
 def hold(port):
     s = connect(port)
     s.sendall(b"hi\n")
@@ -135,5 +156,7 @@ if __name__ == "__main__":
         parallel(port, int(args[1]), int(args[2]))
     elif cmd == "refused":
         refused(port)
+    elif cmd == "stranger":
+        stranger(port)
     elif cmd == "hold":
         hold(port)

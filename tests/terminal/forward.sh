@@ -6,6 +6,8 @@
 #   - 1 MiB up with a half-close (the guest's sha256sum answers after the client's end),
 #     1 MiB down, 1 MiB both ways at once, 8 connections open at once;
 #   - a target that refuses: the local connection is closed and seatctl says why;
+#   - another local user's connection (seatctl forward runs as daemon; nobody and root
+#     connect) is closed without data and never reaches the guest (issue 35, finding 3);
 #   - another seat's token is refused; the seat's audit log holds every connection (who,
 #     target, bytes each way); an exec runs while the forward waits between connections;
 #   - a reset ends the forward and its open connections;
@@ -31,13 +33,14 @@ image_import
 # scenario ARGS...: forward-client.py's PASS/FAIL lines as TAP.
 scenario() { pass_fail_tap < <(timeout 600 python3 "$client" "$@" 2>&1); }
 fwd_pids=()
+fwd_as=() # a command that runs seatctl as another user (setpriv ... --): exec'ing, so $! is seatctl
 harness_on_exit 'kill_wait "${fwd_pids[@]}"'
 # forward NAME SEATCTL-ARGS...: seatctl forward in the background (stderr in $t/NAME.err);
 # sets fport to the local port once it listens, fpid to its pid.
 forward() {
         local name=$1
         shift
-        "$CTL" "$@" 2>"$t/$name.err" &
+        "${fwd_as[@]}" "$CTL" "$@" 2>"$t/$name.err" &
         fpid=$!
         fwd_pids+=("$fpid")
         fport=
@@ -67,7 +70,8 @@ other=$("$CTL" -q --json provision --image test-image | json_field 'd["seats"][0
 token_file "$t/other" "$other"
 
 # The guest's servers, on its loopback, in sessions of their own (an exec's process group
-# does not outlive it): sha256 of what comes, a 1 MiB file, an echo.
+# does not outlive it): sha256 of what comes, a 1 MiB file, an echo. The exec ends once
+# the three listen (netstat in the guest; two minutes at most).
 head -c $((1024 * 1024)) /dev/urandom >"$t/blob"
 want=$(sha256sum <"$t/blob" | cut -d' ' -f1)
 "$CTL" cp "$t/blob" "$seat:/tmp/blob" >"$t/out" 2>&1 || bail "cp into the seat failed"
@@ -75,7 +79,9 @@ want=$(sha256sum <"$t/blob" | cut -d' ' -f1)
         setsid nc -ll -p 7000 -e sha256sum </dev/null >/dev/null 2>&1 &
         setsid nc -ll -p 7001 -e cat /tmp/blob </dev/null >/dev/null 2>&1 &
         setsid nc -ll -p 7002 -e cat </dev/null >/dev/null 2>&1 &
-        sleep 1' >"$t/out" 2>&1 || bail "cannot start the guest's servers: $(cat "$t/out")"
+        i=0; until [ "$(netstat -ltn | grep -oE ":700[012] " | sort -u | wc -l)" -ge 3 ]; do
+                [ $i -lt 1200 ] || { echo "not listening: $(netstat -ltn)"; exit 1; }; sleep 0.1; i=$((i + 1)); done' \
+        >"$t/out" 2>&1 || bail "cannot start the guest's servers: $(cat "$t/out")"
 
 # Participants, with the seat's token on the participant socket.
 forward up --token-file "$t/token" forward "$seat" 0:127.0.0.1:7000 || bail "seatctl forward did not listen: $(cat "$t/up.err")"
@@ -99,11 +105,41 @@ check "an exec runs while the forward waits between connections" 'grep -q still-
 # A target that refuses.
 forward refused --token-file "$t/token" forward "$seat" 0:127.0.0.1:7999 || bail "seatctl forward did not listen"
 scenario refused "$fport"
-sleep 0.5
-check "seatctl says the guest could not connect, and why" \
-        'grep -q "refused: .*could not connect to 127.0.0.1:7999.*Connection refused" "$t/refused.err"'
+refused_said='grep -q "refused: .*could not connect to 127.0.0.1:7999.*Connection refused" "$t/refused.err"'
+wait_until "$refused_said"' || ! kill -0 "$fpid" 2>/dev/null' # (seatctl says it once the guest's answer is in)
+check "seatctl says the guest could not connect, and why" "$refused_said"
 check "seatctl goes on serving after a refused connection" 'kill -0 "$fpid"'
 kill_wait "$fpid"
+
+# Only the forwarding user's own connections are carried (issue 35, finding 3). The port
+# on 127.0.0.1 is open to every user of the host, and what comes through it reaches the
+# seat with the forwarder's token and is recorded as the forwarder's. seatctl forward runs
+# as daemon here: nobody's connection and root's (the same uid only, root included) are
+# closed without data and never reach the guest; daemon's own goes through.
+PY=/usr/bin/python3 # (the other users' interpreter: outside root's home)
+nobody_uid=$(id -u nobody) daemon_uid=$(id -u daemon)
+starts() { cat "$t/state/seats/$seat"/audit-g*.log 2>/dev/null | grep -c '"forward\.start"'; }
+fwd_as=(setpriv --reuid=daemon --regid=daemon --clear-groups --)
+forward owner --token-file "$t/token" forward "$seat" 0:127.0.0.1:7002 ||
+        bail "seatctl forward as daemon did not listen: $(cat "$t/owner.err")"
+fwd_as=()
+owner_pid=$fpid owner_port=$fport before=$(starts)
+as_nobody timeout 120 "$PY" "$client" stranger "$owner_port" >"$t/out" 2>&1
+check "another local user's connection (uid $nobody_uid) to daemon's forward is closed without data" 'grep -q "^PASS" "$t/out"'
+timeout 120 "$PY" "$client" stranger "$owner_port" >"$t/out" 2>&1
+check "root's connection to daemon's forward is closed without data too (the same uid only)" 'grep -q "^PASS" "$t/out"'
+sleep 0.5
+check "no refused connection reached the guest (no forward.start in the audit log: $before before, $(starts) after)" \
+        '[[ $(starts) == "$before" ]]'
+diag_file "$t/owner.err"
+check "seatctl says which local uid it refused, and why" \
+        'grep -q "connection from 127.0.0.1:[0-9]* refused: made by local uid $nobody_uid, not by uid $daemon_uid (only this user.s own connections are carried)" "$t/owner.err" &&
+         grep -q "refused: made by local uid 0, not by uid $daemon_uid" "$t/owner.err"'
+as_daemon timeout 600 "$PY" "$client" echo "$owner_port" "$t/blob" >"$t/out" 2>&1
+check "daemon's own connection to its forward goes through (1 MiB echoed intact)" 'grep -q "^PASS" "$t/out"'
+check "and is recorded (forward.start)" '[[ $(starts) -gt "$before" ]]'
+check "seatctl forward serves on after refusing connections" 'kill -0 "$owner_pid"'
+kill_wait "$owner_pid"
 
 # Another seat's token opens nothing here.
 timeout 60 "$CTL" --token-file "$t/other" forward "$seat" 0:127.0.0.1:7000 2>"$t/other.err" &
