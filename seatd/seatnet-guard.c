@@ -90,20 +90,16 @@ static void guard_schedule(SeatNet *n, int64_t now, int64_t ran_ms, const char *
                 n->guard_in_a_row = 0;
         n->guard_in_a_row++;
         int64_t delay = dnsguard_backoff(n->guard_attempts, n->n_guard_attempts, n->guard_in_a_row, now);
-        if (delay == DNSGUARD_GIVE_UP_IN_A_ROW) {
-                n->guard_state = SEATNET_GUARD_FAILED;
-                (void) snprintf(n->guard_error, sizeof(n->guard_error),
-                                "its DNS guard (seat-dnsguard on %s:53) %s after %d restarts in a row, none of them up for %d s: not restarted again",
-                                addr, why, DNSGUARD_RESTART_CAP, DNSGUARD_STABLE_MS / 1000);
-                log_seat_error(n->seat_id, "seat '%s': %s", n->seat_id, n->guard_error);
-                *ret_failed = true;
-                return;
-        }
         if (delay < 0) {
+                char how[64];
+                if (delay == DNSGUARD_GIVE_UP_IN_A_ROW)
+                        (void) snprintf(how, sizeof(how), "in a row, none of them up for %d s", DNSGUARD_STABLE_MS / 1000);
+                else
+                        (void) snprintf(how, sizeof(how), "within %d s", DNSGUARD_RESTART_WINDOW_MS / 1000);
                 n->guard_state = SEATNET_GUARD_FAILED;
                 (void) snprintf(n->guard_error, sizeof(n->guard_error),
-                                "its DNS guard (seat-dnsguard on %s:53) %s after %d restarts within %d s: not restarted again",
-                                addr, why, DNSGUARD_RESTART_CAP, DNSGUARD_RESTART_WINDOW_MS / 1000);
+                                "its DNS guard (seat-dnsguard on %s:53) %s after %d restarts %s: not restarted again", addr,
+                                why, DNSGUARD_RESTART_CAP, how);
                 log_seat_error(n->seat_id, "seat '%s': %s", n->seat_id, n->guard_error);
                 *ret_failed = true;
                 return;
