@@ -2,10 +2,12 @@
 /*
  * Running seatd-collect for one seal (seatd/collect.h), as a short list of checked steps:
  * resolve the user; hand it the overlay, a staging directory and its appliance cache;
- * fork; in the child: own process group, die with seatd, stdout a pipe, no other fd, the
- * user's ids, a fixed environment, exec. The parent reads the report under a size cap and a
- * deadline, kills the whole group at the deadline (the appliance's QEMU is in it), takes
- * the staging directory back and checks each copy before anything of it is sealed.
+ * start it under a shepherd (proc-tree.h); in its process: own process group, die with the
+ * shepherd, stdout a pipe, no other fd, the user's ids, a fixed environment, exec. The
+ * parent reads the report under a size cap and a deadline; at the deadline, or once it has
+ * exited, everything it started is killed: its group (the appliance's QEMU) and whatever
+ * left the group (setsid) or was orphaned, which the shepherd reaps. Then the staging
+ * directory is taken back and each copy checked before anything of it is sealed.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -32,6 +34,7 @@
 #include "common/strprintf.h"
 #include "common/jsonframe.h"
 #include "common/log.h"
+#include "proc-tree.h"
 
 #ifndef SEATD_COLLECT_DIR
 #define SEATD_COLLECT_DIR "/usr/libexec/seatd"
@@ -248,29 +251,35 @@ static int take_report(const CollectRequest *req, const CollectUser *u, int dfd,
 
 /* ---- the run ---- */
 
-typedef struct Child {
-        pid_t pid;                /* also its process group */
-        bool reaped;
-        int status;
-} Child;
-
-/* The whole group killed (the helper, libguestfs' QEMU and its recovery process), the
- * helper reaped. While the helper is not reaped its pid cannot name another group. */
-static void child_finish(Child *c) {
-        if (c->pid <= 0 || c->reaped)
-                return;
-        (void) kill(-c->pid, SIGKILL);
-        while (waitpid(c->pid, &c->status, 0) < 0 && errno == EINTR)
-                ;
-        c->reaped = true;
-}
-
 static char *argv_u64(uint64_t v) {
         char *s = NULL;
         return asprintf(&s, "%" PRIu64, v) < 0 ? NULL : s;
 }
 
-static int spawn(const CollectRequest *req, const CollectUser *u, int wfd, int ewfd, Child *ret, SeatError **ret_error) {
+/* What the helper's process needs between fork and exec, all made before the fork. */
+typedef struct HelperExec {
+        const CollectUser *u;
+        int null, out, err, exe;
+        const char *const *argv;
+        char *const *envp;
+} HelperExec;
+
+/* In the helper's process: only async-signal-safe calls from here to exec (seatd has
+ * threads). fd 3 is the helper, closed by the exec itself (an ELF needs no path). */
+static void helper_exec(void *userdata) {
+        const HelperExec *h = userdata;
+        if (setpgid(0, 0) < 0 || dup2(h->null, STDIN_FILENO) < 0 || dup2(h->out, STDOUT_FILENO) < 0 ||
+            dup2(h->err, STDERR_FILENO) < 0 || dup2(h->exe, 3) < 0 || fcntl(3, F_SETFD, FD_CLOEXEC) < 0 ||
+            close_range(4, ~0U, 0) < 0 || setgroups(h->u->n_groups, h->u->groups) < 0 ||
+            setresgid(h->u->gid, h->u->gid, h->u->gid) < 0 || setresuid(h->u->uid, h->u->uid, h->u->uid) < 0 ||
+            getuid() == 0 || geteuid() == 0 ||
+            prctl(PR_SET_PDEATHSIG, SIGKILL) < 0) /* after the uid change: it clears it */
+                _exit(126);
+        execveat(3, "", (char *const *) h->argv, h->envp, AT_EMPTY_PATH);
+        _exit(127);
+}
+
+static int spawn(const CollectRequest *req, const CollectUser *u, int wfd, int ewfd, ProcTree *ret, SeatError **ret_error) {
         _cleanup_free_ char *max_bytes = argv_u64(req->limits.max_bytes), *max_file = argv_u64(req->limits.max_file_bytes),
                             *max_files = argv_u64(req->limits.max_files);
         size_t n_paths = 0;
@@ -297,25 +306,10 @@ static int spawn(const CollectRequest *req, const CollectUser *u, int wfd, int e
                 return seat_error_set(ret_error, errno, "%s: cannot open the collect helper '%s': %m", req->context,
                                       req->helper);
 
-        pid_t pid = fork();
-        if (pid < 0)
-                return seat_error_set(ret_error, errno, "%s: fork: %m", req->context);
-        if (pid == 0) {
-                /* Only async-signal-safe calls from here to exec: seatd has threads. */
-                /* fd 3 is the helper, closed by the exec itself (an ELF needs no path). */
-                if (setpgid(0, 0) < 0 || dup2(null, STDIN_FILENO) < 0 ||
-                    dup2(wfd, STDOUT_FILENO) < 0 || dup2(ewfd, STDERR_FILENO) < 0 ||
-                    dup2(exe, 3) < 0 || fcntl(3, F_SETFD, FD_CLOEXEC) < 0 ||
-                    close_range(4, ~0U, 0) < 0 || setgroups(u->n_groups, u->groups) < 0 ||
-                    setresgid(u->gid, u->gid, u->gid) < 0 || setresuid(u->uid, u->uid, u->uid) < 0 ||
-                    getuid() == 0 || geteuid() == 0 ||
-                    prctl(PR_SET_PDEATHSIG, SIGKILL) < 0) /* after the uid change: it clears it */
-                        _exit(126);
-                execveat(3, "", (char *const *) argv, envp, AT_EMPTY_PATH);
-                _exit(127);
-        }
-        (void) setpgid(pid, pid); /* whichever of the two runs first */
-        *ret = (Child) { .pid = pid };
+        HelperExec h = { .u = u, .null = null, .out = wfd, .err = ewfd, .exe = exe, .argv = argv, .envp = envp };
+        int r = proc_tree_spawn(helper_exec, &h, ret);
+        if (r < 0)
+                return seat_error_set(ret_error, -r, "%s: cannot start seatd-collect: %s", req->context, strerror(-r));
         return 0;
 }
 
@@ -392,7 +386,8 @@ static void log_stderr(const char *context, const char *err, size_t len) {
         }
 }
 
-/* Until the helper has exited (it closed stdout as it exits) or the deadline. */
+/* Until the helper has exited (it closed stdout as it exits) or the deadline: its
+ * shepherd exits just after it, once it has killed what the helper left running. */
 static bool wait_exit(pid_t pid, int64_t deadline) {
         for (;;) {
                 siginfo_t si = {};
@@ -438,13 +433,13 @@ int collect_run(const CollectRequest *req, GuestFiles **ret, char **ret_reason, 
         slot_take();
         taken = true;
         int64_t t0 = now_monotonic_ms(), deadline = t0 + (int64_t) req->timeout_s * 1000;
-        _cleanup_(child_finish) Child child = {};
+        _cleanup_(proc_tree_finish) ProcTree child = {};
         r = spawn(req, &u, wfd, ewfd, &child, ret_error);
         if (r < 0)
                 return r;
         wfd = safe_close(wfd);
         ewfd = safe_close(ewfd);
-        log_debug("%s: seatd-collect started as pid %d (user '%s', uid %u), timeout %d s", req->context, (int) child.pid,
+        log_debug("%s: seatd-collect started under shepherd pid %d (user '%s', uid %u), timeout %d s", req->context, (int) child.pid,
                   req->user, (unsigned) u.uid, req->timeout_s);
 
         _cleanup_free_ char *report = NULL;
@@ -456,7 +451,7 @@ int collect_run(const CollectRequest *req, GuestFiles **ret, char **ret_reason, 
         int rr = read_report(rfd, erfd, deadline, &report, &len, err, &err_len);
         log_stderr(req->context, err, err_len);
         bool exited = rr == 0 && wait_exit(child.pid, deadline);
-        child_finish(&child); /* stragglers of a normal exit too: the group goes whole */
+        proc_tree_finish(&child); /* stragglers of a normal exit too: the tree goes whole */
         _cleanup_close_ int dfd = -EBADF;
         _cleanup_free_ char *reason = NULL;
         int64_t took = now_monotonic_ms() - t0;

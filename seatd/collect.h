@@ -4,8 +4,9 @@
 /*
  * The guest files of a quarantined session, read by seatd-collect (seatd/seatd-collect.c)
  * in a process of its own: dropped to evidence_collect_user (never root), under seatd's
- * seccomp filter and no_new_privs, its QEMU with -sandbox on, in a process group killed
- * whole at the timeout. What it reports is checked here: every copy must be a plain file of
+ * seccomp filter and no_new_privs, its QEMU with -sandbox on, under a subreaper that kills
+ * everything it started at the timeout or its exit, in its process group or not
+ * (seatd/proc-tree.h). What it reports is checked here: every copy must be a plain file of
  * that user in the staging directory, of the size it says, before its ownership is taken
  * back. At most COLLECT_PARALLEL_MAX appliances run at once, each bounded by its timeout:
  * a hung one holds up nobody for long.
