@@ -25,12 +25,12 @@
 
 int mcp_send(McpServer *srv, const char *line, size_t len) {
         int r = 0;
-        pthread_mutex_lock(&srv->lock);
+        pthread_mutex_lock(&srv->out_lock);
         if (srv->out_broken)
                 r = -EPIPE;
         else if ((r = loop_write(srv->out_fd, line, len)) < 0)
                 srv->out_broken = true; /* the client is gone; the reader sees EOF next */
-        pthread_mutex_unlock(&srv->lock);
+        pthread_mutex_unlock(&srv->out_lock);
         return r;
 }
 
@@ -398,6 +398,7 @@ int verb_mcp(int argc, char *argv[], SeatError **ret_error) {
                                 "an MCP client starts this command itself (docs/mcp.md)\n", srv.seat);
 
         pthread_mutex_init(&srv.lock, NULL);
+        pthread_mutex_init(&srv.out_lock, NULL);
         pthread_cond_init(&srv.idle, NULL);
         _cleanup_(frame_reader_freep) FrameReader *reader = frame_reader_new(MCP_MESSAGE_MAX);
         if (!reader)
@@ -437,6 +438,7 @@ int verb_mcp(int argc, char *argv[], SeatError **ret_error) {
         pthread_mutex_unlock(&srv.lock);
         mcp_forwards_stop(); /* the session's forwards end with it */
         pthread_mutex_destroy(&srv.lock);
+        pthread_mutex_destroy(&srv.out_lock);
         pthread_cond_destroy(&srv.idle);
         return status;
 }

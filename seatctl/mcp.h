@@ -96,15 +96,20 @@ struct McpServer {
         char client_info[160];    /* "name/version" from initialize */
         char protocol[16];
         bool initialized;
-        pthread_mutex_t lock;     /* the calls, and every write to out_fd */
+        pthread_mutex_t lock;     /* the calls */
         pthread_cond_t idle;      /* signalled when a call ends */
         McpCall *calls;
         unsigned n_calls;
+        /* Every write to out_fd, a whole line at a time (so lines keep their order and
+         * never interleave). Never taken with lock held, nor lock under it: a write that
+         * waits on a client not reading must not stop the reader from taking a
+         * cancellation, nor the calls from checking theirs. */
+        pthread_mutex_t out_lock;
         int out_fd;
-        bool out_broken;          /* the client went away: nothing more is written */
+        bool out_broken;          /* under out_lock: the client went away, nothing more is written */
 };
 
-/* Writes one formatted line to the client, under srv->lock. */
+/* Writes one formatted line to the client, under srv->out_lock. */
 int mcp_send(McpServer *srv, const char *line, size_t len);
 int mcp_send_result(McpServer *srv, json_object *id, json_object *result);
 int mcp_send_error(McpServer *srv, json_object *id, int code, const char *fmt, ...) _printf_(4, 5);

@@ -6,7 +6,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -93,29 +92,29 @@ void mcp_child_kill(McpChild *c) {
                 c->pid = 0;
         }
         c->in_fd = safe_close(c->in_fd);
+        bytes_clear(&c->in);
 }
 
-int mcp_child_write(McpChild *c, const char *line, size_t len, int timeout_ms) {
-        int64_t deadline = now_monotonic_ms() + timeout_ms;
-        while (len > 0) {
-                ssize_t k = write(c->in_fd, line, len);
+int mcp_child_queue(McpChild *c, const char *line, size_t len, size_t max) {
+        return bytes_append(&c->in, line, len, c->in.len == 0 ? MAX(len, max) : max);
+}
+
+int mcp_child_flush(McpChild *c) {
+        size_t done = 0;
+        int r = 0;
+        while (done < c->in.len) {
+                ssize_t k = write(c->in_fd, c->in.data + done, c->in.len - done);
                 if (k > 0) {
-                        line += k;
-                        len -= (size_t) k;
+                        done += (size_t) k;
                         continue;
                 }
                 if (k < 0 && errno == EINTR)
                         continue;
-                if (k < 0 && errno != EAGAIN)
-                        return -errno;
-                /* A full pipe: seatctl reads stdin on a thread of its own, so this is brief
-                 * unless it hangs; then the session ends rather than the loop. */
-                int64_t left = deadline - now_monotonic_ms();
-                if (left <= 0)
-                        return -ETIMEDOUT;
-                struct pollfd p = { .fd = c->in_fd, .events = POLLOUT };
-                if (poll(&p, 1, (int) left) < 0 && errno != EINTR)
-                        return -errno;
+                r = k < 0 ? -errno : -EIO;
+                break;
         }
-        return 0;
+        bytes_take(&c->in, done); /* one move for the whole call, not one per write */
+        if (r == -EWOULDBLOCK)
+                return -EAGAIN;
+        return r;
 }

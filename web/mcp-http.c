@@ -11,6 +11,7 @@
  *   GET /mcp/SEAT   405: the server sends nothing unasked
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <sodium.h>
 #include <stdio.h>
@@ -32,7 +33,13 @@
 #define STREAMS_MAX 16u                      /* open requests of one session (seatctl runs 8 calls) */
 #define OUT_MAX (32u * 1024u * 1024u)         /* unread SSE bytes of one stream: past it, closed */
 #define WRITE_CHUNK 16384u
-#define CHILD_WRITE_TIMEOUT_MS 5000
+/* What waits for a child's stdin: two of the largest messages, and room for the
+ * cancellations seat-web itself sends when a client closes its stream. A child that takes
+ * none of it for CHILD_STALL_MS has hung: its session ends (by the sweep, never by
+ * waiting on the loop). */
+#define CHILD_QUEUE_MAX(w) (2u * (size_t) (w)->conf->mcp_max_body)
+#define CANCEL_RESERVE (STREAMS_MAX * 1024u)
+#define CHILD_STALL_MS 30000
 #define SWEEP_USEC (5 * LWS_USEC_PER_SEC)
 #define CHECK_MS 30000 /* how often seatd is asked whether an idle session's token still works */
 #define ENDED_MAX 64   /* sessions a reset ended, remembered to say so to their next request */
@@ -49,6 +56,8 @@ struct McpSession {
         bool checking;        /* a JOB_MCP_CHECK is out */
         McpChild child;
         struct lws *pipe; /* its stdout in the event loop */
+        struct lws *in_pipe; /* a dup of its stdin in the event loop: POLLOUT drains child.in */
+        int64_t in_moved_ms;  /* child.in last went from empty or was written to */
         FrameReader *reader;
         Conn *streams;    /* POSTs waiting for their response */
         unsigned n_streams;
@@ -157,6 +166,12 @@ static size_t sessions_of_seat(McpTable *t, const char *seat) {
         return n;
 }
 
+/* A pipe's wsi, no longer the session's: closed by the loop, soon, with its fd. */
+static void pipe_drop(struct lws *pipe) {
+        lws_set_opaque_user_data(pipe, NULL);
+        lws_set_timeout(pipe, PENDING_TIMEOUT_KILLED_BY_PARENT, LWS_TO_KILL_ASYNC);
+}
+
 /* Ends the session: its child killed (seatd then kills what runs for it), every waiting
  * stream answered with why. */
 static void session_end(McpTable *t, McpSession *s, const char *why) {
@@ -174,11 +189,12 @@ static void session_end(McpTable *t, McpSession *s, const char *why) {
                 snprintf(msg, sizeof(msg), "The MCP session has ended: %s", why);
                 stream_fail(c, MCP_INTERNAL_ERROR, msg);
         }
-        if (s->pipe) {
-                lws_set_opaque_user_data(s->pipe, NULL);
-                lws_set_timeout(s->pipe, PENDING_TIMEOUT_KILLED_BY_PARENT, LWS_TO_KILL_ASYNC);
-        } else
+        if (s->pipe)
+                pipe_drop(s->pipe);
+        else
                 safe_close(s->child.out_fd);
+        if (s->in_pipe)
+                pipe_drop(s->in_pipe);
         mcp_child_kill(&s->child);
         frame_reader_free(s->reader);
         sodium_memzero(s, sizeof(*s));
@@ -217,6 +233,8 @@ void mcp_table_free(McpTable *t) {
                         lws_set_opaque_user_data(s->pipe, NULL);
                 else
                         safe_close(s->child.out_fd);
+                if (s->in_pipe)
+                        lws_set_opaque_user_data(s->in_pipe, NULL);
                 mcp_child_kill(&s->child);
                 frame_reader_free(s->reader);
                 sodium_memzero(s, sizeof(*s));
@@ -233,6 +251,10 @@ static void sweep(lws_sorted_usec_list_t *sul) {
                 next = s->next;
                 if (s->n_streams == 0 && now - s->last_ms > t->w->conf->mcp_idle_timeout * 1000) {
                         session_end(t, s, "idle");
+                        continue;
+                }
+                if (s->child.in.len > 0 && now - s->in_moved_ms > CHILD_STALL_MS) {
+                        session_end(t, s, "its seatctl mcp stopped reading");
                         continue;
                 }
                 /* A session its client leaves alone is asked of seatd too: a reset ends it
@@ -280,10 +302,24 @@ static int session_new(McpTable *t, struct lws *wsi, const char *seat, const cha
                 log_error("cannot start '%s mcp %s': %s", conf->seatctl, seat, strerror(-r));
                 return r;
         }
+        /* Its stdin is watched through a dup: the wsi closes the dup, mcp_child_kill the
+         * original, and neither closes the other's. */
+        lws_sock_file_fd_type in = { .filefd = fcntl(s->child.in_fd, F_DUPFD_CLOEXEC, 3) };
+        if (in.filefd >= 0)
+                s->in_pipe = lws_adopt_descriptor_vhost(lws_get_vhost(wsi), LWS_ADOPT_RAW_FILE_DESC, in, "mcp-child", NULL);
+        if (!s->in_pipe) {
+                log_error("cannot watch the input of '%s mcp %s'", conf->seatctl, seat);
+                safe_close(in.filefd);
+                safe_close(s->child.out_fd);
+                mcp_child_kill(&s->child);
+                return -ENOMEM;
+        }
+        lws_set_opaque_user_data(s->in_pipe, s);
         lws_sock_file_fd_type fd = { .filefd = s->child.out_fd };
         s->pipe = lws_adopt_descriptor_vhost(lws_get_vhost(wsi), LWS_ADOPT_RAW_FILE_DESC, fd, "mcp-child", NULL);
         if (!s->pipe) {
                 log_error("cannot watch the output of '%s mcp %s'", conf->seatctl, seat);
+                pipe_drop(s->in_pipe);
                 safe_close(s->child.out_fd);
                 mcp_child_kill(&s->child);
                 return -ENOMEM;
@@ -295,6 +331,30 @@ static int session_new(McpTable *t, struct lws *wsi, const char *seat, const cha
         log_info("MCP session of seat '%s' started: seatctl mcp pid %d (%zu sessions)", seat, (int) s->child.pid, t->count);
         *ret = TAKE_PTR(s);
         return 0;
+}
+
+/* ---------------------------------------------------------------- the child's input */
+
+/* Writes what the pipe takes now; the rest when the loop sees POLLOUT. */
+static int child_flush(McpSession *s) {
+        size_t before = s->child.in.len;
+        int r = mcp_child_flush(&s->child);
+        if (s->child.in.len < before)
+                s->in_moved_ms = now_monotonic_ms();
+        if (r == -EAGAIN) {
+                lws_callback_on_writable(s->in_pipe);
+                return 0;
+        }
+        return r;
+}
+
+/* One line for the child, after all that is queued: -ENOBUFS when max bytes wait already
+ * (nothing queued), -EPIPE when it is gone. */
+static int child_send(McpSession *s, const char *line, size_t len, size_t max) {
+        if (s->child.in.len == 0)
+                s->in_moved_ms = now_monotonic_ms();
+        int r = mcp_child_queue(&s->child, line, len, max);
+        return r < 0 ? r : child_flush(s);
 }
 
 /* ---------------------------------------------------------------- the child's output */
@@ -367,10 +427,26 @@ int mcp_child_callback(struct lws *wsi, enum lws_callback_reasons reason, void *
                 }
                 return 0;
         }
+        case LWS_CALLBACK_RAW_WRITEABLE_FILE: {
+                if (!s || wsi != s->in_pipe)
+                        return 0;
+                int r = child_flush(s);
+                if (r < 0) {
+                        s->in_pipe = NULL; /* closed by the -1 */
+                        lws_set_opaque_user_data(wsi, NULL);
+                        session_end(w->mcp, s, "its seatctl mcp is gone");
+                        return -1;
+                }
+                return 0;
+        }
         case LWS_CALLBACK_RAW_CLOSE_FILE:
                 if (s) {
-                        s->pipe = NULL;
-                        s->child.out_fd = -EBADF;
+                        if (wsi == s->in_pipe)
+                                s->in_pipe = NULL; /* (its fd a dup: child.in_fd stays mcp_child_kill's) */
+                        else {
+                                s->pipe = NULL;
+                                s->child.out_fd = -EBADF;
+                        }
                         lws_set_opaque_user_data(wsi, NULL);
                         session_end(w->mcp, s, "its seatctl mcp exited");
                 }
@@ -450,6 +526,17 @@ static int unauthorized(struct lws *wsi, Web *w, Conn *c, RateLimit *limit, cons
         web_log_refusal(wsi, what, c->arg);
         return rpc_error(wsi, w, c, 401, NULL, MCP_INVALID_REQUEST,
                          "Unauthorized: send the seat's token as 'Authorization: Bearer TOKEN'");
+}
+
+/* 503: the session's server has not read what was sent before (it is busy, or hung: the
+ * sweep ends it after CHILD_STALL_MS). */
+static int queue_full(struct lws *wsi, Web *w, Conn *c, McpSession *s) {
+        char msg[256];
+        web_log_refusal(wsi, "an MCP message while its session's server had a full input queue", c->arg);
+        snprintf(msg, sizeof(msg),
+                 "Service Unavailable: this MCP session's server has not yet read the %zu bytes sent before: "
+                 "wait for a running call to answer, then send again", s->child.in.len);
+        return rpc_error(wsi, w, c, 503, NULL, MCP_SERVER_BUSY, msg);
 }
 
 int mcp_http_request(struct lws *wsi, Web *w, Conn *c) {
@@ -532,6 +619,11 @@ int mcp_http_request(struct lws *wsi, Web *w, Conn *c) {
         }
         if (len == 0)
                 return rpc_error(wsi, w, c, 400, NULL, MCP_PARSE_ERROR, "Parse error: an empty body");
+        McpSession *s = c->mcp_id[0] ? session_by_id(w->mcp, c->mcp_id) : NULL;
+        if (s && s->child.in.len > 0 && s->child.in.len + len > CHILD_QUEUE_MAX(w))
+                /* Refused before its body is read: a client that posts into a full queue
+                 * costs a header, not megabytes of TLS and JSON. */
+                return queue_full(wsi, w, c, s);
         c->mbody = malloc(len + 1);
         if (!c->mbody)
                 return -1;
@@ -696,11 +788,13 @@ int mcp_http_finish(struct lws *wsi, Web *w, Conn *c, Job *job) {
                 if (s->n_streams >= STREAMS_MAX)
                         return rpc_error(wsi, w, c, 429, NULL, MCP_INVALID_REQUEST, "Too Many Requests: wait for one to end");
         }
-        r = mcp_child_write(&s->child, c->mbody, c->mbody_len, CHILD_WRITE_TIMEOUT_MS);
-        free(c->mbody); /* the child has it */
+        r = child_send(s, c->mbody, c->mbody_len, CHILD_QUEUE_MAX(w));
+        free(c->mbody); /* the child has it (or it was refused) */
         c->mbody = NULL;
+        if (r == -ENOBUFS)
+                return queue_full(wsi, w, c, s);
         if (r < 0) {
-                session_end(t, s, r == -ETIMEDOUT ? "its seatctl mcp stopped reading" : "its seatctl mcp is gone");
+                session_end(t, s, r == -ENOMEM ? "out of memory" : "its seatctl mcp is gone");
                 return rpc_error(wsi, w, c, 503, NULL, MCP_INTERNAL_ERROR, "The MCP session has ended: its server stopped");
         }
         if (c->mkind != MCP_REQUEST) {
@@ -765,7 +859,8 @@ void mcp_http_closed(Web *w, Conn *c) {
                              "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":%s,"
                              "\"reason\":\"the client closed its HTTP stream\"}}\n",
                              c->id_json) > 0 &&
-                    mcp_child_write(&s->child, line, strlen(line), CHILD_WRITE_TIMEOUT_MS) < 0)
+                    child_send(s, line, strlen(line), CHILD_QUEUE_MAX(w) + CANCEL_RESERVE) < 0)
+                        /* Not even a cancellation fits: the child has long stopped reading. */
                         session_end(w->mcp, s, "its seatctl mcp stopped reading");
         }
         free(c->mbody);

@@ -7,7 +7,10 @@ usage: fake-seatd.py SOCKET SEAT=TOKEN...
 Answers "hello" and "seat.status" as seatd does: the seat's record for its token, "denied"
 for any other token or seat (seatd answers a wrong token and an unknown seat alike). One
 line per call goes to stdout ("status SEAT ok|denied"), so a test can count what reached
-seatd. Anything else is "invalid". The socket is 0666: seat-web runs as another user."""
+seatd. A browser terminal's "seat.exec" (with its token) is a pty that echoes: every
+"seat.exec.stdin" comes back at once as the exec's "output" event, as a shell's line
+discipline would. Anything else is "invalid". The socket is 0666: seat-web runs as another
+user."""
 
 import json
 import os
@@ -36,6 +39,18 @@ def serve(conn, seats):
                 else:
                     reply = {"id": rid, "type": "error",
                              "error": {"code": "denied", "message": f"this token does not open seat '{seat}'"}}
+            elif method == "seat.exec":
+                seat = params.get("seat")
+                if seat in seats and params.get("token") == seats[seat]:
+                    continue  # running: its output events follow its input
+                reply = {"id": rid, "type": "error",
+                         "error": {"code": "denied", "message": f"this token does not open seat '{seat}'"}}
+            elif method in ("seat.exec.stdin", "seat.exec.resize"):
+                if method == "seat.exec.stdin":
+                    echo = {"id": params.get("exec"), "type": "output",
+                            "output": {"stream": "stdout", "data": params.get("data", "")}}
+                    conn.sendall((json.dumps(echo) + "\n").encode())
+                reply = {"id": rid, "type": "result", "result": {}}
             else:
                 reply = {"id": rid, "type": "error", "error": {"code": "invalid", "message": "not in this script"}}
             conn.sendall((json.dumps(reply) + "\n").encode())
