@@ -63,10 +63,17 @@ no_partial_archive() { [[ -z $(ls -A "$t/archives" | grep '^\.') ]]; }
 # The appliance of a seal: seatd-collect (seatd's child) and the QEMU it starts; their uid,
 # seccomp mode and QEMU's -sandbox, written to FILE once seen. PATTERN (optional): the seal
 # of that quarantine only (another seat's release may be sealed at the same time).
+# The seatd-collect processes of this seatd: each runs under a shepherd of its own, a child
+# of seatd that reaps and kills whatever the collector leaves (seatd/proc-tree.h).
+collect_helpers() {
+  local s
+  for s in $(pgrep -P "$seatd_pid" 2>/dev/null); do pgrep -P "$s" -x seatd-collect 2>/dev/null; done
+  return 0
+}
 watch_appliance() {
   local h q
   while :; do
-    for h in $(pgrep -P "$seatd_pid" -x seatd-collect 2>/dev/null); do
+    for h in $(collect_helpers); do
       [[ -z ${2:-} ]] || grep -q -- "$2" <<<"$(tr '\0' '\n' <"/proc/$h/cmdline" 2>/dev/null)" || continue
       for q in $(pgrep -P "$h" 2>/dev/null); do
         # the appliance itself, not libguestfs' earlier qemu -help/-version probes

@@ -22,6 +22,9 @@ need_cmd python3 sha256sum
 need_libvirt
 need_kernel
 harness_vm_suite forward
+# (a copy the other users below can run: the source tree may sit in root's 0700 home, as
+# in the fresh root)
+cp "$client" "$t/forward-client.py" && chmod 0644 "$t/forward-client.py" && client=$t/forward-client.py
 harness_seatd_must_live=1 harness_not_ok_log=30
 unset SEATD_TOKEN
 
