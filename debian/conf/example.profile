@@ -6,8 +6,8 @@
 #
 # A profile that allows anything needs "uplink" in /etc/seatd/seatd.conf: without it
 # seatd refuses to provision with this profile. Syntax: seatd.conf(5), "EGRESS
-# PROFILES", and /usr/share/doc/seatd/egress.md. The addresses below are documentation
-# ranges (RFC 5737): put your own.
+# PROFILES", and /usr/share/doc/seat-manager/egress.md. The addresses below are
+# documentation ranges (RFC 5737): put your own.
 
 # A resolver (udp and tcp port 53), up to four.
 dns 198.51.100.53

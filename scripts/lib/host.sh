@@ -34,6 +34,13 @@ SEATD_PACKAGES=(
 # README's commands in.
 SEATD_FRESH_PACKAGES=(mmdebstrap util-linux git iproute2 systemd-container)
 
+# Debian packages the fresh root downloads (apt-get download, while it has the network)
+# but does not install, into /var/cache/seatd-fresh-downloads in the root: Debian's own
+# seatd (wlroots' seat daemon), which scripts/installed-journey tries to install beside
+# seat-manager to show the Conflicts: at work.
+SEATD_FRESH_DOWNLOADS=(seatd)
+SEATD_FRESH_DOWNLOADS_DIR=/var/cache/seatd-fresh-downloads
+
 # What scripts/build-debs needs: debian/control's Build-Depends (keep the two in step;
 # debhelper itself provides dh-sequence-installsysusers, minisign is for the signing
 # suite), plus dpkg-buildpackage, fakeroot and lintian.
@@ -141,11 +148,11 @@ host_install_web_client() {
 host_start_libvirt() {
   # /var/lib/libvirt/dnsmasq belongs to no package: libvirt makes it only when it runs
   # dnsmasq for a network (never, for seat networks) yet writes their MAC files there.
-  # (The seatd package's tmpfiles.d makes it too.)
+  # (The seat-manager package's tmpfiles.d makes it too.)
   mkdir -p /var/lib/libvirt/dnsmasq
   # Seat QEMUs run as uids of their own (qemu_uid_range), outside libvirt-qemu's group:
   # they must traverse (not list) libvirt's state to their own per-domain directories
-  # (master key, agent socket). Debian ships these 0750. (seatd.tmpfiles does the same.)
+  # (master key, agent socket). Debian ships these 0750. (seat-manager.tmpfiles does too.)
   local d
   for d in /var/lib/libvirt/qemu /var/lib/libvirt/qemu/channel /var/lib/libvirt/qemu/channel/target; do
     [[ -d $d ]] && chmod o+x "$d"
@@ -165,15 +172,15 @@ host_start_libvirt() {
   die "libvirtd did not answer on qemu:///system (see /var/log/libvirt)"
 }
 
-# The system user the package makes for collecting guest files (debian/seatd.sysusers:
+# The system user the package makes for collecting guest files (debian/seat-manager.sysusers:
 # evidence_collect_user, whose libguestfs appliance parses the guest's filesystem, never as
 # root). A seatd run from the build tree, by the suites and the demo, needs it as the
 # installed one does; made the way the package makes it.
 host_make_users() {
   getent passwd seatd-collect >/dev/null && return 0
-  [[ $(id -u) == 0 ]] || die "the user 'seatd-collect' is missing: run as root, or install the seatd package (it makes it)"
+  [[ $(id -u) == 0 ]] || die "the user 'seatd-collect' is missing: run as root, or install the seat-manager package (it makes it)"
   local conf lines=()
-  conf="$(dirname "${BASH_SOURCE[0]}")/../../debian/seatd.sysusers"
+  conf="$(dirname "${BASH_SOURCE[0]}")/../../debian/seat-manager.sysusers"
   mapfile -t lines < <(grep -E '^[um] seatd-collect ' "$conf")
   ((${#lines[@]})) || die "$conf has no seatd-collect user"
   say "making the system user seatd-collect ($conf)"

@@ -68,8 +68,8 @@ fi
 # The package's users as shipped: systemd-sysusers accepts them (a ':' in a GECOS field
 # once failed the package's postinst).
 if command -v systemd-sysusers >/dev/null; then
-        systemd-sysusers --dry-run "$HARNESS_SRC/debian/seat-web.sysusers" "$HARNESS_SRC/debian/seatd.sysusers" >"$t/out" 2>&1 &&
-                ! grep -qi "not a valid\|ignoring" "$t/out" && ok "systemd-sysusers accepts debian/seat-web.sysusers and seatd.sysusers" ||
+        systemd-sysusers --dry-run "$HARNESS_SRC/debian/seat-web.sysusers" "$HARNESS_SRC/debian/seat-manager.sysusers" >"$t/out" 2>&1 &&
+                ! grep -qi "not a valid\|ignoring" "$t/out" && ok "systemd-sysusers accepts debian/seat-web.sysusers and seat-manager.sysusers" ||
                 not_ok "systemd-sysusers accepts debian/*.sysusers"
 else
         skip "systemd-sysusers --dry-run" "systemd-sysusers is not installed"
